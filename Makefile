@@ -1,0 +1,42 @@
+# hermes_acp — every target sets itself up: `make test` and `make demo` work on a fresh clone.
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+
+.PHONY: all venv test lint typecheck layers pytest demo bench clean
+
+all: test
+
+# (Re)create the virtual environment when it is missing or pyproject.toml changed.
+$(STAMP): pyproject.toml
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[dev]'
+	@touch $(STAMP)
+
+venv: $(STAMP)
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+typecheck: $(STAMP)
+	$(VENV)/bin/mypy
+
+layers: $(STAMP)
+	$(VENV)/bin/lint-imports
+
+pytest: $(STAMP)
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+test: lint typecheck layers pytest
+
+demo: $(STAMP)
+	$(PY) -m probes.demo
+
+bench: $(STAMP)
+	$(PY) -m probes.bench
+
+clean:
+	rm -rf $(VENV) out .pytest_cache .mypy_cache .ruff_cache

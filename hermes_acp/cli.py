@@ -1,0 +1,59 @@
+"""The ``hermes-acp`` command: serve ACP on stdio (default), ``--check``, ``--version``, ``--setup``.
+
+Serving must answer ``initialize`` fast, so this module imports almost nothing; the server's heavy half is loaded
+by the front door in a worker thread (``_load_runner``). Only this module (and the interactive check and setup)
+may print; in serve mode stdout belongs to the protocol.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import sys
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from hermes_acp.version import __version__
+
+if TYPE_CHECKING:
+    from hermes_acp.protocol.stdio import ConnectionRunner
+
+__all__ = ["main"]
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="hermes-acp",
+        description="An ACP agent server. Without options it serves the Agent Client Protocol on stdin/stdout.",
+        epilog="Home folder: $HERMES_ACP_HOME (default ~/.hermes-acp) holds config.toml, state.db, cache/ and logs/.",
+    )
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument("--check", action="store_true", help="print a readable report and exit 0 if it can serve")
+    group.add_argument("--version", action="store_true", help="print the version and exit")
+    group.add_argument("--setup", action="store_true", help="interactive setup of a model provider")
+    return parser
+
+
+def _load_runner() -> ConnectionRunner:
+    from hermes_acp.app import run_connection
+
+    return run_connection
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    args = _parser().parse_args(argv)
+    if args.version:
+        print(f"hermes-acp {__version__}")
+        return
+    if args.check:
+        from hermes_acp.diagnostics import run_check
+
+        sys.exit(run_check())
+    if args.setup:
+        from hermes_acp.setup_wizard import run_setup
+
+        sys.exit(run_setup())
+    from hermes_acp.protocol.stdio import serve_stdio
+
+    with contextlib.suppress(KeyboardInterrupt):
+        serve_stdio(_load_runner)

@@ -1,0 +1,256 @@
+"""Settings: ``$HERMES_ACP_HOME/config.toml`` plus the environment quick start, validated with pydantic.
+
+Every key is optional; an unknown key or a bad value raises ``ConfigError`` naming the key and the file.
+The quick start (DESIGN §2): ``HERMES_ACP_BASE_URL`` + ``HERMES_ACP_MODEL`` (+ ``HERMES_ACP_API_KEY``) define a
+provider ``custom``; ``OPENAI_API_KEY`` / ``ANTHROPIC_API_KEY`` enable providers ``openai`` / ``anthropic``.
+This module reads files and the environment; it does not know HTTP, ACP or how a provider is called.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from hermes_acp.errors import ConfigError
+
+__all__ = [
+    "AgentSettings",
+    "ComputerUseSettings",
+    "ModelEntry",
+    "ProviderSettings",
+    "Settings",
+    "default_home",
+    "load_settings",
+]
+
+EMBED_MIN_BYTES = 64 * 1024
+EMBED_MAX_BYTES = 4 * 1024 * 1024
+OPENAI_BASE_URL = "https://api.openai.com/v1"
+ANTHROPIC_BASE_URL = "https://api.anthropic.com"
+OPENAI_DEFAULT_MODELS = ("gpt-5.4", "gpt-5.4-mini", "gpt-4.1")
+ANTHROPIC_DEFAULT_MODELS = ("claude-sonnet-4-5", "claude-opus-4-1", "claude-haiku-4-5")
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ModelEntry(_Section):
+    """One model of a provider. A bare string in ``models`` means ``{ id = "<string>" }``."""
+
+    id: Annotated[str, Field(min_length=1)]
+    name: str | None = None
+    vision: bool = False
+    context_window: Annotated[int, Field(gt=0)] | None = None
+    max_output_tokens: Annotated[int, Field(gt=0)] | None = None
+
+
+class ProviderSettings(_Section):
+    kind: Literal["openai", "anthropic"]
+    base_url: Annotated[str, Field(min_length=1)]
+    api_key_env: str | None = None
+    models: list[ModelEntry] = Field(default_factory=list)
+    timeout_s: Annotated[float, Field(gt=0)] = 120.0
+    """Longest wait for the next byte of a response."""
+    connect_timeout_s: Annotated[float, Field(gt=0)] = 10.0
+    max_retries: Annotated[int, Field(ge=0, le=10)] = 3
+    """Retries on 429, 5xx and connection errors, only before the first token."""
+
+    @field_validator("models", mode="before")
+    @classmethod
+    def _bare_model_names(cls, value: Any) -> Any:
+        if isinstance(value, list):
+            return [{"id": item} if isinstance(item, str) else item for item in value]
+        return value
+
+    @field_validator("base_url")
+    @classmethod
+    def _http_url(cls, value: str) -> str:
+        if not value.startswith(("http://", "https://")):
+            raise ValueError(f"must start with http:// or https:// (got {value!r})")
+        return value.rstrip("/")
+
+
+class ModelSection(_Section):
+    default: str | None = None
+    """``<provider id>:<model id>``; the first model of the first usable provider when absent."""
+
+
+class AgentSettings(_Section):
+    image_input_mode: Literal["auto", "native", "text"] = "auto"
+    max_turn_requests: Annotated[int, Field(ge=1, le=10_000)] = 50
+    title_model: str | None = None
+    """A model to write session titles; without it the title is taken from the first prompt (no extra call)."""
+
+
+class AuxiliaryVisionSettings(_Section):
+    model: str | None = None
+
+
+class AuxiliarySettings(_Section):
+    vision: AuxiliaryVisionSettings = Field(default_factory=AuxiliaryVisionSettings)
+
+
+class VisionSettings(_Section):
+    embed_target_bytes: int = 262_144
+
+    @field_validator("embed_target_bytes")
+    @classmethod
+    def _clamp(cls, value: int) -> int:
+        return max(EMBED_MIN_BYTES, min(EMBED_MAX_BYTES, value))
+
+
+class PermissionSettings(_Section):
+    timeout_s: Annotated[float, Field(ge=0)] = 0
+    """0 = wait for the user as long as the turn lives; otherwise a timeout denies that one call."""
+
+
+class ComputerUseSettings(_Section):
+    driver_command: Annotated[list[str], Field(min_length=1)] = Field(
+        default_factory=lambda: ["cua-driver", "mcp", "--no-overlay"]
+    )
+    call_timeout_s: Annotated[float, Field(gt=0)] = 30.0
+
+
+class LoggingSettings(_Section):
+    level: Literal["debug", "info", "warning", "error"] = "info"
+
+
+class _FileSettings(_Section):
+    """The shape of config.toml."""
+
+    model: ModelSection = Field(default_factory=ModelSection)
+    providers: dict[str, ProviderSettings] = Field(default_factory=dict)
+    agent: AgentSettings = Field(default_factory=AgentSettings)
+    auxiliary: AuxiliarySettings = Field(default_factory=AuxiliarySettings)
+    vision: VisionSettings = Field(default_factory=VisionSettings)
+    permissions: PermissionSettings = Field(default_factory=PermissionSettings)
+    computer_use: ComputerUseSettings = Field(default_factory=ComputerUseSettings)
+    logging: LoggingSettings = Field(default_factory=LoggingSettings)
+
+    @field_validator("providers")
+    @classmethod
+    def _provider_ids(cls, value: dict[str, ProviderSettings]) -> dict[str, ProviderSettings]:
+        for provider_id in value:
+            if not provider_id or ":" in provider_id:
+                raise ValueError(f"provider id {provider_id!r} must be non-empty and contain no ':'")
+        return value
+
+
+class Settings(_FileSettings):
+    """The effective settings: the file, merged with the environment."""
+
+    home: Path
+    config_file: Path | None = None
+    """The file the settings were read from, when there was one."""
+
+    @property
+    def state_db(self) -> Path:
+        return self.home / "state.db"
+
+    @property
+    def logs_dir(self) -> Path:
+        return self.home / "logs"
+
+    @property
+    def cache_dir(self) -> Path:
+        return self.home / "cache"
+
+
+def default_home(env: Mapping[str, str]) -> Path:
+    raw = env.get("HERMES_ACP_HOME")
+    return Path(raw).expanduser() if raw else Path.home() / ".hermes-acp"
+
+
+def load_settings(env: Mapping[str, str] | None = None, *, home: Path | None = None) -> Settings:
+    """Read config.toml from the home folder (if present) and apply the environment quick start."""
+    env = os.environ if env is None else env
+    home = home or default_home(env)
+    config_file = home / "config.toml"
+    raw: dict[str, Any] = {}
+    if config_file.is_file():
+        try:
+            raw = tomllib.loads(config_file.read_text(encoding="utf-8"))
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"{config_file}: not valid TOML: {exc}") from exc
+        except OSError as exc:
+            raise ConfigError(f"{config_file}: cannot be read: {exc.strerror or exc}") from exc
+    try:
+        parsed = _FileSettings.model_validate(raw)
+    except ValidationError as exc:
+        raise ConfigError(_describe(exc, config_file)) from exc
+    providers = dict(parsed.providers)
+    _apply_env_providers(providers, env)
+    computer_use = parsed.computer_use
+    override = env.get("HERMES_CUA_DRIVER_CMD", "").strip()
+    if override:
+        try:
+            argv = shlex.split(override)
+        except ValueError as exc:
+            raise ConfigError(f"HERMES_CUA_DRIVER_CMD: cannot be split into a command: {exc}") from exc
+        computer_use = computer_use.model_copy(update={"driver_command": argv})
+    model = parsed.model
+    env_model = env.get("HERMES_ACP_MODEL", "").strip()
+    if model.default is None and env.get("HERMES_ACP_BASE_URL") and env_model:
+        model = ModelSection(default=f"custom:{env_model}")
+    data = parsed.model_dump()
+    data.update(
+        providers=providers,
+        computer_use=computer_use,
+        model=model,
+        home=home,
+        config_file=config_file if config_file.is_file() else None,
+    )
+    return Settings.model_validate(data)
+
+
+def _apply_env_providers(providers: dict[str, ProviderSettings], env: Mapping[str, str]) -> None:
+    """The quick start: environment variables define providers the file does not."""
+    base_url = env.get("HERMES_ACP_BASE_URL", "").strip()
+    model = env.get("HERMES_ACP_MODEL", "").strip()
+    if base_url and model and "custom" not in providers:
+        try:
+            providers["custom"] = ProviderSettings(
+                kind="openai",
+                base_url=base_url,
+                api_key_env="HERMES_ACP_API_KEY" if env.get("HERMES_ACP_API_KEY") else None,
+                models=[ModelEntry(id=model)],
+            )
+        except ValidationError as exc:
+            raise ConfigError(_describe(exc, None, prefix="HERMES_ACP_BASE_URL")) from exc
+    if env.get("OPENAI_API_KEY") and "openai" not in providers:
+        providers["openai"] = ProviderSettings(
+            kind="openai",
+            base_url=OPENAI_BASE_URL,
+            api_key_env="OPENAI_API_KEY",
+            models=[ModelEntry(id=m, vision=True) for m in OPENAI_DEFAULT_MODELS],
+        )
+    if env.get("ANTHROPIC_API_KEY") and "anthropic" not in providers:
+        providers["anthropic"] = ProviderSettings(
+            kind="anthropic",
+            base_url=ANTHROPIC_BASE_URL,
+            api_key_env="ANTHROPIC_API_KEY",
+            models=[ModelEntry(id=m, vision=True, context_window=200_000) for m in ANTHROPIC_DEFAULT_MODELS],
+        )
+
+
+def _describe(exc: ValidationError, source: Path | None, *, prefix: str = "") -> str:
+    """One line per problem: ``<file>: <dotted key>: <what is wrong>``."""
+    where = str(source) if source else "environment"
+    lines = []
+    for error in exc.errors():
+        key = ".".join(str(part) for part in error["loc"] if part not in ("function-before", "function-after"))
+        key = f"{prefix}.{key}" if prefix and key else (prefix or key)
+        if error["type"] == "extra_forbidden":
+            lines.append(f"{where}: unknown key {key!r}")
+        else:
+            got = error.get("input")
+            shown = f" (got {got!r})" if not isinstance(got, dict | list) else ""
+            lines.append(f"{where}: {key}: {error['msg']}{shown}")
+    return "\n".join(lines)

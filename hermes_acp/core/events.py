@@ -1,0 +1,181 @@
+"""The durable session log: one event type per thing that happened in a session.
+
+The log is the truth (DESIGN §4.2). The model history (``hermes_acp.sessions.history``) and the editor transcript
+(``hermes_acp.protocol.convert``) are both projections of it, so what an editor sees live and what it sees after
+``session/load`` come from the same records. Events are immutable once stored; nothing here knows SQLite or ACP.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+from .content import DisplayBlock, Location
+from .messages import AssistantMessage, ToolResultMessage, UserMessage
+
+__all__ = [
+    "AssistantMessageStored",
+    "NoticeAdded",
+    "PermissionResolved",
+    "PlanEntry",
+    "PlanUpdated",
+    "SessionEvent",
+    "SessionEventAdapter",
+    "StopReason",
+    "TitleSet",
+    "ToolCallSettled",
+    "ToolCallStarted",
+    "ToolKind",
+    "ToolStatus",
+    "TurnEnded",
+    "Usage",
+    "UserPrompted",
+]
+
+StopReason = Literal["end_turn", "max_tokens", "max_turn_requests", "refusal", "cancelled"]
+ToolKind = Literal["read", "edit", "delete", "move", "search", "execute", "think", "fetch", "switch_mode", "other"]
+ToolStatus = Literal["completed", "failed"]
+
+
+class _Event(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Usage(_Event):
+    """Token counts of one model call (or a sum of several)."""
+
+    input_tokens: int = 0
+    """Prompt tokens, including cached ones."""
+    output_tokens: int = 0
+    cached_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    thought_tokens: int = 0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+            cached_read_tokens=self.cached_read_tokens + other.cached_read_tokens,
+            cache_write_tokens=self.cache_write_tokens + other.cache_write_tokens,
+            thought_tokens=self.thought_tokens + other.thought_tokens,
+        )
+
+
+class UserPrompted(_Event):
+    """The user sent a prompt. ``display`` is what the editor showed; ``message`` is what the model gets."""
+
+    kind: Literal["user_prompted"] = "user_prompted"
+    turn_id: str
+    message_id: str
+    display: list[DisplayBlock]
+    message: UserMessage
+    for_model: bool = True
+    """False for slash commands: shown in the transcript, never sent to the model."""
+
+
+class AssistantMessageStored(_Event):
+    """One complete model response, stored before any of its tool calls runs (DESIGN §4.3)."""
+
+    kind: Literal["assistant_message"] = "assistant_message"
+    turn_id: str
+    message_id: str
+    message: AssistantMessage
+    model_id: str
+    usage: Usage | None = None
+    context_window: int | None = None
+    interrupted: bool = False
+    """True when the stream broke off or was cancelled: the text is what had arrived, without tool calls."""
+
+
+class ToolCallStarted(_Event):
+    """A tool call as the editor sees it first: title, kind, locations, raw input, initial content."""
+
+    kind: Literal["tool_call_started"] = "tool_call_started"
+    turn_id: str
+    tool_call_id: str
+    name: str
+    title: str
+    tool_kind: ToolKind
+    raw_input: Any = None
+    locations: list[Location] = Field(default_factory=list)
+    content: list[DisplayBlock] = Field(default_factory=list)
+
+
+class PermissionResolved(_Event):
+    """The answer to a permission question. ``remember`` carries an "always" rule to apply from now on."""
+
+    kind: Literal["permission_resolved"] = "permission_resolved"
+    turn_id: str
+    tool_call_id: str
+    outcome: Literal["allow_once", "allow_always", "reject_once", "reject_always", "cancelled", "timeout"]
+    scope: str
+    """The rule key the decision applies to (e.g. ``edit``, ``execute``, ``computer_use:foreground``)."""
+
+
+class ToolCallSettled(_Event):
+    """The final state of a tool call: completed or failed, what the editor shows and what the model reads."""
+
+    kind: Literal["tool_call_settled"] = "tool_call_settled"
+    turn_id: str
+    tool_call_id: str
+    status: ToolStatus
+    content: list[DisplayBlock] = Field(default_factory=list)
+    raw_output: Any = None
+    result: ToolResultMessage | None
+    """What the model reads; None for calls the agent made on the user's behalf outside the model's history."""
+    error_code: str | None = None
+
+
+class PlanEntry(_Event):
+    content: str
+    priority: Literal["high", "medium", "low"] = "medium"
+    status: Literal["pending", "in_progress", "completed"] = "pending"
+
+
+class PlanUpdated(_Event):
+    """The agent's plan, always the complete list."""
+
+    kind: Literal["plan_updated"] = "plan_updated"
+    turn_id: str
+    entries: list[PlanEntry]
+
+
+class NoticeAdded(_Event):
+    """A message for the user that the model does not see (e.g. "audio is not forwarded")."""
+
+    kind: Literal["notice_added"] = "notice_added"
+    turn_id: str
+    message_id: str
+    text: str
+
+
+class TurnEnded(_Event):
+    """A prompt turn finished, with why and what it cost."""
+
+    kind: Literal["turn_ended"] = "turn_ended"
+    turn_id: str
+    stop_reason: StopReason
+    usage: Usage = Field(default_factory=Usage)
+
+
+class TitleSet(_Event):
+    """The session got a (generated or explicit) title."""
+
+    kind: Literal["title_set"] = "title_set"
+    title: str
+
+
+SessionEvent = Annotated[
+    UserPrompted
+    | AssistantMessageStored
+    | ToolCallStarted
+    | PermissionResolved
+    | ToolCallSettled
+    | PlanUpdated
+    | NoticeAdded
+    | TurnEnded
+    | TitleSet,
+    Field(discriminator="kind"),
+]
+SessionEventAdapter: TypeAdapter[SessionEvent] = TypeAdapter(SessionEvent)

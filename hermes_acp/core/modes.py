@@ -1,0 +1,37 @@
+"""The session modes of DESIGN §2 and what each one means, as data.
+
+The mode decides what needs the user's permission; the decision itself is made in ``hermes_acp.tools.policy``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Final, Literal, get_args
+
+__all__ = ["DEFAULT_MODE", "MODES", "ModeId", "ModeInfo", "is_mode_id"]
+
+ModeId = Literal["default", "accept_edits", "dont_ask", "read_only"]
+DEFAULT_MODE: Final[ModeId] = "default"
+
+
+@dataclass(frozen=True, slots=True)
+class ModeInfo:
+    id: ModeId
+    name: str
+    description: str
+
+
+MODES: Final[tuple[ModeInfo, ...]] = (
+    ModeInfo("default", "Default", "Ask before edits, commands and desktop input."),
+    ModeInfo(
+        "accept_edits",
+        "Accept Edits",
+        "Edits inside the session's directories are allowed; sensitive paths, commands and desktop input ask.",
+    ),
+    ModeInfo("dont_ask", "Don't Ask", "Everything is allowed except sensitive paths and hard-blocked commands."),
+    ModeInfo("read_only", "Read Only", "No edits, no commands; computer_use may only observe."),
+)
+
+
+def is_mode_id(value: str) -> bool:
+    return value in get_args(ModeId)

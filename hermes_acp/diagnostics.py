@@ -1,0 +1,107 @@
+"""``hermes-acp --check``: a readable report of what the server would run with, and whether it can serve.
+
+It loads the configuration exactly as the server does, lists providers and models (with whether their keys are
+set, never the keys), checks the home folder and session store, and finds the cua-driver and its version.
+Exit status 0 means the server can serve; the report says what to fix otherwise.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from importlib import metadata
+from pathlib import Path
+
+from hermes_acp.version import __version__
+from hermes_acp.config import Settings, default_home, load_settings
+from hermes_acp.errors import ConfigError
+from hermes_acp.providers.catalog import ModelCatalog
+
+__all__ = ["driver_version", "run_check"]
+
+_DEPENDENCIES = ("agent-client-protocol", "mcp", "pydantic", "anyio", "pillow", "httpx", "structlog")
+_OK, _BAD, _WARN = "✓", "✗", "!"
+
+
+def run_check() -> int:
+    env = dict(os.environ)
+    problems = 0
+    print(f"hermes-acp {__version__} on Python {sys.version.split()[0]}")
+    for name in _DEPENDENCIES:
+        try:
+            print(f"  {_OK} {name} {metadata.version(name)}")
+        except metadata.PackageNotFoundError:
+            print(f"  {_BAD} {name} is not installed")
+            problems += 1
+    home = default_home(env)
+    print(f"Home: {home}")
+    try:
+        settings = load_settings(env)
+    except ConfigError as exc:
+        print(f"  {_BAD} configuration error:\n" + "\n".join(f"      {line}" for line in str(exc).splitlines()))
+        return 1
+    print(f"  {_OK} config: {settings.config_file or 'none (defaults and environment)'}")
+    problems += _check_home(settings)
+    problems += _check_models(settings, env)
+    _check_driver(settings)
+    print("Result: " + ("ready to serve" if problems == 0 else f"{problems} problem(s) to fix"))
+    return 0 if problems == 0 else 1
+
+
+def _check_home(settings: Settings) -> int:
+    try:
+        settings.home.mkdir(parents=True, exist_ok=True)
+        probe = settings.home / ".write-check"
+        probe.write_text("ok")
+        probe.unlink()
+    except OSError as exc:
+        print(f"  {_BAD} {settings.home} is not writable: {exc}")
+        return 1
+    print(f"  {_OK} session store: {settings.state_db}")
+    return 0
+
+
+def _check_models(settings: Settings, env: dict[str, str]) -> int:
+    try:
+        catalog = ModelCatalog.from_settings(settings, env)
+    except ConfigError as exc:
+        print(f"  {_BAD} {exc}")
+        return 1
+    print("Providers and models:")
+    if not catalog.models:
+        print(
+            f"  {_WARN} no provider configured: prompts will answer auth_required. Set HERMES_ACP_BASE_URL and"
+            " HERMES_ACP_MODEL, or OPENAI_API_KEY / ANTHROPIC_API_KEY, or run `hermes-acp --setup`"
+        )
+    for provider_id, provider in settings.providers.items():
+        key = provider.api_key_env
+        key_state = "no key needed" if key is None else (f"{key} set" if env.get(key) else f"{key} NOT set")
+        mark = _OK if key is None or env.get(key) else _WARN
+        print(f"  {mark} {provider_id} ({provider.kind}, {provider.base_url}, {key_state})")
+        for model in catalog.models:
+            if model.provider_id == provider_id:
+                flags = ", vision" if model.vision else ""
+                print(f"      - {model.id} (context {model.context_window}{flags})")
+    print(f"  default model: {catalog.default_id or 'none'}")
+    return 0
+
+
+def _check_driver(settings: Settings) -> None:
+    command = settings.computer_use.driver_command
+    path = shutil.which(command[0])
+    if path is None:
+        print(f"  {_WARN} cua-driver: {command[0]!r} not found; computer_use is not offered")
+        return
+    version = driver_version(Path(path))
+    print(f"  {_OK} cua-driver: {path} ({version or 'version unknown'})")
+
+
+def driver_version(path: Path) -> str | None:
+    try:
+        done = subprocess.run([str(path), "--version"], capture_output=True, text=True, timeout=10, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    text = (done.stdout or done.stderr).strip()
+    return text.splitlines()[0] if text else None

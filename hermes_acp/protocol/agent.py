@@ -1,0 +1,362 @@
+"""``HermesAgent``: the ACP agent, implementing ``acp.interfaces.Agent`` by signature.
+
+Handlers are thin: they translate wire shapes, call the ``SessionManager`` / ``Session``, and build responses. Errors
+propagate to the ``ErrorBoundary`` installed in ``on_connect`` (the single error→wire boundary), which also carries
+the two routes the SDK does not have: ``session/set_model`` (JetBrains, older Zed) and ``session/delete``.
+Notifications a session emits outside a turn (mode, config options, commands) are sent from here.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+import structlog
+from acp import schema
+from acp.agent.connection import AgentSideConnection
+from acp.interfaces import Client
+from acp.router import MessageRouter, Route
+from pydantic import BaseModel, ConfigDict, Field
+
+from hermes_acp.config import Settings
+from hermes_acp.errors import HermesError, InvalidParamsError, NoProviderError, ProviderAuthError
+from hermes_acp.providers.catalog import ModelCatalog
+from hermes_acp.providers.registry import ProviderRegistry
+from hermes_acp.sessions import Session, SessionManager, SessionServices, derive_tool_surface
+from hermes_acp.sessions.commands import COMMANDS, parse_command
+from hermes_acp.storage.base import SessionStore
+
+from .boundary import ErrorBoundary, after_response
+from .client_bridge import AcpClientBridge
+from .convert import PromptBlock, prompt_to_display
+from .initialize import SETUP_METHOD_ID, initialize_result
+from .views import (
+    MODE_OPTION_ID,
+    MODEL_OPTION_ID,
+    ForkSessionResponseWithModels,
+    LoadSessionResponseWithModels,
+    NewSessionResponseWithModels,
+    ResumeSessionResponseWithModels,
+    config_options,
+    session_fields,
+)
+
+__all__ = ["AgentParts", "HermesAgent"]
+
+_log = structlog.get_logger("hermes_acp.protocol")
+McpServer = schema.HttpMcpServer | schema.SseMcpServer | schema.AcpMcpServer | schema.McpServerStdio
+
+
+@dataclass(frozen=True, kw_only=True)
+class AgentParts:
+    """What the composition root hands the agent: everything except the client connection."""
+
+    settings: Settings
+    env: dict[str, str]
+    store: SessionStore
+    catalog: ModelCatalog
+    providers: ProviderRegistry
+    attach: Callable[[SessionManager], None]
+    """Attach the manager to the root task group."""
+
+
+class _SetModelParams(BaseModel):
+    model_config = ConfigDict(populate_by_name=True)
+    session_id: str = Field(alias="sessionId")
+    model_id: str = Field(alias="modelId")
+
+
+class _DeleteParams(BaseModel):
+    model_config = ConfigDict(populate_by_name=True)
+    session_id: str = Field(alias="sessionId")
+
+
+class HermesAgent:
+    def __init__(self, parts: AgentParts | None, *, startup_error: HermesError | None = None):
+        self._parts = parts
+        self._startup_error = startup_error
+        self._manager: SessionManager | None = None
+        self._bridge: AcpClientBridge | None = None
+
+    # -- connection ---------------------------------------------------------------------------------------------
+
+    def on_connect(self, conn: Client) -> None:
+        if not isinstance(conn, AgentSideConnection):
+            raise TypeError(f"HermesAgent needs an AgentSideConnection, got {type(conn).__name__}")
+        router: MessageRouter = conn._conn._handler  # type: ignore[assignment]  # pinned SDK 0.12.1
+        router.add_route(Route(method="session/set_model", func=self._set_model_route, kind="request"))
+        router.add_route(Route(method="session/delete", func=self._delete_route, kind="request"))
+        conn._conn._handler = ErrorBoundary(router)
+        self._bridge = AcpClientBridge(conn)
+        if self._parts is not None:
+            services = SessionServices(
+                settings=self._parts.settings,
+                store=self._parts.store,
+                catalog=self._parts.catalog,
+                providers=self._parts.providers,
+                client=self._bridge,
+                tool_surface=derive_tool_surface,
+            )
+            self._manager = SessionManager(services)
+            self._parts.attach(self._manager)
+
+    def client_initialized(self, params: dict[str, Any]) -> None:
+        """The front door answered ``initialize``; keep what the client told us."""
+        if self._bridge is not None:
+            raw = params.get("clientCapabilities")
+            try:
+                self._bridge.capabilities = schema.ClientCapabilities.model_validate(raw or {})
+            except ValueError:
+                _log.warning("unreadable clientCapabilities; assuming none")
+
+    @property
+    def _catalog(self) -> ModelCatalog:
+        return self.manager.services.catalog
+
+    @property
+    def manager(self) -> SessionManager:
+        if self._startup_error is not None:
+            raise self._startup_error
+        if self._manager is None:
+            raise RuntimeError("the agent is not connected")
+        return self._manager
+
+    # -- initialize / auth ----------------------------------------------------------------------------------------
+
+    async def initialize(
+        self,
+        protocol_version: int,
+        client_capabilities: schema.ClientCapabilities | None = None,
+        client_info: schema.Implementation | None = None,
+        **kwargs: Any,
+    ) -> schema.InitializeResponse:
+        params: dict[str, Any] = {"protocolVersion": protocol_version}
+        if client_capabilities is not None:
+            params["clientCapabilities"] = client_capabilities.model_dump(by_alias=True, exclude_none=True)
+        self.client_initialized(params)
+        return schema.InitializeResponse.model_validate(initialize_result(params))
+
+    async def authenticate(self, method_id: str, **kwargs: Any) -> schema.AuthenticateResponse:
+        env = self._parts.env if self._parts is not None else dict(os.environ)
+        if method_id == SETUP_METHOD_ID:
+            if self._startup_error is not None:
+                raise ProviderAuthError(f"the configuration has errors: {self._startup_error}")
+            catalog = self.manager.services.catalog
+            if not any(m.usable for m in catalog.models):
+                raise NoProviderError(
+                    "no usable model provider yet: finish `hermes-acp --setup` (or set the provider's API key), then"
+                    " restart the agent"
+                )
+            return schema.AuthenticateResponse()
+        if method_id.startswith("env:"):
+            provider_id = method_id.removeprefix("env:")
+            usable = self._parts is not None and any(
+                m.usable for m in self._parts.catalog.models if m.provider_id == provider_id
+            )
+            if usable or env.get(f"{provider_id.upper()}_API_KEY"):
+                return schema.AuthenticateResponse()
+            raise ProviderAuthError(
+                f"provider {provider_id!r} has no API key in the agent's environment", provider=provider_id
+            )
+        raise InvalidParamsError(f"methodId: unknown authentication method {method_id!r}", field="methodId")
+
+    # -- session lifecycle ----------------------------------------------------------------------------------------
+
+    async def new_session(
+        self,
+        cwd: str,
+        additional_directories: list[str] | None = None,
+        mcp_servers: list[McpServer] | None = None,
+        **kwargs: Any,
+    ) -> NewSessionResponseWithModels:
+        session = await self.manager.new_session(cwd, additional_directories, _server_specs(mcp_servers))
+        self._announce_commands(session)
+        return NewSessionResponseWithModels(session_id=session.id, **session_fields(session, self._catalog))
+
+    async def load_session(
+        self,
+        cwd: str,
+        session_id: str,
+        mcp_servers: list[McpServer] | None = None,
+        additional_directories: list[str] | None = None,
+        **kwargs: Any,
+    ) -> LoadSessionResponseWithModels:
+        session = await self.manager.open_existing(
+            session_id, cwd, additional_directories, _server_specs(mcp_servers), replay=True
+        )
+        self._announce_commands(session)
+        return LoadSessionResponseWithModels(**session_fields(session, self._catalog))
+
+    async def resume_session(
+        self,
+        session_id: str,
+        cwd: str,
+        additional_directories: list[str] | None = None,
+        mcp_servers: list[McpServer] | None = None,
+        **kwargs: Any,
+    ) -> ResumeSessionResponseWithModels:
+        session = await self.manager.open_existing(
+            session_id, cwd, additional_directories, _server_specs(mcp_servers), replay=False
+        )
+        self._announce_commands(session)
+        return ResumeSessionResponseWithModels(**session_fields(session, self._catalog))
+
+    async def fork_session(
+        self,
+        session_id: str,
+        cwd: str,
+        additional_directories: list[str] | None = None,
+        mcp_servers: list[McpServer] | None = None,
+        **kwargs: Any,
+    ) -> ForkSessionResponseWithModels:
+        session = await self.manager.fork_session(session_id, cwd, additional_directories, _server_specs(mcp_servers))
+        self._announce_commands(session)
+        meta = {"hermes": {"parentSessionId": session_id, "forkedAt": session.record.created_at}}
+        return ForkSessionResponseWithModels(
+            session_id=session.id, field_meta=meta, **session_fields(session, self._catalog)
+        )
+
+    async def list_sessions(
+        self, cwd: str | None = None, cursor: str | None = None, **kwargs: Any
+    ) -> schema.ListSessionsResponse:
+        page = await self.manager.list_sessions(cwd, cursor)
+        return schema.ListSessionsResponse(
+            sessions=[
+                schema.SessionInfo(
+                    session_id=record.id,
+                    cwd=record.cwd,
+                    title=record.title or f"New session in {os.path.basename(record.cwd) or record.cwd}",
+                    updated_at=record.updated_at,
+                    additional_directories=record.meta.get("additional_directories") or None,
+                )
+                for record in page.sessions
+            ],
+            next_cursor=page.next_cursor,
+        )
+
+    async def close_session(self, session_id: str, **kwargs: Any) -> schema.CloseSessionResponse:
+        await self.manager.close_session(session_id)
+        return schema.CloseSessionResponse()
+
+    async def _delete_route(self, params: Any) -> dict[str, Any]:
+        """``session/delete`` (stable since 2026-06; not routed by SDK 0.12.1)."""
+        parsed = _DeleteParams.model_validate(params)
+        await self.manager.delete_session(parsed.session_id)
+        return {}
+
+    # -- modes and models -----------------------------------------------------------------------------------------
+
+    async def set_session_mode(self, session_id: str, mode_id: str, **kwargs: Any) -> schema.SetSessionModeResponse:
+        session = self.manager.get(session_id)
+        await session.set_mode(mode_id)
+        await self._announce_config(session)
+        return schema.SetSessionModeResponse()
+
+    async def set_config_option(
+        self, config_id: str, session_id: str, value: str | bool, **kwargs: Any
+    ) -> schema.SetSessionConfigOptionResponse:
+        session = self.manager.get(session_id)
+        if config_id not in (MODE_OPTION_ID, MODEL_OPTION_ID):
+            raise InvalidParamsError(
+                f"configId: unknown option {config_id!r}; options: {MODE_OPTION_ID}, {MODEL_OPTION_ID}",
+                field="configId",
+            )
+        if not isinstance(value, str):
+            raise InvalidParamsError(f"value: option {config_id!r} takes a string value", field="value")
+        if config_id == MODE_OPTION_ID:
+            await session.set_mode(value)
+        else:
+            await session.set_model(value)
+        await self._announce_config(session)
+        return schema.SetSessionConfigOptionResponse(config_options=config_options(session, self._catalog))
+
+    async def _set_model_route(self, params: Any) -> dict[str, Any]:
+        """The legacy ``session/set_model`` (removed from the schema; JetBrains and older Zed still send it)."""
+        parsed = _SetModelParams.model_validate(params)
+        session = self.manager.get(parsed.session_id)
+        await session.set_model(parsed.model_id)
+        await self._announce_config(session)
+        return {}
+
+    # -- prompts --------------------------------------------------------------------------------------------------
+
+    async def prompt(self, session_id: str, prompt: list[PromptBlock], **kwargs: Any) -> schema.PromptResponse:
+        session = self.manager.get(session_id)
+        display = prompt_to_display(prompt)
+        command = parse_command(display)
+        if command is not None:
+            outcome = await session.run_command(*command, display)
+            if outcome.mode_changed or outcome.model_changed:
+                await self._announce_config(session)
+            return schema.PromptResponse(stop_reason="end_turn")
+        result = await session.prompt(display)
+        usage = result.usage
+        return schema.PromptResponse(
+            stop_reason=result.stop_reason,
+            usage=schema.Usage(
+                total_tokens=usage.input_tokens + usage.output_tokens,
+                input_tokens=usage.input_tokens,
+                output_tokens=usage.output_tokens,
+                thought_tokens=usage.thought_tokens,
+                cached_read_tokens=usage.cached_read_tokens,
+                cached_write_tokens=usage.cache_write_tokens,
+            ),
+        )
+
+    async def cancel(self, session_id: str, **kwargs: Any) -> None:
+        session = self.manager.live(session_id)
+        if session is None:
+            _log.info("cancel for a session that is not open", session_id=session_id)
+            return
+        session.cancel()
+
+    async def ext_method(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        from acp.exceptions import RequestError
+
+        raise RequestError.method_not_found(f"_{method}")
+
+    async def ext_notification(self, method: str, params: dict[str, Any]) -> None:
+        _log.debug("extension notification ignored", method=method)
+
+    # -- notifications outside turns ----------------------------------------------------------------------------
+
+    def _announce_commands(self, session: Session) -> None:
+        bridge = self._bridge
+        if bridge is None:
+            return
+        update = schema.AvailableCommandsUpdate(
+            session_update="available_commands_update",
+            available_commands=[
+                schema.AvailableCommand(
+                    name=c.name,
+                    description=c.description,
+                    input=schema.AvailableCommandInput(schema.UnstructuredCommandInput(hint=c.hint))
+                    if c.hint
+                    else None,
+                )
+                for c in COMMANDS
+            ],
+        )
+        send: Callable[[], Awaitable[None]] = lambda: bridge.send(session.id, update)  # noqa: E731
+        after_response(send)
+
+    async def _announce_config(self, session: Session) -> None:
+        if self._bridge is None:
+            return
+        await self._bridge.send(
+            session.id,
+            schema.CurrentModeUpdate(session_update="current_mode_update", current_mode_id=session.mode),
+        )
+        await self._bridge.send(
+            session.id,
+            schema.ConfigOptionUpdate(
+                session_update="config_option_update",
+                config_options=config_options(session, self._catalog),
+            ),
+        )
+
+
+def _server_specs(servers: list[McpServer] | None) -> list[dict[str, object]]:
+    return [s.model_dump(mode="json", by_alias=True, exclude_none=True) for s in servers or []]

@@ -1,0 +1,36 @@
+"""Model providers behind one streaming seam; the HTTP ones are imported lazily by the registry."""
+
+from .base import (
+    ModelProvider,
+    ModelStopReason,
+    ProviderEvent,
+    ProviderRequest,
+    ResponseDone,
+    TextDelta,
+    ThinkingDelta,
+    ToolCallDelta,
+    ToolSpec,
+)
+from .catalog import CatalogModel, ModelCatalog
+from .registry import ProviderRegistry
+from .scripted import ScriptedProvider, ScriptedReply, ScriptExhaustedError, text_reply, tool_reply
+
+__all__ = [
+    "CatalogModel",
+    "ModelCatalog",
+    "ModelProvider",
+    "ModelStopReason",
+    "ProviderEvent",
+    "ProviderRegistry",
+    "ProviderRequest",
+    "ResponseDone",
+    "ScriptExhaustedError",
+    "ScriptedProvider",
+    "ScriptedReply",
+    "TextDelta",
+    "ThinkingDelta",
+    "ToolCallDelta",
+    "ToolSpec",
+    "text_reply",
+    "tool_reply",
+]

@@ -1,0 +1,98 @@
+"""The one streaming seam every model provider implements.
+
+A provider turns a ``ProviderRequest`` (system prompt, neutral messages, tool specs) into a stream of
+``ProviderEvent``: text, reasoning and tool-call deltas while the model writes, then exactly one ``ResponseDone``
+with the assembled message, the stop reason and the usage. Providers retry transient failures only before the
+first event they yield, and raise ``hermes_acp.errors.ProviderError`` subclasses, never a foreign exception.
+
+This module knows no HTTP and no vendor format; ``openai.py`` and ``anthropic.py`` do, ``scripted.py`` is the
+test double shipped beside the seam.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator
+from typing import Any, Literal, Protocol
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from hermes_acp.core import AssistantMessage, Message, Usage
+
+__all__ = [
+    "ModelProvider",
+    "ModelStopReason",
+    "ProviderEvent",
+    "ProviderRequest",
+    "ResponseDone",
+    "TextDelta",
+    "ThinkingDelta",
+    "ToolCallDelta",
+    "ToolSpec",
+]
+
+ModelStopReason = Literal["end_turn", "tool_use", "max_tokens", "refusal"]
+
+
+class ToolSpec(BaseModel):
+    """A tool as offered to the model: name, description and JSON schema of its input."""
+
+    model_config = ConfigDict(frozen=True)
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+
+
+class ProviderRequest(BaseModel):
+    """Everything one model call needs. ``model`` is the provider's own model id (without our prefix)."""
+
+    model_config = ConfigDict(frozen=True)
+    model: str
+    system: str
+    messages: list[Message]
+    tools: list[ToolSpec] = Field(default_factory=list)
+    max_output_tokens: int | None = None
+
+
+class TextDelta(BaseModel):
+    kind: Literal["text_delta"] = "text_delta"
+    text: str
+
+
+class ThinkingDelta(BaseModel):
+    kind: Literal["thinking_delta"] = "thinking_delta"
+    text: str
+
+
+class ToolCallDelta(BaseModel):
+    """A fragment of a tool call while it streams; ``index`` groups fragments of one call."""
+
+    kind: Literal["tool_call_delta"] = "tool_call_delta"
+    index: int
+    id: str | None = None
+    name: str | None = None
+    arguments: str = ""
+
+
+class ResponseDone(BaseModel):
+    """The end of a response: the whole message, why the model stopped, and the usage when reported."""
+
+    kind: Literal["response_done"] = "response_done"
+    message: AssistantMessage
+    stop_reason: ModelStopReason
+    usage: Usage | None = None
+
+
+ProviderEvent = TextDelta | ThinkingDelta | ToolCallDelta | ResponseDone
+
+
+class ModelProvider(Protocol):
+    """A source of model responses. Implementations own their HTTP client and close it in ``aclose``."""
+
+    @property
+    def provider_id(self) -> str: ...
+
+    def stream(self, request: ProviderRequest) -> AsyncGenerator[ProviderEvent, None]:
+        """Stream one response. Ends after ``ResponseDone``, or raises a ``ProviderError``."""
+        ...
+
+    async def aclose(self) -> None: ...

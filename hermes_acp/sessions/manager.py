@@ -1,0 +1,211 @@
+"""``SessionManager``: the lifecycle of sessions — new, load, resume, fork, list, close, delete.
+
+It keeps the live sessions of this process, opens stored ones (repairing what a crash left open, then optionally
+replaying the log to the client), and starts each session's owner task in the root task group it was attached to.
+Paths from the client are checked here: ``cwd`` must be absolute and is stored normalised. No ACP here.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+import anyio
+import structlog
+from anyio.abc import TaskGroup
+
+from hermes_acp.core import DEFAULT_MODE
+from hermes_acp.core.ids import new_session_id
+from hermes_acp.errors import InvalidParamsError, SessionNotFoundError
+from hermes_acp.storage.base import PAGE_SIZE, SessionPage, SessionRecord, utc_now
+from hermes_acp.tools.context import Workspace
+from hermes_acp.turns.projection import SessionProjection
+from hermes_acp.turns.recorder import Recorder
+
+from ._runtime import SessionRuntime
+from .recovery import recovery_events
+from .session import Session, SessionServices
+
+__all__ = ["SessionManager", "normalise_cwd"]
+
+_log = structlog.get_logger("hermes_acp.sessions")
+
+
+def normalise_cwd(cwd: str, field: str = "cwd") -> str:
+    """The realpath of an absolute directory; a relative or missing path is an invalid-params error."""
+    if not isinstance(cwd, str) or not cwd:
+        raise InvalidParamsError(f"{field}: must be a non-empty absolute path", field=field)
+    if not os.path.isabs(cwd):
+        raise InvalidParamsError(f"{field}: must be an absolute path, got {cwd!r}", field=field)
+    return os.path.realpath(cwd)
+
+
+def _directories(paths: Sequence[str] | None, field: str = "additionalDirectories") -> list[str]:
+    return [normalise_cwd(p, f"{field}[{i}]") for i, p in enumerate(paths or [])]
+
+
+class SessionManager:
+    def __init__(self, services: SessionServices):
+        self.services = services
+        self._live: dict[str, Session] = {}
+        self._task_group: TaskGroup | None = None
+
+    def attach(self, task_group: TaskGroup) -> None:
+        """Owner tasks of sessions are started in this (root) task group."""
+        self._task_group = task_group
+
+    def get(self, session_id: str) -> Session:
+        session = self._live.get(session_id)
+        if session is None:
+            raise SessionNotFoundError(session_id)
+        return session
+
+    def live(self, session_id: str) -> Session | None:
+        return self._live.get(session_id)
+
+    async def new_session(
+        self, cwd: str, additional: Sequence[str] | None, mcp_servers: list[dict[str, object]]
+    ) -> Session:
+        real = normalise_cwd(cwd)
+        if not await anyio.Path(real).is_dir():
+            raise InvalidParamsError(f"cwd: {cwd!r} is not an existing directory", field="cwd")
+        extra = _directories(additional)
+        now = utc_now()
+        record = SessionRecord(
+            id=new_session_id(),
+            cwd=real,
+            created_at=now,
+            updated_at=now,
+            mode_id=DEFAULT_MODE,
+            model_id=self.services.catalog.default_id,
+            meta={"additional_directories": extra},
+        )
+        await self.services.store.create_session(record)
+        return await self._open(record, SessionProjection(), mcp_servers)
+
+    async def open_existing(
+        self,
+        session_id: str,
+        cwd: str,
+        additional: Sequence[str] | None,
+        mcp_servers: list[dict[str, object]],
+        *,
+        replay: bool,
+    ) -> Session:
+        """``session/load`` (replay=True) and ``session/resume`` (replay=False)."""
+        real = normalise_cwd(cwd)
+        extra = _directories(additional)
+        live = self._live.get(session_id)
+        if live is not None:
+            if replay:
+                await self._replay(live)
+            return live
+        record = await self.services.store.get_session(session_id)
+        if record is None:
+            raise SessionNotFoundError(session_id)
+        changes: dict[str, object] = {}
+        if real != record.cwd:
+            changes["cwd"] = real
+        if additional is not None and extra != record.meta.get("additional_directories"):
+            changes["meta"] = {**record.meta, "additional_directories": extra}
+        if changes:
+            record = await self.services.store.update_session(session_id, **changes)
+        projection = SessionProjection()
+        for stored in await self.services.store.load_events(session_id):
+            projection.apply(stored.event)
+        repairs = recovery_events(projection)
+        if repairs:
+            _log.info("repairing interrupted session", session_id=session_id, events=len(repairs))
+            await self.services.store.append_events(session_id, repairs)
+            for event in repairs:
+                projection.apply(event)
+        session = await self._open(record, projection, mcp_servers)
+        if replay:
+            await self._replay(session)
+        return session
+
+    async def fork_session(
+        self,
+        session_id: str,
+        cwd: str,
+        additional: Sequence[str] | None,
+        mcp_servers: list[dict[str, object]],
+    ) -> Session:
+        real = normalise_cwd(cwd)
+        parent = self._live.get(session_id)
+        source = parent.record if parent is not None else await self.services.store.get_session(session_id)
+        if source is None:
+            raise SessionNotFoundError(session_id)
+        if parent is not None and parent.busy:
+            _log.info("forking a session while it runs a turn", session_id=session_id)
+        now = utc_now()
+        extra = _directories(additional) if additional is not None else source.meta.get("additional_directories", [])
+        record = SessionRecord(
+            id=new_session_id(),
+            cwd=real,
+            created_at=now,
+            updated_at=now,
+            mode_id=source.mode_id,
+            model_id=source.model_id,
+            title=f"{source.title} (fork)" if source.title else None,
+            parent_id=source.id,
+            meta={"additional_directories": extra, "forked_from": {"sessionId": source.id, "at": now}},
+        )
+        await self.services.store.fork_session(source.id, record)
+        servers = mcp_servers or (parent.mcp_servers if parent is not None else [])
+        return await self.open_existing(record.id, cwd, additional, servers, replay=False)
+
+    async def list_sessions(self, cwd: str | None, cursor: str | None) -> SessionPage:
+        real = normalise_cwd(cwd) if cwd is not None else None
+        return await self.services.store.list_sessions(cwd=real, cursor=cursor, limit=PAGE_SIZE)
+
+    async def close_session(self, session_id: str) -> None:
+        session = self._live.pop(session_id, None)
+        if session is None:
+            if await self.services.store.get_session(session_id) is None:
+                raise SessionNotFoundError(session_id)
+            return
+        await session.close()
+
+    async def delete_session(self, session_id: str) -> None:
+        """Archive: hidden from ``session/list``; the history stays and can still be loaded by id."""
+        if await self.services.store.get_session(session_id) is None:
+            raise SessionNotFoundError(session_id)
+        session = self._live.pop(session_id, None)
+        if session is not None:
+            await session.close()
+        await self.services.store.update_session(session_id, archived=True)
+
+    async def aclose(self) -> None:
+        """Close every live session (process exit)."""
+        sessions, self._live = list(self._live.values()), {}
+        with anyio.CancelScope(shield=True):
+            for session in sessions:
+                await session.close()
+
+    async def _open(
+        self, record: SessionRecord, projection: SessionProjection, mcp_servers: list[dict[str, object]]
+    ) -> Session:
+        if self._task_group is None:
+            raise RuntimeError("SessionManager.attach() must be called before sessions are opened")
+        runtime = SessionRuntime(record.id)
+        await self._task_group.start(runtime.run)
+        recorder = Recorder(record.id, self.services.store, self.services.client.sink(record.id), projection)
+        extra = tuple(Path(p) for p in record.meta.get("additional_directories", []) if isinstance(p, str))
+        session = Session(
+            record,
+            recorder,
+            runtime,
+            self.services,
+            workspace=Workspace(cwd=Path(record.cwd), additional=extra),
+            mcp_servers=list(mcp_servers),
+        )
+        self._live[record.id] = session
+        return session
+
+    async def _replay(self, session: Session) -> None:
+        """Re-emit every stored event, in order, before the load responds (DESIGN §4.2)."""
+        sink = session.recorder.sink
+        for stored in await self.services.store.load_events(session.id):
+            await sink.emit_event(stored.event, live=False)

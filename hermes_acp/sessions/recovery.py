@@ -1,0 +1,41 @@
+"""Crash recovery: settle what a killed server left open, so a loaded session is consistent (DESIGN §4.5).
+
+A tool call that was announced or requested but has no result ran (or was about to run) when the server stopped;
+its outcome is unknown and it is never re-executed. A turn without an end is closed. The events returned here are
+stored like any other, so the repair is itself durable and replays identically.
+"""
+
+from __future__ import annotations
+
+from hermes_acp.core import SessionEvent, TextBlock, TextPart, ToolCallSettled, ToolResultMessage, TurnEnded
+from hermes_acp.turns.projection import SessionProjection
+
+__all__ = ["OUTCOME_UNKNOWN_TEXT", "recovery_events"]
+
+OUTCOME_UNKNOWN_TEXT = (
+    "outcome unknown: the server stopped while this ran. It was not run again; check the current state"
+    " before repeating it."
+)
+
+
+def recovery_events(projection: SessionProjection) -> list[SessionEvent]:
+    events: list[SessionEvent] = []
+    for call_id, name in projection.open_calls.items():
+        turn_id = projection.open_call_turns.get(call_id, "recovered")
+        events.append(
+            ToolCallSettled(
+                turn_id=turn_id,
+                tool_call_id=call_id,
+                status="failed",
+                content=[TextBlock(text=OUTCOME_UNKNOWN_TEXT)],
+                result=ToolResultMessage(
+                    tool_call_id=call_id,
+                    name=name,
+                    parts=[TextPart(text=OUTCOME_UNKNOWN_TEXT)],
+                    is_error=True,
+                ),
+                error_code="outcome_unknown",
+            )
+        )
+    events.extend(TurnEnded(turn_id=turn_id, stop_reason="cancelled") for turn_id in sorted(projection.open_turns))
+    return events

@@ -1,0 +1,243 @@
+"""``Session``: one live conversation — its state, its prompt queue and its cancel scopes.
+
+Prompts are serialised (DESIGN §4.11): each ``prompt`` registers its cancel scope before its first await, then
+waits its turn on a FIFO lock, so a second prompt is answered when its own turn ends. ``cancel`` cancels the running
+turn and every queued prompt (DESIGN §4.10); the next prompt is accepted at once. Mode and model live here and in
+the store; the tool surface is derived from them for every model request (DESIGN §4.6). No ACP here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import anyio
+
+from hermes_acp.config import Settings
+from hermes_acp.core import (
+    DisplayBlock,
+    ModeId,
+    NoticeAdded,
+    TextBlock,
+    TextPart,
+    TitleSet,
+    TurnEnded,
+    Usage,
+    UserMessage,
+    UserPrompted,
+    is_mode_id,
+)
+from hermes_acp.core.ids import new_message_id, new_turn_id
+from hermes_acp.core.modes import MODES
+from hermes_acp.errors import NoProviderError, SessionBusyError, UnknownModeError
+from hermes_acp.providers.catalog import ModelCatalog
+from hermes_acp.providers.registry import ProviderRegistry
+from hermes_acp.storage.base import SessionRecord, SessionStore
+from hermes_acp.tools.base import Tool
+from hermes_acp.tools.context import Workspace
+from hermes_acp.turns.loop import TurnDeps, TurnResult, TurnState, run_turn
+from hermes_acp.turns.projection import SessionProjection
+from hermes_acp.turns.recorder import Recorder
+from hermes_acp.turns.system_prompt import build_system_prompt
+
+from ._runtime import SessionRuntime
+from .commands import CommandOutcome, help_text
+from .ports import ClientBridge
+from .titles import title_from_prompt, title_with_model
+
+__all__ = ["Session", "SessionServices"]
+
+
+@dataclass(frozen=True, slots=True)
+class SessionServices:
+    """What every session shares: configuration, store, models, the client connection and the tool surface."""
+
+    settings: Settings
+    store: SessionStore
+    catalog: ModelCatalog
+    providers: ProviderRegistry
+    client: ClientBridge
+    tool_surface: Callable[[Session], Sequence[Tool]]
+
+
+class Session:
+    def __init__(
+        self,
+        record: SessionRecord,
+        recorder: Recorder,
+        runtime: SessionRuntime,
+        services: SessionServices,
+        *,
+        workspace: Workspace,
+        mcp_servers: list[dict[str, object]],
+    ):
+        self.record = record
+        self.recorder = recorder
+        self.runtime = runtime
+        self.services = services
+        self.workspace = workspace
+        self.mcp_servers = mcp_servers
+        """The editor's MCP server specs for this session (kept in memory only: they may carry secrets)."""
+        self._turn_lock = anyio.Lock()
+        self._in_flight: list[anyio.CancelScope] = []
+        self._running = False
+
+    @property
+    def id(self) -> str:
+        return self.record.id
+
+    @property
+    def mode(self) -> ModeId:
+        mode = self.record.mode_id
+        return mode if is_mode_id(mode) else "default"  # type: ignore[return-value]
+
+    @property
+    def model_id(self) -> str | None:
+        return self.record.model_id
+
+    @property
+    def busy(self) -> bool:
+        return self._running
+
+    @property
+    def projection(self) -> SessionProjection:
+        return self.recorder.projection
+
+    async def prompt(self, display: list[DisplayBlock]) -> TurnResult:
+        """Run (or queue, then run) one prompt turn. A cancel while queued or running answers ``cancelled``."""
+        scope = anyio.CancelScope()
+        self._in_flight.append(scope)
+        try:
+            with scope:
+                async with self._turn_lock:
+                    self._running = True
+                    try:
+                        result = await self._run(display)
+                    finally:
+                        self._running = False
+                if self.projection.title is None:
+                    self.runtime.submit(self._write_title, "title")
+                return result
+            return TurnResult(stop_reason="cancelled", usage=Usage())
+        finally:
+            self._in_flight.remove(scope)
+
+    async def run_command(self, name: str, argument: str, display: list[DisplayBlock]) -> CommandOutcome:
+        """A slash command, serialised with prompts and stored like a turn the model never sees."""
+        async with self._turn_lock:
+            outcome = await self._command(name, argument)
+            turn_id = new_turn_id()
+            text = "".join(b.text for b in display if isinstance(b, TextBlock))
+            await self.recorder.record(
+                UserPrompted(
+                    turn_id=turn_id,
+                    message_id=new_message_id(),
+                    display=display,
+                    message=UserMessage(parts=[TextPart(text=text)]),
+                    for_model=False,
+                ),
+                NoticeAdded(turn_id=turn_id, message_id=new_message_id(), text=outcome.text),
+                TurnEnded(turn_id=turn_id, stop_reason="end_turn"),
+            )
+            return outcome
+
+    async def _command(self, name: str, argument: str) -> CommandOutcome:
+        catalog = self.services.catalog
+        if name == "mode":
+            if not argument:
+                return CommandOutcome(f"Mode: {self.mode}. Modes: " + ", ".join(m.id for m in MODES))
+            await self.set_mode(argument)
+            return CommandOutcome(f"Mode set to {self.mode}.", mode_changed=True)
+        if name == "model":
+            if not argument:
+                listing = "\n".join(
+                    f"- `{m.id}`" + ("" if m.usable else f" (needs {m.api_key_env})") for m in catalog.models
+                )
+                return CommandOutcome(f"Model: {self.model_id or 'none'}.\n{listing}")
+            self.services.catalog.get(argument)
+            self.record = await self.services.store.update_session(self.id, model_id=argument)
+            return CommandOutcome(f"Model set to {argument}.", model_changed=True)
+        if name == "title":
+            if not argument:
+                return CommandOutcome(f"Title: {self.projection.title or '(none yet)'}")
+            await self.recorder.record(TitleSet(title=argument[:200]))
+            self.record = await self.services.store.update_session(self.id, title=argument[:200])
+            return CommandOutcome("Session renamed.")
+        return CommandOutcome(help_text())
+
+    def cancel(self) -> None:
+        """Cancel the running turn and every queued prompt."""
+        for scope in list(self._in_flight):
+            scope.cancel()
+
+    async def _run(self, display: list[DisplayBlock]) -> TurnResult:
+        services = self.services
+        model_id = self.model_id or services.catalog.default_id
+        if model_id is None:
+            raise NoProviderError(
+                "no model provider is configured: set HERMES_ACP_BASE_URL and HERMES_ACP_MODEL (any"
+                " OpenAI-compatible server), or OPENAI_API_KEY / ANTHROPIC_API_KEY, or write"
+                f" {services.settings.home / 'config.toml'} (run `hermes-acp --setup`)"
+            )
+        model = services.catalog.get(model_id)
+        provider = services.providers.provider_for(model)
+        client = services.client
+        deps = TurnDeps(
+            session_id=self.id,
+            model=model,
+            provider=provider,
+            system_prompt=build_system_prompt(self.workspace),
+            tool_surface=lambda: services.tool_surface(self),
+            recorder=self.recorder,
+            gate=client.gate(self.id),
+            workspace=self.workspace,
+            mode=lambda: self.mode,
+            max_requests=services.settings.agent.max_turn_requests,
+            permission_timeout_s=services.settings.permissions.timeout_s,
+            cache_dir=services.settings.cache_dir,
+            files=client.files(self.id),
+            terminals=client.terminals(self.id),
+        )
+        return await run_turn(TurnState(turn_id=new_turn_id()), deps, display)
+
+    async def _write_title(self) -> None:
+        """After the first turn, off the prompt's path: from the prompt text, or by ``agent.title_model``."""
+        first = self.projection.first_prompt
+        if self.projection.title is not None or not first:
+            return
+        title = None
+        title_model = self.services.settings.agent.title_model
+        if title_model is not None:
+            model = self.services.catalog.get(title_model)
+            title = await title_with_model(self.services.providers.provider_for(model), model.model, first)
+        title = title or title_from_prompt(first)
+        if title:
+            await self.recorder.record(TitleSet(title=title))
+            self.record = await self.services.store.update_session(self.id, title=title)
+
+    async def set_mode(self, mode_id: str) -> None:
+        if not is_mode_id(mode_id):
+            valid = ", ".join(m.id for m in MODES)
+            raise UnknownModeError(f"unknown mode {mode_id!r}; valid modes: {valid}", field="modeId")
+        self.record = await self.services.store.update_session(self.id, mode_id=mode_id)
+
+    async def set_model(self, model_id: str) -> None:
+        self.services.catalog.get(model_id)
+        if self._running:
+            raise SessionBusyError(
+                f"session {self.id} is running a turn; switch models when it has finished (or cancel it first)"
+            )
+        self.record = await self.services.store.update_session(self.id, model_id=model_id)
+
+    async def close(self) -> None:
+        """Cancel whatever runs, then release everything the session holds (bounded)."""
+        self.cancel()
+        with anyio.move_on_after(5):
+            async with self._turn_lock:
+                pass
+        await self.runtime.aclose()
+
+    @property
+    def cwd(self) -> Path:
+        return self.workspace.cwd

@@ -1,0 +1,56 @@
+"""Session titles: taken from the first prompt, or written by a configured model (``agent.title_model``).
+
+The derived title costs nothing; the model-written one is one small, bounded request made in the session's owner
+task after the prompt was answered, never on the prompt's path.
+"""
+
+from __future__ import annotations
+
+from contextlib import aclosing
+
+import anyio
+
+from hermes_acp.core import TextPart, UserMessage
+from hermes_acp.errors import ProviderError
+from hermes_acp.providers.base import ModelProvider, ProviderRequest, ResponseDone
+
+__all__ = ["MAX_TITLE_CHARS", "title_from_prompt", "title_with_model"]
+
+MAX_TITLE_CHARS = 60
+TITLE_TIMEOUT_S = 20.0
+_TITLE_SYSTEM = (
+    "Write a title of at most six words for the conversation that starts with the user's message."
+    " Answer with the title only, no quotes."
+)
+
+
+def title_from_prompt(prompt: str) -> str | None:
+    """The first non-empty line, whitespace collapsed, cut at a word boundary to ``MAX_TITLE_CHARS``."""
+    for line in prompt.splitlines():
+        words = line.split()
+        if not words:
+            continue
+        title = " ".join(words)
+        if len(title) <= MAX_TITLE_CHARS:
+            return title
+        cut = title[: MAX_TITLE_CHARS - 1].rsplit(" ", 1)[0]
+        return (cut or title[: MAX_TITLE_CHARS - 1]) + "…"
+    return None
+
+
+async def title_with_model(provider: ModelProvider, model: str, prompt: str) -> str | None:
+    request = ProviderRequest(
+        model=model,
+        system=_TITLE_SYSTEM,
+        messages=[UserMessage(parts=[TextPart(text=prompt[:2000])])],
+        max_output_tokens=32,
+    )
+    with anyio.move_on_after(TITLE_TIMEOUT_S):
+        try:
+            async with aclosing(provider.stream(request)) as events:
+                async for event in events:
+                    if isinstance(event, ResponseDone):
+                        return title_from_prompt(event.message.text.strip().strip("\"'"))
+        except ProviderError:
+            return None
+    return None

@@ -1,0 +1,91 @@
+"""``hermes-acp --setup``: choose a model provider in a terminal and write it to config.toml.
+
+This is the ``terminal`` authentication method editors offer. It asks a few questions, shows the file it will
+write, keeps a backup of an existing one, and never stores an API key (only the name of the variable holding it).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+from hermes_acp.config import default_home, load_settings
+from hermes_acp.errors import ConfigError
+
+__all__ = ["render_config", "run_setup"]
+
+_PRESETS = {
+    "1": (
+        "local",
+        "openai",
+        "http://127.0.0.1:11434/v1",
+        None,
+        "Ollama / LM Studio / vLLM (OpenAI-compatible)",
+    ),
+    "2": ("openai", "openai", "https://api.openai.com/v1", "OPENAI_API_KEY", "OpenAI"),
+    "3": ("anthropic", "anthropic", "https://api.anthropic.com", "ANTHROPIC_API_KEY", "Anthropic"),
+    "4": ("openrouter", "openai", "https://openrouter.ai/api/v1", "OPENROUTER_API_KEY", "OpenRouter"),
+}
+
+
+def render_config(provider_id: str, kind: str, base_url: str, key_env: str | None, *, model: str, vision: bool) -> str:
+    lines = [
+        "[model]",
+        f'default = "{provider_id}:{model}"',
+        "",
+        f"[providers.{provider_id}]",
+        f'kind = "{kind}"',
+        f'base_url = "{base_url}"',
+    ]
+    if key_env:
+        lines.append(f'api_key_env = "{key_env}"')
+    lines.append(f'models = [{{ id = "{model}", vision = {"true" if vision else "false"} }}]')
+    return "\n".join(lines) + "\n"
+
+
+def _ask(question: str, default: str | None = None) -> str:
+    suffix = f" [{default}]" if default else ""
+    answer = input(f"{question}{suffix}: ").strip()
+    return answer or (default or "")
+
+
+def run_setup() -> int:
+    home = default_home(os.environ)
+    path = home / "config.toml"
+    print(f"Hermes ACP setup — writes {path}")
+    try:
+        for key, (_, _, _, _, label) in _PRESETS.items():
+            print(f"  {key}) {label}")
+        choice = _ask("Provider", "1")
+        if choice not in _PRESETS:
+            print(f"Unknown choice {choice!r}; nothing written.")
+            return 2
+        provider_id, kind, base_url, key_env, _ = _PRESETS[choice]
+        base_url = _ask("Base URL", base_url)
+        model = _ask("Model id (as the provider names it)")
+        if not model:
+            print("A model id is needed; nothing written.")
+            return 2
+        vision = _ask("Does the model accept images? (y/n)", "n").lower().startswith("y")
+        if key_env:
+            key_env = _ask("Environment variable holding the API key", key_env)
+    except EOFError:
+        print("\nNo terminal input; nothing written. Run `hermes-acp --setup` in a terminal.")
+        return 2
+    text = render_config(provider_id, kind, base_url, key_env, model=model, vision=vision)
+    home.mkdir(parents=True, exist_ok=True)
+    if path.exists():
+        backup = path.with_suffix(".toml.bak")
+        shutil.copy2(path, backup)
+        print(f"Kept the previous file as {backup}")
+    Path(path).write_text(text, encoding="utf-8")
+    try:
+        load_settings(os.environ)
+    except ConfigError as exc:
+        print(f"The written file does not load: {exc}")
+        return 1
+    print(f"Wrote {path}:\n{text}")
+    if key_env and not os.environ.get(key_env):
+        print(f"Remember to set {key_env} in the environment your editor starts hermes-acp with.")
+    return 0

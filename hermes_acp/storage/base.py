@@ -1,0 +1,111 @@
+"""The session store seam: session rows and their append-only event logs.
+
+``SessionStore`` is what the session layer talks to; ``SqliteSessionStore`` is the real one and
+``InMemorySessionStore`` the double shipped beside it. Records are plain data; this module knows no SQL, no ACP and
+nothing about what a session does.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+from hermes_acp.core import SessionEvent
+from hermes_acp.errors import InvalidParamsError
+
+__all__ = [
+    "PAGE_SIZE",
+    "SessionPage",
+    "SessionRecord",
+    "SessionStore",
+    "StoredEvent",
+    "decode_cursor",
+    "encode_cursor",
+    "utc_now",
+]
+
+PAGE_SIZE = 50
+
+
+def utc_now() -> str:
+    """A sortable UTC timestamp with microseconds, e.g. ``2026-11-29T17:34:00.123456Z``."""
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+@dataclass(frozen=True, slots=True)
+class SessionRecord:
+    """One session row. ``cwd`` is stored normalised (realpath) so list filters compare like with like."""
+
+    id: str
+    cwd: str
+    created_at: str
+    updated_at: str
+    mode_id: str
+    model_id: str | None = None
+    title: str | None = None
+    parent_id: str | None = None
+    archived: bool = False
+    meta: dict[str, Any] = field(default_factory=dict)
+    """Additional directories, the editor's MCP server specs, fork provenance, remembered permission rules."""
+
+
+@dataclass(frozen=True, slots=True)
+class StoredEvent:
+    seq: int
+    created_at: str
+    event: SessionEvent
+
+
+@dataclass(frozen=True, slots=True)
+class SessionPage:
+    sessions: list[SessionRecord]
+    next_cursor: str | None
+
+
+def encode_cursor(updated_at: str, session_id: str) -> str:
+    raw = json.dumps([updated_at, session_id], separators=(",", ":")).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str) -> tuple[str, str]:
+    """Inverse of ``encode_cursor``; anything else is an invalid-params error naming the field."""
+    try:
+        padded = cursor + "=" * (-len(cursor) % 4)
+        value = json.loads(base64.urlsafe_b64decode(padded.encode()))
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise InvalidParamsError("cursor: not a cursor this agent issued", field="cursor") from exc
+    if not (isinstance(value, list) and len(value) == 2 and all(isinstance(v, str) for v in value)):
+        raise InvalidParamsError("cursor: not a cursor this agent issued", field="cursor")
+    return value[0], value[1]
+
+
+class SessionStore(Protocol):
+    """Durable sessions. Every method is safe to await from the event loop: nothing blocks it."""
+
+    async def create_session(self, record: SessionRecord) -> None: ...
+
+    async def get_session(self, session_id: str) -> SessionRecord | None: ...
+
+    async def update_session(self, session_id: str, **changes: Any) -> SessionRecord:
+        """Change ``mode_id``, ``model_id``, ``title``, ``archived``, ``cwd`` or ``meta``; bumps ``updated_at``."""
+        ...
+
+    async def append_events(self, session_id: str, events: Sequence[SessionEvent]) -> list[StoredEvent]:
+        """Append in one transaction (all or nothing) and bump ``updated_at``; raises ``StorageError``."""
+        ...
+
+    async def load_events(self, session_id: str) -> list[StoredEvent]: ...
+
+    async def list_sessions(self, *, cwd: str | None, cursor: str | None, limit: int = PAGE_SIZE) -> SessionPage:
+        """Unarchived sessions, newest activity first, ``limit`` per page, optionally only those with ``cwd``."""
+        ...
+
+    async def fork_session(self, source_id: str, record: SessionRecord) -> None:
+        """Create ``record`` with a copy of every event of ``source_id``."""
+        ...
+
+    async def aclose(self) -> None: ...

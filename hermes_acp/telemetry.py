@@ -1,0 +1,115 @@
+"""Logging: structlog JSON lines on stderr and in ``$HERMES_ACP_HOME/logs/``, secrets redacted.
+
+stdout is the protocol channel, so nothing here ever writes to it. ``configure_logging`` must run before anything
+logs; it also routes the stdlib loggers (``acp``, ``mcp``, the root logger the acp SDK logs to) through the same
+JSON formatter. Known secret values (API keys read from the environment) are registered with ``register_secret``
+and replaced wherever they appear. This module configures logging; it knows nothing about sessions or protocols.
+"""
+
+from __future__ import annotations
+
+import logging
+import logging.handlers
+import re
+import sys
+from collections.abc import MutableMapping
+from pathlib import Path
+from typing import Any
+
+import structlog
+
+__all__ = ["configure_logging", "get_logger", "redact", "register_secret"]
+
+_SECRET_KEYS = re.compile(r"(api[_-]?key|authorization|x-api-key|token|secret|password|cookie)", re.IGNORECASE)
+_SECRET_PATTERNS = (
+    re.compile(r"(?i)(bearer\s+)[A-Za-z0-9._~+/=-]{8,}"),
+    re.compile(r"\b(sk-[A-Za-z0-9_-]{6})[A-Za-z0-9_-]{8,}"),
+)
+_known_secrets: set[str] = set()
+_LOG_FILE_BYTES = 5 * 1024 * 1024
+_LOG_FILE_COUNT = 3
+REDACTED = "***"
+
+
+def register_secret(value: str | None) -> None:
+    """Remember a secret value (an API key) so it is masked in every log line from now on."""
+    if value and len(value) >= 6:
+        _known_secrets.add(value)
+
+
+def redact(value: Any, key: str | None = None) -> Any:
+    """Mask secrets in ``value``: whole values under secret-looking keys, known secrets and token patterns."""
+    if key is not None and _SECRET_KEYS.search(key) and value not in (None, "", False):
+        return REDACTED
+    if isinstance(value, str):
+        for secret in _known_secrets:
+            if secret in value:
+                value = value.replace(secret, REDACTED)
+        for pattern in _SECRET_PATTERNS:
+            value = pattern.sub(lambda m: m.group(1) + REDACTED, value)
+        return value
+    if isinstance(value, dict):
+        return {k: redact(v, str(k)) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [redact(v) for v in value]
+    return value
+
+
+def _redact_processor(_logger: Any, _method: str, event_dict: MutableMapping[str, Any]) -> MutableMapping[str, Any]:
+    return {k: redact(v, None if k == "event" else k) for k, v in event_dict.items()}
+
+
+def configure_logging(logs_dir: Path | None, level: str = "info") -> None:
+    """Send structlog and stdlib logging, as JSON, to stderr and (when given) a rotating file in ``logs_dir``."""
+    numeric = logging.getLevelNamesMapping().get(level.upper(), logging.INFO)
+    shared: list[Any] = [
+        structlog.contextvars.merge_contextvars,
+        structlog.stdlib.add_log_level,
+        structlog.stdlib.add_logger_name,
+        structlog.processors.TimeStamper(fmt="iso", utc=True),
+    ]
+    formatter = structlog.stdlib.ProcessorFormatter(
+        foreign_pre_chain=shared,
+        processors=[
+            structlog.stdlib.ProcessorFormatter.remove_processors_meta,
+            structlog.processors.format_exc_info,
+            _redact_processor,
+            structlog.processors.JSONRenderer(),
+        ],
+    )
+    handlers: list[logging.Handler] = [logging.StreamHandler(sys.stderr)]
+    if logs_dir is not None:
+        try:
+            logs_dir.mkdir(parents=True, exist_ok=True)
+            handlers.append(
+                logging.handlers.RotatingFileHandler(
+                    logs_dir / "hermes-acp.log",
+                    maxBytes=_LOG_FILE_BYTES,
+                    backupCount=_LOG_FILE_COUNT,
+                    encoding="utf-8",
+                )
+            )
+        except OSError as exc:
+            sys.stderr.write(f"hermes-acp: cannot write logs to {logs_dir}: {exc}\n")
+    root = logging.getLogger()
+    for handler in list(root.handlers):
+        root.removeHandler(handler)
+    for handler in handlers:
+        handler.setFormatter(formatter)
+        root.addHandler(handler)
+    root.setLevel(numeric)
+    logging.getLogger("acp").setLevel(numeric)
+    logging.getLogger("mcp").setLevel(max(numeric, logging.INFO))
+    for noisy in ("httpx", "httpcore"):
+        logging.getLogger(noisy).setLevel(max(numeric, logging.WARNING))
+    structlog.configure(
+        processors=[*shared, structlog.stdlib.ProcessorFormatter.wrap_for_formatter],
+        logger_factory=structlog.stdlib.LoggerFactory(),
+        wrapper_class=structlog.make_filtering_bound_logger(numeric),
+        cache_logger_on_first_use=True,
+    )
+
+
+def get_logger(name: str) -> Any:
+    """A structlog logger bound to ``name`` (call after ``configure_logging``; lazily bound before it)."""
+    return structlog.get_logger(name)

@@ -1,0 +1,115 @@
+"""What a running tool may use: its call's identity, the session's workspace and mode, a progress channel for live
+output, and the editor's file system and terminals when the client offers them; and ``ApprovalRequest``, how a
+tool describes what a call will do before it runs.
+
+These are ports (Protocols) and plain data; the turn loop and the protocol layer supply the implementations.
+Nothing here knows ACP.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from hermes_acp.core import DisplayBlock, ModeId
+
+__all__ = [
+    "ApprovalRequest",
+    "EditorFiles",
+    "EditorTerminals",
+    "TerminalExit",
+    "ToolContext",
+    "Workspace",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Workspace:
+    """The session's directories: its cwd plus the editor's additional directories (all absolute)."""
+
+    cwd: Path
+    additional: tuple[Path, ...] = ()
+
+    @property
+    def roots(self) -> tuple[Path, ...]:
+        return tuple(Path(os.path.realpath(p)) for p in (self.cwd, *self.additional))
+
+    def resolve(self, path: str) -> Path:
+        """An absolute, normalised path (``..`` collapsed); relative paths are taken from the cwd."""
+        candidate = Path(os.path.expanduser(path))
+        if not candidate.is_absolute():
+            candidate = self.cwd / candidate
+        return Path(os.path.normpath(candidate))
+
+    def contains(self, path: Path) -> bool:
+        """True when ``path`` (after resolving symlinks) lies inside one of the roots."""
+        real = Path(os.path.realpath(path))
+        return any(real == root or root in real.parents for root in self.roots)
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalRequest:
+    """A question for the approval flow: what the call will do, in the editor's terms."""
+
+    scope: str
+    """The rule key "always" decisions are remembered under (e.g. ``edit``, ``execute``, ``read@outside``)."""
+    title: str
+    mutating: bool
+    paths: tuple[Path, ...] = ()
+    content: list[DisplayBlock] = field(default_factory=list)
+    raw_input: Any = None
+    always_allowed: bool = True
+    """False when "allow always" must not be offered (sensitive paths always ask)."""
+    reason: str | None = None
+    """Why the question is asked (e.g. "outside the session's directories")."""
+
+
+@dataclass(frozen=True, slots=True)
+class TerminalExit:
+    exit_code: int | None
+    signal: str | None
+
+
+class EditorFiles(Protocol):
+    """The client's ``fs/*`` methods (unsaved buffers, review view)."""
+
+    async def read_text(self, path: Path, *, line: int | None = None, limit: int | None = None) -> str: ...
+
+    async def write_text(self, path: Path, content: str) -> None: ...
+
+
+class EditorTerminals(Protocol):
+    """The client's ``terminal/*`` methods."""
+
+    async def create(
+        self, command: str, args: list[str], *, cwd: Path, env: dict[str, str], output_byte_limit: int
+    ) -> str: ...
+
+    async def output(self, terminal_id: str) -> tuple[str, bool, TerminalExit | None]:
+        """(output so far, truncated, exit status when it has exited)."""
+        ...
+
+    async def wait_for_exit(self, terminal_id: str) -> TerminalExit: ...
+
+    async def kill(self, terminal_id: str) -> None: ...
+
+    async def release(self, terminal_id: str) -> None: ...
+
+
+@dataclass(slots=True)
+class ToolContext:
+    """Everything one tool call may use. Built by the turn loop for each call."""
+
+    session_id: str
+    turn_id: str
+    tool_call_id: str
+    workspace: Workspace
+    mode: ModeId
+    progress: Callable[[list[DisplayBlock]], Awaitable[None]]
+    """Replace the call's live content while it runs (transient: not stored, the final result is)."""
+    cache_dir: Path
+    files: EditorFiles | None = None
+    terminals: EditorTerminals | None = None

@@ -1,0 +1,80 @@
+"""Who may do what without asking: the session modes of DESIGN §2 as one pure decision function.
+
+``decide`` looks at the mode, where the call reaches (inside the session's directories or not, sensitive paths),
+and the session's remembered "always" rules, and answers allow, deny or ask. It performs no I/O and asks no one;
+the approval flow in ``hermes_acp.turns`` acts on its answer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from hermes_acp.core import ModeId
+
+from .context import ApprovalRequest, Workspace
+
+__all__ = ["Decision", "Verdict", "decide", "is_sensitive", "rule_key"]
+
+Decision = Literal["allow", "deny", "ask"]
+_SENSITIVE_DIRS = frozenset({".git", ".ssh", ".gnupg", ".aws"})
+_PRIVATE_KEY_NAMES = frozenset({"id_rsa", "id_dsa", "id_ecdsa", "id_ed25519", "id_ecdsa_sk", "id_ed25519_sk"})
+_PRIVATE_KEY_SUFFIXES = (".pem", ".key", ".p12", ".pfx")
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    decision: Decision
+    reason: str
+    rule: str
+    """The key an "always" answer to this question is remembered under."""
+    offer_always: bool
+
+
+def is_sensitive(path: Path) -> bool:
+    """``.git/``, ``.ssh/`` (and similar credential folders), ``.env*`` files and private keys."""
+    if any(part in _SENSITIVE_DIRS for part in path.parts):
+        return True
+    name = path.name
+    return name.startswith(".env") or name in _PRIVATE_KEY_NAMES or name.endswith(_PRIVATE_KEY_SUFFIXES)
+
+
+def rule_key(request: ApprovalRequest, outside: bool) -> str:
+    return f"{request.scope}@outside" if outside else request.scope
+
+
+def decide(
+    mode: ModeId,
+    request: ApprovalRequest,
+    workspace: Workspace,
+    rules: Mapping[str, Literal["allow", "deny"]],
+) -> Verdict:
+    outside = any(not workspace.contains(p) for p in request.paths)
+    sensitive = any(is_sensitive(p) for p in request.paths)
+    key = rule_key(request, outside)
+    offer_always = request.always_allowed and not sensitive
+
+    def verdict(decision: Decision, reason: str) -> Verdict:
+        return Verdict(decision, reason, key, offer_always)
+
+    if mode == "read_only":
+        if request.mutating:
+            return verdict("deny", "the session is in read_only mode: no edits, commands or desktop input")
+        if outside:
+            return verdict("deny", "the session is in read_only mode: nothing outside the session's directories")
+    remembered = rules.get(key)
+    if remembered == "deny":
+        return verdict("deny", f"refused earlier with 'always' for {key}")
+    if sensitive:
+        return verdict("ask", "the call touches a sensitive path")
+    if remembered == "allow":
+        return verdict("allow", f"allowed earlier with 'always' for {key}")
+    if outside:
+        return verdict("ask", "the call reaches outside the session's directories")
+    if not request.mutating or mode == "dont_ask":
+        return verdict("allow", f"allowed by mode {mode}")
+    if mode == "accept_edits" and request.scope == "edit":
+        return verdict("allow", "edits inside the session's directories are allowed in accept_edits")
+    return verdict("ask", f"mode {mode} asks before this")

@@ -1,0 +1,84 @@
+"""The approval flow for one tool call: policy first, then the editor's permission prompt when it says "ask".
+
+Decisions come from ``hermes_acp.tools.policy``; questions go through the ``PermissionGate`` port with the call's
+own ``toolCallId`` (it was announced before). Every answer is stored as ``PermissionResolved`` so "always" rules
+survive a reload. A timeout (``permissions.timeout_s``) denies only that call; nothing latches. A ``cancelled``
+answer means the user cancelled the turn. No ACP here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import anyio
+
+from hermes_acp.core import ModeId, PermissionResolved
+from hermes_acp.errors import PermissionDeniedError
+from hermes_acp.tools.base import Presentation
+from hermes_acp.tools.context import ApprovalRequest, Workspace
+from hermes_acp.tools.policy import decide
+
+from .ports import PermissionAnswer, PermissionGate, PermissionQuestion
+from .recorder import Recorder
+
+__all__ = ["ApprovalFlow", "TurnCancelledByClient"]
+
+
+class TurnCancelledByClient(Exception):
+    """The client answered a permission request with ``cancelled``: the whole turn stops."""
+
+
+class ApprovalFlow:
+    def __init__(
+        self,
+        *,
+        turn_id: str,
+        workspace: Workspace,
+        mode: Callable[[], ModeId],
+        gate: PermissionGate,
+        recorder: Recorder,
+        timeout_s: float,
+    ):
+        self._turn_id = turn_id
+        self._workspace = workspace
+        self._mode = mode
+        self._gate = gate
+        self._recorder = recorder
+        self._timeout_s = timeout_s
+
+    async def check(self, tool_call_id: str, presentation: Presentation, request: ApprovalRequest) -> None:
+        """Return when the call may run; raise ``PermissionDeniedError`` or ``TurnCancelledByClient``."""
+        verdict = decide(self._mode(), request, self._workspace, self._recorder.projection.rules)
+        if verdict.decision == "allow":
+            return
+        if verdict.decision == "deny":
+            raise PermissionDeniedError(f"not allowed: {verdict.reason}. The call was not run.")
+        question = PermissionQuestion(
+            tool_call_id=tool_call_id,
+            title=request.title or presentation.title,
+            kind=presentation.kind,
+            raw_input=request.raw_input,
+            content=request.content or presentation.content,
+            locations=presentation.locations,
+            offer_always=verdict.offer_always,
+        )
+        answer: PermissionAnswer | None = None
+        if self._timeout_s > 0:
+            with anyio.move_on_after(self._timeout_s):
+                answer = await self._gate.ask(question)
+        else:
+            answer = await self._gate.ask(question)
+        outcome = answer or "timeout"
+        await self._recorder.record(
+            PermissionResolved(turn_id=self._turn_id, tool_call_id=tool_call_id, outcome=outcome, scope=verdict.rule)
+        )
+        if outcome in ("allow_once", "allow_always"):
+            return
+        if outcome == "cancelled":
+            raise TurnCancelledByClient
+        if outcome == "timeout":
+            raise PermissionDeniedError(
+                f"no answer to the permission request within {self._timeout_s:g} s; this call was not run"
+                " (later calls will ask again)"
+            )
+        raise PermissionDeniedError("the user refused this call; it was not run")

@@ -1,0 +1,77 @@
+"""The ports the turn loop talks through: where updates go and who answers permission questions.
+
+Both are implemented in ``hermes_acp.protocol`` (over the ACP connection) and by test doubles. Stored events are
+emitted through ``UpdateSink.emit_event`` so that a live turn and a replay render from the same records; the
+``Live*`` updates are transient (streamed text, progress) and never stored.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+from hermes_acp.core import DisplayBlock, Location, SessionEvent, ToolKind
+
+__all__ = [
+    "LiveTextChunk",
+    "LiveThoughtChunk",
+    "LiveToolProgress",
+    "LiveUpdate",
+    "PermissionAnswer",
+    "PermissionGate",
+    "PermissionQuestion",
+    "UpdateSink",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class LiveTextChunk:
+    message_id: str
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class LiveThoughtChunk:
+    message_id: str
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class LiveToolProgress:
+    """A running tool call: ``in_progress``, optionally with its live content (replaces the previous content)."""
+
+    tool_call_id: str
+    content: list[DisplayBlock] | None = None
+
+
+LiveUpdate = LiveTextChunk | LiveThoughtChunk | LiveToolProgress
+
+
+class UpdateSink(Protocol):
+    """Where a session's updates go. Sends are awaited in order; nothing is fired and forgotten."""
+
+    async def emit_event(self, event: SessionEvent, *, live: bool) -> None:
+        """Render a stored event. ``live`` is False during ``session/load`` replay."""
+        ...
+
+    async def emit_live(self, update: LiveUpdate) -> None: ...
+
+
+PermissionAnswer = Literal["allow_once", "allow_always", "reject_once", "reject_always", "cancelled"]
+
+
+@dataclass(frozen=True, slots=True)
+class PermissionQuestion:
+    """``session/request_permission`` for an announced tool call, in neutral terms."""
+
+    tool_call_id: str
+    title: str
+    kind: ToolKind
+    raw_input: Any = None
+    content: list[DisplayBlock] = field(default_factory=list)
+    locations: list[Location] = field(default_factory=list)
+    offer_always: bool = True
+
+
+class PermissionGate(Protocol):
+    async def ask(self, question: PermissionQuestion) -> PermissionAnswer: ...

@@ -1,0 +1,97 @@
+"""Projections of the session log that the turn loop needs: the model history and the remembered rules.
+
+``SessionProjection.apply`` folds one stored event in. It is used for live events (as they are stored) and to
+rebuild a loaded session from its log, so both paths see the same history. Pure data; no I/O.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from hermes_acp.core import (
+    AssistantMessage,
+    AssistantMessageStored,
+    Message,
+    PermissionResolved,
+    PlanEntry,
+    PlanUpdated,
+    SessionEvent,
+    TextPart,
+    ThinkingPart,
+    TitleSet,
+    ToolCallSettled,
+    ToolCallStarted,
+    TurnEnded,
+    UserMessage,
+    UserPrompted,
+)
+
+__all__ = ["SessionProjection"]
+
+
+@dataclass
+class SessionProjection:
+    history: list[Message] = field(default_factory=list)
+    rules: dict[str, Literal["allow", "deny"]] = field(default_factory=dict)
+    tool_call_ids: set[str] = field(default_factory=set)
+    """Every tool-call id used in the session (ids must be unique across turns)."""
+    open_calls: dict[str, str] = field(default_factory=dict)
+    """Announced or requested tool calls without a result yet: id → tool name."""
+    open_call_turns: dict[str, str] = field(default_factory=dict)
+    """The turn each open call belongs to."""
+    open_turns: set[str] = field(default_factory=set)
+    plan: list[PlanEntry] = field(default_factory=list)
+    title: str | None = None
+    first_prompt: str | None = None
+
+    def apply(self, event: SessionEvent) -> None:
+        match event:
+            case UserPrompted():
+                self.open_turns.add(event.turn_id)
+                if not event.for_model:
+                    return
+                if self.first_prompt is None:
+                    self.first_prompt = "".join(p.text for p in event.message.parts if isinstance(p, TextPart))
+                self._append_user(event.message)
+            case AssistantMessageStored():
+                message = event.message
+                if event.interrupted:
+                    parts = [p for p in message.parts if isinstance(p, TextPart | ThinkingPart)]
+                    message = AssistantMessage(parts=[p for p in parts if isinstance(p, TextPart)])
+                if message.parts:
+                    self.history.append(message)
+                for call in message.tool_calls:
+                    self.tool_call_ids.add(call.id)
+                    self.open_calls[call.id] = call.name
+                    self.open_call_turns[call.id] = event.turn_id
+            case ToolCallStarted():
+                self.tool_call_ids.add(event.tool_call_id)
+                self.open_calls.setdefault(event.tool_call_id, event.name)
+                self.open_call_turns.setdefault(event.tool_call_id, event.turn_id)
+            case ToolCallSettled():
+                self.open_calls.pop(event.tool_call_id, None)
+                self.open_call_turns.pop(event.tool_call_id, None)
+                if event.result is not None:
+                    self.history.append(event.result)
+            case PermissionResolved():
+                if event.outcome == "allow_always":
+                    self.rules[event.scope] = "allow"
+                elif event.outcome == "reject_always":
+                    self.rules[event.scope] = "deny"
+            case PlanUpdated():
+                self.plan = list(event.entries)
+            case TurnEnded():
+                self.open_turns.discard(event.turn_id)
+            case TitleSet():
+                self.title = event.title
+            case _:
+                pass
+
+    def _append_user(self, message: UserMessage) -> None:
+        """Consecutive user messages (a turn that produced no answer) merge, so roles keep alternating."""
+        last = self.history[-1] if self.history else None
+        if isinstance(last, UserMessage):
+            self.history[-1] = UserMessage(parts=[*last.parts, TextPart(text="\n\n"), *message.parts])
+        else:
+            self.history.append(message)

@@ -1,0 +1,130 @@
+"""Turn the editor's prompt content into the model's user message, losing nothing silently.
+
+Text and images pass through. ``resource_link``s to ``file://`` paths inside the session's directories are read;
+outside them the user is asked first (refused in ``read_only``). Embedded resources are inlined (text) or passed as
+images (image blobs). Audio and other binary content are not forwarded, and the user gets a notice that says so.
+The reads outside the directories are real, announced tool calls of kind ``read`` so the permission prompt has a
+card to attach to. This module knows the neutral display blocks, not ACP.
+"""
+
+from __future__ import annotations
+
+import base64
+import mimetypes
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import unquote, urlparse
+
+import anyio
+
+from hermes_acp.core import (
+    AudioBlock,
+    DisplayBlock,
+    ImageBlock,
+    ImagePart,
+    ResourceBlock,
+    ResourceLinkBlock,
+    TerminalBlock,
+    TextBlock,
+    TextPart,
+    UserMessage,
+)
+from hermes_acp.errors import PermissionDeniedError
+from hermes_acp.tools.context import ApprovalRequest, Workspace
+
+__all__ = ["MAX_ATTACHMENT_BYTES", "MAX_IMAGE_BYTES", "ConvertedPrompt", "OutsideReadAsker", "convert_prompt"]
+
+MAX_ATTACHMENT_BYTES = 256 * 1024
+MAX_IMAGE_BYTES = 10 * 1024 * 1024
+OutsideReadAsker = Callable[[Path, ApprovalRequest], Awaitable[None]]
+"""Announce a read of ``path`` as a tool call and run the approval flow; raises ``PermissionDeniedError``."""
+
+
+@dataclass
+class ConvertedPrompt:
+    message: UserMessage
+    notices: list[str] = field(default_factory=list)
+
+
+async def convert_prompt(
+    blocks: list[DisplayBlock], *, workspace: Workspace, ask_outside: OutsideReadAsker
+) -> ConvertedPrompt:
+    parts: list[TextPart | ImagePart] = []
+    notices: list[str] = []
+    for block in blocks:
+        if isinstance(block, AudioBlock):
+            notices.append(
+                "Audio in the prompt is not forwarded to the model (no audio input support); it was left out."
+            )
+        elif isinstance(block, TextBlock):
+            parts.append(TextPart(text=block.text))
+        elif isinstance(block, ImageBlock):
+            parts.append(ImagePart(media_type=block.media_type, data=block.data, label=block.uri or "prompt image"))
+        elif isinstance(block, ResourceBlock):
+            parts.extend(_embedded(block, notices))
+        elif isinstance(block, ResourceLinkBlock):
+            parts.extend(await _linked(block, workspace, ask_outside, notices))
+        elif isinstance(block, TerminalBlock):
+            notices.append("A terminal reference in the prompt cannot be forwarded; it was left out.")
+        else:
+            notices.append(f"Prompt content of kind {block.kind!r} cannot be forwarded; it was left out.")
+    if not parts:
+        parts.append(TextPart(text="(the prompt had no content the model can read)"))
+    return ConvertedPrompt(message=UserMessage(parts=parts), notices=notices)
+
+
+def _embedded(block: ResourceBlock, notices: list[str]) -> list[TextPart | ImagePart]:
+    if block.text is not None:
+        return [TextPart(text=_attachment_text(block.uri, block.text))]
+    mime = block.media_type or ""
+    if block.blob is not None and mime.startswith("image/"):
+        return [ImagePart(media_type=mime, data=block.blob, label=block.uri)]
+    notices.append(f"The attachment {block.uri} is binary ({mime or 'unknown type'}) and was not forwarded.")
+    return []
+
+
+async def _linked(
+    block: ResourceLinkBlock, workspace: Workspace, ask_outside: OutsideReadAsker, notices: list[str]
+) -> list[TextPart | ImagePart]:
+    parsed = urlparse(block.uri)
+    if parsed.scheme not in ("file", ""):
+        return [TextPart(text=f"[Linked resource: {block.name} <{block.uri}> (not a local file; not read)]")]
+    path = workspace.resolve(unquote(parsed.path))
+    if not workspace.contains(path):
+        request = ApprovalRequest(
+            scope="read",
+            title=f"Read attachment {path}",
+            mutating=False,
+            paths=(path,),
+            raw_input={"uri": block.uri},
+            reason="the attachment is outside the session's directories",
+        )
+        try:
+            await ask_outside(path, request)
+        except PermissionDeniedError as exc:
+            notices.append(f"The attachment {path} was not read: {exc}")
+            return [TextPart(text=f"[Attachment {path} not read: {exc}]")]
+    try:
+        data = await anyio.Path(path).read_bytes()
+    except OSError as exc:
+        notices.append(f"The attachment {path} could not be read: {exc.strerror or exc}")
+        return [TextPart(text=f"[Attachment {path} could not be read]")]
+    mime = block.media_type or mimetypes.guess_type(path.name)[0] or ""
+    if mime.startswith("image/"):
+        if len(data) > MAX_IMAGE_BYTES:
+            notices.append(f"The image {path} is larger than {MAX_IMAGE_BYTES // 2**20} MiB and was not forwarded.")
+            return []
+        return [ImagePart(media_type=mime, data=base64.b64encode(data).decode(), label=str(path))]
+    try:
+        text = data[:MAX_ATTACHMENT_BYTES].decode("utf-8")
+    except UnicodeDecodeError:
+        notices.append(f"The attachment {path} is not UTF-8 text and was not forwarded.")
+        return []
+    if len(data) > MAX_ATTACHMENT_BYTES:
+        text += f"\n[... truncated: the file has {len(data)} bytes, only the first {MAX_ATTACHMENT_BYTES} are shown]"
+    return [TextPart(text=_attachment_text(block.uri, text))]
+
+
+def _attachment_text(uri: str, text: str) -> str:
+    return f"[Attached: {uri}]\n{text}"

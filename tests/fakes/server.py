@@ -1,0 +1,195 @@
+"""In-process hermes-acp over a real NDJSON connection pair (a socketpair): the production front door and
+agent on one end, the acp SDK's client on the other. Models come from a ``ScriptedProvider`` (or any provider).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import socket
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import acp
+import anyio
+from acp.client.connection import ClientSideConnection
+
+from hermes_acp.app import serve_app
+from hermes_acp.config import Settings, load_settings
+from hermes_acp.protocol.stdio import FrontDoor, serve_streams
+from hermes_acp.providers.base import ModelProvider
+from hermes_acp.providers.catalog import CatalogModel, ModelCatalog
+from hermes_acp.providers.registry import ProviderRegistry
+from hermes_acp.providers.scripted import ScriptedProvider
+from hermes_acp.storage.base import SessionStore
+from hermes_acp.storage.sqlite import SqliteSessionStore
+
+from .acp_client import RecordingClient
+
+__all__ = ["Pair", "RawPair", "open_pair", "open_raw", "scripted_model"]
+
+
+def scripted_model(
+    model_id: str = "scripted:model", *, vision: bool = False, context_window: int = 32_000
+) -> CatalogModel:
+    provider_id, _, model = model_id.partition(":")
+    return CatalogModel(
+        id=model_id,
+        provider_id=provider_id,
+        model=model,
+        name=model,
+        vision=vision,
+        context_window=context_window,
+        max_output_tokens=None,
+        api_key_env=None,
+        usable=True,
+    )
+
+
+@dataclass
+class Pair:
+    conn: ClientSideConnection
+    client: RecordingClient
+    settings: Settings
+    store: SessionStore
+    provider: ScriptedProvider | None
+    workspace: Path
+    sessions: list[str] = field(default_factory=list)
+
+    async def new_session(self, cwd: Path | None = None, **kwargs: Any) -> str:
+        response = await self.conn.new_session(cwd=str(cwd or self.workspace), mcp_servers=[], **kwargs)
+        self.sessions.append(response.session_id)
+        return response.session_id
+
+    async def prompt(self, session_id: str, text: str) -> Any:
+        return await self.conn.prompt(session_id=session_id, prompt=[acp.text_block(text)])
+
+
+def _settings(tmp_path: Path, config: str | None, env: Mapping[str, str]) -> Settings:
+    home = tmp_path / "home"
+    home.mkdir(parents=True, exist_ok=True)
+    if config is not None:
+        (home / "config.toml").write_text(config)
+    return load_settings({**env, "HERMES_ACP_HOME": str(home)})
+
+
+@contextlib.asynccontextmanager
+async def _socket_streams() -> AsyncIterator[tuple[asyncio.StreamReader, asyncio.StreamWriter, Any, Any]]:
+    agent_sock, client_sock = socket.socketpair()
+    agent_reader, agent_writer = await asyncio.open_connection(sock=agent_sock)
+    client_reader, client_writer = await asyncio.open_connection(sock=client_sock)
+    try:
+        yield agent_reader, agent_writer, client_reader, client_writer
+    finally:
+        for writer in (agent_writer, client_writer):
+            writer.close()
+            with contextlib.suppress(OSError, ConnectionError):
+                await writer.wait_closed()
+
+
+@contextlib.asynccontextmanager
+async def _running_server(
+    tmp_path: Path,
+    agent_reader: asyncio.StreamReader,
+    agent_writer: asyncio.StreamWriter,
+    *,
+    provider: ModelProvider | None,
+    models: list[CatalogModel] | None,
+    config: str | None,
+    env: Mapping[str, str],
+) -> AsyncIterator[tuple[Settings, SessionStore]]:
+    settings = _settings(tmp_path, config, env)
+    env = {**env, "HERMES_ACP_HOME": str(settings.home)}
+    store = await SqliteSessionStore.open(settings.state_db)
+    if models is None:
+        models = [scripted_model()] if provider is not None else []
+    catalog = ModelCatalog(models, models[0].id if models else None)
+    overrides = {provider.provider_id: provider} if provider is not None else {}
+    registry = ProviderRegistry(settings, env, overrides=overrides)
+
+    async def runner(door: FrontDoor, _env: Mapping[str, str]) -> None:
+        await serve_app(door, settings=settings, env=env, catalog=catalog, providers=registry, store=store)
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(serve_streams, agent_reader, agent_writer, lambda: runner, dict(env))
+        try:
+            yield settings, store
+        finally:
+            agent_writer.close()
+            tg.cancel_scope.cancel()
+
+
+@contextlib.asynccontextmanager
+async def open_pair(
+    tmp_path: Path,
+    *,
+    provider: ScriptedProvider | None = None,
+    models: list[CatalogModel] | None = None,
+    config: str | None = None,
+    env: Mapping[str, str] | None = None,
+    client: RecordingClient | None = None,
+    client_capabilities: dict[str, Any] | None = None,
+    initialize: bool = True,
+) -> AsyncIterator[Pair]:
+    """hermes-acp served in-process; ``conn`` is an initialized acp client connection to it."""
+    workspace = tmp_path / "workspace"
+    workspace.mkdir(exist_ok=True)
+    client = client or RecordingClient()
+    async with (
+        _socket_streams() as (agent_reader, agent_writer, client_reader, client_writer),
+        _running_server(
+            tmp_path, agent_reader, agent_writer, provider=provider, models=models, config=config, env=env or {}
+        ) as (settings, store),
+    ):
+        conn = acp.connect_to_agent(client, client_writer, client_reader, use_unstable_protocol=True)
+        try:
+            if initialize:
+                with anyio.fail_after(5):
+                    await conn.initialize(
+                        protocol_version=1,
+                        client_capabilities=acp.schema.ClientCapabilities.model_validate(client_capabilities or {}),
+                    )
+            yield Pair(conn, client, settings, store, provider, workspace)
+        finally:
+            await conn.close()
+
+
+@dataclass
+class RawPair:
+    """Raw NDJSON access to the server: write any bytes, read JSON lines back."""
+
+    reader: asyncio.StreamReader
+    writer: asyncio.StreamWriter
+
+    async def send(self, payload: bytes | dict[str, Any]) -> None:
+        data = payload if isinstance(payload, bytes) else json.dumps(payload).encode() + b"\n"
+        self.writer.write(data)
+        await self.writer.drain()
+
+    async def receive(self, timeout: float = 5.0) -> dict[str, Any]:
+        with anyio.fail_after(timeout):
+            line = await self.reader.readline()
+        assert line, "the server closed the connection"
+        message = json.loads(line)
+        assert isinstance(message, dict)
+        return message
+
+    async def response(self, request_id: Any, timeout: float = 5.0) -> dict[str, Any]:
+        """The response to ``request_id`` (notifications before it are skipped)."""
+        with anyio.fail_after(timeout):
+            while True:
+                message = await self.receive(timeout)
+                if message.get("id") == request_id and "method" not in message:
+                    return message
+
+
+@contextlib.asynccontextmanager
+async def open_raw(tmp_path: Path, *, provider: ScriptedProvider | None = None) -> AsyncIterator[RawPair]:
+    async with (
+        _socket_streams() as (agent_reader, agent_writer, client_reader, client_writer),
+        _running_server(tmp_path, agent_reader, agent_writer, provider=provider, models=None, config=None, env={}),
+    ):
+        yield RawPair(client_reader, client_writer)

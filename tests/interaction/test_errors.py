@@ -1,0 +1,175 @@
+"""Bad input gets the right JSON-RPC error with a message that names the problem, and the server keeps serving
+(DESIGN §4.9)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hermes_acp.providers.scripted import ScriptedProvider, text_reply
+from tests.fakes.server import RawPair, open_raw
+
+pytestmark = pytest.mark.anyio
+
+
+async def _initialize(raw: RawPair) -> None:
+    await raw.send({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": 1}})
+    await raw.response(0)
+
+
+async def _new_session(raw: RawPair, cwd: Path, request_id: int = 100) -> str:
+    await raw.send(
+        {"jsonrpc": "2.0", "id": request_id, "method": "session/new", "params": {"cwd": str(cwd), "mcpServers": []}}
+    )
+    session_id = (await raw.response(request_id))["result"]["sessionId"]
+    assert isinstance(session_id, str)
+    return session_id
+
+
+async def test_malformed_json_gets_parse_error_and_the_server_keeps_serving(tmp_path: Path) -> None:
+    async with open_raw(tmp_path) as raw:
+        await _initialize(raw)
+        await raw.send(b'{"jsonrpc": "2.0", "id": 5, "method": \n')
+        error = await raw.receive()
+        session_id = await _new_session(raw, tmp_path)
+    assert error["id"] is None
+    assert error["error"]["code"] == -32700
+    assert error["error"]["message"].startswith("Parse error")
+    assert session_id
+
+
+@pytest.mark.parametrize(
+    ("frame", "needle"),
+    [
+        ([{"jsonrpc": "2.0", "id": 1, "method": "session/list"}], "batch"),
+        ("just a string", "object"),
+        ({"id": 3, "method": "session/list", "params": {}}, "jsonrpc"),
+        ({"jsonrpc": "2.0", "id": 4, "method": 7}, "method"),
+        ({"jsonrpc": "2.0", "id": {"x": 1}, "method": "session/list"}, "id"),
+        ({"jsonrpc": "2.0", "params": {}}, "method"),
+        ({"jsonrpc": "2.0", "id": 6, "method": "session/list", "params": 3}, "params"),
+    ],
+)
+async def test_invalid_envelopes_get_invalid_request(tmp_path: Path, frame: Any, needle: str) -> None:
+    async with open_raw(tmp_path) as raw:
+        await _initialize(raw)
+        await raw.send(frame)
+        error = await raw.receive()
+        await raw.send({"jsonrpc": "2.0", "id": 7, "method": "session/list", "params": {}})
+        still_serving = await raw.response(7)
+    assert error["error"]["code"] == -32600
+    assert needle in error["error"]["message"]
+    assert "result" in still_serving
+
+
+async def test_unknown_method_gets_method_not_found_naming_it(tmp_path: Path) -> None:
+    async with open_raw(tmp_path) as raw:
+        await _initialize(raw)
+        await raw.send({"jsonrpc": "2.0", "id": 1, "method": "session/teleport", "params": {}})
+        error = await raw.response(1)
+    assert error["error"]["code"] == -32601
+    assert "session/teleport" in error["error"]["message"]
+
+
+@pytest.mark.parametrize(
+    ("params", "field"),
+    [
+        ({"mcpServers": []}, "cwd"),
+        ({"cwd": "relative/dir", "mcpServers": []}, "cwd"),
+        ({"cwd": 42, "mcpServers": []}, "cwd"),
+        ({"cwd": "/tmp"}, "mcpServers"),
+        ({"cwd": "/tmp", "mcpServers": [], "additionalDirectories": ["rel"]}, "additionalDirectories"),
+    ],
+)
+async def test_invalid_params_name_the_field(tmp_path: Path, params: dict[str, Any], field: str) -> None:
+    async with open_raw(tmp_path) as raw:
+        await _initialize(raw)
+        await raw.send({"jsonrpc": "2.0", "id": 1, "method": "session/new", "params": params})
+        error = await raw.response(1)
+    assert error["error"]["code"] == -32602
+    assert field in error["error"]["message"]
+
+
+SESSION_METHODS: list[tuple[str, dict[str, Any]]] = [
+    ("session/load", {"cwd": "/tmp", "mcpServers": []}),
+    ("session/resume", {"cwd": "/tmp", "mcpServers": []}),
+    ("session/fork", {"cwd": "/tmp", "mcpServers": []}),
+    ("session/close", {}),
+    ("session/delete", {}),
+    ("session/prompt", {"prompt": [{"type": "text", "text": "hi"}]}),
+    ("session/set_mode", {"modeId": "default"}),
+    ("session/set_model", {"modelId": "scripted:model"}),
+    ("session/set_config_option", {"configId": "mode", "value": "default"}),
+]
+
+
+@pytest.mark.parametrize(("method", "params"), SESSION_METHODS, ids=[m for m, _ in SESSION_METHODS])
+async def test_unknown_session_is_resource_not_found_naming_the_id(
+    tmp_path: Path, method: str, params: dict[str, Any]
+) -> None:
+    async with open_raw(tmp_path, provider=ScriptedProvider()) as raw:
+        await _initialize(raw)
+        await raw.send({"jsonrpc": "2.0", "id": 1, "method": method, "params": {**params, "sessionId": "ghost-42"}})
+        error = await raw.response(1)
+    assert error["error"]["code"] == -32002, error
+    assert "ghost-42" in error["error"]["message"]
+
+
+async def test_cancel_of_unknown_session_is_ignored_and_other_sessions_keep_working(tmp_path: Path) -> None:
+    async with open_raw(tmp_path, provider=ScriptedProvider([text_reply("still here")])) as raw:
+        await _initialize(raw)
+        session_id = await _new_session(raw, tmp_path)
+        await raw.send({"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": "ghost"}})
+        await raw.send(
+            {
+                "jsonrpc": "2.0",
+                "id": 2,
+                "method": "session/prompt",
+                "params": {"sessionId": session_id, "prompt": [{"type": "text", "text": "are you there?"}]},
+            }
+        )
+        response = await raw.response(2)
+    assert response["result"]["stopReason"] == "end_turn"
+
+
+async def test_unknown_mode_lists_the_valid_ids_and_unknown_model_suggests(tmp_path: Path) -> None:
+    async with open_raw(tmp_path, provider=ScriptedProvider()) as raw:
+        await _initialize(raw)
+        session_id = await _new_session(raw, tmp_path)
+        await raw.send(
+            {"jsonrpc": "2.0", "id": 1, "method": "session/set_mode", "params": {"sessionId": session_id, "modeId": "yolo"}}
+        )
+        mode_error = await raw.response(1)
+        await raw.send(
+            {
+                "jsonrpc": "2.0",
+                "id": 2,
+                "method": "session/set_model",
+                "params": {"sessionId": session_id, "modelId": "scripted:modle"},
+            }
+        )
+        model_error = await raw.response(2)
+    assert mode_error["error"]["code"] == -32602
+    assert all(m in mode_error["error"]["message"] for m in ("default", "accept_edits", "dont_ask", "read_only"))
+    assert model_error["error"]["code"] == -32602
+    assert "scripted:model" in model_error["error"]["message"]
+
+
+async def test_prompt_without_any_provider_answers_auth_required_naming_what_to_set(tmp_path: Path) -> None:
+    async with open_raw(tmp_path) as raw:
+        await _initialize(raw)
+        session_id = await _new_session(raw, tmp_path)
+        await raw.send(
+            {
+                "jsonrpc": "2.0",
+                "id": 3,
+                "method": "session/prompt",
+                "params": {"sessionId": session_id, "prompt": [{"type": "text", "text": "hi"}]},
+            }
+        )
+        error = await raw.response(3)
+    assert error["error"]["code"] == -32000
+    assert "HERMES_ACP_BASE_URL" in error["error"]["message"]
+    assert "--setup" in error["error"]["message"]

@@ -1,0 +1,84 @@
+"""initialize over the wire: golden answer, version negotiation, capability shapes, schema validity."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from acp import schema
+
+from hermes_acp.protocol.initialize import initialize_result, negotiate_version
+from tests.fakes.server import open_pair, open_raw
+
+pytestmark = pytest.mark.anyio
+GOLDEN = Path(__file__).parent.parent / "golden"
+
+
+async def test_initialize_answer_matches_golden(tmp_path: Path) -> None:
+    async with open_raw(tmp_path) as raw:
+        await raw.send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1}})
+        response = await raw.response(1)
+    result = response["result"]
+    result["agentInfo"]["version"] = "<version>"
+    assert result == json.loads((GOLDEN / "initialize.json").read_text())
+
+
+async def test_capabilities_are_objects_never_booleans(tmp_path: Path) -> None:
+    async with open_raw(tmp_path) as raw:
+        await raw.send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1}})
+        caps = (await raw.response(1))["result"]["agentCapabilities"]
+    for name in ("list", "resume", "close", "fork", "delete"):
+        assert caps["sessionCapabilities"][name] == {}, name
+    assert caps["loadSession"] is True
+    assert caps["promptCapabilities"] == {"image": True, "audio": False, "embeddedContext": True}
+    assert caps["mcpCapabilities"] == {"http": True, "sse": True}
+
+
+async def test_sdk_client_reads_the_answer(tmp_path: Path) -> None:
+    async with open_pair(tmp_path, initialize=False) as pair:
+        response = await pair.conn.initialize(protocol_version=1)
+    assert response.protocol_version == 1
+    assert response.agent_info is not None and response.agent_info.name == "hermes-acp"
+    assert response.agent_info.title
+    caps = response.agent_capabilities
+    assert caps is not None and caps.session_capabilities is not None
+    assert caps.session_capabilities.fork is not None and caps.session_capabilities.resume is not None
+
+
+@pytest.mark.parametrize(("requested", "answered"), [(1, 1), (7, 1), (0, 1), ("2024-11-05", 1), (True, 1)])
+def test_version_negotiation_answers_highest_supported_not_above_client(requested: object, answered: int) -> None:
+    assert negotiate_version(requested) == answered
+
+
+def test_answer_validates_against_the_sdk_schema() -> None:
+    for caps in ({}, {"auth": {"terminal": True}}):
+        result = initialize_result({"protocolVersion": 1, "clientCapabilities": caps}, env={})
+        parsed = schema.InitializeResponse.model_validate(result)
+        assert parsed.protocol_version == 1
+
+
+def test_terminal_auth_method_when_client_supports_it_else_legacy_meta() -> None:
+    with_terminal = initialize_result({"protocolVersion": 1, "clientCapabilities": {"auth": {"terminal": True}}}, env={})
+    setup = with_terminal["authMethods"][0]
+    assert setup["type"] == "terminal" and setup["args"] == ["--setup"]
+    legacy = initialize_result({"protocolVersion": 1}, env={})["authMethods"][0]
+    assert "type" not in legacy
+    assert legacy["_meta"]["terminal-auth"]["args"] == ["--setup"]
+
+
+def test_env_var_methods_name_each_provider_variable(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "config.toml").write_text('[providers.corp]\nkind = "openai"\nbase_url = "http://x"\napi_key_env = "CORP_KEY"\n')
+    methods = initialize_result({"protocolVersion": 1}, env={"HERMES_ACP_HOME": str(home)})["authMethods"]
+    variables = {m["id"]: m["vars"][0]["name"] for m in methods if m.get("type") == "env_var"}
+    assert variables == {"env:openai": "OPENAI_API_KEY", "env:anthropic": "ANTHROPIC_API_KEY", "env:corp": "CORP_KEY"}
+
+
+async def test_initialize_without_protocol_version_is_invalid_params(tmp_path: Path) -> None:
+    async with open_raw(tmp_path) as raw:
+        await raw.send({"jsonrpc": "2.0", "id": 9, "method": "initialize", "params": {}})
+        response = await raw.response(9)
+    assert response["error"]["code"] == -32602
+    assert "protocolVersion" in response["error"]["message"]
