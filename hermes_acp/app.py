@@ -7,7 +7,7 @@ the providers and the store, shielded and bounded.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 
 import anyio
 
@@ -18,10 +18,12 @@ from hermes_acp.protocol.connection import serve_agent
 from hermes_acp.protocol.stdio import FrontDoor
 from hermes_acp.providers.catalog import ModelCatalog
 from hermes_acp.providers.registry import ProviderRegistry
-from hermes_acp.sessions import SessionManager
+from hermes_acp.sessions import Session, SessionManager, derive_tool_surface
 from hermes_acp.storage.base import SessionStore
 from hermes_acp.storage.sqlite import SqliteSessionStore
 from hermes_acp.telemetry import configure_logging, get_logger, register_secret
+from hermes_acp.tools.base import Tool
+from hermes_acp.version import __version__
 
 __all__ = ["SHUTDOWN_TIMEOUT_S", "run_connection", "serve_app"]
 
@@ -37,6 +39,9 @@ async def run_connection(door: FrontDoor, env: Mapping[str, str]) -> None:
         await serve_agent(door, None, startup_error=exc)
         return
     configure_logging(settings.logs_dir, settings.logging.level)
+    get_logger("hermes_acp").info(
+        "hermes-acp serving", version=__version__, home=str(settings.home), config=str(settings.config_file)
+    )
     for provider in settings.providers.values():
         if provider.api_key_env:
             register_secret(env.get(provider.api_key_env))
@@ -65,6 +70,7 @@ async def serve_app(
     catalog: ModelCatalog,
     providers: ProviderRegistry,
     store: SessionStore,
+    tool_surface: Callable[[Session], Sequence[Tool]] = derive_tool_surface,
 ) -> None:
     """Serve one client with these parts; closes sessions, providers and the store on the way out."""
     managers: list[SessionManager] = []
@@ -82,6 +88,7 @@ async def serve_app(
                 catalog=catalog,
                 providers=providers,
                 attach=attach,
+                tool_surface=tool_surface,
             )
             try:
                 await serve_agent(door, parts)

@@ -14,10 +14,10 @@ import sys
 from importlib import metadata
 from pathlib import Path
 
-from hermes_acp.version import __version__
 from hermes_acp.config import Settings, default_home, load_settings
 from hermes_acp.errors import ConfigError
 from hermes_acp.providers.catalog import ModelCatalog
+from hermes_acp.version import __version__
 
 __all__ = ["driver_version", "run_check"]
 

@@ -9,7 +9,7 @@ Notifications a session emits outside a turn (mode, config options, commands) ar
 from __future__ import annotations
 
 import os
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,6 +27,7 @@ from hermes_acp.providers.registry import ProviderRegistry
 from hermes_acp.sessions import Session, SessionManager, SessionServices, derive_tool_surface
 from hermes_acp.sessions.commands import COMMANDS, parse_command
 from hermes_acp.storage.base import SessionStore
+from hermes_acp.tools.base import Tool
 
 from .boundary import ErrorBoundary, after_response
 from .client_bridge import AcpClientBridge
@@ -60,6 +61,8 @@ class AgentParts:
     providers: ProviderRegistry
     attach: Callable[[SessionManager], None]
     """Attach the manager to the root task group."""
+    tool_surface: Callable[[Session], Sequence[Tool]] = derive_tool_surface
+    """How a session's tools are derived (tests add their own tools here)."""
 
 
 class _SetModelParams(BaseModel):
@@ -97,7 +100,7 @@ class HermesAgent:
                 catalog=self._parts.catalog,
                 providers=self._parts.providers,
                 client=self._bridge,
-                tool_surface=derive_tool_surface,
+                tool_surface=self._parts.tool_surface,
             )
             self._manager = SessionManager(services)
             self._parts.attach(self._manager)

@@ -8,7 +8,7 @@ import asyncio
 import contextlib
 import json
 import socket
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,8 +24,10 @@ from hermes_acp.providers.base import ModelProvider
 from hermes_acp.providers.catalog import CatalogModel, ModelCatalog
 from hermes_acp.providers.registry import ProviderRegistry
 from hermes_acp.providers.scripted import ScriptedProvider
+from hermes_acp.sessions import Session, derive_tool_surface
 from hermes_acp.storage.base import SessionStore
 from hermes_acp.storage.sqlite import SqliteSessionStore
+from hermes_acp.tools.base import Tool
 
 from .acp_client import RecordingClient
 
@@ -100,6 +102,7 @@ async def _running_server(
     models: list[CatalogModel] | None,
     config: str | None,
     env: Mapping[str, str],
+    tools: Sequence[Tool] = (),
 ) -> AsyncIterator[tuple[Settings, SessionStore]]:
     settings = _settings(tmp_path, config, env)
     env = {**env, "HERMES_ACP_HOME": str(settings.home)}
@@ -110,8 +113,19 @@ async def _running_server(
     overrides = {provider.provider_id: provider} if provider is not None else {}
     registry = ProviderRegistry(settings, env, overrides=overrides)
 
+    def tool_surface(session: Session) -> Sequence[Tool]:
+        return [*derive_tool_surface(session), *tools]
+
     async def runner(door: FrontDoor, _env: Mapping[str, str]) -> None:
-        await serve_app(door, settings=settings, env=env, catalog=catalog, providers=registry, store=store)
+        await serve_app(
+            door,
+            settings=settings,
+            env=env,
+            catalog=catalog,
+            providers=registry,
+            store=store,
+            tool_surface=tool_surface,
+        )
 
     async with anyio.create_task_group() as tg:
         tg.start_soon(serve_streams, agent_reader, agent_writer, lambda: runner, dict(env))
@@ -133,6 +147,7 @@ async def open_pair(
     client: RecordingClient | None = None,
     client_capabilities: dict[str, Any] | None = None,
     initialize: bool = True,
+    tools: Sequence[Tool] = (),
 ) -> AsyncIterator[Pair]:
     """hermes-acp served in-process; ``conn`` is an initialized acp client connection to it."""
     workspace = tmp_path / "workspace"
@@ -141,7 +156,14 @@ async def open_pair(
     async with (
         _socket_streams() as (agent_reader, agent_writer, client_reader, client_writer),
         _running_server(
-            tmp_path, agent_reader, agent_writer, provider=provider, models=models, config=config, env=env or {}
+            tmp_path,
+            agent_reader,
+            agent_writer,
+            provider=provider,
+            models=models,
+            config=config,
+            env=env or {},
+            tools=tools,
         ) as (settings, store),
     ):
         conn = acp.connect_to_agent(client, client_writer, client_reader, use_unstable_protocol=True)

@@ -139,7 +139,12 @@ async def test_unknown_mode_lists_the_valid_ids_and_unknown_model_suggests(tmp_p
         await _initialize(raw)
         session_id = await _new_session(raw, tmp_path)
         await raw.send(
-            {"jsonrpc": "2.0", "id": 1, "method": "session/set_mode", "params": {"sessionId": session_id, "modeId": "yolo"}}
+            {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "session/set_mode",
+                "params": {"sessionId": session_id, "modeId": "yolo"},
+            }
         )
         mode_error = await raw.response(1)
         await raw.send(

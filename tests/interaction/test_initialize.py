@@ -59,7 +59,9 @@ def test_answer_validates_against_the_sdk_schema() -> None:
 
 
 def test_terminal_auth_method_when_client_supports_it_else_legacy_meta() -> None:
-    with_terminal = initialize_result({"protocolVersion": 1, "clientCapabilities": {"auth": {"terminal": True}}}, env={})
+    with_terminal = initialize_result(
+        {"protocolVersion": 1, "clientCapabilities": {"auth": {"terminal": True}}}, env={}
+    )
     setup = with_terminal["authMethods"][0]
     assert setup["type"] == "terminal" and setup["args"] == ["--setup"]
     legacy = initialize_result({"protocolVersion": 1}, env={})["authMethods"][0]
@@ -70,7 +72,9 @@ def test_terminal_auth_method_when_client_supports_it_else_legacy_meta() -> None
 def test_env_var_methods_name_each_provider_variable(tmp_path: Path) -> None:
     home = tmp_path / "home"
     home.mkdir()
-    (home / "config.toml").write_text('[providers.corp]\nkind = "openai"\nbase_url = "http://x"\napi_key_env = "CORP_KEY"\n')
+    (home / "config.toml").write_text(
+        '[providers.corp]\nkind = "openai"\nbase_url = "http://x"\napi_key_env = "CORP_KEY"\n'
+    )
     methods = initialize_result({"protocolVersion": 1}, env={"HERMES_ACP_HOME": str(home)})["authMethods"]
     variables = {m["id"]: m["vars"][0]["name"] for m in methods if m.get("type") == "env_var"}
     assert variables == {"env:openai": "OPENAI_API_KEY", "env:anthropic": "ANTHROPIC_API_KEY", "env:corp": "CORP_KEY"}

@@ -106,6 +106,7 @@ async def test_fork_copies_history_carries_mode_and_model_and_records_parent(tmp
         parent_events = await pair.store.load_events(parent)
         fork_events = await pair.store.load_events(forked.session_id)
         fork_record = await pair.store.get_session(forked.session_id)
+    assert fork_record is not None
     assert forked.session_id != parent
     assert [e.event for e in fork_events] == [e.event for e in parent_events]
     assert forked.modes is not None and forked.modes.current_mode_id == "accept_edits"

@@ -1,0 +1,123 @@
+"""Tools for turn-loop tests: one that fails, one that blocks until released or cancelled, one that asks."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+from pydantic import BaseModel, ConfigDict
+
+from hermes_acp.core import DiffBlock, TextBlock, TextPart
+from hermes_acp.errors import ToolError
+from hermes_acp.tools.base import Presentation, ToolOutcome, TypedTool
+from hermes_acp.tools.context import ApprovalRequest, ToolContext
+
+__all__ = ["BlockingTool", "EchoTool", "FailingTool", "GuardedWriteTool"]
+
+
+class _Message(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    message: str
+
+
+class EchoTool(TypedTool[_Message]):
+    """Read-only: answers with its argument."""
+
+    __test__ = False
+    name = "echo"
+    description = "Echo the message."
+    Input = _Message
+    read_only = True
+
+    def __init__(self) -> None:
+        self.runs: list[str] = []
+
+    def present(self, parsed: _Message, ctx: ToolContext) -> Presentation:
+        return Presentation(title=f"Echo {parsed.message}", kind="other")
+
+    async def run(self, parsed: _Message, ctx: ToolContext) -> ToolOutcome:
+        self.runs.append(parsed.message)
+        return ToolOutcome.text(f"echo: {parsed.message}", raw_output={"echoed": parsed.message})
+
+
+class FailingTool(TypedTool[_Message]):
+    """Raises a ToolError, or a plain bug when the message is "bug"."""
+
+    __test__ = False
+    name = "fail"
+    description = "Always fails."
+    Input = _Message
+    read_only = True
+
+    def present(self, parsed: _Message, ctx: ToolContext) -> Presentation:
+        return Presentation(title="Fail on purpose", kind="other")
+
+    async def run(self, parsed: _Message, ctx: ToolContext) -> ToolOutcome:
+        if parsed.message == "bug":
+            raise RuntimeError("boom")
+        raise ToolError(f"it failed: {parsed.message}")
+
+
+class BlockingTool(TypedTool[_Message]):
+    """Streams progress, then waits for ``release``; records whether it was cancelled."""
+
+    __test__ = False
+    name = "block"
+    description = "Blocks until released."
+    Input = _Message
+    read_only = True
+
+    def __init__(self) -> None:
+        self.started = anyio.Event()
+        self.release = anyio.Event()
+        self.cancelled = False
+
+    def present(self, parsed: _Message, ctx: ToolContext) -> Presentation:
+        return Presentation(title="Block", kind="execute")
+
+    async def run(self, parsed: _Message, ctx: ToolContext) -> ToolOutcome:
+        await ctx.progress([TextBlock(text="working...")])
+        self.started.set()
+        try:
+            await self.release.wait()
+        except anyio.get_cancelled_exc_class():
+            self.cancelled = True
+            raise
+        return ToolOutcome.text("released")
+
+
+class GuardedWriteTool(TypedTool[_Message]):
+    """A mutating tool that asks under the ``edit`` scope with a diff; records what actually ran."""
+
+    __test__ = False
+    name = "guarded_write"
+    description = "Write a message to a pretend file."
+    Input = _Message
+    read_only = False
+
+    def __init__(self) -> None:
+        self.writes: list[str] = []
+
+    def present(self, parsed: _Message, ctx: ToolContext) -> Presentation:
+        return Presentation(title="Write notes.txt", kind="edit")
+
+    async def approval(self, parsed: _Message, ctx: ToolContext) -> ApprovalRequest | None:
+        path = ctx.workspace.resolve("notes.txt")
+        return ApprovalRequest(
+            scope="edit",
+            title="Write notes.txt",
+            mutating=True,
+            paths=(path,),
+            content=[DiffBlock(path=str(path), old_text=None, new_text=parsed.message)],
+            raw_input={"message": parsed.message},
+        )
+
+    async def run(self, parsed: _Message, ctx: ToolContext) -> ToolOutcome:
+        self.writes.append(parsed.message)
+        return ToolOutcome(parts=[TextPart(text="written")], content=[TextBlock(text="written")], raw_output=None)
+
+
+def args(**values: Any) -> str:
+    import json
+
+    return json.dumps(values)

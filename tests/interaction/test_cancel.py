@@ -1,0 +1,181 @@
+"""Cancel is prompt and never wedges a session; prompts are queued per session (DESIGN §4.10, §4.11)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from hermes_acp.core import TextPart, ToolCallPart
+from hermes_acp.providers.scripted import ScriptedProvider, ScriptedReply, text_reply, tool_reply
+from tests.fakes.server import Pair, open_pair
+from tests.fakes.tools import BlockingTool, GuardedWriteTool, args
+
+pytestmark = pytest.mark.anyio
+
+
+def _cards(pair: Pair, session_id: str) -> dict[str, dict[str, Any]]:
+    cards: dict[str, dict[str, Any]] = {}
+    for u in pair.client.of_kind("tool_call", session_id) + pair.client.of_kind("tool_call_update", session_id):
+        cards.setdefault(u["toolCallId"], {}).update(u)
+    return cards
+
+
+async def _prompt_into(pair: Pair, session_id: str, text: str, results: dict[str, Any]) -> None:
+    results[text] = await pair.prompt(session_id, text)
+
+
+async def test_cancel_during_streaming_answers_cancelled_and_keeps_what_was_shown(tmp_path: Path) -> None:
+    hold = anyio.Event()
+    provider = ScriptedProvider(
+        [ScriptedReply(parts=[TextPart(text="streaming a long answer")], hold=hold), text_reply("next")]
+    )
+    async with open_pair(tmp_path, provider=provider) as pair:
+        session_id = await pair.new_session()
+        results: dict[str, Any] = {}
+        with anyio.fail_after(5):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(_prompt_into, pair, session_id, "long", results)
+                await pair.client.wait_for(lambda: bool(pair.client.of_kind("agent_message_chunk", session_id)))
+                await pair.conn.cancel(session_id=session_id)
+        with anyio.fail_after(5):
+            nxt = await pair.prompt(session_id, "after cancel")
+        events = [e.event.kind for e in await pair.store.load_events(session_id)]
+    assert results["long"].stop_reason == "cancelled"
+    assert nxt.stop_reason == "end_turn"
+    assert events[:3] == ["user_prompted", "assistant_message", "turn_ended"]
+    history = provider.requests[1].messages
+    assert history[1].parts == [TextPart(text="streamin")]
+
+
+async def test_cancel_during_a_tool_interrupts_it_and_settles_the_card(tmp_path: Path) -> None:
+    blocker = BlockingTool()
+    provider = ScriptedProvider(
+        [
+            tool_reply(
+                ToolCallPart(id="b1", name="block", arguments=args(message="x")),
+                ToolCallPart(id="b2", name="block", arguments=args(message="y")),
+            ),
+            text_reply("after"),
+        ]
+    )
+    async with open_pair(tmp_path, provider=provider, tools=[blocker]) as pair:
+        session_id = await pair.new_session()
+        results: dict[str, Any] = {}
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(_prompt_into, pair, session_id, "run", results)
+            with anyio.fail_after(5):
+                await blocker.started.wait()
+            await pair.conn.cancel(session_id=session_id)
+        cards = _cards(pair, session_id)
+        with anyio.fail_after(5):
+            nxt = await pair.prompt(session_id, "again")
+    assert results["run"].stop_reason == "cancelled"
+    assert blocker.cancelled
+    assert cards["b1"]["status"] == "failed"
+    assert "Cancelled" in cards["b1"]["content"][0]["content"]["text"]
+    assert cards["b2"]["status"] == "failed"
+    assert "Not run" in cards["b2"]["content"][0]["content"]["text"]
+    assert nxt.stop_reason == "end_turn"
+
+
+async def test_cancel_withdraws_a_pending_permission_request(tmp_path: Path) -> None:
+    writer = GuardedWriteTool()
+    never = anyio.Event()
+
+    async def wait_forever(asked: Any) -> str:
+        await never.wait()
+        return "allow_once"
+
+    provider = ScriptedProvider([tool_reply(ToolCallPart(id="w1", name="guarded_write", arguments=args(message="x")))])
+    async with open_pair(tmp_path, provider=provider, tools=[writer]) as pair:
+        pair.client.on_permission = wait_forever
+        session_id = await pair.new_session()
+        results: dict[str, Any] = {}
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(_prompt_into, pair, session_id, "write", results)
+            with anyio.fail_after(5):
+                await pair.client.permission_asked.wait()
+            await pair.conn.cancel(session_id=session_id)
+        cards = _cards(pair, session_id)
+        never.set()
+    assert results["write"].stop_reason == "cancelled"
+    assert cards["w1"]["status"] == "failed"
+    assert writer.writes == []
+
+
+async def test_cancelled_permission_outcome_cancels_the_turn(tmp_path: Path) -> None:
+    writer = GuardedWriteTool()
+    provider = ScriptedProvider([tool_reply(ToolCallPart(id="w1", name="guarded_write", arguments=args(message="x")))])
+    async with open_pair(tmp_path, provider=provider, tools=[writer]) as pair:
+        pair.client.answers = ["cancelled"]
+        session_id = await pair.new_session()
+        response = await pair.prompt(session_id, "write")
+        cards = _cards(pair, session_id)
+    assert response.stop_reason == "cancelled"
+    assert cards["w1"]["status"] == "failed"
+    assert writer.writes == []
+
+
+async def test_second_prompt_is_queued_and_answered_when_its_own_turn_ends(tmp_path: Path) -> None:
+    hold = anyio.Event()
+    provider = ScriptedProvider(
+        [ScriptedReply(parts=[TextPart(text="first answer")], hold=hold), text_reply("second answer")]
+    )
+    async with open_pair(tmp_path, provider=provider) as pair:
+        session_id = await pair.new_session()
+        order: list[str] = []
+
+        async def run(text: str) -> None:
+            await pair.prompt(session_id, text)
+            order.append(text)
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(run, "first")
+            await pair.client.wait_for(lambda: bool(pair.client.of_kind("agent_message_chunk", session_id)))
+            tg.start_soon(run, "second")
+            await anyio.wait_all_tasks_blocked()
+            assert len(provider.requests) == 1, "the second prompt waits for the first turn"
+            hold.set()
+    assert order == ["first", "second"]
+    second_request = provider.requests[1].messages
+    assert [type(m).__name__ for m in second_request] == ["UserMessage", "AssistantMessage", "UserMessage"]
+
+
+async def test_cancel_answers_queued_prompts_cancelled_and_the_session_takes_the_next_at_once(tmp_path: Path) -> None:
+    hold = anyio.Event()
+    provider = ScriptedProvider([ScriptedReply(parts=[TextPart(text="busy")], hold=hold), text_reply("fresh")])
+    async with open_pair(tmp_path, provider=provider) as pair:
+        session_id = await pair.new_session()
+        results: dict[str, Any] = {}
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(_prompt_into, pair, session_id, "running", results)
+            await pair.client.wait_for(lambda: bool(pair.client.of_kind("agent_message_chunk", session_id)))
+            tg.start_soon(_prompt_into, pair, session_id, "queued", results)
+            await anyio.wait_all_tasks_blocked()
+            await pair.conn.cancel(session_id=session_id)
+        with anyio.fail_after(5):
+            fresh = await pair.prompt(session_id, "fresh")
+    assert results["running"].stop_reason == "cancelled"
+    assert results["queued"].stop_reason == "cancelled"
+    assert fresh.stop_reason == "end_turn"
+    assert len(provider.requests) == 2
+
+
+async def test_a_cancel_in_one_session_leaves_another_running(tmp_path: Path) -> None:
+    hold = anyio.Event()
+    provider = ScriptedProvider([ScriptedReply(parts=[TextPart(text="slow")], hold=hold), text_reply("fast")])
+    async with open_pair(tmp_path, provider=provider) as pair:
+        slow = await pair.new_session()
+        fast = await pair.new_session()
+        results: dict[str, Any] = {}
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(_prompt_into, pair, slow, "slow", results)
+            await pair.client.wait_for(lambda: bool(pair.client.of_kind("agent_message_chunk", slow)))
+            await pair.conn.cancel(session_id=fast)
+            results["fast"] = await pair.prompt(fast, "fast")
+            hold.set()
+    assert results["fast"].stop_reason == "end_turn"
+    assert results["slow"].stop_reason == "end_turn"
