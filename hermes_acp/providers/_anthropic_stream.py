@@ -1,0 +1,189 @@
+"""Decode an Anthropic Messages API SSE stream into ``ProviderEvent``s.
+
+Events: ``message_start`` (input usage), ``content_block_start`` / ``content_block_delta`` /
+``content_block_stop`` per content block, ``message_delta`` (stop reason, output usage), ``message_stop``
+(the end), ``ping`` (ignored) and ``error`` (mapped by its ``error.type``; ``overloaded_error``,
+``api_error`` and ``rate_limit_error`` are transient). Unknown events and block types are ignored, as the
+API's versioning policy asks.
+
+Blocks: ``text`` (``text_delta`` → ``TextDelta``), ``thinking`` (``thinking_delta`` → ``ThinkingDelta``,
+``signature_delta`` kept in the part's signature), ``redacted_thinking`` (its ``data`` kept as the signature
+of a redacted ``ThinkingPart``), ``tool_use`` (``input_json_delta`` fragments → ``ToolCallDelta``; a call
+that streamed no input has ``{}``, or the ``input`` given at its start).
+
+Usage: input_tokens reported to us = input + cache read + cache creation; cache reads and writes are kept
+apart. Stop reasons: end_turn / stop_sequence / pause_turn → end_turn, tool_use, max_tokens /
+model_context_window_exceeded → max_tokens, refusal. This module knows no HTTP.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from hermes_acp.core import Usage
+from hermes_acp.errors import ProviderStreamError, ProviderUnavailableError
+
+from ._assembly import MessageAssembler
+from ._http_errors import ProviderIdentity, TransientFailure, error_for_stream_event
+from ._sse import SseMessage
+from .base import ModelStopReason, ProviderEvent, ResponseDone
+
+__all__ = ["MessagesStreamDecoder"]
+
+_STOP_REASONS: dict[str, ModelStopReason] = {
+    "end_turn": "end_turn",
+    "stop_sequence": "end_turn",
+    "pause_turn": "end_turn",
+    "tool_use": "tool_use",
+    "max_tokens": "max_tokens",
+    "model_context_window_exceeded": "max_tokens",
+    "refusal": "refusal",
+}
+_USAGE_KEYS = ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
+
+
+def _int(value: object) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def _dict(value: object) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+class MessagesStreamDecoder:
+    """One response's decoder (see the module docstring)."""
+
+    def __init__(self, identity: ProviderIdentity):
+        self._identity = identity
+        self._assembler = MessageAssembler()
+        self._usage: dict[str, int] = {}
+        self._saw_usage = False
+        self._stop_reason: str | None = None
+        self._done = False
+
+    @property
+    def done(self) -> bool:
+        return self._done
+
+    def feed(self, message: SseMessage) -> list[ProviderEvent]:
+        if self._done or not message.data.strip():
+            return []
+        try:
+            payload = json.loads(message.data)
+        except ValueError as exc:
+            raise self._stream_error(f"an event is not JSON: {message.data[:200]!r}") from exc
+        if not isinstance(payload, dict):
+            raise self._stream_error(f"an event is not a JSON object: {message.data[:200]!r}")
+        kind = payload.get("type") if isinstance(payload.get("type"), str) else message.event
+        events: list[ProviderEvent] = []
+        if kind == "message_start":
+            self._merge_usage(_dict(_dict(payload.get("message")).get("usage")))
+        elif kind == "content_block_start":
+            self._block_start(payload.get("index"), _dict(payload.get("content_block")), events)
+        elif kind == "content_block_delta":
+            self._block_delta(payload.get("index"), _dict(payload.get("delta")), events)
+        elif kind == "content_block_stop":
+            self._assembler.end_run()
+        elif kind == "message_delta":
+            stop = _dict(payload.get("delta")).get("stop_reason")
+            if isinstance(stop, str):
+                self._stop_reason = stop
+            self._merge_usage(_dict(payload.get("usage")))
+        elif kind == "message_stop":
+            self._done = True
+            events.append(self._response_done())
+        elif kind == "error":
+            error = _dict(payload.get("error"))
+            error_type = error.get("type")
+            text = error.get("message")
+            raise error_for_stream_event(
+                self._identity,
+                error_type=error_type if isinstance(error_type, str) else "",
+                message=text if isinstance(text, str) else json.dumps(error)[:300],
+            )
+        return events
+
+    def finish(self) -> list[ProviderEvent]:
+        error = ProviderUnavailableError(
+            self._identity.redact(
+                f"{self._identity.provider_id}: the stream ended before message_stop (the response is incomplete)"
+            ),
+            provider=self._identity.provider_id,
+        )
+        raise TransientFailure(error)
+
+    def _block_start(self, index: object, block: dict[str, Any], events: list[ProviderEvent]) -> None:
+        self._assembler.end_run()
+        kind = block.get("type")
+        if kind == "text":
+            text = block.get("text")
+            if isinstance(text, str) and (delta := self._assembler.text(text)):
+                events.append(delta)
+        elif kind == "thinking":
+            thinking = block.get("thinking")
+            if isinstance(thinking, str) and (thought := self._assembler.thinking(thinking)):
+                events.append(thought)
+        elif kind == "redacted_thinking":
+            data = block.get("data")
+            self._assembler.redacted_thinking(data if isinstance(data, str) else "")
+        elif kind == "tool_use":
+            start_input = block.get("input")
+            fallback = json.dumps(start_input) if isinstance(start_input, dict) and start_input else "{}"
+            call_id = block.get("id")
+            name = block.get("name")
+            events.append(
+                self._assembler.tool_call(
+                    ("block", index),
+                    call_id=call_id if isinstance(call_id, str) else None,
+                    name=name if isinstance(name, str) else None,
+                    fallback_arguments=fallback,
+                )
+            )
+
+    def _block_delta(self, index: object, delta: dict[str, Any], events: list[ProviderEvent]) -> None:
+        kind = delta.get("type")
+        if kind == "text_delta":
+            text = delta.get("text")
+            if isinstance(text, str) and (event := self._assembler.text(text)):
+                events.append(event)
+        elif kind == "thinking_delta":
+            thinking = delta.get("thinking")
+            if isinstance(thinking, str) and (thought := self._assembler.thinking(thinking)):
+                events.append(thought)
+        elif kind == "signature_delta":
+            signature = delta.get("signature")
+            if isinstance(signature, str):
+                self._assembler.sign_thinking(signature)
+        elif kind == "input_json_delta":
+            fragment = delta.get("partial_json")
+            key = ("block", index)
+            if isinstance(fragment, str) and fragment and self._assembler.has_tool_call(key):
+                events.append(self._assembler.tool_call(key, arguments=fragment))
+
+    def _merge_usage(self, usage: dict[str, Any]) -> None:
+        for key in _USAGE_KEYS:
+            if key in usage and usage[key] is not None:
+                self._usage[key] = _int(usage[key])
+                self._saw_usage = True
+
+    def _response_done(self) -> ResponseDone:
+        message = self._assembler.build()
+        reason = _STOP_REASONS.get(self._stop_reason or "", "end_turn")
+        if self._stop_reason is None and message.tool_calls:
+            reason = "tool_use"
+        usage = None
+        if self._saw_usage:
+            cache_read = self._usage.get("cache_read_input_tokens", 0)
+            cache_write = self._usage.get("cache_creation_input_tokens", 0)
+            usage = Usage(
+                input_tokens=self._usage.get("input_tokens", 0) + cache_read + cache_write,
+                output_tokens=self._usage.get("output_tokens", 0),
+                cached_read_tokens=cache_read,
+                cache_write_tokens=cache_write,
+            )
+        return ResponseDone(message=message, stop_reason=reason, usage=usage)
+
+    def _stream_error(self, text: str) -> ProviderStreamError:
+        provider = self._identity.provider_id
+        return ProviderStreamError(self._identity.redact(f"{provider}: {text}"), provider=provider)

@@ -1,0 +1,207 @@
+"""The HTTP exchange both vendor providers share: one streamed POST, retried only before its first event.
+
+``ProviderHttp`` owns an ``httpx.AsyncClient`` configured from ``ProviderSettings``: connect and read
+timeouts, redirects off, and the API key attached by ``HostBoundKeyAuth`` only to requests for the origin of
+the provider's own ``base_url``. ``stream_events`` POSTs a JSON body, reads the ``text/event-stream`` answer
+through a vendor ``StreamDecoder`` and yields its ``ProviderEvent``s:
+
+* 429, 408, 5xx, connection failures and streams that break before yielding anything are retried up to
+  ``max_retries`` times, waiting as ``_retry.retry_delay`` says (through the injected ``sleep``);
+* once an event has been yielded nothing is retried: a broken stream raises ``ProviderStreamError`` (the
+  partial output already went out as deltas);
+* closing the generator, or cancelling the task iterating it, closes the HTTP response (and its connection)
+  at once.
+
+Proxy settings (``HTTPS_PROXY``, ``NO_PROXY``) and CA bundles (``SSL_CERT_FILE``) come from the environment,
+as httpx reads them by default.
+
+This module knows no vendor format: request bodies come built, and decoders turn SSE messages into events.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import random
+from collections.abc import AsyncGenerator, Awaitable, Callable, Generator
+from contextlib import aclosing
+from typing import Any, Protocol, cast
+
+import anyio
+import httpx
+import structlog
+
+from hermes_acp.config import ProviderSettings
+from hermes_acp.errors import ProviderStreamError
+
+from ._http_errors import ProviderIdentity, TransientFailure, error_for_response, map_httpx_errors
+from ._retry import retry_delay
+from ._sse import SseMessage, SseParser
+from .base import ProviderEvent
+
+__all__ = ["HostBoundKeyAuth", "ProviderHttp", "StreamDecoder"]
+
+_log = structlog.get_logger("hermes_acp.providers")
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+DRAIN_TIMEOUT_S = 2.0
+"""How long to wait for the end of the body after the final event before dropping the connection."""
+
+
+def _origin(url: httpx.URL) -> tuple[str, str, int | None]:
+    return (url.scheme, url.host, url.port or _DEFAULT_PORTS.get(url.scheme))
+
+
+class HostBoundKeyAuth(httpx.Auth):
+    """Sets ``header: value`` on requests to ``base_url``'s origin (scheme, host, port), on nothing else."""
+
+    def __init__(self, base_url: str, header: str, value: str):
+        self._origin = _origin(httpx.URL(base_url))
+        self._header = header
+        self._value = value
+
+    def __repr__(self) -> str:
+        return f"HostBoundKeyAuth(origin={self._origin!r}, header={self._header!r})"
+
+    def auth_flow(self, request: httpx.Request) -> Generator[httpx.Request, httpx.Response, None]:
+        if _origin(request.url) == self._origin:
+            request.headers[self._header] = self._value
+        yield request
+
+
+class StreamDecoder(Protocol):
+    """Turns one vendor's SSE messages into events; raises ``ProviderError`` or ``TransientFailure``."""
+
+    @property
+    def done(self) -> bool:
+        """True once the vendor's final event arrived; later messages are ignored."""
+        ...
+
+    def feed(self, message: SseMessage) -> list[ProviderEvent]:
+        """The events one message carries; the message that completes the response gives ``ResponseDone``."""
+        ...
+
+    def finish(self) -> list[ProviderEvent]:
+        """Called when the body ended before ``done``: the final events, or raise because it is incomplete."""
+        ...
+
+
+class ProviderHttp:
+    """One provider's HTTP client and its retrying, event-decoding exchange."""
+
+    def __init__(
+        self,
+        identity: ProviderIdentity,
+        settings: ProviderSettings,
+        *,
+        key_header: tuple[str, str] | None,
+        headers: dict[str, str],
+        transport: httpx.AsyncBaseTransport | None,
+        sleep: Callable[[float], Awaitable[None]] | None,
+    ):
+        self._identity = identity
+        self._max_retries = settings.max_retries
+        self._sleep = sleep or anyio.sleep
+        self._random = random.Random()
+        auth = HostBoundKeyAuth(settings.base_url, *key_header) if key_header else None
+        self._client = httpx.AsyncClient(
+            auth=auth,
+            headers=headers,
+            timeout=httpx.Timeout(settings.timeout_s, connect=settings.connect_timeout_s),
+            follow_redirects=False,
+            transport=transport,
+        )
+
+    async def aclose(self) -> None:
+        await self._client.aclose()
+
+    async def stream_events(
+        self, url: str, body: dict[str, Any], new_decoder: Callable[[], StreamDecoder]
+    ) -> AsyncGenerator[ProviderEvent, None]:
+        """POST ``body`` to ``url`` and yield the decoded events, retrying only before the first one."""
+        provider = self._identity.provider_id
+        attempt = 0
+        while True:
+            started = False
+            try:
+                async with aclosing(self._attempt(url, body, new_decoder())) as events:
+                    async for event in events:
+                        started = True
+                        yield event
+                return
+            except TransientFailure as failure:
+                if started:
+                    raise ProviderStreamError(
+                        self._identity.redact(f"{provider}: the stream broke off after output started: {failure}"),
+                        provider=provider,
+                        status=failure.error.status,
+                    ) from failure.__cause__
+                if attempt >= self._max_retries:
+                    raise failure.error from failure.__cause__
+                delay = retry_delay(attempt, retry_after=failure.retry_after, random=self._random.random)
+                attempt += 1
+                _log.warning(
+                    "provider_retry",
+                    provider=provider,
+                    attempt=attempt,
+                    max_retries=self._max_retries,
+                    delay_s=round(delay, 3),
+                    status=failure.error.status,
+                    reason=str(failure.error),
+                )
+                await self._sleep(delay)
+
+    async def _attempt(
+        self, url: str, body: dict[str, Any], decoder: StreamDecoder
+    ) -> AsyncGenerator[ProviderEvent, None]:
+        identity = self._identity
+        with map_httpx_errors(identity, url):
+            async with self._client.stream("POST", url, json=body) as response:
+                if not response.is_success:
+                    content = await response.aread()
+                    error = error_for_response(
+                        identity, status=response.status_code, headers=response.headers, body=content, url=url
+                    )
+                    raise error
+                content_type = response.headers.get("content-type", "")
+                if "text/event-stream" not in content_type:
+                    content = await response.aread()
+                    raise ProviderStreamError(
+                        identity.redact(
+                            f"{identity.provider_id}: expected an event stream from {url}, got "
+                            f"{content_type or 'no content type'}: {content[:300].decode('utf-8', 'replace')}"
+                        ),
+                        provider=identity.provider_id,
+                    )
+                parser = SseParser()
+                final: list[ProviderEvent] | None = None
+                lines = cast(AsyncGenerator[str, None], response.aiter_lines())
+                async with aclosing(lines):
+                    async for line in lines:
+                        message = parser.feed_line(line)
+                        if message is None:
+                            continue
+                        events = decoder.feed(message)
+                        if decoder.done:
+                            final = events
+                            break
+                        for event in events:
+                            yield event
+                    if final is not None:
+                        await _drain(lines)
+                if final is None:
+                    pending = parser.flush()
+                    events = decoder.feed(pending) if pending is not None else []
+                    if decoder.done:
+                        final = events
+                    else:
+                        for event in events:
+                            yield event
+                        final = decoder.finish()
+                for event in final:
+                    yield event
+
+
+async def _drain(lines: AsyncGenerator[str, None]) -> None:
+    """Read what follows the final event, so the connection can be reused; give up quietly on any trouble."""
+    with anyio.move_on_after(DRAIN_TIMEOUT_S), contextlib.suppress(httpx.TransportError):
+        async for _ in lines:
+            pass

@@ -1,0 +1,244 @@
+"""Translate everything that can go wrong in a provider's HTTP exchange into ``hermes_acp.errors``.
+
+Three sources, one vocabulary:
+
+* httpx exceptions (``map_httpx_errors``, in the style of httpx's own ``map_httpcore_exceptions``): connection
+  failures and broken streams become ``ProviderUnavailableError``, timeouts ``ProviderTimeoutError``;
+* HTTP error responses (``error_for_response``): 401/403 → ``ProviderAuthError`` naming the env var to set,
+  429 → ``ProviderRateLimitError``, 408/5xx → ``ProviderUnavailableError``, other 4xx and redirects →
+  ``ProviderRequestError`` carrying the provider's own message from the body;
+* error events inside a stream (``error_for_stream_event``), by the vendor's error ``type``.
+
+Failures worth retrying come wrapped in ``TransientFailure`` (with the server's ``Retry-After`` hint); the
+retry loop in ``_http.py`` decides whether to wait and try again or to raise the wrapped error. Every message
+passes through ``ProviderIdentity.redact``, so an API key echoed by a server never reaches a log or an
+exception.
+This module knows no vendor's request or stream format.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+import httpx
+
+from hermes_acp.errors import (
+    ProviderAuthError,
+    ProviderError,
+    ProviderRateLimitError,
+    ProviderRequestError,
+    ProviderStreamError,
+    ProviderTimeoutError,
+    ProviderUnavailableError,
+)
+
+from ._retry import parse_retry_after
+
+__all__ = [
+    "ProviderIdentity",
+    "TransientFailure",
+    "error_for_response",
+    "error_for_stream_event",
+    "map_httpx_errors",
+    "message_from_error_body",
+]
+
+MAX_MESSAGE_CHARS = 600
+MIN_SECRET_CHARS = 4
+"""Shorter "keys" (placeholders such as "x") are not secrets; replacing them would garble every message."""
+REDACTED = "[redacted]"
+
+
+@dataclass(frozen=True)
+class ProviderIdentity:
+    """Who is talking (for messages) and the one secret that must never appear in them."""
+
+    provider_id: str
+    api_key_env: str | None
+    secret: str | None = field(default=None, repr=False)
+
+    def redact(self, text: str) -> str:
+        """``text`` without the API key, shortened to a readable length."""
+        if self.secret and len(self.secret) >= MIN_SECRET_CHARS:
+            text = text.replace(self.secret, REDACTED)
+        if len(text) > MAX_MESSAGE_CHARS:
+            text = text[:MAX_MESSAGE_CHARS] + "…"
+        return text
+
+    def auth_hint(self) -> str:
+        if self.api_key_env:
+            action = "to a valid key" if self.secret else "to your API key"
+            return f"Set the environment variable {self.api_key_env} {action}."
+        return (
+            f"Set api_key_env for [providers.{self.provider_id}] in config.toml and export that variable "
+            "with your API key."
+        )
+
+
+class TransientFailure(Exception):
+    """A failure that may pass if the request is sent again: ``error`` is what to raise when it is not."""
+
+    def __init__(self, error: ProviderError, *, retry_after: float | None = None):
+        super().__init__(str(error))
+        self.error = error
+        self.retry_after = retry_after
+
+
+@contextmanager
+def map_httpx_errors(identity: ProviderIdentity, url: str) -> Iterator[None]:
+    """Re-raise httpx exceptions as the most specific ``ProviderError`` (transient ones wrapped)."""
+    provider = identity.provider_id
+    error: ProviderError
+    try:
+        yield
+    except httpx.ConnectTimeout as exc:
+        error = ProviderTimeoutError(
+            identity.redact(f"{provider}: could not connect to {url} within the connect timeout"),
+            provider=provider,
+        )
+        raise TransientFailure(error) from exc
+    except httpx.TimeoutException as exc:
+        raise ProviderTimeoutError(
+            identity.redact(f"{provider}: no answer from {url} within the timeout ({type(exc).__name__})"),
+            provider=provider,
+        ) from exc
+    except httpx.ConnectError as exc:
+        error = ProviderUnavailableError(
+            identity.redact(f"{provider}: cannot connect to {url}: {exc}"), provider=provider
+        )
+        raise TransientFailure(error) from exc
+    except (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError, httpx.CloseError) as exc:
+        error = ProviderUnavailableError(
+            identity.redact(f"{provider}: the connection to {url} broke: {exc}"), provider=provider
+        )
+        raise TransientFailure(error) from exc
+    except (httpx.UnsupportedProtocol, httpx.InvalidURL, httpx.LocalProtocolError) as exc:
+        raise ProviderRequestError(
+            identity.redact(f"{provider}: cannot send a request to {url}: {exc}"), provider=provider
+        ) from exc
+    except httpx.DecodingError as exc:
+        raise ProviderStreamError(
+            identity.redact(f"{provider}: the response from {url} could not be decoded: {exc}"),
+            provider=provider,
+        ) from exc
+    except httpx.HTTPError as exc:
+        raise ProviderUnavailableError(
+            identity.redact(f"{provider}: request to {url} failed: {type(exc).__name__}: {exc}"),
+            provider=provider,
+        ) from exc
+
+
+def message_from_error_body(body: bytes) -> str:
+    """The provider's own error message from an error body, whatever the dialect; the raw text otherwise.
+
+    Understands OpenAI ``{"error": {"message"}}``, Anthropic ``{"type": "error", "error": {"type",
+    "message"}}``, Ollama / LM Studio ``{"error": "<text>"}`` and vLLM ``{"object": "error", "message"}``.
+    """
+    text = body.decode("utf-8", errors="replace").strip()
+    try:
+        payload = json.loads(text)
+    except ValueError:
+        return text or "(empty body)"
+    if isinstance(payload, dict):
+        error = payload.get("error")
+        if isinstance(error, dict):
+            message = error.get("message")
+            if isinstance(message, str) and message:
+                kind = error.get("type")
+                return f"{message} ({kind})" if isinstance(kind, str) and kind else message
+        if isinstance(error, str) and error:
+            return error
+        for key in ("message", "detail"):
+            value = payload.get(key)
+            if isinstance(value, str) and value:
+                return value
+    return text or "(empty body)"
+
+
+def error_for_response(
+    identity: ProviderIdentity,
+    *,
+    status: int,
+    headers: Mapping[str, str],
+    body: bytes,
+    url: str,
+    now: float | None = None,
+) -> ProviderError | TransientFailure:
+    """The error for a non-success HTTP response; the caller raises it."""
+    provider = identity.provider_id
+    if 300 <= status < 400:
+        location = headers.get("location", "(no location)")
+        return ProviderRequestError(
+            identity.redact(
+                f"{provider}: HTTP {status} from {url} redirects to {location}; redirects are not followed "
+                "(the API key stays with its own host). Set base_url to the final address."
+            ),
+            provider=provider,
+            status=status,
+        )
+    detail = message_from_error_body(body)
+    if status in (401, 403):
+        return ProviderAuthError(
+            identity.redact(
+                f"{provider}: the provider rejected the request's credentials (HTTP {status}: {detail}). "
+                f"{identity.auth_hint()}"
+            ),
+            provider=provider,
+            status=status,
+        )
+    if status == 429:
+        retry_after = parse_retry_after(headers, now=time.time() if now is None else now)
+        error: ProviderError = ProviderRateLimitError(
+            identity.redact(f"{provider}: rate limited (HTTP 429: {detail})"),
+            provider=provider,
+            status=status,
+        )
+        return TransientFailure(error, retry_after=retry_after)
+    if status == 408 or status >= 500:
+        retry_after = parse_retry_after(headers, now=time.time() if now is None else now)
+        error = ProviderUnavailableError(
+            identity.redact(f"{provider}: the provider failed (HTTP {status}: {detail})"),
+            provider=provider,
+            status=status,
+        )
+        return TransientFailure(error, retry_after=retry_after)
+    hint = " Check base_url and the model id." if status == 404 else ""
+    return ProviderRequestError(
+        identity.redact(f"{provider}: the provider rejected the request (HTTP {status}: {detail}).{hint}"),
+        provider=provider,
+        status=status,
+    )
+
+
+_STREAM_ERROR_STATUS = {
+    "invalid_request_error": 400,
+    "authentication_error": 401,
+    "permission_error": 403,
+    "not_found_error": 404,
+    "request_too_large": 413,
+    "rate_limit_error": 429,
+    "rate_limit_exceeded": 429,
+    "api_error": 500,
+    "server_error": 500,
+    "overloaded_error": 529,
+}
+
+
+def error_for_stream_event(
+    identity: ProviderIdentity, *, error_type: str, message: str, status: int | None = None
+) -> ProviderError | TransientFailure:
+    """The error for an error event inside a stream (Anthropic ``event: error``, OpenRouter ``{"error"}``)."""
+    provider = identity.provider_id
+    status = status or _STREAM_ERROR_STATUS.get(error_type, 500)
+    text = identity.redact(f"{provider}: the stream reported {error_type or 'an error'}: {message}")
+    if status in (401, 403):
+        return ProviderAuthError(f"{text}. {identity.auth_hint()}", provider=provider, status=status)
+    if status == 429:
+        return TransientFailure(ProviderRateLimitError(text, provider=provider, status=status))
+    if status == 408 or status >= 500:
+        return TransientFailure(ProviderUnavailableError(text, provider=provider, status=status))
+    return ProviderRequestError(text, provider=provider, status=status)

@@ -1,0 +1,142 @@
+"""Neutral messages → an OpenAI-compatible chat-completions request body (``stream: true``).
+
+The dialect is the common subset that OpenAI, OpenRouter, vLLM, Ollama and LM Studio accept:
+
+* the system prompt is the first message (``role: system``); it is omitted when empty;
+* a user message whose parts are all text is sent as one string (parts joined by a blank line); with images it
+  becomes a part list of ``text`` and ``image_url`` parts carrying ``data:<media type>;base64,…`` URLs;
+* an assistant message sends its text as ``content`` (``null`` when it only calls tools) and its tool calls as
+  ``tool_calls`` with the provider's ids. Reasoning parts are not sent back: chat completions has no portable
+  field for them. Arguments that are not a JSON object are sent as ``"{}"`` so one malformed call cannot make
+  every later request of the session fail; the tool result already told the model what was wrong. An
+  assistant message with neither text nor tool calls is left out;
+* a tool result is a ``role: tool`` message with the text of the result. **Chat completions cannot carry
+  images in tool messages**, so the images of a run of consecutive tool results follow that run as one user
+  message, each group introduced by a line naming its tool call; the tool message says where its images are;
+* tools are ``{"type": "function", "function": {name, description, parameters}}``;
+* ``max_output_tokens`` goes out as ``max_tokens``, or as ``max_completion_tokens`` for OpenAI's own API
+  (whose reasoning models reject ``max_tokens``), and only when it is known.
+
+This module is pure: no HTTP, no streaming.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from hermes_acp.core import (
+    AssistantMessage,
+    ImagePart,
+    Message,
+    TextPart,
+    ToolCallPart,
+    ToolResultMessage,
+    UserMessage,
+)
+
+from .base import ProviderRequest, ToolSpec
+
+__all__ = ["MaxTokensField", "build_chat_request", "data_url"]
+
+MaxTokensField = Literal["max_tokens", "max_completion_tokens"]
+
+
+def data_url(image: ImagePart) -> str:
+    return f"data:{image.media_type};base64,{image.data}"
+
+
+def build_chat_request(
+    request: ProviderRequest,
+    *,
+    max_tokens_field: MaxTokensField = "max_tokens",
+    default_max_tokens: int | None = None,
+) -> dict[str, Any]:
+    """The JSON body of ``POST {base_url}/chat/completions`` for ``request``."""
+    body: dict[str, Any] = {
+        "model": request.model,
+        "messages": _messages(request.system, request.messages),
+        "stream": True,
+        "stream_options": {"include_usage": True},
+    }
+    if request.tools:
+        body["tools"] = [_tool(spec) for spec in request.tools]
+    max_tokens = request.max_output_tokens or default_max_tokens
+    if max_tokens:
+        body[max_tokens_field] = max_tokens
+    return body
+
+
+def _tool(spec: ToolSpec) -> dict[str, Any]:
+    return {
+        "type": "function",
+        "function": {"name": spec.name, "description": spec.description, "parameters": spec.input_schema},
+    }
+
+
+def _messages(system: str, history: list[Message]) -> list[dict[str, Any]]:
+    wire: list[dict[str, Any]] = []
+    if system:
+        wire.append({"role": "system", "content": system})
+    pending_images: list[dict[str, Any]] = []
+    for message in history:
+        if pending_images and not isinstance(message, ToolResultMessage):
+            wire.append({"role": "user", "content": pending_images})
+            pending_images = []
+        if isinstance(message, UserMessage):
+            wire.append({"role": "user", "content": _user_content(message)})
+        elif isinstance(message, AssistantMessage):
+            assistant = _assistant(message)
+            if assistant is not None:
+                wire.append(assistant)
+        else:
+            tool_message, images = _tool_result(message)
+            wire.append(tool_message)
+            pending_images.extend(images)
+    if pending_images:
+        wire.append({"role": "user", "content": pending_images})
+    return wire
+
+
+def _user_content(message: UserMessage) -> str | list[dict[str, Any]]:
+    if all(isinstance(part, TextPart) for part in message.parts):
+        return "\n\n".join(part.text for part in message.parts if isinstance(part, TextPart))
+    content: list[dict[str, Any]] = []
+    for part in message.parts:
+        if isinstance(part, TextPart):
+            content.append({"type": "text", "text": part.text})
+        else:
+            content.append({"type": "image_url", "image_url": {"url": data_url(part)}})
+    return content
+
+
+def _assistant(message: AssistantMessage) -> dict[str, Any] | None:
+    text = message.text
+    calls = message.tool_calls
+    if not text and not calls:
+        return None
+    wire: dict[str, Any] = {"role": "assistant", "content": text or None}
+    if calls:
+        wire["tool_calls"] = [_tool_call(call) for call in calls]
+    return wire
+
+
+def _tool_call(call: ToolCallPart) -> dict[str, Any]:
+    arguments = call.arguments if call.parsed_arguments() is not None and call.arguments.strip() else "{}"
+    return {"id": call.id, "type": "function", "function": {"name": call.name, "arguments": arguments}}
+
+
+def _tool_result(message: ToolResultMessage) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    text = "\n".join(part.text for part in message.parts if isinstance(part, TextPart))
+    images = [part for part in message.parts if isinstance(part, ImagePart)]
+    carried: list[dict[str, Any]] = []
+    if images:
+        if len(images) == 1:
+            note = "[The image of this result follows in the next user message.]"
+        else:
+            note = f"[The {len(images)} images of this result follow in the next user message.]"
+        text = f"{text}\n{note}" if text else note
+        carried.append(
+            {"type": "text", "text": f"Images returned by tool call {message.tool_call_id} ({message.name}):"}
+        )
+        carried.extend({"type": "image_url", "image_url": {"url": data_url(image)}} for image in images)
+    return {"role": "tool", "tool_call_id": message.tool_call_id, "content": text}, carried

@@ -1,0 +1,192 @@
+"""Decode an OpenAI-compatible chat-completions SSE stream into ``ProviderEvent``s.
+
+Per chunk (``data: {...}``; the stream ends with ``data: [DONE]``):
+
+* ``delta.content`` → ``TextDelta``; ``delta.refusal`` → ``TextDelta`` too, and the stop reason becomes
+  ``refusal``; ``delta.reasoning_content`` (DeepSeek, vLLM, LM Studio) or else ``delta.reasoning``
+  (OpenRouter, Ollama) → ``ThinkingDelta``;
+* ``delta.tool_calls[]`` fragments are assembled by ``index``, keeping the provider's ``id`` ("" when it sends
+  none). A fragment without ``index`` takes its position in the list; a fragment whose ``id`` differs from the
+  id already at its index opens a new call (servers that send whole calls, each at index 0);
+* ``usage`` (the final ``choices: []`` chunk that ``stream_options.include_usage`` asks for, or any chunk that
+  carries it) → ``Usage`` with ``prompt_tokens_details.cached_tokens`` (or DeepSeek's
+  ``prompt_cache_hit_tokens``) and ``completion_tokens_details.reasoning_tokens``;
+* ``finish_reason``: stop → end_turn (tool_use when tool calls arrived, for servers such as Ollama that say
+  "stop" there), tool_calls / function_call → tool_use, length → max_tokens, content_filter → refusal;
+* ``{"error": {...}}`` inside the stream (OpenRouter) is mapped like an HTTP error of the same kind.
+
+``ResponseDone`` goes out at ``[DONE]``, or when the body ends after a ``finish_reason``; a body that ends
+before either is incomplete. This module knows no HTTP.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from hermes_acp.core import Usage
+from hermes_acp.errors import ProviderError, ProviderStreamError, ProviderUnavailableError
+
+from ._assembly import MessageAssembler
+from ._http_errors import ProviderIdentity, TransientFailure, error_for_stream_event
+from ._sse import SseMessage
+from .base import ModelStopReason, ProviderEvent, ResponseDone
+
+__all__ = ["ChatCompletionsDecoder", "usage_from_openai"]
+
+_FINISH_REASONS: dict[str, ModelStopReason] = {
+    "stop": "end_turn",
+    "tool_calls": "tool_use",
+    "function_call": "tool_use",
+    "length": "max_tokens",
+    "content_filter": "refusal",
+}
+
+
+def _int(value: object) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def usage_from_openai(raw: dict[str, Any]) -> Usage:
+    prompt_details = raw.get("prompt_tokens_details")
+    prompt_details = prompt_details if isinstance(prompt_details, dict) else {}
+    completion_details = raw.get("completion_tokens_details")
+    completion_details = completion_details if isinstance(completion_details, dict) else {}
+    return Usage(
+        input_tokens=_int(raw.get("prompt_tokens")),
+        output_tokens=_int(raw.get("completion_tokens")),
+        cached_read_tokens=(_int(prompt_details.get("cached_tokens")) or _int(raw.get("prompt_cache_hit_tokens"))),
+        cache_write_tokens=_int(prompt_details.get("cache_write_tokens")),
+        thought_tokens=_int(completion_details.get("reasoning_tokens")),
+    )
+
+
+class ChatCompletionsDecoder:
+    """One response's decoder (see the module docstring)."""
+
+    def __init__(self, identity: ProviderIdentity):
+        self._identity = identity
+        self._assembler = MessageAssembler()
+        self._keys: dict[int, tuple[int, int]] = {}
+        self._generation = 0
+        self._finish_reason: str | None = None
+        self._refused = False
+        self._usage: Usage | None = None
+        self._done = False
+
+    @property
+    def done(self) -> bool:
+        return self._done
+
+    def feed(self, message: SseMessage) -> list[ProviderEvent]:
+        if self._done:
+            return []
+        data = message.data.strip()
+        if not data:
+            return []
+        if data == "[DONE]":
+            self._done = True
+            return [self._response_done()]
+        try:
+            chunk = json.loads(data)
+        except ValueError as exc:
+            raise self._stream_error(f"a stream chunk is not JSON: {data[:200]!r}") from exc
+        if not isinstance(chunk, dict):
+            raise self._stream_error(f"a stream chunk is not a JSON object: {data[:200]!r}")
+        error = chunk.get("error")
+        if error:
+            raise self._in_band_error(error)
+        usage = chunk.get("usage")
+        if isinstance(usage, dict):
+            self._usage = usage_from_openai(usage)
+        events: list[ProviderEvent] = []
+        choices = chunk.get("choices")
+        for choice in choices if isinstance(choices, list) else []:
+            if not isinstance(choice, dict) or _int(choice.get("index")) != 0:
+                continue
+            delta = choice.get("delta")
+            if isinstance(delta, dict):
+                self._delta(delta, events)
+            finish = choice.get("finish_reason")
+            if isinstance(finish, str) and finish:
+                self._finish_reason = finish
+        return events
+
+    def finish(self) -> list[ProviderEvent]:
+        if self._finish_reason is None:
+            error = ProviderUnavailableError(
+                self._identity.redact(
+                    f"{self._identity.provider_id}: the stream ended before the response finished "
+                    "(no finish_reason, no [DONE])"
+                ),
+                provider=self._identity.provider_id,
+            )
+            raise TransientFailure(error)
+        self._done = True
+        return [self._response_done()]
+
+    def _delta(self, delta: dict[str, Any], events: list[ProviderEvent]) -> None:
+        reasoning = delta.get("reasoning_content")
+        if not (isinstance(reasoning, str) and reasoning):
+            reasoning = delta.get("reasoning")
+        if isinstance(reasoning, str) and (thought := self._assembler.thinking(reasoning)):
+            events.append(thought)
+        content = delta.get("content")
+        if isinstance(content, str) and (text := self._assembler.text(content)):
+            events.append(text)
+        refusal = delta.get("refusal")
+        if isinstance(refusal, str) and refusal:
+            self._refused = True
+            if text := self._assembler.text(refusal):
+                events.append(text)
+        tool_calls = delta.get("tool_calls")
+        for position, fragment in enumerate(tool_calls if isinstance(tool_calls, list) else []):
+            if isinstance(fragment, dict):
+                events.append(self._tool_fragment(position, fragment))
+
+    def _tool_fragment(self, position: int, fragment: dict[str, Any]) -> ProviderEvent:
+        index = fragment.get("index")
+        wire_index = index if isinstance(index, int) and not isinstance(index, bool) else position
+        call_id = fragment.get("id") if isinstance(fragment.get("id"), str) else None
+        function = fragment.get("function")
+        function = function if isinstance(function, dict) else {}
+        name = function.get("name") if isinstance(function.get("name"), str) else None
+        arguments = function.get("arguments")
+        if isinstance(arguments, dict):
+            arguments = json.dumps(arguments)
+        arguments = arguments if isinstance(arguments, str) else ""
+        key = self._keys.get(wire_index)
+        if key is not None and call_id and self._assembler.tool_call_id(key) not in ("", call_id):
+            key = None
+        if key is None:
+            self._generation += 1
+            key = (wire_index, self._generation)
+            self._keys[wire_index] = key
+        return self._assembler.tool_call(key, call_id=call_id, name=name, arguments=arguments)
+
+    def _response_done(self) -> ResponseDone:
+        message = self._assembler.build()
+        reason = _FINISH_REASONS.get(self._finish_reason or "", "end_turn")
+        if self._refused:
+            reason = "refusal"
+        elif message.tool_calls and reason == "end_turn":
+            reason = "tool_use"
+        return ResponseDone(message=message, stop_reason=reason, usage=self._usage)
+
+    def _stream_error(self, text: str) -> ProviderStreamError:
+        provider = self._identity.provider_id
+        return ProviderStreamError(self._identity.redact(f"{provider}: {text}"), provider=provider)
+
+    def _in_band_error(self, error: object) -> ProviderError | TransientFailure:
+        if isinstance(error, dict):
+            message = error.get("message")
+            kind = error.get("type") or error.get("code")
+            code = error.get("code")
+            status = code if isinstance(code, int) and not isinstance(code, bool) else None
+            return error_for_stream_event(
+                self._identity,
+                error_type=kind if isinstance(kind, str) else "",
+                message=message if isinstance(message, str) else json.dumps(error)[:300],
+                status=status,
+            )
+        return error_for_stream_event(self._identity, error_type="", message=str(error))
