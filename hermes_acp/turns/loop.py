@@ -125,8 +125,13 @@ class TurnResult:
     usage: Usage
 
 
-async def run_turn(state: TurnState, deps: TurnDeps, display: list[DisplayBlock]) -> TurnResult:
-    """Run one prompt turn to its end. Cancellation propagates after the turn was settled and stored."""
+async def run_turn(
+    state: TurnState, deps: TurnDeps, display: list[DisplayBlock], *, notices: Sequence[str] = ()
+) -> TurnResult:
+    """Run one prompt turn to its end. Cancellation propagates after the turn was settled and stored.
+
+    ``notices`` are shown to the user with the prompt (e.g. an MCP server that failed to start).
+    """
     recorder = deps.recorder
     try:
         converted = await convert_prompt(
@@ -138,7 +143,10 @@ async def run_turn(state: TurnState, deps: TurnDeps, display: list[DisplayBlock]
             UserPrompted(
                 turn_id=state.turn_id, message_id=new_message_id(), display=display, message=converted.message
             ),
-            *[NoticeAdded(turn_id=state.turn_id, message_id=new_message_id(), text=n) for n in converted.notices],
+            *[
+                NoticeAdded(turn_id=state.turn_id, message_id=new_message_id(), text=n)
+                for n in [*notices, *converted.notices]
+            ],
         )
         stop = await _loop(state, deps)
     except TurnCancelledByClient:
