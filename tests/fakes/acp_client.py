@@ -1,7 +1,7 @@
 """``RecordingClient``: an ACP client double that records every update and answers permission questions.
 
 It is typed against ``acp.interfaces.Client``. Permission answers come from ``answers`` (option ids, used in
-order) or from ``on_permission``; ``hold_permissions`` makes requests wait until released (for cancel tests).
+order) or from ``on_permission`` (which may wait, e.g. on an event, to hold a request open for cancel tests).
 """
 
 from __future__ import annotations
@@ -11,8 +11,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
-from acp import RequestError, schema
-from acp.interfaces import Agent
+from acp import schema
+
+from probes.bare_client import BareClient
 
 __all__ = ["PermissionCall", "RecordingClient"]
 
@@ -25,7 +26,7 @@ class PermissionCall:
 
 
 @dataclass
-class RecordingClient:
+class RecordingClient(BareClient):
     __test__ = False
 
     updates: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
@@ -60,65 +61,6 @@ class RecordingClient:
         if answer == "cancelled":
             return schema.RequestPermissionResponse(outcome=schema.DeniedOutcome(outcome="cancelled"))
         return schema.RequestPermissionResponse(outcome=schema.AllowedOutcome(outcome="selected", option_id=answer))
-
-    def on_connect(self, conn: Agent) -> None:
-        return None
-
-    # -- a client without fs/terminal support answers method-not-found (it also does not advertise them) -------
-
-    async def read_text_file(
-        self, session_id: str, path: str, line: int | None = None, limit: int | None = None, **kwargs: Any
-    ) -> schema.ReadTextFileResponse:
-        raise RequestError.method_not_found("fs/read_text_file")
-
-    async def write_text_file(
-        self, session_id: str, path: str, content: str, **kwargs: Any
-    ) -> schema.WriteTextFileResponse | None:
-        raise RequestError.method_not_found("fs/write_text_file")
-
-    async def create_terminal(
-        self,
-        session_id: str,
-        command: str,
-        args: list[str] | None = None,
-        env: list[schema.EnvVariable] | None = None,
-        cwd: str | None = None,
-        output_byte_limit: int | None = None,
-        **kwargs: Any,
-    ) -> schema.CreateTerminalResponse:
-        raise RequestError.method_not_found("terminal/create")
-
-    async def terminal_output(self, session_id: str, terminal_id: str, **kwargs: Any) -> schema.TerminalOutputResponse:
-        raise RequestError.method_not_found("terminal/output")
-
-    async def release_terminal(
-        self, session_id: str, terminal_id: str, **kwargs: Any
-    ) -> schema.ReleaseTerminalResponse | None:
-        raise RequestError.method_not_found("terminal/release")
-
-    async def wait_for_terminal_exit(
-        self, session_id: str, terminal_id: str, **kwargs: Any
-    ) -> schema.WaitForTerminalExitResponse:
-        raise RequestError.method_not_found("terminal/wait_for_exit")
-
-    async def kill_terminal(
-        self, session_id: str, terminal_id: str, **kwargs: Any
-    ) -> schema.KillTerminalResponse | None:
-        raise RequestError.method_not_found("terminal/kill")
-
-    async def create_elicitation(self, message: str, mode: Any, **kwargs: Any) -> Any:
-        raise RequestError.method_not_found("elicitation/create")
-
-    async def complete_elicitation(self, elicitation_id: str, **kwargs: Any) -> None:
-        return None
-
-    async def ext_method(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
-        raise RequestError.method_not_found(f"_{method}")
-
-    async def ext_notification(self, method: str, params: dict[str, Any]) -> None:
-        return None
-
-    # -- what tests read --------------------------------------------------------------------------------------
 
     def kinds(self, session_id: str | None = None) -> list[str]:
         return [u["sessionUpdate"] for s, u in self.updates if session_id is None or s == session_id]
