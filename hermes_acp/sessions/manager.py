@@ -15,9 +15,10 @@ import anyio
 import structlog
 from anyio.abc import TaskGroup
 
-from hermes_acp.core import DEFAULT_MODE
+from hermes_acp.core import DEFAULT_MODE, SessionEvent
 from hermes_acp.core.ids import new_session_id
 from hermes_acp.errors import InvalidParamsError, SessionNotFoundError
+from hermes_acp.mcp_client import McpServers
 from hermes_acp.storage.base import PAGE_SIZE, SessionPage, SessionRecord, utc_now
 from hermes_acp.tools.context import Workspace
 from hermes_acp.turns.projection import SessionProjection
@@ -99,7 +100,7 @@ class SessionManager:
         live = self._live.get(session_id)
         if live is not None:
             if replay:
-                await self._replay(live)
+                await self._replay(live, [stored.event for stored in await self.services.store.load_events(session_id)])
             return live
         record = await self.services.store.get_session(session_id)
         if record is None:
@@ -111,18 +112,20 @@ class SessionManager:
             changes["meta"] = {**record.meta, "additional_directories": extra}
         if changes:
             record = await self.services.store.update_session(session_id, **changes)
+        events = [stored.event for stored in await self.services.store.load_events(session_id)]
         projection = SessionProjection()
-        for stored in await self.services.store.load_events(session_id):
-            projection.apply(stored.event)
+        for event in events:
+            projection.apply(event)
         repairs = recovery_events(projection)
         if repairs:
             _log.info("repairing interrupted session", session_id=session_id, events=len(repairs))
             await self.services.store.append_events(session_id, repairs)
             for event in repairs:
                 projection.apply(event)
+            events.extend(repairs)
         session = await self._open(record, projection, mcp_servers)
         if replay:
-            await self._replay(session)
+            await self._replay(session, events)
         return session
 
     async def fork_session(
@@ -191,6 +194,9 @@ class SessionManager:
             raise RuntimeError("SessionManager.attach() must be called before sessions are opened")
         runtime = SessionRuntime(record.id)
         await self._task_group.start(runtime.run)
+        servers = McpServers(mcp_servers, cwd=Path(record.cwd), stderr_dir=self.services.settings.logs_dir / "mcp")
+        if servers:
+            await runtime.enter(servers.running())  # starts them; does not wait for them
         recorder = Recorder(record.id, self.services.store, self.services.client.sink(record.id), projection)
         extra = tuple(Path(p) for p in record.meta.get("additional_directories", []) if isinstance(p, str))
         session = Session(
@@ -200,12 +206,13 @@ class SessionManager:
             self.services,
             workspace=Workspace(cwd=Path(record.cwd), additional=extra),
             mcp_servers=list(mcp_servers),
+            mcp=servers,
         )
         self._live[record.id] = session
         return session
 
-    async def _replay(self, session: Session) -> None:
+    async def _replay(self, session: Session, events: list[SessionEvent]) -> None:
         """Re-emit every stored event, in order, before the load responds (DESIGN §4.2)."""
         sink = session.recorder.sink
-        for stored in await self.services.store.load_events(session.id):
-            await sink.emit_event(stored.event, live=False)
+        for event in events:
+            await sink.emit_event(event, live=False)

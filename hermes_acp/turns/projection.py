@@ -92,6 +92,7 @@ class SessionProjection:
         """Consecutive user messages (a turn that produced no answer) merge, so roles keep alternating."""
         last = self.history[-1] if self.history else None
         if isinstance(last, UserMessage):
-            self.history[-1] = UserMessage(parts=[*last.parts, TextPart(text="\n\n"), *message.parts])
+            # Both sides were validated when they were built; do not re-validate the growing list.
+            self.history[-1] = UserMessage.model_construct(parts=[*last.parts, TextPart(text="\n\n"), *message.parts])
         else:
             self.history.append(message)

@@ -1,0 +1,343 @@
+"""``make bench``: speed and memory of hermes-acp on this machine, printed as a table and appended to NOTES.md.
+
+Every row drives the real ``python -m hermes_acp`` process over stdio with the probe's client, against the scripted
+model server (and the simulated cua-driver / fixture MCP server where a row needs them), in a fresh temporary home.
+Process-level timings (spawn → initialize) use our own clock rather than hyperfine: hyperfine times a command until
+it exits, and the number that matters is the moment the ``initialize`` answer arrives.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import anyio
+from acp import schema
+
+from fixtures.model_server import serve_model_server
+
+from .agent import AgentProcess, ProbeClient, peak_rss_kib, spawn_agent
+
+__all__ = ["main"]
+
+REPO = Path(__file__).resolve().parent.parent
+NOTES = REPO / "NOTES.md"
+COMMAND = [sys.executable, "-m", "hermes_acp"]
+
+
+@dataclass
+class Row:
+    name: str
+    value: str
+    note: str = ""
+
+
+@dataclass
+class Bench:
+    base_url: str
+    home: Path
+    workspace: Path
+    server: Any
+
+    def env(self) -> dict[str, str]:
+        return {"HERMES_ACP_HOME": str(self.home), "HOME": str(self.home), "PYTHONPATH": str(REPO)}
+
+    def spawn(self, client: ProbeClient | None = None, *, initialize: bool = True) -> Any:
+        return spawn_agent(
+            COMMAND,
+            env=self.env(),
+            stderr=self.home / "agent.stderr",
+            client=client or ProbeClient(),
+            cwd=self.workspace,
+            initialize=initialize,
+        )
+
+
+SCENARIO: dict[str, Any] = {
+    "name": "bench",
+    "models": ["bench-model"],
+    "responses": [
+        {
+            "match": {"last_message_contains": "stream-rate"},
+            "repeat": True,
+            "chunk_size": 4,
+            "chunk_delay_ms": 1,
+            "steps": [{"text": "0123" * 500}],
+        },
+        {
+            "match": {"last_message_contains": "cancel-me"},
+            "repeat": True,
+            "hold_after_chunks": 1,
+            "steps": [{"text": "x" * 64}],
+        },
+        {"repeat": True, "steps": [{"text": "Hi."}], "usage": {"input_tokens": 100, "output_tokens": 2}},
+    ],
+}
+
+
+def _config(base_url: str) -> str:
+    return f'[providers.bench]\nkind = "openai"\nbase_url = "{base_url}/v1"\nmodels = ["bench-model"]\n'
+
+
+def _text(text: str) -> list[Any]:
+    return [schema.TextContentBlock(type="text", text=text)]
+
+
+async def _new(agent: AgentProcess, bench: Bench) -> str:
+    with anyio.fail_after(30):
+        response = await agent.conn.new_session(cwd=str(bench.workspace), mcp_servers=[])
+    return response.session_id
+
+
+async def cold_start(bench: Bench, runs: int) -> list[Row]:
+    initialize: list[float] = []
+    first_new: list[float] = []
+    later_new: list[float] = []
+    for _ in range(runs):
+        async with bench.spawn() as agent:
+            initialize.append(agent.initialize_ms or 0)
+            started = time.perf_counter()
+            await _new(agent, bench)
+            first_new.append((time.perf_counter() - agent.spawned_at) * 1000)
+            for _ in range(5):
+                t0 = time.perf_counter()
+                await _new(agent, bench)
+                later_new.append((time.perf_counter() - t0) * 1000)
+            del started
+    return [
+        Row("cold start → initialize response", _ms(initialize), f"median of {runs} spawns (goal ≤ 250 ms)"),
+        Row("cold start → first session/new answered", _ms(first_new), "goal ≤ 700 ms"),
+        Row("session/new (warm, no MCP server)", _ms(later_new), "goal ≤ 20 ms"),
+    ]
+
+
+async def first_chunk_overhead(bench: Bench, turns: int) -> list[Row]:
+    overheads: list[float] = []
+    async with bench.spawn() as agent:
+        session_id = await _new(agent, bench)
+        await _prompt(agent, session_id, "warm up")
+        for i in range(turns):
+            agent.client.reset_first_update()
+            before = len(bench.server.requests())
+            sent = time.perf_counter()
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(_prompt, agent, session_id, f"hello {i}")
+                with anyio.fail_after(30):
+                    await agent.client.first_update.wait()
+                seen = time.perf_counter()
+            record = bench.server.requests()[before]
+            server_ttft = (record.first_token_monotonic or record.received_monotonic) - record.received_monotonic
+            overheads.append((seen - sent) * 1000 - server_ttft * 1000)
+    return [
+        Row("agent overhead to first chunk", _ms(overheads), f"probe latency − fixture TTFT, median of {turns} turns")
+    ]
+
+
+async def chunk_rate(bench: Bench) -> list[Row]:
+    async with bench.spawn() as agent:
+        session_id = await _new(agent, bench)
+        before = len(agent.client.updates)
+        requests_before = len(bench.server.requests())
+        await _prompt(agent, session_id, "stream-rate please")
+        chunks = [u for u in agent.client.updates[before:] if u.kind == "agent_message_chunk"]
+        record = bench.server.requests()[requests_before]
+    received = chunks[-1].at - chunks[0].at if len(chunks) > 1 else 0.0
+    sent = (record.finished_monotonic or 0) - (record.first_token_monotonic or 0)
+    rate = (len(chunks) - 1) / received if received else 0.0
+    fixture_rate = (record.content_chunks - 1) / sent if sent else 0.0
+    note = f"{len(chunks)} chunks; the fixture sent {fixture_rate:.0f}/s (1 ms apart)"
+    return [Row("chunk forwarding", f"{rate:.0f} chunks/s", note)]
+
+
+async def request_size(bench: Bench) -> list[Row]:
+    async with bench.spawn() as agent:
+        session_id = await _new(agent, bench)
+        before = len(bench.server.requests())
+        await _prompt(agent, session_id, "hi")
+        record = bench.server.requests()[before]
+    body = json.dumps(record.body, separators=(",", ":"))
+    tools = len(record.body.get("tools", [])) if isinstance(record.body, dict) else 0
+    return [
+        Row(
+            "request of a trivial turn",
+            f"{len(body.encode())} bytes",
+            f"≈{len(body) // 4} tokens, {tools} tools (Hermes: 43,156 characters)",
+        )
+    ]
+
+
+async def memory(bench: Bench) -> list[Row]:
+    async with bench.spawn() as agent:
+        await _new(agent, bench)
+        idle = _current_rss_kib(agent.process.pid)
+        for _ in range(100):
+            await _new(agent, bench)
+        loaded = _current_rss_kib(agent.process.pid)
+        peak = peak_rss_kib(agent.process.pid)
+    return [
+        Row("RSS idle (one session)", f"{idle / 1024:.1f} MiB"),
+        Row("RSS with 100 extra sessions", f"{loaded / 1024:.1f} MiB", f"peak {peak / 1024:.1f} MiB"),
+    ]
+
+
+async def replay(bench: Bench, events: int) -> list[Row]:
+    from hermes_acp.core import (
+        AssistantMessage,
+        AssistantMessageStored,
+        TextBlock,
+        TextPart,
+        TurnEnded,
+        Usage,
+        UserMessage,
+        UserPrompted,
+    )
+    from hermes_acp.storage import SessionRecord, SqliteSessionStore, utc_now
+
+    store = await SqliteSessionStore.open(bench.home / "state.db")
+    now = utc_now()
+    session_id = f"bench-replay-{time.time_ns()}"
+    await store.create_session(
+        SessionRecord(
+            id=session_id, cwd=str(bench.workspace.resolve()), created_at=now, updated_at=now, mode_id="default"
+        )
+    )
+    batch: list[Any] = []
+    for turn in range(events // 3):
+        question = f"question {turn}: what does line {turn} of the parser do?"
+        batch += [
+            UserPrompted(
+                turn_id=f"t{turn}",
+                message_id=f"u{turn}",
+                display=[TextBlock(text=question)],
+                message=UserMessage(parts=[TextPart(text=question)]),
+            ),
+            AssistantMessageStored(
+                turn_id=f"t{turn}",
+                message_id=f"a{turn}",
+                message=AssistantMessage(parts=[TextPart(text=f"Line {turn} tokenises the input. " * 4)]),
+                model_id="bench:bench-model",
+                usage=Usage(input_tokens=900 + turn, output_tokens=40),
+                context_window=128_000,
+            ),
+            TurnEnded(turn_id=f"t{turn}", stop_reason="end_turn"),
+        ]
+    await store.append_events(session_id, batch)
+    await store.aclose()
+    async with bench.spawn() as agent:
+        started = time.perf_counter()
+        with anyio.fail_after(60):
+            await agent.conn.load_session(cwd=str(bench.workspace), session_id=session_id, mcp_servers=[])
+        elapsed = (time.perf_counter() - started) * 1000
+        frames = len(agent.client.of(session_id))
+    return [Row(f"session/load replay of {len(batch)} events", f"{elapsed:.0f} ms", f"{frames} updates received")]
+
+
+async def cancel_latency(bench: Bench, runs: int) -> list[Row]:
+    latencies: list[float] = []
+    async with bench.spawn() as agent:
+        session_id = await _new(agent, bench)
+        for _ in range(runs):
+            latencies.append(await _one_cancel(agent, session_id))
+    return [Row("cancel latency (during streaming)", _ms(latencies), f"median of {runs}")]
+
+
+async def _one_cancel(agent: AgentProcess, session_id: str) -> float:
+    agent.client.reset_first_update()
+    done: list[float] = []
+
+    async def run() -> None:
+        await agent.conn.prompt(session_id=session_id, prompt=_text("cancel-me"))
+        done.append(time.perf_counter())
+
+    with anyio.fail_after(30):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(run)
+            await agent.client.first_update.wait()
+            sent = time.perf_counter()
+            await agent.conn.cancel(session_id=session_id)
+    return (done[0] - sent) * 1000
+
+
+async def _prompt(agent: AgentProcess, session_id: str, text: str) -> None:
+    with anyio.fail_after(60):
+        await agent.conn.prompt(session_id=session_id, prompt=_text(text))
+
+
+def _current_rss_kib(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    return 0
+
+
+def _ms(values: list[float]) -> str:
+    if not values:
+        return "n/a"
+    return f"{statistics.median(values):.1f} ms (min {min(values):.1f})"
+
+
+ROWS: list[Callable[[Bench], Awaitable[list[Row]]]] = [
+    lambda b: cold_start(b, 5),
+    lambda b: first_chunk_overhead(b, 10),
+    chunk_rate,
+    request_size,
+    memory,
+    lambda b: replay(b, 2000),
+    lambda b: cancel_latency(b, 10),
+]
+
+
+async def run_bench() -> list[Row]:
+    rows: list[Row] = []
+    with tempfile.TemporaryDirectory(prefix="hermes-bench-") as tmp:
+        root = Path(tmp)
+        async with serve_model_server(SCENARIO) as server:
+            home = root / "home"
+            home.mkdir()
+            (home / "config.toml").write_text(_config(server.base_url))
+            workspace = root / "workspace"
+            workspace.mkdir()
+            bench = Bench(server.base_url, home, workspace, server)
+            for row in ROWS:
+                rows.extend(await row(bench))
+    return rows
+
+
+def render(rows: list[Row]) -> str:
+    width = max(len(r.name) for r in rows)
+    value_width = max(len(r.value) for r in rows)
+    lines = [
+        f"| {'measure'.ljust(width)} | {'value'.ljust(value_width)} | note |",
+        f"|{'-' * (width + 2)}|{'-' * (value_width + 2)}|------|",
+    ]
+    lines += [f"| {r.name.ljust(width)} | {r.value.ljust(value_width)} | {r.note} |" for r in rows]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="probes.bench", description=__doc__)
+    parser.add_argument("--no-notes", action="store_true", help="print only; do not append to NOTES.md")
+    args = parser.parse_args(argv)
+    rows = anyio.run(run_bench)
+    table = render(rows)
+    print(table)
+    if not args.no_notes:
+        stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+        command = "make bench  # " + shlex.join([sys.executable.rsplit("/", 1)[-1], "-m", "probes.bench"])
+        with NOTES.open("a", encoding="utf-8") as notes:
+            notes.write(f"\n### Benchmark {stamp}\n\n`{command}`\n\n{table}\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
