@@ -6,7 +6,10 @@ The HTTP providers (and httpx with them) are imported only when a session first 
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Mapping
+
+import anyio.to_thread
 
 from hermes_acp.config import Settings
 from hermes_acp.errors import NoProviderError, ProviderAuthError
@@ -55,6 +58,14 @@ class ProviderRegistry:
             provider = OpenAIProvider(model.provider_id, settings, api_key)
         self._providers[model.provider_id] = provider
         return provider
+
+    async def warm_up(self, model: CatalogModel) -> None:
+        """Import the HTTP provider ``model`` needs, off the event loop, so the first prompt does not pay for it."""
+        settings = self._settings.providers.get(model.provider_id)
+        if model.provider_id in self._providers or settings is None:
+            return
+        module = "anthropic" if settings.kind == "anthropic" else "openai"
+        await anyio.to_thread.run_sync(importlib.import_module, f"{__package__}.{module}")
 
     async def aclose(self) -> None:
         providers, self._providers = list(self._providers.values()), {}

@@ -209,7 +209,16 @@ class SessionManager:
             mcp=servers,
         )
         self._live[record.id] = session
+        self._warm_up(session)
         return session
+
+    def _warm_up(self, session: Session) -> None:
+        """Load the session's model provider in the background (its HTTP stack costs ~0.1 s to import)."""
+        catalog = self.services.catalog
+        model_id = session.model_id or catalog.default_id
+        if model_id is not None and model_id in catalog:
+            model = catalog.get(model_id)
+            session.runtime.submit(lambda: self.services.providers.warm_up(model), "warm up provider")
 
     async def _replay(self, session: Session, events: list[SessionEvent]) -> None:
         """Re-emit every stored event, in order, before the load responds (DESIGN §4.2)."""
