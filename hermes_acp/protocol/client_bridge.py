@@ -17,6 +17,7 @@ from hermes_acp.tools.context import EditorFiles, EditorTerminals
 from hermes_acp.turns.ports import LiveUpdate, PermissionAnswer, PermissionQuestion
 
 from .convert import SessionUpdate, event_updates, live_update, tool_content
+from .editor import AcpEditorFiles, AcpEditorTerminals
 
 __all__ = ["AcpClientBridge", "AcpPermissionGate", "AcpUpdateSink"]
 
@@ -101,10 +102,17 @@ class AcpClientBridge:
         return AcpPermissionGate(self._conn, session_id)
 
     def files(self, session_id: str) -> EditorFiles | None:
-        return None
+        """The client's ``fs/*`` when it advertised either method (the other one then runs on the local disk)."""
+        fs = self.capabilities.fs
+        can_read = bool(fs and fs.read_text_file)
+        can_write = bool(fs and fs.write_text_file)
+        if not (can_read or can_write):
+            return None
+        return AcpEditorFiles(self._conn, session_id, can_read=can_read, can_write=can_write)
 
     def terminals(self, session_id: str) -> EditorTerminals | None:
-        return None
+        """The client's ``terminal/*`` when it advertised ``terminal``."""
+        return AcpEditorTerminals(self._conn, session_id) if self.capabilities.terminal else None
 
     async def send(
         self,

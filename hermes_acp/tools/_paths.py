@@ -1,0 +1,56 @@
+"""Paths as the file tools see them: how a path is shown (relative to the session's cwd when inside it), which
+paths an approval request names (the path and, when a symlink leads elsewhere, its real target, so the policy
+judges where a call really reaches), and a helpful message for a path that does not exist.
+
+No policy decisions here (``policy`` makes them) and no reading or writing of file contents.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+from pathlib import Path
+
+from hermes_acp.errors import ToolInputError
+
+from .context import Workspace
+
+__all__ = ["display_path", "missing_path_error", "policy_paths"]
+
+
+def display_path(path: Path, workspace: Workspace) -> str:
+    """``path`` relative to the cwd when it lies under it (lexically), else absolute."""
+    cwd = Path(os.path.normpath(workspace.cwd))
+    try:
+        relative = path.relative_to(cwd)
+    except ValueError:
+        return str(path)
+    text = relative.as_posix()
+    return text if text else "."
+
+
+def policy_paths(path: Path) -> tuple[Path, ...]:
+    """The path and, when symlinks lead elsewhere, its real target: both are judged (inside? sensitive?)."""
+    real = Path(os.path.realpath(path))
+    return (path,) if real == path else (path, real)
+
+
+def missing_path_error(path: Path, shown: str, *, hint: str = "") -> ToolInputError:
+    """A clear "does not exist" for the model, with close names from the same folder when there are some."""
+    parent = path.parent
+    if not parent.is_dir():
+        nearest = parent
+        while not nearest.is_dir() and nearest != nearest.parent:
+            nearest = nearest.parent
+        return ToolInputError(
+            f"{shown} does not exist (there is no folder {parent}; the nearest existing one is {nearest}){hint}"
+        )
+    try:
+        names = os.listdir(parent)
+    except OSError:
+        names = []
+    close = difflib.get_close_matches(path.name, names, n=3, cutoff=0.6)
+    suggestion = ""
+    if close:
+        suggestion = "; similar names there: " + ", ".join(close)
+    return ToolInputError(f"{shown} does not exist{suggestion}{hint}")

@@ -1,0 +1,225 @@
+"""Running one shell command on this machine: output captured as it comes (head and tail kept, the middle dropped
+past a cap), streamed to a callback at most every ``interval`` seconds, a time limit, and a process group that is
+always gone when the call returns, whether the command exited, timed out or the caller was cancelled.
+
+The command runs in its own session (``start_new_session``) so everything it starts shares one process group;
+ending the call signals the whole group (SIGTERM, then SIGKILL after a grace) and waits, bounded, until no member
+is left alive. Background jobs a command leaves behind are ended too: every process belongs to the call that
+started it. POSIX only. Nothing here knows tools, approvals or the editor.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import anyio
+from anyio.abc import ByteReceiveStream, Process
+
+__all__ = ["CommandResult", "OutputBuffer", "group_alive", "run_command", "signal_name"]
+
+_TERM_GRACE_S = 1.0
+_KILL_WAIT_S = 3.0
+_EOF_GRACE_S = 1.0
+_POLL_S = 0.02
+
+
+def signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+
+
+@dataclass
+class OutputBuffer:
+    """Output bytes with the first ``head_limit`` and the last ``tail_limit`` kept; the middle is only counted."""
+
+    head_limit: int
+    tail_limit: int
+    head: bytearray = field(default_factory=bytearray)
+    tail: bytearray = field(default_factory=bytearray)
+    total: int = 0
+
+    def add(self, chunk: bytes) -> None:
+        self.total += len(chunk)
+        room = self.head_limit - len(self.head)
+        if room > 0:
+            self.head += chunk[:room]
+            chunk = chunk[room:]
+        if chunk:
+            self.tail += chunk
+            if len(self.tail) > self.tail_limit:
+                del self.tail[: len(self.tail) - self.tail_limit]
+
+    @property
+    def dropped(self) -> int:
+        return self.total - len(self.head) - len(self.tail)
+
+    def text(self) -> str:
+        head = self.head.decode("utf-8", errors="replace")
+        tail = self.tail.decode("utf-8", errors="replace")
+        if self.dropped <= 0:
+            return (self.head + self.tail).decode("utf-8", errors="replace")
+        return f"{head}\n[... {self.dropped} bytes of output omitted ...]\n{tail}"
+
+    def last(self, max_bytes: int) -> str:
+        """The end of the output, for a live view."""
+        data = bytes(self.head + self.tail) if self.dropped <= 0 else bytes(self.tail)
+        if len(data) > max_bytes:
+            data = data[-max_bytes:]
+            newline = data.find(b"\n")
+            if 0 <= newline < 200:
+                data = data[newline + 1 :]
+        return data.decode("utf-8", errors="replace")
+
+
+@dataclass(frozen=True, slots=True)
+class CommandResult:
+    output: str
+    truncated: bool
+    exit_code: int | None
+    signal: str | None
+    timed_out: bool
+
+
+def group_alive(pgid: int) -> bool:
+    """True while a process of the group is alive (zombies do not count)."""
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        try:
+            os.killpg(pgid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+        return True
+    for name in names:
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as handle:
+                stat = handle.read()
+        except OSError:
+            continue
+        fields = stat[stat.rfind(b")") + 2 :].split()
+        if len(fields) > 2 and fields[2] == str(pgid).encode() and fields[0] not in (b"Z", b"X"):
+            return True
+    return False
+
+
+def _signal_group(pgid: int, number: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, number)
+
+
+async def _until_gone(pgid: int, process: Process) -> None:
+    if process.returncode is None:
+        await process.wait()
+    # Members that are not our children cannot be waited for, and there is no event: /proc is polled.
+    while group_alive(pgid):  # noqa: ASYNC110
+        await anyio.sleep(_POLL_S)
+
+
+async def _end_group(process: Process) -> None:
+    """Make sure no process of the command's group is left (shielded, bounded)."""
+    pgid = process.pid
+    with anyio.CancelScope(shield=True):
+        if process.returncode is not None and not group_alive(pgid):
+            return
+        _signal_group(pgid, signal.SIGTERM)
+        with anyio.move_on_after(_TERM_GRACE_S):
+            await _until_gone(pgid, process)
+            return
+        _signal_group(pgid, signal.SIGKILL)
+        with anyio.move_on_after(_KILL_WAIT_S):
+            await _until_gone(pgid, process)
+
+
+async def _pump(stream: ByteReceiveStream, buffer: OutputBuffer, changed: _Flag, eof: anyio.Event) -> None:
+    try:
+        async for chunk in stream:
+            buffer.add(chunk)
+            changed.set()
+    except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+        pass
+    finally:
+        eof.set()
+
+
+class _Flag:
+    """A re-armable event: ``wait`` returns once after one or more ``set`` calls."""
+
+    def __init__(self) -> None:
+        self._event = anyio.Event()
+
+    def set(self) -> None:
+        self._event.set()
+
+    async def wait(self) -> None:
+        await self._event.wait()
+        self._event = anyio.Event()
+
+
+async def _publish(changed: _Flag, show: Callable[[], Awaitable[None]], interval: float) -> None:
+    while True:
+        await changed.wait()
+        await show()
+        await anyio.sleep(interval)
+
+
+async def run_command(
+    argv: list[str],
+    *,
+    cwd: Path,
+    env: Mapping[str, str],
+    timeout_s: float,
+    buffer: OutputBuffer,
+    on_output: Callable[[OutputBuffer], Awaitable[None]],
+    interval: float = 0.1,
+) -> CommandResult:
+    """Run ``argv`` to its end or to ``timeout_s``; output accumulates in ``buffer`` and goes to ``on_output``."""
+    process = await anyio.open_process(
+        argv,
+        cwd=cwd,
+        env=dict(env),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    timed_out = False
+    try:
+        changed = _Flag()
+        eof = anyio.Event()
+        async with anyio.create_task_group() as tg:
+            assert process.stdout is not None
+            tg.start_soon(_pump, process.stdout, buffer, changed, eof)
+            tg.start_soon(_publish, changed, lambda: on_output(buffer), interval)
+            with anyio.move_on_after(timeout_s) as deadline:
+                await process.wait()
+            if deadline.cancelled_caught:
+                timed_out = True
+                await _end_group(process)
+            # Output still in the pipe; a background job holding it open does not keep us waiting.
+            with anyio.move_on_after(_EOF_GRACE_S):
+                await eof.wait()
+            tg.cancel_scope.cancel()
+    finally:
+        await _end_group(process)
+        with anyio.CancelScope(shield=True), anyio.move_on_after(_KILL_WAIT_S):
+            await process.aclose()
+    code = process.returncode
+    return CommandResult(
+        output=buffer.text(),
+        truncated=buffer.dropped > 0,
+        exit_code=code if code is not None and code >= 0 else None,
+        signal=signal_name(-code) if code is not None and code < 0 else None,
+        timed_out=timed_out,
+    )

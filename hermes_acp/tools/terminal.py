@@ -1,0 +1,204 @@
+"""``terminal``: run a shell command, in the editor's terminal when it offers ``terminal/*``, else on this machine.
+
+A command is checked against the hard blocks before anything else (refused in every mode, the reason going to the
+model), then approved as an ``execute`` call on its working folder. It runs through ``bash -c`` (``sh`` without
+bash) with stdin closed and pagers off. Output streams into the tool call as it comes (a live text view locally;
+the editor's own terminal, embedded in the card, otherwise); the result gives the model the exit code and the output
+(start and end kept past a cap). A time limit (default 120 s, at most 600 s) kills the command and keeps what it
+printed; cancelling the turn kills it too. The two runners (``_process``, ``_client_terminal``) own the processes.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from pathlib import Path
+
+import anyio
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from hermes_acp.core import DisplayBlock, TerminalBlock, TextBlock, TextPart
+from hermes_acp.errors import HardBlockedError, ToolError, ToolInputError
+
+from ._client_terminal import run_in_client_terminal
+from ._paths import display_path, missing_path_error, policy_paths
+from ._process import CommandResult, OutputBuffer, run_command
+from ._text import cap_middle, fence, one_line
+from .base import Presentation, ToolOutcome, TypedTool
+from .context import ApprovalRequest, ToolContext
+from .hard_blocks import hard_block_reason
+
+__all__ = ["CLIENT_OUTPUT_BYTES", "MODEL_OUTPUT_CHARS", "TIMEOUT_DEFAULT_S", "TIMEOUT_MAX_S", "TerminalTool"]
+
+TIMEOUT_DEFAULT_S = 120.0
+TIMEOUT_MAX_S = 600.0
+OUTPUT_HEAD_BYTES = 8 * 1024
+OUTPUT_TAIL_BYTES = 24 * 1024
+CLIENT_OUTPUT_BYTES = 64 * 1024
+"""``outputByteLimit`` for client terminals (the client keeps the end)."""
+MODEL_OUTPUT_CHARS = 40_000
+LIVE_VIEW_BYTES = 16 * 1024
+_TITLE_CHARS = 80
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_QUIET_ENV = {"PAGER": "cat", "GIT_PAGER": "cat", "GIT_TERMINAL_PROMPT": "0", "PYTHONUNBUFFERED": "1"}
+"""Set for every command (the model's ``env`` wins): no pagers, no git credential prompts, unbuffered Python."""
+
+
+class _TerminalInput(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    command: str = Field(min_length=1, max_length=100_000, description="The command line, run with bash -c.")
+    cwd: str | None = Field(default=None, description="Working folder. Default: the session's working directory.")
+    env: dict[str, str] | None = Field(default=None, description="Extra environment variables.")
+    timeout_s: float = Field(
+        default=TIMEOUT_DEFAULT_S,
+        gt=0,
+        le=TIMEOUT_MAX_S,
+        description=f"Seconds before the command is killed (at most {TIMEOUT_MAX_S:g}).",
+    )
+
+    @field_validator("command", "cwd")
+    @classmethod
+    def _no_nul(cls, value: str | None) -> str | None:
+        if value is not None and "\0" in value:
+            raise ValueError("must not contain NUL characters")
+        return value
+
+    @field_validator("env")
+    @classmethod
+    def _valid_env(cls, value: dict[str, str] | None) -> dict[str, str] | None:
+        for name, text in (value or {}).items():
+            if not _ENV_NAME.fullmatch(name):
+                raise ValueError(f"{name!r} is not a valid environment variable name")
+            if "\0" in text:
+                raise ValueError(f"the value of {name} contains a NUL character")
+        return value
+
+
+def _code(text: str) -> str:
+    """Inline code that survives backticks in the text."""
+    if "`" not in text:
+        return f"`{text}`"
+    return f"`` {text} ``"
+
+
+def _shell() -> str:
+    return "bash" if shutil.which("bash") else "sh"
+
+
+def _status(result: CommandResult, timeout_s: float) -> str:
+    if result.timed_out:
+        return f"Timed out after {timeout_s:g} s: the command was killed. Output up to then:"
+    if result.signal is not None:
+        return f"Killed by {result.signal}."
+    if result.exit_code is None:
+        return "The exit status is unknown."
+    return f"Exit code {result.exit_code}."
+
+
+class TerminalTool(TypedTool[_TerminalInput]):
+    name = "terminal"
+    description = (
+        "Run a shell command (bash -c) in the working directory or `cwd`. Stdin is closed: the command must not wait"
+        " for input. Returns the exit code and the output (long output keeps its start and end). Killed after"
+        f" timeout_s (default {TIMEOUT_DEFAULT_S:g})."
+    )
+    Input = _TerminalInput
+    read_only = False
+
+    def _title(self, parsed: _TerminalInput) -> str:
+        return f"Run {_code(one_line(parsed.command, _TITLE_CHARS))}"
+
+    def present(self, parsed: _TerminalInput, ctx: ToolContext) -> Presentation:
+        command = parsed.command.strip()
+        content: list[DisplayBlock] = []
+        if one_line(command, _TITLE_CHARS) != command:
+            content.append(TextBlock(text=fence(command, "sh")))
+        return Presentation(title=self._title(parsed), kind="execute", content=content)
+
+    async def _cwd(self, parsed: _TerminalInput, ctx: ToolContext) -> Path:
+        cwd = ctx.workspace.resolve(parsed.cwd) if parsed.cwd else ctx.workspace.cwd
+        if not await anyio.to_thread.run_sync(cwd.is_dir):
+            shown = display_path(cwd, ctx.workspace)
+            if await anyio.to_thread.run_sync(cwd.exists):
+                raise ToolInputError(f"cwd {shown} is a file, not a folder")
+            raise missing_path_error(cwd, f"cwd {shown}")
+        return cwd
+
+    @staticmethod
+    def _refuse_blocked(command: str) -> None:
+        reason = hard_block_reason(command)
+        if reason is not None:
+            raise HardBlockedError(
+                f"refused in every mode: {reason}. The command was not run; do not run it or a variant of it."
+            )
+
+    async def approval(self, parsed: _TerminalInput, ctx: ToolContext) -> ApprovalRequest:
+        self._refuse_blocked(parsed.command)
+        cwd = await self._cwd(parsed, ctx)
+        content: list[DisplayBlock] = [TextBlock(text=fence(parsed.command.strip(), "sh"))]
+        if parsed.cwd:
+            content.append(TextBlock(text=f"in {cwd}"))
+        return ApprovalRequest(
+            scope="execute",
+            title=self._title(parsed),
+            mutating=True,
+            paths=policy_paths(cwd),
+            content=content,
+            raw_input=parsed.model_dump(exclude_none=True),
+        )
+
+    async def run(self, parsed: _TerminalInput, ctx: ToolContext) -> ToolOutcome:
+        self._refuse_blocked(parsed.command)
+        cwd = await self._cwd(parsed, ctx)
+        env = {**_QUIET_ENV, **(parsed.env or {})}
+        display: list[DisplayBlock]
+        if ctx.terminals is not None:
+            terminal_id, result = await run_in_client_terminal(
+                ctx.terminals,
+                _shell(),
+                ["-c", parsed.command],
+                cwd=cwd,
+                env=env,
+                timeout_s=parsed.timeout_s,
+                output_byte_limit=CLIENT_OUTPUT_BYTES,
+                show=ctx.progress,
+            )
+            display = [TerminalBlock(terminal_id=terminal_id), TextBlock(text=_status(result, parsed.timeout_s))]
+        else:
+
+            async def live(buffer: OutputBuffer) -> None:
+                await ctx.progress([TextBlock(text=fence(buffer.last(LIVE_VIEW_BYTES)))])
+
+            try:
+                result = await run_command(
+                    [shutil.which(_shell()) or "/bin/sh", "-c", parsed.command],
+                    cwd=cwd,
+                    env={**os.environ, **env},
+                    timeout_s=parsed.timeout_s,
+                    buffer=OutputBuffer(OUTPUT_HEAD_BYTES, OUTPUT_TAIL_BYTES),
+                    on_output=live,
+                )
+            except OSError as exc:
+                raise ToolError(f"could not start the command: {exc.strerror or exc}") from exc
+            shown, _ = cap_middle(result.output.rstrip("\n"), MODEL_OUTPUT_CHARS)
+            display = [TextBlock(text=_status(result, parsed.timeout_s) + ("\n" + fence(shown) if shown else ""))]
+        output, capped = cap_middle(result.output.rstrip("\n"), MODEL_OUTPUT_CHARS)
+        notes = []
+        if result.truncated or capped:
+            notes.append("[The output was long: only part of it is shown.]")
+        text = "\n".join([_status(result, parsed.timeout_s), output if output else "(no output)", *notes])
+        failed = result.timed_out or result.exit_code != 0
+        error_code = "timeout" if result.timed_out else ("nonzero_exit" if failed else None)
+        return ToolOutcome(
+            parts=[TextPart(text=text)],
+            content=display,
+            raw_output={
+                "exit_code": result.exit_code,
+                "signal": result.signal,
+                "timed_out": result.timed_out,
+                "truncated": result.truncated or capped,
+            },
+            failed=failed,
+            error_code=error_code,
+        )

@@ -1,0 +1,74 @@
+"""Calling a tool the way the turn loop does, without the loop: a ``ToolContext`` over a temporary workspace that
+records live progress, and ``call`` = validate → approval → run (the approval request is returned for checks)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from hermes_acp.core import DisplayBlock, ModeId
+from hermes_acp.tools.base import Tool, ToolOutcome
+from hermes_acp.tools.context import ApprovalRequest, EditorFiles, EditorTerminals, ToolContext, Workspace
+
+__all__ = ["Called", "Progress", "call", "context"]
+
+
+@dataclass
+class Progress:
+    """Every live content update a tool streamed, in order."""
+
+    updates: list[list[DisplayBlock]] = field(default_factory=list)
+    arrived: anyio.Event = field(default_factory=anyio.Event)
+
+    async def __call__(self, content: list[DisplayBlock]) -> None:
+        self.updates.append(content)
+        self.arrived.set()
+        self.arrived = anyio.Event()
+
+    def texts(self) -> list[str]:
+        return [getattr(update[0], "text", "") for update in self.updates if update]
+
+
+def context(
+    cwd: Path,
+    *,
+    additional: tuple[Path, ...] = (),
+    mode: ModeId = "default",
+    progress: Progress | None = None,
+    files: EditorFiles | None = None,
+    terminals: EditorTerminals | None = None,
+) -> ToolContext:
+    return ToolContext(
+        session_id="sess_test",
+        turn_id="turn_test",
+        tool_call_id="call_test",
+        workspace=Workspace(cwd=cwd, additional=additional),
+        mode=mode,
+        progress=progress or Progress(),
+        cache_dir=cwd / ".cache-unused",
+        files=files,
+        terminals=terminals,
+    )
+
+
+@dataclass
+class Called:
+    request: ApprovalRequest | None
+    outcome: ToolOutcome
+
+    @property
+    def text(self) -> str:
+        return "".join(getattr(p, "text", "") for p in self.outcome.parts)
+
+
+async def call(tool: Tool, ctx: ToolContext, **arguments: Any) -> Called:
+    """validate → approval → run, bounded; errors propagate (ToolError subclasses) as they would to the loop."""
+    parsed = tool.validate(arguments)
+    tool.present(parsed, ctx)
+    with anyio.fail_after(30):
+        request = await tool.approval(parsed, ctx)
+        outcome = await tool.run(parsed, ctx)
+    return Called(request, outcome)

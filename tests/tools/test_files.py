@@ -1,0 +1,220 @@
+"""read_file and write_file on the local disk: windows, caps, binary and bad encodings, missing paths, diffs,
+atomic writes, and the approval requests that name the right paths."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from hermes_acp.core import DiffBlock
+from hermes_acp.errors import ToolError, ToolInputError
+from hermes_acp.tools.files import READ_DEFAULT_LINES, READ_MAX_CHARS, ReadFileTool, WriteFileTool
+from hermes_acp.tools.policy import decide
+
+from .helpers import call, context
+
+pytestmark = pytest.mark.anyio
+
+
+def numbered(n: int) -> str:
+    return "".join(f"line {i}\n" for i in range(1, n + 1))
+
+
+async def test_read_returns_numbered_lines_and_a_summary(tmp_path: Path) -> None:
+    (tmp_path / "a.py").write_text("import os\n\nprint(os)\n")
+    called = await call(ReadFileTool(), context(tmp_path), path="a.py")
+    assert called.text == "     1\timport os\n     2\t\n     3\tprint(os)"
+    assert called.outcome.content[0].text == "Read lines 1-3 of 3"  # type: ignore[union-attr]
+    assert called.request is not None
+    assert called.request.scope == "read" and not called.request.mutating
+    assert called.request.paths == (tmp_path / "a.py",)
+
+
+async def test_read_window_with_line_and_limit_says_how_to_read_on(tmp_path: Path) -> None:
+    (tmp_path / "big.txt").write_text(numbered(100))
+    tool = ReadFileTool()
+    ctx = context(tmp_path)
+    called = await call(tool, ctx, path="big.txt", line=10, limit=5)
+    lines = called.text.split("\n")
+    assert lines[:5] == [f"{i:>6}\tline {i}" for i in range(10, 15)]
+    assert "Showing lines 10-14 of 100" in called.text
+    assert "line=15" in called.text
+    assert tool.present(tool.validate({"path": "big.txt", "line": 10, "limit": 5}), ctx).title == (
+        "Read big.txt (lines 10-14)"
+    )
+    presentation = tool.present(tool.validate({"path": "big.txt", "line": 10}), ctx)
+    assert presentation.title == "Read big.txt (from line 10)"
+    assert presentation.locations[0].path == str(tmp_path / "big.txt")
+    assert presentation.locations[0].line == 10
+
+
+async def test_read_defaults_to_a_bounded_number_of_lines(tmp_path: Path) -> None:
+    (tmp_path / "long.txt").write_text(numbered(READ_DEFAULT_LINES + 50))
+    called = await call(ReadFileTool(), context(tmp_path), path="long.txt")
+    assert f"Showing lines 1-{READ_DEFAULT_LINES} of {READ_DEFAULT_LINES + 50}" in called.text
+    assert f"line={READ_DEFAULT_LINES + 1}" in called.text
+    assert called.outcome.raw_output["more"] is True
+
+
+async def test_read_caps_characters_and_cuts_very_long_lines(tmp_path: Path) -> None:
+    (tmp_path / "wide.txt").write_text(("x" * 5000 + "\n") * 200)
+    called = await call(ReadFileTool(), context(tmp_path), path="wide.txt")
+    assert len(called.text) < READ_MAX_CHARS + 500
+    assert "line cut: 3000 more characters" in called.text
+    assert f"Output capped at {READ_MAX_CHARS} characters" in called.text
+    last = int(called.text.split("Call read_file with line=")[1].split(" ")[0])
+    assert 2 < last < 200
+
+
+async def test_read_of_a_huge_single_line_file_stays_bounded(tmp_path: Path) -> None:
+    (tmp_path / "minified.js").write_bytes(b"a" * (20 * 1024 * 1024))
+    called = await call(ReadFileTool(), context(tmp_path), path="minified.js")
+    assert len(called.text) < READ_MAX_CHARS + 500
+    assert "line cut" in called.text
+
+
+async def test_binary_files_are_refused_clearly(tmp_path: Path) -> None:
+    (tmp_path / "image.png").write_bytes(b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR")
+    with pytest.raises(ToolInputError, match=r"image\.png is a binary file \(16 bytes\)"):
+        await call(ReadFileTool(), context(tmp_path), path="image.png")
+
+
+async def test_invalid_utf8_is_shown_with_replacement_characters_and_said_so(tmp_path: Path) -> None:
+    (tmp_path / "latin1.txt").write_bytes("café\nnaïve\n".encode("latin-1"))
+    called = await call(ReadFileTool(), context(tmp_path), path="latin1.txt")
+    assert "caf\ufffd" in called.text
+    assert "not valid UTF-8" in called.text
+
+
+async def test_missing_paths_and_folders_get_helpful_errors(tmp_path: Path) -> None:
+    (tmp_path / "config.yaml").write_text("a: 1\n")
+    with pytest.raises(ToolInputError, match=r"config\.yml does not exist; similar names there: config\.yaml"):
+        await call(ReadFileTool(), context(tmp_path), path="config.yml")
+    with pytest.raises(ToolInputError, match="there is no folder"):
+        await call(ReadFileTool(), context(tmp_path), path="nope/deeper/x.txt")
+    (tmp_path / "src").mkdir()
+    with pytest.raises(ToolInputError, match="is a folder; use list_files"):
+        await call(ReadFileTool(), context(tmp_path), path="src")
+
+
+async def test_reading_past_the_end_says_how_long_the_file_is(tmp_path: Path) -> None:
+    (tmp_path / "short.txt").write_text(numbered(3))
+    with pytest.raises(ToolInputError, match=r"line 10 is past the end of short\.txt \(it has 3 lines\)"):
+        await call(ReadFileTool(), context(tmp_path), path="short.txt", line=10)
+
+
+async def test_empty_file(tmp_path: Path) -> None:
+    (tmp_path / "empty.txt").write_text("")
+    called = await call(ReadFileTool(), context(tmp_path), path="empty.txt")
+    assert called.text == "empty.txt is empty."
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads files whatever their permissions")
+async def test_unreadable_file_is_a_clear_error(tmp_path: Path) -> None:
+    secret = tmp_path / "locked.txt"
+    secret.write_text("x")
+    secret.chmod(0)
+    with pytest.raises(ToolError, match="permission denied"):
+        await call(ReadFileTool(), context(tmp_path), path="locked.txt")
+
+
+async def test_symlink_escaping_the_workspace_is_judged_as_outside(tmp_path: Path) -> None:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    outside = tmp_path / "outside.txt"
+    outside.write_text("secret\n")
+    (workspace / "link.txt").symlink_to(outside)
+    ctx = context(workspace)
+    tool = ReadFileTool()
+    request = await tool.approval(tool.validate({"path": "link.txt"}), ctx)
+    assert request.paths == (workspace / "link.txt", outside)
+    assert decide("default", request, ctx.workspace, {}).decision == "ask"
+    assert decide("read_only", request, ctx.workspace, {}).decision == "deny"
+    dotdot = await tool.approval(tool.validate({"path": "../outside.txt"}), ctx)
+    assert dotdot.paths == (outside,)
+    assert decide("dont_ask", dotdot, ctx.workspace, {}).decision == "ask"
+
+
+async def test_write_creates_parents_and_shows_a_new_file_diff(tmp_path: Path) -> None:
+    called = await call(WriteFileTool(), context(tmp_path), path="pkg/sub/new.py", content="x = 1\n")
+    target = tmp_path / "pkg/sub/new.py"
+    assert target.read_text() == "x = 1\n"
+    assert called.text == "Created pkg/sub/new.py (1 line)."
+    assert called.request is not None
+    assert called.request.scope == "edit" and called.request.mutating
+    expected = DiffBlock(path=str(target), old_text=None, new_text="x = 1\n")
+    assert called.request.content == [expected]
+    assert called.outcome.content == [expected]
+    assert oct(target.stat().st_mode & 0o777) == oct(0o666 & ~_umask())
+
+
+async def test_write_replaces_content_with_an_old_text_diff_and_keeps_the_mode(tmp_path: Path) -> None:
+    script = tmp_path / "run.sh"
+    script.write_text("echo old\n")
+    script.chmod(0o755)
+    called = await call(WriteFileTool(), context(tmp_path), path="run.sh", content="echo new\n")
+    assert script.read_text() == "echo new\n"
+    assert script.stat().st_mode & 0o777 == 0o755
+    assert called.outcome.content == [DiffBlock(path=str(script), old_text="echo old\n", new_text="echo new\n")]
+    assert list(tmp_path.iterdir()) == [script], "no temporary file is left behind"
+
+
+async def test_write_through_a_symlink_writes_the_target(tmp_path: Path) -> None:
+    real = tmp_path / "real.txt"
+    real.write_text("a\n")
+    (tmp_path / "alias.txt").symlink_to(real)
+    await call(WriteFileTool(), context(tmp_path), path="alias.txt", content="b\n")
+    assert (tmp_path / "alias.txt").is_symlink()
+    assert real.read_text() == "b\n"
+
+
+async def test_write_refuses_when_the_file_changed_after_the_diff_was_shown(tmp_path: Path) -> None:
+    target = tmp_path / "notes.md"
+    target.write_text("v1\n")
+    tool = WriteFileTool()
+    ctx = context(tmp_path)
+    parsed = tool.validate({"path": "notes.md", "content": "mine\n"})
+    await tool.approval(parsed, ctx)
+    target.write_text("someone else's v2\n")
+    with pytest.raises(ToolError, match="changed after this change was computed"):
+        await tool.run(parsed, ctx)
+    assert target.read_text() == "someone else's v2\n"
+
+
+async def test_write_refuses_binary_files_and_folders(tmp_path: Path) -> None:
+    (tmp_path / "blob.bin").write_bytes(b"\0\1\2")
+    (tmp_path / "dir").mkdir()
+    with pytest.raises(ToolInputError, match="binary file"):
+        await call(WriteFileTool(), context(tmp_path), path="blob.bin", content="text")
+    with pytest.raises(ToolInputError, match="is a folder"):
+        await call(WriteFileTool(), context(tmp_path), path="dir", content="text")
+    assert (tmp_path / "blob.bin").read_bytes() == b"\0\1\2"
+
+
+async def test_write_under_a_file_fails_clearly(tmp_path: Path) -> None:
+    (tmp_path / "plain.txt").write_text("x")
+    with pytest.raises(ToolError):
+        await call(WriteFileTool(), context(tmp_path), path="plain.txt/child.txt", content="y")
+    assert (tmp_path / "plain.txt").read_text() == "x"
+
+
+async def test_sensitive_and_outside_writes_are_named_for_the_policy(tmp_path: Path) -> None:
+    ctx = context(tmp_path / "ws")
+    (tmp_path / "ws").mkdir()
+    tool = WriteFileTool()
+    env = await tool.approval(tool.validate({"path": ".env", "content": "K=1"}), ctx)
+    assert decide("dont_ask", env, ctx.workspace, {}).decision == "ask"
+    assert decide("accept_edits", env, ctx.workspace, {}).decision == "ask"
+    inside = await tool.approval(tool.validate({"path": "a.txt", "content": "1"}), ctx)
+    assert decide("accept_edits", inside, ctx.workspace, {}).decision == "allow"
+    assert decide("read_only", inside, ctx.workspace, {}).decision == "deny"
+    outside = await tool.approval(tool.validate({"path": "../escape.txt", "content": "1"}), ctx)
+    assert decide("accept_edits", outside, ctx.workspace, {}).decision == "ask"
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
