@@ -21,7 +21,7 @@ from .context import ApprovalRequest
 if TYPE_CHECKING:
     from .context import ToolContext
 
-__all__ = ["Presentation", "Tool", "ToolOutcome", "TypedTool", "describe_validation_error"]
+__all__ = ["Presentation", "Tool", "ToolOutcome", "TypedTool", "describe_validation_error", "model_facing_schema"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,12 +102,7 @@ class TypedTool(Generic[InputT]):
     def input_schema(self) -> dict[str, Any]:
         cls = type(self)
         if cls._schema_cache is None:
-            schema = cls.Input.model_json_schema()
-            schema.pop("title", None)
-            for prop in schema.get("properties", {}).values():
-                if isinstance(prop, dict):
-                    prop.pop("title", None)
-            cls._schema_cache = schema
+            cls._schema_cache = model_facing_schema(cls.Input.model_json_schema())
         return cls._schema_cache
 
     async def approval(self, parsed: InputT, ctx: ToolContext) -> ApprovalRequest | None:
@@ -121,6 +116,44 @@ class TypedTool(Generic[InputT]):
             return self.Input.model_validate(arguments)  # type: ignore[return-value]
         except ValidationError as exc:
             raise ToolInputError(f"{self.name}: {describe_validation_error(exc)}") from exc
+
+
+def model_facing_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """A JSON schema as models handle best: ``$ref``s into ``$defs`` inlined, pydantic's titles dropped.
+
+    Several OpenAI-compatible servers (and small local models) mishandle ``$ref``; titles only cost tokens.
+    A self-referencing definition keeps its ``$ref`` (and its ``$defs``) rather than recursing forever.
+    """
+    definitions: dict[str, Any] = schema.get("$defs", {})
+    kept: set[str] = set()
+
+    def walk(node: Any, seen: tuple[str, ...]) -> Any:
+        if isinstance(node, list):
+            return [walk(item, seen) for item in node]
+        if not isinstance(node, dict):
+            return node
+        ref = node.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#/$defs/"):
+            name = ref.removeprefix("#/$defs/")
+            if name in seen or name not in definitions:
+                kept.add(name)
+                return {k: v for k, v in node.items()}
+            merged = {**definitions[name], **{k: v for k, v in node.items() if k != "$ref"}}
+            return walk(merged, (*seen, name))
+        out: dict[str, Any] = {}
+        for key, value in node.items():
+            if key in ("$defs", "title"):
+                continue
+            if key == "properties" and isinstance(value, dict):
+                out[key] = {name: walk(prop, seen) for name, prop in value.items()}
+            else:
+                out[key] = walk(value, seen)
+        return out
+
+    result: dict[str, Any] = walk(schema, ())
+    if kept:
+        result["$defs"] = {name: definitions[name] for name in kept if name in definitions}
+    return result
 
 
 def describe_validation_error(exc: ValidationError) -> str:

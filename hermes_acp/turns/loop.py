@@ -359,7 +359,10 @@ def _prepare(
         return _Prepared(call, tool, None, fallback, error)
     if tool is None:
         available = ", ".join(sorted(by_name)) or "none"
-        return _Prepared(call, None, None, fallback, ToolInputError(f"unknown tool {call.name!r}; tools: {available}"))
+        error = ToolInputError(
+            f"no tool {call.name!r} is available now (the session is in {deps.mode()} mode); tools: {available}"
+        )
+        return _Prepared(call, None, None, fallback, error)
     arguments = call.parsed_arguments()
     if arguments is None:
         snippet = call.arguments[:200]
