@@ -120,6 +120,8 @@ async def run_checks(names: list[str], options: ProbeOptions) -> list[CheckResul
             result = CheckResult(name, "skip", str(exc))
         except CheckFailed as exc:
             result = CheckResult(name, "fail", str(exc))
+        except TimeoutError:
+            result = CheckResult(name, "fail", f"no answer from the agent within {options.timeout_s:g} s")
         except Exception as exc:  # a check must report, not crash the probe
             where = traceback.extract_tb(exc.__traceback__)[-1]
             result = CheckResult(
