@@ -69,6 +69,8 @@ class SessionRuntime:
                     if scope.cancelled_caught:
                         _log.warning("session teardown timed out", session_id=self.session_id)
         finally:
+            self._closing = True
+            self._send.close()
             self._finished.set()
 
     async def _enter(self, stack: AsyncExitStack, item: _Enter) -> None:
