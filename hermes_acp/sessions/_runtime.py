@@ -54,20 +54,23 @@ class SessionRuntime:
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         """The owner task. Start it with ``await task_group.start(runtime.run)``."""
         try:
-            async with AsyncExitStack() as stack:
-                try:
-                    task_status.started()
-                    async with self._receive:
-                        async for item in self._receive:
-                            if isinstance(item, _Enter):
-                                await self._enter(stack, item)
-                            else:
-                                await self._run_job(item)
-                finally:
-                    with anyio.CancelScope(shield=True), anyio.move_on_after(TEARDOWN_TIMEOUT_S) as scope:
-                        await stack.aclose()
-                    if scope.cancelled_caught:
-                        _log.warning("session teardown timed out", session_id=self.session_id)
+            # The scope around the stack (not one opened inside it) becomes shielded and bounded at teardown:
+            # resources with task groups must be exited while their own scopes are the current ones.
+            with anyio.CancelScope() as teardown:
+                async with AsyncExitStack() as stack:
+                    try:
+                        task_status.started()
+                        async with self._receive:
+                            async for item in self._receive:
+                                if isinstance(item, _Enter):
+                                    await self._enter(stack, item)
+                                else:
+                                    await self._run_job(item)
+                    finally:
+                        teardown.shield = True
+                        teardown.deadline = anyio.current_time() + TEARDOWN_TIMEOUT_S
+            if teardown.cancelled_caught:
+                _log.warning("session teardown timed out", session_id=self.session_id)
         finally:
             self._closing = True
             self._send.close()

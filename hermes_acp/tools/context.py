@@ -1,6 +1,6 @@
 """What a running tool may use: its call's identity, the session's workspace and mode, a progress channel for live
-output, and the editor's file system and terminals when the client offers them; and ``ApprovalRequest``, how a
-tool describes what a call will do before it runs.
+output, the editor's file system and terminals when the client offers them, and the session's image gate; and
+``ApprovalRequest``, how a tool describes what a call will do before it runs.
 
 These are ports (Protocols) and plain data; the turn loop and the protocol layer supply the implementations.
 Nothing here knows ACP.
@@ -9,17 +9,20 @@ Nothing here knows ACP.
 from __future__ import annotations
 
 import os
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
-from hermes_acp.core import DisplayBlock, ModeId
+from hermes_acp.core import DisplayBlock, ImagePart, ModeId, TextPart
 
 __all__ = [
     "ApprovalRequest",
     "EditorFiles",
     "EditorTerminals",
+    "GatedImages",
+    "ImageGate",
+    "ImageRoute",
     "TerminalExit",
     "ToolContext",
     "Workspace",
@@ -99,6 +102,43 @@ class EditorTerminals(Protocol):
     async def release(self, terminal_id: str) -> None: ...
 
 
+ImageRoute = Literal["native", "auxiliary", "text"]
+"""How images reach the session's model: as pixels, as an auxiliary vision model's description, or as text only."""
+
+
+@dataclass(frozen=True, slots=True)
+class GatedImages:
+    """What the gate made of some images: the parts for the model, in order, and how each image went."""
+
+    parts: list[TextPart | ImagePart]
+    route: ImageRoute
+    scales: tuple[float | None, ...] = ()
+    """Per input image: delivered width / original width when its pixels reached the model, else None."""
+
+
+class ImageGate(Protocol):
+    """The one decision on how images reach the model (tool results, MCP images, prompt images alike).
+
+    Inputs are ``agent.image_input_mode``, whether the session's current model has vision, and
+    ``auxiliary.vision``. Pixels are re-encoded to fit ``vision.embed_target_bytes`` (long edge at most 1568 px,
+    at most 4 per call) off the event loop; the auxiliary route asks the auxiliary vision model for text; without
+    either, ``fallback`` (or a note) stands in for the image.
+    """
+
+    def route(self) -> ImageRoute: ...
+
+    async def admit(
+        self,
+        images: Sequence[ImagePart],
+        *,
+        purpose: str,
+        fallback: str | None = None,
+        hint: str | None = None,
+    ) -> GatedImages:
+        """Route ``images`` (``purpose`` says what they show; ``hint`` is extra context for a describing model)."""
+        ...
+
+
 @dataclass(slots=True)
 class ToolContext:
     """Everything one tool call may use. Built by the turn loop for each call."""
@@ -113,3 +153,5 @@ class ToolContext:
     cache_dir: Path
     files: EditorFiles | None = None
     terminals: EditorTerminals | None = None
+    images: ImageGate | None = None
+    """The session's image gate; every image a tool hands the model should pass through it."""

@@ -31,7 +31,7 @@ from hermes_acp.core import (
     UserMessage,
 )
 from hermes_acp.errors import PermissionDeniedError
-from hermes_acp.tools.context import ApprovalRequest, Workspace
+from hermes_acp.tools.context import ApprovalRequest, ImageGate, Workspace
 
 __all__ = ["MAX_ATTACHMENT_BYTES", "MAX_IMAGE_BYTES", "ConvertedPrompt", "OutsideReadAsker", "convert_prompt"]
 
@@ -48,7 +48,11 @@ class ConvertedPrompt:
 
 
 async def convert_prompt(
-    blocks: list[DisplayBlock], *, workspace: Workspace, ask_outside: OutsideReadAsker
+    blocks: list[DisplayBlock],
+    *,
+    workspace: Workspace,
+    ask_outside: OutsideReadAsker,
+    images: ImageGate | None = None,
 ) -> ConvertedPrompt:
     parts: list[TextPart | ImagePart] = []
     notices: list[str] = []
@@ -69,9 +73,22 @@ async def convert_prompt(
             notices.append("A terminal reference in the prompt cannot be forwarded; it was left out.")
         else:
             notices.append(f"Prompt content of kind {block.kind!r} cannot be forwarded; it was left out.")
+    if images is not None:
+        parts = await _through_gate(parts, images)
     if not parts:
         parts.append(TextPart(text="(the prompt had no content the model can read)"))
     return ConvertedPrompt(message=UserMessage(parts=parts), notices=notices)
+
+
+async def _through_gate(parts: list[TextPart | ImagePart], images: ImageGate) -> list[TextPart | ImagePart]:
+    out: list[TextPart | ImagePart] = []
+    for part in parts:
+        if isinstance(part, ImagePart):
+            gated = await images.admit([part], purpose=f"an image the user attached ({part.label or 'prompt image'})")
+            out.extend(gated.parts)
+        else:
+            out.append(part)
+    return out
 
 
 def _embedded(block: ResourceBlock, notices: list[str]) -> list[TextPart | ImagePart]:

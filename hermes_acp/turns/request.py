@@ -2,7 +2,9 @@
 
 Two context economies happen here, on the way out (the stored history keeps everything): only the newest
 ``IMAGE_WINDOW`` images from tool results stay images, older ones become a one-line placeholder; and images never
-reach a model without vision (they become a note). Neither changes the system prompt or the tool schemas, which stay
+reach a model the image gate does not send pixels to (they become a note): by default a model without vision, or
+whatever the session's gate decides (``native_images``; ``agent.image_input_mode = "native"`` sends pixels even to
+a model the catalog does not mark as vision). Neither changes the system prompt or the tool schemas, which stay
 byte-stable across a session.
 """
 
@@ -25,12 +27,19 @@ def tool_specs(tools: Sequence[Tool]) -> list[ToolSpec]:
 
 
 def build_request(
-    *, model: CatalogModel, system: str, history: Sequence[Message], tools: Sequence[Tool]
+    *,
+    model: CatalogModel,
+    system: str,
+    history: Sequence[Message],
+    tools: Sequence[Tool],
+    native_images: bool | None = None,
 ) -> ProviderRequest:
+    """``native_images``: the image gate's answer for this model (``gate.route() == "native"``); None = vision."""
+    vision = model.vision if native_images is None else native_images
     return ProviderRequest(
         model=model.model,
         system=system,
-        messages=_economise_images(history, vision=model.vision, model_name=model.id),
+        messages=_economise_images(history, vision=vision, model_name=model.id),
         tools=tool_specs(tools),
         max_output_tokens=model.max_output_tokens,
     )

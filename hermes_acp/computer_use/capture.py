@@ -1,0 +1,272 @@
+"""Capture: bind the sticky target, read the window (or the whole screen), and shape what model and editor get.
+
+A window capture lists the windows, chooses one (``target.choose_window``: explicit, by app, or frontmost; never
+a silent fallback), reads it with ``get_window_state`` in the form this driver accepts (``tree_format``,
+``include_screenshot``/``include_accessibility_tree`` per mode), parses the elements, and then:
+
+* ``som``: numbered element boxes are drawn on the screenshot (Pillow, off the loop); ``vision``: pixels only;
+  ``ax``: elements only, no image;
+* the screenshot goes through the session's image gate (native pixels / auxiliary description / text only); the
+  coordinates the model may send are pixels of the image it was given (``Geometry``);
+* the editor gets the screenshot as an ``ImageBlock``; a copy goes to ``<cache>/images/``; at most 100 elements
+  are inlined and the full list spills to ``<cache>/computer_use/elements_<uuid>.json`` when anything was cut.
+
+``app="screen"`` reads the whole display (``get_desktop_state``): pixels and the window list, no elements and no
+target. It deliberately knows nothing about approval or input actions.
+"""
+
+from __future__ import annotations
+
+import base64
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import anyio.to_thread
+
+from hermes_acp.core import DisplayBlock, ImageBlock, ImagePart, TextBlock, TextPart
+
+from .cache import save_elements, save_screenshot
+from .driver import DriverClient
+from .elements import Element, Geometry, Seen, bounds_scale, element_rows, element_summary, full_rows, parse_elements
+from .gate import SessionImageGate
+from .images import ImageDecodeError, draw_marks, measure
+from .results import ComputerUseRefusal, DriverReply
+from .target import DESKTOP, SCREEN, Target, WindowRow, choose_window, window_rows
+
+__all__ = ["CaptureResult", "Capturer"]
+
+MIN_IMAGE_EDGE = 8
+
+
+@dataclass(slots=True)
+class CaptureResult:
+    target: Target | None
+    seen: Seen | None
+    payload: dict[str, Any]
+    parts: list[TextPart | ImagePart] = field(default_factory=list)
+    """Extra parts after the payload: the image, or its description."""
+    display: list[DisplayBlock] = field(default_factory=list)
+    editor_image: ImageBlock | None = None
+
+
+@dataclass(slots=True)
+class _Shot:
+    data: bytes
+    media_type: str
+    width: int
+    height: int
+
+
+def _shot(reply: DriverReply) -> _Shot | None:
+    if not reply.images:
+        return None
+    media_type, encoded = reply.images[0]
+    data = base64.b64decode(encoded)
+    try:
+        width, height = measure(data)
+    except ImageDecodeError:
+        return None
+    if min(width, height) < MIN_IMAGE_EDGE:
+        return None
+    return _Shot(data, media_type, width, height)
+
+
+def _window_box(structured: dict[str, Any], row: WindowRow | None) -> tuple[float, float, float, float] | None:
+    raw = structured.get("window_bounds")
+    if isinstance(raw, dict):
+        try:
+            return (float(raw["x"]), float(raw["y"]), float(raw["width"]), float(raw["height"]))
+        except (KeyError, TypeError, ValueError):
+            pass
+    return row.bounds if row is not None else None
+
+
+class Capturer:
+    def __init__(self, driver: DriverClient, gate: SessionImageGate, cache_dir: Path):
+        self._driver = driver
+        self._gate = gate
+        self._cache_dir = cache_dir
+
+    async def windows(self, **filters: Any) -> list[WindowRow]:
+        surface = await self._driver.ensure()
+        reply = await self._driver.call("list_windows", surface.with_only("list_windows", filters))
+        return window_rows(reply.structured)
+
+    async def bind(self, *, app: str | None, pid: int | None, window_id: int | None) -> tuple[Target, WindowRow]:
+        """Choose the target window (no capture). The driver's own ``app`` filter (bundle ids) is a second try."""
+        rows = await self.windows()
+        try:
+            row = choose_window(rows, app=app, pid=pid, window_id=window_id)
+        except ComputerUseRefusal:
+            surface = self._driver.surface
+            if (
+                app is None
+                or app.casefold() == DESKTOP
+                or surface is None
+                or not surface.accepts("list_windows", "app")
+            ):
+                raise
+            filtered = await self.windows(app=app)
+            if not filtered:
+                raise
+            row = choose_window(filtered)
+        return Target(row.pid, row.window_id, row.app, row.title, self._driver.generation), row
+
+    async def capture(
+        self,
+        mode: str,
+        *,
+        app: str | None = None,
+        pid: int | None = None,
+        window_id: int | None = None,
+        known: Target | None = None,
+    ) -> CaptureResult:
+        if app is not None and app.casefold() == SCREEN and known is None:
+            return await self._screen()
+        row: WindowRow | None = None
+        if known is None:
+            target, row = await self.bind(app=app, pid=pid, window_id=window_id)
+        else:
+            target = known
+        return await self._window(target, row, mode)
+
+    async def _window(self, target: Target, row: WindowRow | None, mode: str) -> CaptureResult:
+        surface = await self._driver.ensure()
+        args: dict[str, Any] = {"pid": target.pid, "window_id": target.window_id}
+        if mode != "vision" and surface.accepts("get_window_state", "tree_format"):
+            args["tree_format"] = "elements"
+        if mode == "ax" and surface.accepts("get_window_state", "include_screenshot"):
+            args["include_screenshot"] = False
+        if mode == "vision" and surface.accepts("get_window_state", "include_accessibility_tree"):
+            args["include_accessibility_tree"] = False
+        reply = await self._driver.call("get_window_state", surface.with_only("get_window_state", args))
+        data = reply.structured
+        target = Target(
+            pid=target.pid,
+            window_id=target.window_id,
+            app=str(data.get("app_name") or target.app),
+            title=str(data.get("window_title") or target.title),
+            generation=self._driver.generation,
+        )
+        elements = [] if mode == "vision" else parse_elements(data, reply.texts)
+        shot = None if mode == "ax" else _shot(reply)
+        window = _window_box(data, row)
+        geometry = Geometry(window=window)
+        payload: dict[str, Any] = {"ok": True, "action": "capture", "mode": mode, "target": target.payload()}
+        parts: list[TextPart | ImagePart] = []
+        display: list[DisplayBlock] = [TextBlock(text=f"Captured {target.app} — {target.title} ({mode})")]
+        editor_image: ImageBlock | None = None
+        if shot is not None:
+            base = Geometry(shot_w=shot.width, shot_h=shot.height, window=window)
+            marked, media_type = (
+                await self._marked(shot, elements, base) if mode == "som" else (shot.data, shot.media_type)
+            )
+            gated = await self._gate.admit(
+                [ImagePart(media_type=media_type, data=base64.b64encode(marked).decode("ascii"),
+                           label=f"screenshot of {target.app} — {target.title}")],
+                purpose=f"a screenshot of the window {target.title!r} of {target.app}",
+                fallback=f"[The screenshot of {target.app} is not shown to this model; "
+                + ("use the element list above.]" if elements else "capture in ax or som mode for its elements.]"),
+                hint=element_summary(elements) if elements else None,
+            )  # fmt: skip
+            scale = gated.scales[0] if gated.scales else None
+            model_w = round(shot.width * scale) if scale else shot.width
+            model_h = round(shot.height * scale) if scale else shot.height
+            geometry = Geometry(shot.width, shot.height, model_w, model_h, window)
+            parts.extend(gated.parts)
+            editor_image = await self._editor_image(gated.parts, marked, media_type)
+            display.append(editor_image)
+            path = await save_screenshot(self._cache_dir, shot.data, shot.media_type)
+            payload["image"] = {
+                "width": model_w,
+                "height": model_h,
+                "coordinates": "pixels of this image" if gated.route == "native" else "screenshot pixels",
+                "route": gated.route,
+            }
+            payload["screenshot_path"] = str(path)
+        elif mode != "ax":
+            payload["image"] = None
+            payload["note"] = "the driver returned no usable screenshot; act by element or capture again"
+        await self._describe_elements(payload, elements, geometry, data)
+        snapshot = data.get("snapshot_id")
+        seen = Seen({e.index: e for e in elements}, geometry, snapshot if isinstance(snapshot, str) else None)
+        return CaptureResult(target, seen, payload, parts, display, editor_image)
+
+    async def _describe_elements(
+        self, payload: dict[str, Any], elements: list[Element], geometry: Geometry, data: dict[str, Any]
+    ) -> None:
+        if payload["mode"] == "vision":
+            return
+        rows, cut = element_rows(elements, geometry)
+        payload["elements"] = rows
+        payload["elements_total"] = len(elements)
+        driver_cut = data.get("truncated") is True
+        if cut:
+            path = await save_elements(
+                self._cache_dir, {"target": payload["target"], "elements": full_rows(elements, geometry)}
+            )
+            payload["elements_file"] = str(path)
+            payload["elements_note"] = (
+                f"{len(rows)} of {len(elements)} elements inline (labels cut at 120 characters); read_file "
+                f"{path} for " + ("every element the driver returned" if driver_cut else "the full list")
+            )
+        if driver_cut:
+            payload["driver_truncated"] = True
+        scale = bounds_scale(geometry, elements)
+        if scale is not None:
+            payload["bounds_scale"] = scale
+            payload["bounds_note"] = (
+                f"element bounds are native window units, not image pixels: divide them by {scale} for pixels of "
+                "the image (HiDPI or a resized image); prefer acting by element"
+            )
+        if data.get("degraded") is True:
+            payload["degraded"] = True
+            payload["degraded_reason"] = str(data.get("degraded_reason") or "")
+            payload["next"] = "The accessibility tree is empty or untrusted: act by coordinate off this image."
+
+    async def _marked(self, shot: _Shot, elements: list[Element], geometry: Geometry) -> tuple[bytes, str]:
+        """The screenshot with numbered element boxes (the driver draws none), as PNG."""
+        boxes = [(e.index, box) for e in elements if (box := geometry.shot_box(e)) is not None]
+        if not boxes:
+            return shot.data, shot.media_type
+        return await anyio.to_thread.run_sync(draw_marks, shot.data, boxes), "image/png"
+
+    async def _editor_image(self, parts: list[TextPart | ImagePart], data: bytes, media_type: str) -> ImageBlock:
+        """The editor's copy: the model's pixels when it got them, else the same image fitted to the budget."""
+        for part in parts:
+            if isinstance(part, ImagePart):
+                return ImageBlock(media_type=part.media_type, data=part.data)
+        fitted = await self._gate.fit(ImagePart(media_type=media_type, data=base64.b64encode(data).decode("ascii")))
+        return ImageBlock(media_type=fitted.media_type, data=base64.b64encode(fitted.data).decode("ascii"))
+
+    async def _screen(self) -> CaptureResult:
+        surface = await self._driver.ensure()
+        if not surface.has("get_desktop_state"):
+            raise ComputerUseRefusal("this driver cannot capture the whole screen", code="unsupported_action")
+        reply = await self._driver.call("get_desktop_state", {})
+        shot = _shot(reply)
+        payload: dict[str, Any] = {
+            "ok": True,
+            "action": "capture",
+            "mode": "vision",
+            "app": SCREEN,
+            "windows": [row.payload() for row in window_rows(reply.structured)][:30],
+            "note": "Whole display: pixels only, no elements and no input target. Capture an app or window "
+            "(app, or pid/window_id from this list) before any input.",
+        }
+        parts: list[TextPart | ImagePart] = []
+        display: list[DisplayBlock] = [TextBlock(text="Captured the whole screen")]
+        editor_image = None
+        if shot is not None:
+            gated = await self._gate.admit(
+                [ImagePart(media_type=shot.media_type, data=base64.b64encode(shot.data).decode("ascii"),
+                           label="screenshot of the whole display")],
+                purpose="a screenshot of the whole display",
+                fallback="[The screenshot of the display is not shown to this model; use the window list.]",
+            )  # fmt: skip
+            parts.extend(gated.parts)
+            editor_image = await self._editor_image(gated.parts, shot.data, shot.media_type)
+            display.append(editor_image)
+            payload["screenshot_path"] = str(await save_screenshot(self._cache_dir, shot.data, shot.media_type))
+        return CaptureResult(None, None, payload, parts, display, editor_image)

@@ -1,0 +1,121 @@
+"""Pixels: decode, measure, shrink and re-encode images to a byte budget, and draw set-of-mark boxes (Pillow).
+
+``fit`` bounds an image's long edge and re-encodes it until it fits a byte budget (PNG when that fits, else JPEG
+at falling quality, then smaller), reporting the scale it applied so coordinates can be mapped back.
+``draw_marks`` draws numbered element boxes on a screenshot (the model's "set of marks"). All functions are
+synchronous and CPU-bound: callers run them off the event loop (``anyio.to_thread``). This is the only module
+of hermes_acp that imports PIL.
+
+It deliberately knows nothing about the model, the driver or routes.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from PIL import Image, ImageDraw, ImageFont, UnidentifiedImageError
+
+__all__ = ["Fitted", "ImageDecodeError", "draw_marks", "fit", "measure"]
+
+_JPEG_QUALITIES = (85, 72, 60, 45)
+_SHRINK = 0.85
+_FAR_OFF = 3
+_MIN_EDGE = 160
+_MARK_COLOURS = ((230, 25, 75), (60, 120, 216), (0, 150, 70), (245, 130, 48), (145, 30, 180))
+
+
+class ImageDecodeError(ValueError):
+    """The bytes are not an image Pillow can read."""
+
+
+@dataclass(frozen=True, slots=True)
+class Fitted:
+    data: bytes
+    media_type: str
+    width: int
+    height: int
+    scale: float
+    """Delivered width / original width (1.0 when the pixels were not resized)."""
+    original_width: int
+    original_height: int
+
+
+def _open(data: bytes) -> Image.Image:
+    try:
+        image = Image.open(io.BytesIO(data))
+        image.load()
+    except (UnidentifiedImageError, OSError, ValueError) as exc:
+        raise ImageDecodeError(f"not a readable image: {exc}") from exc
+    return image
+
+
+def measure(data: bytes) -> tuple[int, int]:
+    """(width, height) of an encoded image (reads the header only)."""
+    try:
+        with Image.open(io.BytesIO(data)) as image:
+            return image.size
+    except (UnidentifiedImageError, OSError, ValueError) as exc:
+        raise ImageDecodeError(f"not a readable image: {exc}") from exc
+
+
+def _encode(image: Image.Image, fmt: str, quality: int = 85) -> bytes:
+    buffer = io.BytesIO()
+    if fmt == "PNG":
+        image.save(buffer, format="PNG", optimize=False, compress_level=6)
+    else:
+        image.convert("RGB").save(buffer, format="JPEG", quality=quality, optimize=True)
+    return buffer.getvalue()
+
+
+def _resized(image: Image.Image, max_edge: int) -> Image.Image:
+    width, height = image.size
+    longest = max(width, height)
+    if longest <= max_edge:
+        return image
+    factor = max_edge / longest
+    return image.resize((max(1, round(width * factor)), max(1, round(height * factor))), Image.Resampling.LANCZOS)
+
+
+def fit(data: bytes, media_type: str, *, max_edge: int, target_bytes: int) -> Fitted:
+    """Shrink to ``max_edge`` and re-encode to fit ``target_bytes`` (unchanged when it already fits both)."""
+    width, height = measure(data)
+    if max(width, height) <= max_edge and len(data) <= target_bytes and media_type in ("image/png", "image/jpeg"):
+        return Fitted(data, media_type, width, height, 1.0, width, height)
+    original = _open(data)
+    image = _resized(original.convert("RGBA") if original.mode == "P" else original, max_edge)
+    while True:
+        if image.mode in ("RGBA", "LA") or media_type == "image/png":
+            encoded = _encode(image, "PNG")
+            if len(encoded) <= target_bytes:
+                return Fitted(encoded, "image/png", *image.size, image.size[0] / width, width, height)
+        size = 0
+        for quality in _JPEG_QUALITIES:
+            encoded = _encode(image, "JPEG", quality)
+            size = len(encoded)
+            if size <= target_bytes or max(image.size) <= _MIN_EDGE:
+                return Fitted(encoded, "image/jpeg", *image.size, image.size[0] / width, width, height)
+            if size > _FAR_OFF * target_bytes:
+                break
+        factor = min(_SHRINK, max(0.3, (target_bytes / size) ** 0.5 * 0.95))
+        image = _resized(image, max(_MIN_EDGE, int(max(image.size) * factor)))
+
+
+def draw_marks(data: bytes, boxes: Sequence[tuple[int, tuple[float, float, float, float]]]) -> bytes:
+    """The screenshot with each ``(index, (x, y, w, h))`` box outlined and numbered (PNG)."""
+    image = _open(data).convert("RGB")
+    draw = ImageDraw.Draw(image)
+    font = ImageFont.load_default()
+    for position, (index, (x, y, w, h)) in enumerate(boxes):
+        colour = _MARK_COLOURS[position % len(_MARK_COLOURS)]
+        draw.rectangle((x, y, x + w - 1, y + h - 1), outline=colour, width=2)
+        label = str(index)
+        left, top, right, bottom = draw.textbbox((0, 0), label, font=font)
+        tag_w, tag_h = right - left + 4, bottom - top + 4
+        tx, ty = max(0.0, x), max(0.0, y - tag_h) if y >= tag_h else y
+        draw.rectangle((tx, ty, tx + tag_w, ty + tag_h), fill=colour)
+        draw.text((tx + 2 - left, ty + 2 - top), label, fill=(255, 255, 255), font=font)
+    buffer = io.BytesIO()
+    image.save(buffer, format="PNG", compress_level=1)
+    return buffer.getvalue()

@@ -1,0 +1,128 @@
+"""What the rest of hermes-acp wires: ``ComputerUse.for_session`` (the session's tool, driver and image gate) and
+``check_driver`` (for ``hermes-acp --check``).
+
+The tool is offered only when ``computer_use.driver_command`` resolves (``shutil.which`` on its first word); the
+driver itself starts lazily at the session's first computer_use call, inside the session's owner task. The
+driver's environment is ours minus credentials (provider key variables and anything named like a key, token,
+secret or password), with cua-driver's telemetry and update check off unless set explicitly. Its stderr goes to
+``<home>/logs/cua-driver.log``.
+
+It deliberately knows nothing about sessions beyond the ``OwnerRuntime`` port.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import anyio
+
+from hermes_acp.config import Settings
+from hermes_acp.providers.catalog import CatalogModel, ModelCatalog
+from hermes_acp.providers.registry import ProviderRegistry
+
+from .driver import DriverClient, DriverParams, OwnerRuntime
+from .gate import SessionImageGate
+from .tool import ComputerUseTool
+
+__all__ = ["ComputerUse", "DriverCheck", "check_driver", "driver_environment", "resolve_driver"]
+
+VERSION_TIMEOUT_S = 5.0
+_SECRET_NAME = re.compile(r"(API_?KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL)", re.I)
+_DRIVER_DEFAULTS = {"CUA_DRIVER_RS_TELEMETRY_ENABLED": "0", "CUA_DRIVER_RS_UPDATE_CHECK": "false"}
+
+
+def resolve_driver(command: Sequence[str], env: Mapping[str, str] | None = None) -> str | None:
+    """The absolute path of the driver executable, or None when it cannot be found."""
+    if not command:
+        return None
+    path = (env if env is not None else os.environ).get("PATH")
+    return shutil.which(command[0], path=path)
+
+
+def driver_environment(env: Mapping[str, str], settings: Settings) -> dict[str, str]:
+    secrets = {p.api_key_env for p in settings.providers.values() if p.api_key_env}
+    clean = {k: v for k, v in env.items() if k not in secrets and not _SECRET_NAME.search(k)}
+    for name, value in _DRIVER_DEFAULTS.items():
+        clean.setdefault(name, value)
+    return clean
+
+
+@dataclass(frozen=True, slots=True)
+class DriverCheck:
+    command: list[str]
+    path: str | None
+    version: str | None
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.path is not None and self.error is None
+
+    def describe(self) -> str:
+        if self.path is None:
+            return f"cua-driver: not found ({self.command[0] if self.command else 'no command'}); computer_use is off"
+        if self.error is not None:
+            return f"cua-driver: {self.path} ({self.error})"
+        return f"cua-driver: {self.path} {self.version or '(version unknown)'}"
+
+
+async def check_driver(settings: Settings, *, timeout_s: float = VERSION_TIMEOUT_S) -> DriverCheck:
+    """Where the driver is and what ``<driver> --version`` says (bounded), for ``hermes-acp --check``."""
+    command = list(settings.computer_use.driver_command)
+    path = resolve_driver(command)
+    if path is None:
+        return DriverCheck(command, None, None)
+    try:
+        with anyio.fail_after(timeout_s):
+            done = await anyio.run_process([path, "--version"], check=False)
+    except TimeoutError:
+        return DriverCheck(command, path, None, f"`--version` did not answer within {timeout_s:g} s")
+    except OSError as exc:
+        return DriverCheck(command, path, None, f"cannot run it: {exc.strerror or exc}")
+    output = (done.stdout or b"").decode("utf-8", "replace").strip() or (done.stderr or b"").decode(
+        "utf-8", "replace"
+    ).strip()
+    if done.returncode != 0:
+        return DriverCheck(command, path, None, f"`--version` exited with status {done.returncode}")
+    return DriverCheck(command, path, output.splitlines()[0] if output else None)
+
+
+@dataclass(frozen=True, slots=True)
+class ComputerUse:
+    """One session's computer_use: the tool (offer it when ``available``), its driver and the image gate."""
+
+    tool: ComputerUseTool
+    gate: SessionImageGate
+    driver: DriverClient
+    available: bool
+
+    @classmethod
+    def for_session(
+        cls,
+        runtime: OwnerRuntime,
+        settings: Settings,
+        *,
+        model: Callable[[], CatalogModel | None],
+        catalog: ModelCatalog,
+        providers: ProviderRegistry,
+        cache_dir: Path | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> ComputerUse:
+        base_env = os.environ if env is None else env
+        command = list(settings.computer_use.driver_command)
+        path = resolve_driver(command, base_env)
+        params = DriverParams(
+            argv=[path or command[0], *command[1:]],
+            env=driver_environment(base_env, settings),
+            call_timeout_s=settings.computer_use.call_timeout_s,
+            stderr_log=settings.logs_dir / "cua-driver.log",
+        )
+        gate = SessionImageGate(settings, model=model, catalog=catalog, providers=providers)
+        driver = DriverClient(runtime, params)
+        tool = ComputerUseTool(driver, gate, cache_dir or settings.cache_dir)
+        return cls(tool=tool, gate=gate, driver=driver, available=path is not None)
