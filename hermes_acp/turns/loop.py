@@ -60,7 +60,14 @@ from hermes_acp.providers.base import (
 )
 from hermes_acp.providers.catalog import CatalogModel
 from hermes_acp.tools.base import Presentation, Tool, ToolOutcome
-from hermes_acp.tools.context import ApprovalRequest, EditorFiles, EditorTerminals, ToolContext, Workspace
+from hermes_acp.tools.context import (
+    ApprovalRequest,
+    EditorFiles,
+    EditorTerminals,
+    ImageGate,
+    ToolContext,
+    Workspace,
+)
 
 from .approvals import ApprovalFlow, TurnCancelledByClient
 from .ports import LiveTextChunk, LiveThoughtChunk, LiveToolProgress, PermissionGate
@@ -96,6 +103,8 @@ class TurnDeps:
     cache_dir: Path
     files: EditorFiles | None = None
     terminals: EditorTerminals | None = None
+    images: ImageGate | None = None
+    """The session's image gate (DESIGN §7): prompt images, tool-result images and MCP images all pass it."""
 
 
 @dataclass(kw_only=True)
@@ -138,6 +147,7 @@ async def run_turn(
             display,
             workspace=deps.workspace,
             ask_outside=lambda path, req: _ask_outside(state, deps, path, req),
+            images=deps.images,
         )
         await recorder.record(
             UserPrompted(
@@ -231,6 +241,7 @@ async def _loop(state: TurnState, deps: TurnDeps) -> StopReason:
             system=deps.system_prompt,
             history=deps.recorder.projection.history,
             tools=tools,
+            native_images=deps.images.route() == "native" if deps.images is not None else None,
         )
         state.requests += 1
         done = await _stream_response(state, deps, request)
@@ -394,6 +405,7 @@ def _context(call: ToolCallPart, deps: TurnDeps, state: TurnState) -> ToolContex
         cache_dir=deps.cache_dir,
         files=deps.files,
         terminals=deps.terminals,
+        images=deps.images,
     )
 
 
