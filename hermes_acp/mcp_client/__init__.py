@@ -1,1 +1,50 @@
-"""MCP client plumbing for the MCP servers an editor passes to a session (stdio, HTTP, SSE)."""
+"""MCP client plumbing for the MCP servers an editor passes to a session (stdio, streamable HTTP, SSE).
+
+``McpServers`` is what a session holds: it starts the servers in the session's owner task, waits for them (bounded)
+before a turn, and offers their tools as ``mcp__<server>__<tool>``. Only ``_wire`` imports the mcp SDK, and it is
+loaded lazily the first time a server starts, so a process whose sessions have no MCP servers never imports it.
+This package knows nothing about sessions, modes, providers or ACP.
+"""
+
+from .connection import (
+    CALL_TIMEOUT_S,
+    CONNECT_TIMEOUT_S,
+    LIST_TIMEOUT_S,
+    McpTimeouts,
+    McpUnavailableError,
+    ServerConnection,
+)
+from .images import MAX_SAVED_IMAGES
+from .naming import MAX_NAME_LENGTH, ToolKey, assign_names
+from .remote_tools import McpTool, UtilityTool
+from .schema import normalise_schema
+from .servers import READY_WAIT_S, McpServers
+from .specs import HttpSpec, ServerSpec, StdioSpec, UnusableSpec, parse_specs
+from .untrusted import MAX_RESULT_CHARS, cap_text, public_meta, strip_unicode_tags
+
+__all__ = [
+    "CALL_TIMEOUT_S",
+    "CONNECT_TIMEOUT_S",
+    "LIST_TIMEOUT_S",
+    "MAX_NAME_LENGTH",
+    "MAX_RESULT_CHARS",
+    "MAX_SAVED_IMAGES",
+    "READY_WAIT_S",
+    "HttpSpec",
+    "McpServers",
+    "McpTimeouts",
+    "McpTool",
+    "McpUnavailableError",
+    "ServerConnection",
+    "ServerSpec",
+    "StdioSpec",
+    "ToolKey",
+    "UnusableSpec",
+    "UtilityTool",
+    "assign_names",
+    "cap_text",
+    "normalise_schema",
+    "parse_specs",
+    "public_meta",
+    "strip_unicode_tags",
+]

@@ -31,6 +31,7 @@ from hermes_acp.core import (
 from hermes_acp.core.ids import new_message_id, new_turn_id
 from hermes_acp.core.modes import MODES
 from hermes_acp.errors import NoProviderError, SessionBusyError, UnknownModeError
+from hermes_acp.mcp_client import McpServers
 from hermes_acp.providers.catalog import ModelCatalog
 from hermes_acp.providers.registry import ProviderRegistry
 from hermes_acp.storage.base import SessionRecord, SessionStore
@@ -71,6 +72,7 @@ class Session:
         *,
         workspace: Workspace,
         mcp_servers: list[dict[str, object]],
+        mcp: McpServers | None = None,
     ):
         self.record = record
         self.recorder = recorder
@@ -79,6 +81,8 @@ class Session:
         self.workspace = workspace
         self.mcp_servers = mcp_servers
         """The editor's MCP server specs for this session (kept in memory only: they may carry secrets)."""
+        self.mcp = mcp if mcp is not None else McpServers([], cwd=workspace.cwd)
+        """The live connections to those servers (started by the manager in the owner task)."""
         self._turn_lock = anyio.Lock()
         self._in_flight: list[anyio.CancelScope] = []
         self._running = False
@@ -199,7 +203,8 @@ class Session:
             files=client.files(self.id),
             terminals=client.terminals(self.id),
         )
-        return await run_turn(TurnState(turn_id=new_turn_id()), deps, display)
+        notices = await self.mcp.prepare_turn()  # bounded: servers still starting are reported, not awaited
+        return await run_turn(TurnState(turn_id=new_turn_id()), deps, display, notices=notices)
 
     async def _write_title(self) -> None:
         """After the first turn, off the prompt's path: from the prompt text, or by ``agent.title_model``."""

@@ -1,8 +1,9 @@
 """The tool surface of a session, derived from its state before every model request (DESIGN §4.6).
 
-Built-in tools allowed by the mode come first, in their fixed order, then the session's MCP tools sorted by name,
-then ``computer_use`` when a driver is available. Nothing is remembered between requests, so a model or mode
-switch cannot lose a tool; and the same state gives byte-identical schemas (prompt caches depend on it).
+Built-in tools allowed by the mode come first, in their fixed order, then the session's MCP tools sorted by name
+(``read_only`` mode keeps only those with ``readOnlyHint``), then ``computer_use`` when a driver is available.
+Nothing is remembered between requests, so a model or mode switch cannot lose a tool; and the same state gives
+byte-identical schemas (prompt caches depend on it).
 """
 
 from __future__ import annotations
@@ -23,4 +24,5 @@ _BUILTINS: tuple[Tool, ...] = tuple(builtin_tools())
 
 def derive_tool_surface(session: Session) -> Sequence[Tool]:
     mode = session.mode
-    return [tool for tool in _BUILTINS if mode != "read_only" or tool.read_only]
+    tools = [*_BUILTINS, *session.mcp.tools()]
+    return [tool for tool in tools if mode != "read_only" or tool.read_only]

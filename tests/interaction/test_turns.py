@@ -132,7 +132,10 @@ async def test_live_frames_equal_replayed_frames(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("bad_call", "expected"),
     [
-        (ToolCallPart(id="call_x", name="no_such_tool", arguments="{}"), "no tool 'no_such_tool' is available now (the session is in default mode)"),
+        (
+            ToolCallPart(id="call_x", name="no_such_tool", arguments="{}"),
+            "no tool 'no_such_tool' is available now (the session is in default mode)",
+        ),
         (ToolCallPart(id="call_x", name="echo", arguments="{not json"), "arguments must be a JSON object"),
         (ToolCallPart(id="call_x", name="echo", arguments='{"message": 5}'), "message: Input should be a valid string"),
         (ToolCallPart(id="call_x", name="echo", arguments='{"other": 1}'), "message: Field required"),

@@ -1,0 +1,22 @@
+"""How a request to an MCP server can fail, in terms the at-most-once rules need (no SDK types).
+
+``TransportDropped``: the connection broke (process gone, pipe closed, HTTP connection failed) — whether the
+server acted on the request is unknown. ``ServerRejected``: the server answered with an error, or with something
+that is not a valid answer — it did answer, so the outcome is known to be a failure (or at least not silent).
+"""
+
+from __future__ import annotations
+
+__all__ = ["ServerRejected", "TransportDropped"]
+
+
+class TransportDropped(Exception):
+    """The connection to the server broke before an answer came."""
+
+
+class ServerRejected(Exception):
+    """The server answered with a JSON-RPC error or an answer we cannot read."""
+
+    def __init__(self, message: str, *, code: int | None = None):
+        super().__init__(message)
+        self.code = code

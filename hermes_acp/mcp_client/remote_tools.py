@@ -1,0 +1,244 @@
+"""MCP tools as model-facing ``Tool``s: each server tool, and list/read helpers for resources and prompts.
+
+``McpTool`` wraps one entry of a server's ``tools/list``: its description is cleaned of Unicode TAG characters
+and capped, its input schema normalised for providers (``schema``), ``readOnlyHint: true`` makes it read-only
+(no approval inside the workspace, retried once after a reconnect, offered in ``read_only`` mode); any other tool
+asks for approval under the scope ``mcp:<server>:<tool>`` and is never retried when its outcome is unknown.
+Presentation: ``<server>: <title>``, kind ``read`` for read-only tools and ``other`` for the rest.
+
+When a server advertises resources or prompts it also gets ``list_resources`` / ``read_resource`` or
+``list_prompts`` / ``get_prompt`` (all read-only). The names are given by ``naming``; this module knows neither the
+mcp SDK nor how the connection is kept.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Literal
+
+from hermes_acp.errors import ToolInputError
+from hermes_acp.tools.base import Presentation, ToolOutcome
+from hermes_acp.tools.context import ApprovalRequest, ToolContext
+
+from .connection import ServerConnection
+from .results import outcome_from_result, outcome_from_text
+from .schema import normalise_schema
+from .untrusted import strip_unicode_tags
+
+__all__ = ["MAX_DESCRIPTION_CHARS", "UTILITY_TOOLS", "McpTool", "Utility", "UtilityTool"]
+
+MAX_DESCRIPTION_CHARS = 2000
+Utility = Literal["list_resources", "read_resource", "list_prompts", "get_prompt"]
+UTILITY_TOOLS: dict[str, tuple[Utility, ...]] = {
+    "resources": ("list_resources", "read_resource"),
+    "prompts": ("list_prompts", "get_prompt"),
+}
+
+
+def _description(text: str) -> str:
+    clean = strip_unicode_tags(text).strip()
+    return clean if len(clean) <= MAX_DESCRIPTION_CHARS else clean[: MAX_DESCRIPTION_CHARS - 1] + "…"
+
+
+def _check_required(name: str, schema: Mapping[str, Any], arguments: dict[str, Any]) -> None:
+    required = schema.get("required")
+    missing = [key for key in required if key not in arguments] if isinstance(required, list) else []
+    if missing:
+        raise ToolInputError(f"{name}: missing required argument(s): {', '.join(missing)}")
+
+
+class McpTool:
+    def __init__(self, name: str, connection: ServerConnection, remote: Mapping[str, Any]):
+        self._name = name
+        self._connection = connection
+        self.remote_name = str(remote["name"])
+        annotations = remote.get("annotations") if isinstance(remote.get("annotations"), Mapping) else {}
+        assert isinstance(annotations, Mapping)
+        self._read_only = annotations.get("readOnlyHint") is True
+        title = annotations.get("title") or remote.get("title") or self.remote_name
+        self.title = strip_unicode_tags(str(title))
+        self._description = _description(str(remote.get("description") or self.title))
+        self._schema = normalise_schema(remote.get("inputSchema"))
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def description(self) -> str:
+        return self._description
+
+    @property
+    def input_schema(self) -> dict[str, Any]:
+        return self._schema
+
+    @property
+    def read_only(self) -> bool:
+        return self._read_only
+
+    @property
+    def server(self) -> str:
+        return self._connection.name
+
+    def validate(self, arguments: dict[str, Any]) -> dict[str, Any]:
+        _check_required(self._name, self._schema, arguments)
+        return arguments
+
+    def present(self, parsed: dict[str, Any], ctx: ToolContext) -> Presentation:
+        return Presentation(title=f"{self.server}: {self.title}", kind="read" if self._read_only else "other")
+
+    async def approval(self, parsed: dict[str, Any], ctx: ToolContext) -> ApprovalRequest | None:
+        if self._read_only:
+            return None
+        return ApprovalRequest(
+            scope=f"mcp:{self.server}:{self.remote_name}",
+            title=f"{self.server}: {self.title}",
+            mutating=True,
+            raw_input=parsed,
+        )
+
+    async def run(self, parsed: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
+        result = await self._connection.call_tool(self.remote_name, parsed, read_only=self._read_only)
+        return await outcome_from_result(result, cache_dir=ctx.cache_dir)
+
+
+_UTILITY_SPECS: dict[Utility, tuple[str, dict[str, Any]]] = {
+    "list_resources": (
+        "List the resources of MCP server {server} (uri, name, description).",
+        {"type": "object", "properties": {}},
+    ),
+    "read_resource": (
+        "Read one resource of MCP server {server} by its uri (from list_resources).",
+        {
+            "type": "object",
+            "properties": {"uri": {"type": "string", "description": "The resource's uri."}},
+            "required": ["uri"],
+        },
+    ),
+    "list_prompts": (
+        "List the prompt templates of MCP server {server} (name, arguments, description).",
+        {"type": "object", "properties": {}},
+    ),
+    "get_prompt": (
+        "Get one prompt template of MCP server {server}, filled in with its arguments.",
+        {
+            "type": "object",
+            "properties": {
+                "name": {"type": "string", "description": "The prompt's name (from list_prompts)."},
+                "arguments": {
+                    "type": "object",
+                    "description": "The prompt's arguments, as strings.",
+                    "additionalProperties": {"type": "string"},
+                    "properties": {},
+                },
+            },
+            "required": ["name"],
+        },
+    ),
+}
+
+
+class UtilityTool:
+    """A read-only helper over a server's resources or prompts."""
+
+    read_only = True
+
+    def __init__(self, name: str, connection: ServerConnection, utility: Utility):
+        self._name = name
+        self._connection = connection
+        self.utility = utility
+        text, schema = _UTILITY_SPECS[utility]
+        self._description = text.format(server=_description(connection.name))
+        self._schema = schema
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def description(self) -> str:
+        return self._description
+
+    @property
+    def input_schema(self) -> dict[str, Any]:
+        return self._schema
+
+    def validate(self, arguments: dict[str, Any]) -> dict[str, Any]:
+        _check_required(self._name, self._schema, arguments)
+        for key in ("uri", "name"):
+            if key in arguments and not isinstance(arguments[key], str):
+                raise ToolInputError(f"{self._name}: {key} must be a string")
+        extra = arguments.get("arguments")
+        if extra is not None and (not isinstance(extra, dict) or not all(isinstance(v, str) for v in extra.values())):
+            raise ToolInputError(f"{self._name}: arguments must be an object of strings")
+        return arguments
+
+    def present(self, parsed: dict[str, Any], ctx: ToolContext) -> Presentation:
+        target = parsed.get("uri") or parsed.get("name")
+        label = self.utility.replace("_", " ")
+        return Presentation(
+            title=f"{self._connection.name}: {label}" + (f" {target}" if target else ""),
+            kind="read",
+        )
+
+    async def approval(self, parsed: dict[str, Any], ctx: ToolContext) -> ApprovalRequest | None:
+        return None
+
+    async def run(self, parsed: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
+        conn = self._connection
+        if self.utility == "list_resources":
+            resources = await conn.list_resources()
+            lines = [
+                f"- {r.get('uri')} — {r.get('name')}"
+                + (f": {r['description']}" if r.get("description") else "")
+                + (f" ({r['mimeType']})" if r.get("mimeType") else "")
+                for r in resources
+            ]
+            return outcome_from_text(_listing(f"Resources of {conn.name}:", lines))
+        if self.utility == "list_prompts":
+            prompts = await conn.list_prompts()
+            lines = []
+            for p in prompts:
+                args = ", ".join(
+                    str(a.get("name")) + ("" if a.get("required") else "?") for a in p.get("arguments") or []
+                )
+                lines.append(f"- {p.get('name')}({args})" + (f": {p['description']}" if p.get("description") else ""))
+            return outcome_from_text(_listing(f"Prompts of {conn.name}:", lines))
+        if self.utility == "read_resource":
+            uri = str(parsed["uri"])
+            result = await conn.read(lambda wire: wire.read_resource(uri), "resources/read")
+            return await outcome_from_result(_resource_content(result), cache_dir=ctx.cache_dir)
+        name = str(parsed["name"])
+        arguments = {str(k): str(v) for k, v in (parsed.get("arguments") or {}).items()}
+        result = await conn.read(lambda wire: wire.get_prompt(name, arguments), "prompts/get")
+        return await outcome_from_result(_prompt_content(result), cache_dir=ctx.cache_dir)
+
+
+def _listing(title: str, lines: list[str]) -> str:
+    return title + ("\n" + "\n".join(lines) if lines else "\n(none)")
+
+
+def _resource_content(result: Mapping[str, Any]) -> dict[str, Any]:
+    content: list[dict[str, Any]] = []
+    for item in result.get("contents") or []:
+        media = str(item.get("mimeType") or "")
+        if "blob" in item and media.startswith("image/"):
+            content.append({"type": "image", "data": item["blob"], "mimeType": media})
+        else:
+            content.append({"type": "resource", "resource": item})
+    return {"content": content, "_meta": result.get("_meta")}
+
+
+def _prompt_content(result: Mapping[str, Any]) -> dict[str, Any]:
+    content: list[dict[str, Any]] = []
+    if result.get("description"):
+        content.append({"type": "text", "text": f"Prompt: {result['description']}"})
+    for message in result.get("messages") or []:
+        block = message.get("content")
+        role = message.get("role", "user")
+        if isinstance(block, Mapping) and block.get("type") == "text":
+            content.append({"type": "text", "text": f"[{role}] {block.get('text', '')}"})
+        elif isinstance(block, Mapping):
+            content.append({"type": "text", "text": f"[{role}]"})
+            content.append(dict(block))
+    return {"content": content, "_meta": result.get("_meta")}

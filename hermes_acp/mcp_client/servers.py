@@ -1,0 +1,155 @@
+"""``McpServers``: the MCP servers an editor gave one session — started at once, offered as tools when ready.
+
+The session creates it from the editor's specs and enters ``running()`` in its owner task: that opens a task group
+in which each server's ``ServerConnection.supervise`` runs, and returns at once (session/new never waits for a
+server). Leaving it — session close, delete, process exit — stops the supervisors; each connection's SDK
+transport shuts its server down, shielded and bounded (a stdio child: stdin closed, then SIGTERM, then SIGKILL).
+
+Before a turn, ``prepare_turn()`` waits (bounded by ``READY_WAIT_S``) until no server is still starting and
+returns notices for the user: a server that failed (and why), one still starting, a spec that cannot be used.
+Each is reported once. ``tools()`` is the MCP part of the tool surface, derived on every call from the live state
+(DESIGN §4.6): the tools of every server that has listed them and has not failed since, plus resource/prompt
+helpers, named by ``naming`` and sorted by name. It knows nothing about modes, providers or ACP.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Mapping, Sequence
+from pathlib import Path
+
+import anyio
+import structlog
+
+from hermes_acp.tools.base import Tool
+
+from .connection import McpTimeouts, ServerConnection
+from .naming import ToolKey, assign_names
+from .remote_tools import UTILITY_TOOLS, McpTool, Utility, UtilityTool
+from .specs import UnusableSpec, parse_specs
+
+__all__ = ["READY_WAIT_S", "McpServers"]
+
+READY_WAIT_S = 20.0
+"""How long the first model request of a turn waits for servers that are still starting."""
+_log = structlog.get_logger("hermes_acp.mcp")
+
+
+class McpServers:
+    def __init__(
+        self,
+        specs: Sequence[Mapping[str, object]],
+        *,
+        cwd: Path,
+        stderr_dir: Path | None = None,
+        timeouts: McpTimeouts | None = None,
+    ):
+        parsed = parse_specs(specs)
+        self._changed = anyio.Event()
+        timeouts = timeouts or McpTimeouts()
+        self.connections: list[ServerConnection] = [
+            ServerConnection(spec, index, cwd=cwd, stderr_dir=stderr_dir, timeouts=timeouts, on_change=self._poke)
+            for index, spec in enumerate(parsed)
+            if not isinstance(spec, UnusableSpec)
+        ]
+        self.unusable: list[UnusableSpec] = [spec for spec in parsed if isinstance(spec, UnusableSpec)]
+        self._reported: set[tuple[object, ...]] = set()
+        self._cache_key: tuple[object, ...] | None = None
+        self._cache: list[Tool] = []
+        self._running = False
+
+    def __bool__(self) -> bool:
+        return bool(self.connections or self.unusable)
+
+    def _poke(self) -> None:
+        changed, self._changed = self._changed, anyio.Event()
+        changed.set()
+
+    @contextlib.asynccontextmanager
+    async def running(self) -> AsyncIterator[McpServers]:
+        """Start every server; enter this in the session's owner task (it returns without waiting for them).
+
+        The supervisors run in an asyncio ``TaskGroup`` rather than an anyio one: ``SessionRuntime`` leaves the
+        context managers it entered from inside a shielded, bounded cancel scope of its own, and anyio forbids
+        leaving a task group's cancel scope from inside a scope opened after it. Each supervisor still enters and
+        leaves its own SDK connection, and the group is entered and left by the owner task. Supervisors are ended
+        with anyio cancel scopes (``stop``), never ``Task.cancel``, so the SDK's shielded shutdown is respected.
+        """
+        async with asyncio.TaskGroup() as group:
+            for connection in self.connections:
+                group.create_task(connection.supervise(), name=f"mcp server {connection.name}")
+            self._running = True
+            try:
+                yield self
+            finally:
+                self._running = False
+                for connection in self.connections:
+                    connection.stop()
+
+    def connection(self, name: str) -> ServerConnection | None:
+        return next((c for c in self.connections if c.name == name), None)
+
+    async def prepare_turn(self, wait_s: float | None = None) -> list[str]:
+        """Wait (bounded) for servers still starting; the notices this turn should show."""
+        limit = READY_WAIT_S if wait_s is None else wait_s
+        if self._running:
+            with anyio.move_on_after(limit):
+                while True:
+                    changed = self._changed
+                    if not any(c.settling for c in self.connections):
+                        break
+                    await changed.wait()
+        return self._notices()
+
+    def _notices(self) -> list[str]:
+        notices: list[str] = []
+        for spec in self.unusable:
+            if self._once(("unusable", spec.name)):
+                notices.append(f"⚠ MCP server '{spec.name}' was not started: {spec.reason}.")
+        for conn in self.connections:
+            if conn.state == "failed" and self._once((conn.index, "failed", conn.attempts)):
+                notices.append(
+                    f"⚠ MCP server '{conn.name}' could not be started: {conn.error}. Its tools are not available."
+                )
+            elif conn.settling and self._once((conn.index, "starting", conn.attempts)):
+                notices.append(
+                    f"⏳ MCP server '{conn.name}' is still starting; its tools will be offered once it is ready."
+                )
+        for text in notices:
+            _log.info("MCP notice", notice=text)
+        return notices
+
+    def _once(self, key: tuple[object, ...]) -> bool:
+        if key in self._reported:
+            return False
+        self._reported.add(key)
+        return True
+
+    def tools(self) -> list[Tool]:
+        """The MCP tools to offer now, sorted by name (the same state always gives the same list)."""
+        offered = [c for c in self.connections if c.offered]
+        key = tuple((c.index, c.listing_version, c.has_resources, c.has_prompts) for c in offered)
+        if key == self._cache_key:
+            return self._cache
+        entries: list[tuple[ToolKey, ServerConnection, Mapping[str, object] | Utility]] = []
+        for conn in offered:
+            seen: set[str] = set()
+            for remote in conn.tools:
+                name = remote.get("name")
+                if isinstance(name, str) and name not in seen:
+                    seen.add(name)
+                    entries.append((ToolKey(conn.index, conn.name, name), conn, remote))
+            for capability, helpers in UTILITY_TOOLS.items():
+                if (capability == "resources" and conn.has_resources) or (capability == "prompts" and conn.has_prompts):
+                    entries.extend((ToolKey(conn.index, conn.name, h, utility=True), conn, h) for h in helpers)
+        names = assign_names([k for k, _, _ in entries])
+        tools: list[Tool] = []
+        for tool_key, conn, source in entries:
+            if isinstance(source, str):
+                tools.append(UtilityTool(names[tool_key], conn, source))
+            else:
+                tools.append(McpTool(names[tool_key], conn, source))
+        tools.sort(key=lambda t: t.name)
+        self._cache_key, self._cache = key, tools
+        return tools

@@ -1,0 +1,114 @@
+"""The editor's MCP server entries (ACP ``mcpServers``) as typed specs: stdio, streamable HTTP or SSE.
+
+Entries arrive as the ACP shapes dumped by alias: stdio ``{name, command, args, env: [{name, value}]}``, http
+``{type: "http", name, url, headers: [{name, value}]}``, sse ``{type: "sse", ...}``. Anything else (``acp``, a
+missing command or URL) becomes an ``UnusableSpec`` that says why, so the session can tell the user. Env values
+and header values may be secrets: they are registered with the log redactor here and never logged. This module
+does no I/O and knows nothing about the mcp SDK.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+from hermes_acp.telemetry import register_secret
+
+__all__ = ["HttpSpec", "ServerSpec", "StdioSpec", "UnusableSpec", "parse_specs"]
+
+
+@dataclass(frozen=True, slots=True)
+class StdioSpec:
+    name: str
+    command: str
+    args: tuple[str, ...] = ()
+    env: Mapping[str, str] = field(default_factory=dict)
+    """Merged over a minimal environment (HOME, LOGNAME, PATH, SHELL, TERM, USER): nothing else leaks."""
+
+    @property
+    def kind(self) -> Literal["stdio"]:
+        return "stdio"
+
+
+@dataclass(frozen=True, slots=True)
+class HttpSpec:
+    name: str
+    url: str
+    transport: Literal["http", "sse"]
+    headers: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def kind(self) -> Literal["http", "sse"]:
+        return self.transport
+
+
+@dataclass(frozen=True, slots=True)
+class UnusableSpec:
+    name: str
+    reason: str
+
+    @property
+    def kind(self) -> Literal["unusable"]:
+        return "unusable"
+
+
+ServerSpec = StdioSpec | HttpSpec | UnusableSpec
+
+
+def parse_specs(raw: Sequence[Mapping[str, object]]) -> list[ServerSpec]:
+    """One spec per entry, in the editor's order."""
+    return [_parse(entry, index) for index, entry in enumerate(raw)]
+
+
+def _parse(entry: Mapping[str, object], index: int) -> ServerSpec:
+    name = entry.get("name")
+    if not isinstance(name, str) or not name.strip():
+        name = f"server{index + 1}"
+    kind = entry.get("type", "stdio")
+    if kind == "stdio":
+        command = entry.get("command")
+        if not isinstance(command, str) or not command.strip():
+            return UnusableSpec(name, "a stdio server needs a command")
+        args = entry.get("args") or []
+        if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
+            return UnusableSpec(name, "args must be a list of strings")
+        env = _pairs(entry.get("env"))
+        if env is None:
+            return UnusableSpec(name, "env must be a list of {name, value}")
+        for key, value in env.items():
+            if _looks_secret(key):
+                register_secret(value)
+        return StdioSpec(name=name, command=command, args=tuple(args), env=env)
+    if kind in ("http", "sse"):
+        url = entry.get("url")
+        if not isinstance(url, str) or not url.startswith(("http://", "https://")):
+            return UnusableSpec(name, f"an {kind} server needs an http:// or https:// url")
+        headers = _pairs(entry.get("headers"))
+        if headers is None:
+            return UnusableSpec(name, "headers must be a list of {name, value}")
+        for value in headers.values():
+            register_secret(value)
+        return HttpSpec(name=name, url=url, transport="http" if kind == "http" else "sse", headers=headers)
+    return UnusableSpec(name, f"MCP servers of type {kind!r} are not supported (stdio, http and sse are)")
+
+
+def _pairs(value: object) -> dict[str, str] | None:
+    if value is None:
+        return {}
+    if not isinstance(value, list):
+        return None
+    out: dict[str, str] = {}
+    for item in value:
+        if not isinstance(item, Mapping):
+            return None
+        key, val = item.get("name"), item.get("value")
+        if not isinstance(key, str) or not isinstance(val, str):
+            return None
+        out[key] = val
+    return out
+
+
+def _looks_secret(name: str) -> bool:
+    upper = name.upper()
+    return any(marker in upper for marker in ("KEY", "TOKEN", "SECRET", "PASSWORD", "AUTH", "CREDENTIAL"))

@@ -1,0 +1,185 @@
+"""The real agent for tests: ``python -m hermes_acp`` spawned with a temp home and the scripted model server.
+
+``spawn_agent(tmp_path, scenario)`` starts the fixture model server (``fixtures.model_server``) in this process,
+writes ``config.toml`` in a fresh ``HERMES_ACP_HOME`` with one OpenAI-compatible provider ``fx`` pointing at it
+(models ``fx:m`` and ``fx:m2``, default ``fx:m``), spawns the agent with stderr to a file and stdout teed (every
+line kept, to check it is JSON-RPC only), and connects the acp SDK's client to it. On the way out the agent's stdin
+is closed and it is given ``EXIT_TIMEOUT_S`` to exit on its own (closing its sessions and their MCP servers), then
+killed. ``AgentProcess`` has small helpers for what tests do most: sessions, prompts, the model requests the
+server recorded and the tools each one offered.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import sys
+from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import acp
+import anyio
+from acp.client.connection import ClientSideConnection
+
+from fixtures.model_server import ModelServer, RequestRecord, serve_model_server
+
+from .acp_client import RecordingClient
+
+__all__ = ["EXIT_TIMEOUT_S", "MODEL", "MODEL_2", "REPO", "AgentProcess", "spawn_agent"]
+
+REPO = Path(__file__).resolve().parent.parent.parent
+MODEL = "fx:m"
+MODEL_2 = "fx:m2"
+EXIT_TIMEOUT_S = 20.0
+START_TIMEOUT_S = 30.0
+
+
+@dataclass
+class AgentProcess:
+    conn: ClientSideConnection
+    process: asyncio.subprocess.Process
+    client: RecordingClient
+    model: ModelServer
+    home: Path
+    workspace: Path
+    stderr_path: Path
+    stdout_lines: list[bytes] = field(default_factory=list)
+
+    async def initialize(self) -> Any:
+        with anyio.fail_after(START_TIMEOUT_S):
+            return await self.conn.initialize(protocol_version=1)
+
+    async def new_session(self, mcp_servers: Sequence[Mapping[str, Any]] = (), cwd: Path | None = None) -> str:
+        response = await self.conn.new_session(cwd=str(cwd or self.workspace), mcp_servers=servers(mcp_servers))
+        return response.session_id
+
+    async def prompt(self, session_id: str, text: str) -> Any:
+        return await self.conn.prompt(session_id=session_id, prompt=[acp.text_block(text)])
+
+    async def request(self, method: str, params: dict[str, Any]) -> Any:
+        """A raw JSON-RPC request (for methods the SDK client lacks, e.g. ``session/set_model``)."""
+        return await self.conn._conn.send_request(method, params)
+
+    def model_requests(self) -> list[RequestRecord]:
+        """The chat requests the model server received, in order (model listing requests left out)."""
+        return [r for r in self.model.requests() if r.method == "POST"]
+
+    def offered_tools(self) -> list[list[str]]:
+        """For each model request, the names of the tools it offered."""
+        return [tool_names(r) for r in self.model_requests()]
+
+    async def shutdown(self) -> int:
+        """Close stdin (the editor went away) and wait for the agent to exit on its own; its exit status."""
+        if self.process.stdin is not None and not self.process.stdin.is_closing():
+            self.process.stdin.close()
+        with anyio.fail_after(EXIT_TIMEOUT_S):
+            return await self.process.wait()
+
+    def assert_json_rpc_only(self) -> None:
+        for line in self.stdout_lines:
+            message = json.loads(line)
+            assert message["jsonrpc"] == "2.0", line
+
+
+def servers(specs: Sequence[Mapping[str, Any]]) -> list[Any]:
+    """ACP ``mcpServers`` entries from their JSON shapes (stdio, http, sse)."""
+    out: list[Any] = []
+    for spec in specs:
+        kind = spec.get("type")
+        if kind == "http":
+            out.append(acp.schema.HttpMcpServer.model_validate(spec))
+        elif kind == "sse":
+            out.append(acp.schema.SseMcpServer.model_validate(spec))
+        else:
+            out.append(acp.schema.McpServerStdio.model_validate(spec))
+    return out
+
+
+def tool_names(record: RequestRecord) -> list[str]:
+    body = record.body or {}
+    names = []
+    for tool in body.get("tools") or []:
+        names.append(tool["function"]["name"] if "function" in tool else tool["name"])
+    return names
+
+
+def _config(base_url: str) -> str:
+    return (
+        '[model]\ndefault = "fx:m"\n\n'
+        f'[providers.fx]\nkind = "openai"\nbase_url = "{base_url}"\nmodels = ["m", "m2"]\nmax_retries = 0\n'
+    )
+
+
+@contextlib.asynccontextmanager
+async def spawn_agent(
+    tmp_path: Path,
+    scenario: dict[str, Any] | None = None,
+    *,
+    env: Mapping[str, str] | None = None,
+    home: Path | None = None,
+    initialize: bool = True,
+    client: RecordingClient | None = None,
+    config_extra: str = "",
+) -> AsyncIterator[AgentProcess]:
+    """The real agent against a scripted model (``scenario``: the model server's format; default: "Hello." for
+    every request). ``config_extra`` is appended to config.toml (e.g. ``[permissions]`` or ``[agent]``)."""
+    home = home or tmp_path / "home"
+    home.mkdir(parents=True, exist_ok=True)
+    workspace = tmp_path / "workspace"
+    workspace.mkdir(exist_ok=True)
+    stderr_path = tmp_path / "agent-stderr.log"
+    scenario = scenario or {"name": "default", "responses": [{"steps": [{"text": "Hello."}], "repeat": True}]}
+    async with serve_model_server(scenario) as model:
+        (home / "config.toml").write_text(_config(model.openai_base_url) + config_extra)
+        process_env = {
+            "PATH": os.environ.get("PATH", ""),
+            "HOME": str(tmp_path),
+            "HERMES_ACP_HOME": str(home),
+            "PYTHONPATH": str(REPO),
+            **(env or {}),
+        }
+        with stderr_path.open("ab") as stderr:
+            process = await asyncio.create_subprocess_exec(
+                sys.executable,
+                "-m",
+                "hermes_acp",
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=stderr,
+                env=process_env,
+                cwd=str(workspace),
+            )
+        assert process.stdout is not None
+        assert process.stdin is not None
+        tee = asyncio.StreamReader(limit=50 * 1024 * 1024)
+        recording = client or RecordingClient()
+        conn = acp.connect_to_agent(recording, process.stdin, tee, use_unstable_protocol=True)
+        agent = AgentProcess(conn, process, recording, model, home, workspace, stderr_path)
+
+        async def copy_stdout() -> None:
+            assert process.stdout is not None
+            while line := await process.stdout.readline():
+                agent.stdout_lines.append(line)
+                tee.feed_data(line)
+            tee.feed_eof()
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(copy_stdout)
+            try:
+                if initialize:
+                    await agent.initialize()
+                yield agent
+            finally:
+                with anyio.CancelScope(shield=True):
+                    if process.returncode is None:
+                        with contextlib.suppress(TimeoutError):
+                            await agent.shutdown()
+                    if process.returncode is None:
+                        process.kill()
+                        with anyio.fail_after(10):
+                            await process.wait()
+                    await conn.close()
