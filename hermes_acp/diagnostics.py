@@ -8,18 +8,18 @@ Exit status 0 means the server can serve; the report says what to fix otherwise.
 from __future__ import annotations
 
 import os
-import shutil
-import subprocess
 import sys
 from importlib import metadata
-from pathlib import Path
 
+import anyio
+
+from hermes_acp.computer_use import check_driver
 from hermes_acp.config import Settings, default_home, load_settings
 from hermes_acp.errors import ConfigError
 from hermes_acp.providers.catalog import ModelCatalog
 from hermes_acp.version import __version__
 
-__all__ = ["driver_version", "run_check"]
+__all__ = ["run_check"]
 
 _DEPENDENCIES = ("agent-client-protocol", "mcp", "pydantic", "anyio", "pillow", "httpx", "structlog")
 _OK, _BAD, _WARN = "✓", "✗", "!"
@@ -89,19 +89,5 @@ def _check_models(settings: Settings, env: dict[str, str]) -> int:
 
 
 def _check_driver(settings: Settings) -> None:
-    command = settings.computer_use.driver_command
-    path = shutil.which(command[0])
-    if path is None:
-        print(f"  {_WARN} cua-driver: {command[0]!r} not found; computer_use is not offered")
-        return
-    version = driver_version(Path(path))
-    print(f"  {_OK} cua-driver: {path} ({version or 'version unknown'})")
-
-
-def driver_version(path: Path) -> str | None:
-    try:
-        done = subprocess.run([str(path), "--version"], capture_output=True, text=True, timeout=10, check=False)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    text = (done.stdout or done.stderr).strip()
-    return text.splitlines()[0] if text else None
+    check = anyio.run(check_driver, settings)
+    print(f"  {_OK if check.ok else _WARN} {check.describe()}")

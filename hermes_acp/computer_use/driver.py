@@ -18,6 +18,7 @@ It deliberately knows nothing about the model-facing schema, targets, images or 
 
 from __future__ import annotations
 
+import importlib
 import math
 import sys
 import uuid
@@ -26,13 +27,12 @@ from contextlib import AbstractAsyncContextManager, AsyncExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
-from typing import IO, Any, Protocol, TextIO, TypeVar, cast
+from typing import IO, TYPE_CHECKING, Any, Protocol, TextIO, TypeVar, cast
 
 import anyio
-import mcp.types as mcp_types
+import anyio.to_thread
 import structlog
 from anyio.abc import TaskGroup
-from mcp import ClientSession, MCPError, StdioServerParameters, stdio_client
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from hermes_acp.errors import DriverUnavailableError, OutcomeUnknownError
@@ -40,6 +40,9 @@ from hermes_acp.version import __version__
 
 from .results import ComputerUseRefusal, DriverRefusal, DriverReply
 from .surface import REPLAY_SAFE_TOOLS, DriverSurface
+
+if TYPE_CHECKING:
+    from mcp import ClientSession
 
 __all__ = ["DriverClient", "DriverHost", "DriverParams", "OwnerRuntime"]
 
@@ -93,6 +96,9 @@ class _Connection:
 
 
 async def _send(session: ClientSession, tool: str, arguments: Mapping[str, Any], limit_s: float) -> dict[str, Any]:
+    import mcp.types as mcp_types
+    from mcp import MCPError
+
     request = mcp_types.CallToolRequest(params=mcp_types.CallToolRequestParams(name=tool, arguments=dict(arguments)))
     try:
         with anyio.move_on_after(limit_s):
@@ -116,6 +122,8 @@ async def _send(session: ClientSession, tool: str, arguments: Mapping[str, Any],
 
 async def _list_tools(session: ClientSession) -> dict[str, Any]:
     """The raw ``tools/list`` (all pages), keeping the non-standard keys the SDK's models drop."""
+    import mcp.types as mcp_types
+
     tools: list[Any] = []
     listing: dict[str, Any] = {}
     cursor: str | None = None
@@ -214,6 +222,11 @@ class DriverHost:
         try:
             with anyio.CancelScope() as scope:
                 scope.deadline = anyio.current_time() + params.start_timeout_s
+                # The MCP SDK costs over a second to import: load it off the event loop, once, on first use.
+                await anyio.to_thread.run_sync(importlib.import_module, "mcp")
+                import mcp.types as mcp_types
+                from mcp import ClientSession, StdioServerParameters, stdio_client
+
                 async with AsyncExitStack() as stack:
                     errlog = await self._errlog(stack)
                     server = StdioServerParameters(

@@ -14,8 +14,10 @@ from __future__ import annotations
 import io
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from PIL import Image, ImageDraw, ImageFont, UnidentifiedImageError
+if TYPE_CHECKING:
+    from PIL import Image
 
 __all__ = ["Fitted", "ImageDecodeError", "draw_marks", "fit", "measure"]
 
@@ -43,6 +45,8 @@ class Fitted:
 
 
 def _open(data: bytes) -> Image.Image:
+    from PIL import Image, UnidentifiedImageError
+
     try:
         image = Image.open(io.BytesIO(data))
         image.load()
@@ -53,6 +57,8 @@ def _open(data: bytes) -> Image.Image:
 
 def measure(data: bytes) -> tuple[int, int]:
     """(width, height) of an encoded image (reads the header only)."""
+    from PIL import Image, UnidentifiedImageError
+
     try:
         with Image.open(io.BytesIO(data)) as image:
             return image.size
@@ -70,6 +76,8 @@ def _encode(image: Image.Image, fmt: str, quality: int = 85) -> bytes:
 
 
 def _resized(image: Image.Image, max_edge: int) -> Image.Image:
+    from PIL import Image
+
     width, height = image.size
     longest = max(width, height)
     if longest <= max_edge:
@@ -104,6 +112,8 @@ def fit(data: bytes, media_type: str, *, max_edge: int, target_bytes: int) -> Fi
 
 def draw_marks(data: bytes, boxes: Sequence[tuple[int, tuple[float, float, float, float]]]) -> bytes:
     """The screenshot with each ``(index, (x, y, w, h))`` box outlined and numbered (PNG)."""
+    from PIL import ImageDraw, ImageFont
+
     image = _open(data).convert("RGB")
     draw = ImageDraw.Draw(image)
     font = ImageFont.load_default()

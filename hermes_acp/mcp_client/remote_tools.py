@@ -99,7 +99,7 @@ class McpTool:
 
     async def run(self, parsed: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
         result = await self._connection.call_tool(self.remote_name, parsed, read_only=self._read_only)
-        return await outcome_from_result(result, cache_dir=ctx.cache_dir)
+        return await outcome_from_result(result, cache_dir=ctx.cache_dir, gate=ctx.images)
 
 
 _UTILITY_SPECS: dict[Utility, tuple[str, dict[str, Any]]] = {
@@ -207,11 +207,11 @@ class UtilityTool:
         if self.utility == "read_resource":
             uri = str(parsed["uri"])
             result = await conn.read(lambda wire: wire.read_resource(uri), "resources/read")
-            return await outcome_from_result(_resource_content(result), cache_dir=ctx.cache_dir)
+            return await outcome_from_result(_resource_content(result), cache_dir=ctx.cache_dir, gate=ctx.images)
         name = str(parsed["name"])
         arguments = {str(k): str(v) for k, v in (parsed.get("arguments") or {}).items()}
         result = await conn.read(lambda wire: wire.get_prompt(name, arguments), "prompts/get")
-        return await outcome_from_result(_prompt_content(result), cache_dir=ctx.cache_dir)
+        return await outcome_from_result(_prompt_content(result), cache_dir=ctx.cache_dir, gate=ctx.images)
 
 
 def _listing(title: str, lines: list[str]) -> str:

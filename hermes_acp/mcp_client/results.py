@@ -18,6 +18,7 @@ from typing import Any
 
 from hermes_acp.core import DisplayBlock, ImageBlock, ImagePart, ResourceBlock, ResourceLinkBlock, TextBlock, TextPart
 from hermes_acp.tools.base import ToolOutcome
+from hermes_acp.tools.context import ImageGate
 
 from .images import decode_image, save_image
 from .untrusted import MAX_RESULT_CHARS, cap_text, public_meta, strip_unicode_tags
@@ -30,8 +31,15 @@ ERROR_CODE = "mcp_tool_error"
 
 
 async def outcome_from_result(
-    result: Mapping[str, Any], *, cache_dir: Path, limit: int = MAX_RESULT_CHARS
+    result: Mapping[str, Any],
+    *,
+    cache_dir: Path,
+    limit: int = MAX_RESULT_CHARS,
+    gate: ImageGate | None = None,
+    purpose: str = "an image returned by an MCP tool",
 ) -> ToolOutcome:
+    """The tool's result for the model and the editor. Images reach the model through the session's image ``gate``
+    (the one DESIGN §7 describes, shared with screenshots and prompt images); the editor gets them unchanged."""
     texts: list[str] = []
     images: list[ImagePart] = []
     blocks: list[DisplayBlock] = []
@@ -52,8 +60,11 @@ async def outcome_from_result(
     meta = public_meta(result.get("_meta") if isinstance(result.get("_meta"), Mapping) else None)
     if meta:
         raw["_meta"] = meta
+    model_images: list[TextPart | ImagePart] = list(images)
+    if gate is not None and images:
+        model_images = (await gate.admit(images, purpose=purpose)).parts
     return ToolOutcome(
-        parts=[TextPart(text=text), *images],
+        parts=[TextPart(text=text), *model_images],
         content=[TextBlock(text=text), *blocks],
         raw_output=raw or None,
         failed=failed,

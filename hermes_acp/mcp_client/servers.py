@@ -14,7 +14,6 @@ helpers, named by ``naming`` and sorted by name. It knows nothing about modes, p
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Mapping, Sequence
 from pathlib import Path
@@ -70,15 +69,12 @@ class McpServers:
     async def running(self) -> AsyncIterator[McpServers]:
         """Start every server; enter this in the session's owner task (it returns without waiting for them).
 
-        The supervisors run in an asyncio ``TaskGroup`` rather than an anyio one: ``SessionRuntime`` leaves the
-        context managers it entered from inside a shielded, bounded cancel scope of its own, and anyio forbids
-        leaving a task group's cancel scope from inside a scope opened after it. Each supervisor still enters and
-        leaves its own SDK connection, and the group is entered and left by the owner task. Supervisors are ended
-        with anyio cancel scopes (``stop``), never ``Task.cancel``, so the SDK's shielded shutdown is respected.
+        Each server's supervisor runs in this task group and enters and leaves its own SDK connection; leaving
+        stops them with their cancel scopes (``stop``), so the SDK's shielded shutdown of each server runs.
         """
-        async with asyncio.TaskGroup() as group:
+        async with anyio.create_task_group() as group:
             for connection in self.connections:
-                group.create_task(connection.supervise(), name=f"mcp server {connection.name}")
+                group.start_soon(connection.supervise, name=f"mcp server {connection.name}")
             self._running = True
             try:
                 yield self

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import anyio
 
+from hermes_acp.computer_use import ComputerUse
 from hermes_acp.config import Settings
 from hermes_acp.core import (
     DisplayBlock,
@@ -32,7 +33,7 @@ from hermes_acp.core.ids import new_message_id, new_turn_id
 from hermes_acp.core.modes import MODES
 from hermes_acp.errors import NoProviderError, SessionBusyError, UnknownModeError
 from hermes_acp.mcp_client import McpServers
-from hermes_acp.providers.catalog import ModelCatalog
+from hermes_acp.providers.catalog import CatalogModel, ModelCatalog
 from hermes_acp.providers.registry import ProviderRegistry
 from hermes_acp.storage.base import SessionRecord, SessionStore
 from hermes_acp.tools.base import Tool
@@ -83,6 +84,15 @@ class Session:
         """The editor's MCP server specs for this session (kept in memory only: they may carry secrets)."""
         self.mcp = mcp if mcp is not None else McpServers([], cwd=workspace.cwd)
         """The live connections to those servers (started by the manager in the owner task)."""
+        self.computer_use = ComputerUse.for_session(
+            runtime,
+            services.settings,
+            model=self.current_model,
+            catalog=services.catalog,
+            providers=services.providers,
+        )
+        """The session's computer_use tool (offered when the driver command resolves; the driver starts lazily in
+        the owner task at the first call) and its image gate, which every image passes."""
         self._turn_lock = anyio.Lock()
         self._in_flight: list[anyio.CancelScope] = []
         self._running = False
@@ -99,6 +109,11 @@ class Session:
     @property
     def model_id(self) -> str | None:
         return self.record.model_id
+
+    def current_model(self) -> CatalogModel | None:
+        catalog = self.services.catalog
+        model_id = self.model_id if self.model_id in catalog else catalog.default_id
+        return catalog.get(model_id) if model_id is not None else None
 
     @property
     def busy(self) -> bool:
@@ -202,6 +217,7 @@ class Session:
             cache_dir=services.settings.cache_dir,
             files=client.files(self.id),
             terminals=client.terminals(self.id),
+            images=self.computer_use.gate,
         )
         notices = await self.mcp.prepare_turn()  # bounded: servers still starting are reported, not awaited
         return await run_turn(TurnState(turn_id=new_turn_id()), deps, display, notices=notices)

@@ -24,5 +24,7 @@ _BUILTINS: tuple[Tool, ...] = tuple(builtin_tools())
 
 def derive_tool_surface(session: Session) -> Sequence[Tool]:
     mode = session.mode
-    tools = [*_BUILTINS, *session.mcp.tools()]
-    return [tool for tool in tools if mode != "read_only" or tool.read_only]
+    tools = [tool for tool in (*_BUILTINS, *session.mcp.tools()) if mode != "read_only" or tool.read_only]
+    if session.computer_use.available:
+        tools.append(session.computer_use.tool)  # in read_only too: observation is allowed, the policy denies input
+    return tools
