@@ -1,0 +1,113 @@
+"""``make demo``: the whole flow on the bundled fixtures, with no API keys and no network.
+
+It starts the scripted model server (``probes/scenarios/demo.json``) in this process, points a fresh home at it
+and at the simulated cua-driver, then runs the probe's ``caps``, ``timing`` and ``e2e`` checks against the real
+``python -m hermes_acp``: spawn, session/new, set_mode, a tool turn that writes a file and runs a command, a
+vision turn, a computer_use turn on the simulated Calculator (capture, click 2 + 3 =, verify 5), cancel, kill the
+process, list, load with replay, and continue the conversation. It prints the checklist and the timings, checks
+the effects independently (the file on disk, the calculator's own state), and leaves the last screenshot (with
+its element boxes) in ``out/last_screenshot.png``.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from fixtures.cua_driver_sim import command as simulated_driver
+from fixtures.cua_driver_sim import read_state
+from fixtures.model_server import load_scenario, serve_model_server
+
+from .agent import solid_png
+from .checks import ProbeOptions
+from .probe import run_checks, summarise
+
+__all__ = ["main"]
+
+REPO = Path(__file__).resolve().parent.parent
+SCENARIO = Path(__file__).resolve().parent / "scenarios" / "demo.json"
+OUT = REPO / "out"
+
+
+def _config(base_url: str, driver: list[str]) -> str:
+    return "\n".join(
+        [
+            "[model]",
+            'default = "demo:demo-model"',
+            "[providers.demo]",
+            'kind = "openai"',
+            f'base_url = "{base_url}/v1"',
+            'models = [{ id = "demo-model", vision = true, context_window = 32768 }]',
+            "[computer_use]",
+            f"driver_command = {json.dumps(driver)}",
+            "",
+        ]
+    )
+
+
+async def _run(root: Path) -> int:
+    home, workspace = root / "home", root / "workspace"
+    home.mkdir()
+    workspace.mkdir()
+    driver, driver_env = simulated_driver(journal=root / "journal.jsonl", state=root / "calculator.json")
+    started = time.perf_counter()
+    async with serve_model_server(load_scenario(SCENARIO)) as server:
+        (home / "config.toml").write_text(_config(server.base_url, driver))
+        options = ProbeOptions(
+            command=[sys.executable, "-m", "hermes_acp"],
+            env={"HERMES_ACP_HOME": str(home), "HOME": str(home), **driver_env, "PYTHONPATH": str(REPO)},
+            cwd=workspace,
+            stderr=root / "agent.stderr",
+            out_dir=OUT,
+            timeout_s=60,
+            image=solid_png(),
+        )
+        print(f"hermes-acp demo — agent: {shlex.join(options.command)}")
+        print(f"  model server {server.base_url}, simulated cua-driver, home {home}\n")
+        results = await run_checks(["caps", "timing", "e2e"], options)
+        requests = len(server.requests())
+    effects = _effects(workspace, root / "calculator.json")
+    for label, ok in effects:
+        print(f"{'✓' if ok else '✗'} effect    {label}")
+    summary = summarise(results, options)
+    print("\nTimings:")
+    for key in ("spawn_to_initialize_ms", "session_new_ms", "prompt_to_first_chunk_ms", "cancel_latency_ms"):
+        print(f"  {key:<26} {summary.get(key)}")
+    print(f"  {'agent_peak_rss_kib':<26} {summary.get('agent_peak_rss_kib')}")
+    print(f"  {'model requests served':<26} {requests}")
+    print(f"  {'demo wall time':<26} {time.perf_counter() - started:.1f} s")
+    screenshot = OUT / "last_screenshot.png"
+    print(f"\nLast screenshot: {screenshot if screenshot.exists() else 'none written'}")
+    failed = [r.name for r in results if r.status == "fail"] + [label for label, ok in effects if not ok]
+    print("Demo " + ("passed." if not failed else f"FAILED: {', '.join(failed)} (agent log: {root / 'agent.stderr'})"))
+    return 1 if failed else 0
+
+
+def _effects(workspace: Path, calculator: Path) -> list[tuple[str, bool]]:
+    hello = workspace / "hello.txt"
+    state: Any = read_state(calculator) if calculator.exists() else {}
+    display = state.get("calculator", {}).get("display")
+    return [
+        (
+            f"hello.txt on disk: {hello.read_text().strip()!r}" if hello.exists() else "hello.txt on disk",
+            hello.exists(),
+        ),
+        (f"the simulated Calculator displays {display!r}", display == "5"),
+    ]
+
+
+def main() -> int:
+    OUT.mkdir(exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="hermes-demo-") as tmp:
+        return anyio.run(_run, Path(tmp))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
