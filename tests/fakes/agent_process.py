@@ -80,9 +80,12 @@ class AgentProcess:
             return await self.process.wait()
 
     def assert_json_rpc_only(self) -> None:
+        """Every stdout line is one JSON-RPC message (a request, notification or response), from the first byte."""
+        assert self.stdout_lines, "the agent wrote nothing on stdout"
         for line in self.stdout_lines:
             message = json.loads(line)
             assert message["jsonrpc"] == "2.0", line
+            assert "method" in message or "id" in message, line
 
 
 def servers(specs: Sequence[Mapping[str, Any]]) -> list[Any]:
@@ -130,7 +133,7 @@ async def spawn_agent(
     home = home or tmp_path / "home"
     home.mkdir(parents=True, exist_ok=True)
     workspace = tmp_path / "workspace"
-    workspace.mkdir(exist_ok=True)
+    workspace.mkdir(parents=True, exist_ok=True)
     stderr_path = tmp_path / "agent-stderr.log"
     scenario = scenario or {"name": "default", "responses": [{"steps": [{"text": "Hello."}], "repeat": True}]}
     async with serve_model_server(scenario) as model:
