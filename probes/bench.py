@@ -24,7 +24,7 @@ from typing import Any
 import anyio
 from acp import schema
 
-from fixtures.model_server import serve_model_server
+from fixtures.model_server import load_scenario, serve_model_server
 
 from .agent import AgentProcess, ProbeClient, peak_rss_kib, spawn_agent
 
@@ -119,6 +119,90 @@ async def cold_start(bench: Bench, runs: int) -> list[Row]:
         Row("cold start → first session/new answered", _ms(first_new), "goal ≤ 700 ms"),
         Row("session/new (warm, no MCP server)", _ms(later_new), "goal ≤ 20 ms"),
     ]
+
+
+async def session_new_with_mcp(bench: Bench, runs: int) -> list[Row]:
+    server = {
+        "name": "fixture",
+        "command": sys.executable,
+        "args": ["-m", "fixtures.mcp_server", "--journal", str(bench.home / "mcp-journal.jsonl")],
+        "env": [{"name": "PYTHONPATH", "value": str(REPO)}],
+    }
+    times: list[float] = []
+    async with bench.spawn() as agent:
+        await _new(agent, bench)
+        for _ in range(runs):
+            started = time.perf_counter()
+            with anyio.fail_after(30):
+                response = await agent.conn.new_session(
+                    cwd=str(bench.workspace), mcp_servers=[schema.McpServerStdio.model_validate(server)]
+                )
+            times.append((time.perf_counter() - started) * 1000)
+            await agent.conn.close_session(session_id=response.session_id)
+    return [Row("session/new with one stdio MCP server", _ms(times), f"median of {runs}; goal ≤ 50 ms")]
+
+
+async def computer_use_overhead(bench: Bench) -> list[Row]:
+    """Per action, the agent's own time around the simulated driver's (``rawOutput.meta`` of each call)."""
+    from fixtures.cua_driver_sim import command as simulated_driver
+
+    argv, env = simulated_driver(journal=bench.home / "cu-journal.jsonl", state=bench.home / "cu-state.json")
+    capture = {"tool_call": {"name": "computer_use", "arguments": {"action": "capture", "app": "Calculator"}}}
+    clicks = [{"tool_call": {"name": "computer_use", "arguments": {"action": "click", "element": 8}}}] * 10
+    bench.server.set_scenario(
+        load_scenario(
+            {
+                "name": "computer-use-bench",
+                "responses": [
+                    {
+                        "match": {"last_message_contains": "press one"},
+                        "steps": [
+                            {
+                                "tool_call": {
+                                    "name": "computer_use",
+                                    "arguments": {"action": "capture", "app": "Calculator"},
+                                }
+                            }
+                        ],
+                    },
+                    {"match": {"any_message_contains": '"action":"capture"'}, "steps": [*clicks, *[capture] * 5]},
+                    {"repeat": True, "steps": [{"text": "Done."}]},
+                ],
+            }
+        )
+    )
+    client = ProbeClient()
+    spawn = spawn_agent(
+        COMMAND,
+        env={**bench.env(), **env, "HERMES_CUA_DRIVER_CMD": shlex.join(argv), "PYTHONPATH": str(REPO)},
+        stderr=bench.home / "agent.stderr",
+        client=client,
+        cwd=bench.workspace,
+    )
+    async with spawn as agent:
+        session_id = await _new(agent, bench)
+        await agent.conn.set_session_mode(session_id=session_id, mode_id="dont_ask")
+        await _prompt(agent, session_id, "press one ten times")
+    bench.server.set_scenario(load_scenario(SCENARIO))
+    outputs = [
+        u.body["rawOutput"]
+        for u in client.updates
+        if u.kind == "tool_call_update" and isinstance(u.body.get("rawOutput"), dict) and "meta" in u.body["rawOutput"]
+    ]
+    first = outputs[0]["meta"] if outputs else None
+    rows = []
+    if first is not None:
+        note = "the first capture starts the driver: MCP SDK import off the event loop + spawn + initialize"
+        rows.append(Row("computer_use first action (driver start)", f"{first['total_ms']:.0f} ms", note))
+    for action in ("capture", "click"):
+        metas = [o["meta"] for o in outputs[1:] if o.get("action") == action]
+        if not metas:
+            continue
+        overhead = [m["total_ms"] - m["driver_ms"] for m in metas]
+        driver = statistics.median(m["driver_ms"] for m in metas)
+        note = f"over the simulated driver's own {driver:.1f} ms; {len(metas)} actions"
+        rows.append(Row(f"computer_use overhead per {action}", _ms(overhead), note))
+    return rows or [Row("computer_use overhead per action", "n/a", "no rawOutput.meta in the frames")]
 
 
 async def first_chunk_overhead(bench: Bench, turns: int) -> list[Row]:
@@ -288,12 +372,14 @@ def _ms(values: list[float]) -> str:
 
 ROWS: list[Callable[[Bench], Awaitable[list[Row]]]] = [
     lambda b: cold_start(b, 5),
+    lambda b: session_new_with_mcp(b, 10),
     lambda b: first_chunk_overhead(b, 10),
     chunk_rate,
     request_size,
     memory,
     lambda b: replay(b, 2000),
     lambda b: cancel_latency(b, 10),
+    computer_use_overhead,
 ]
 
 
