@@ -62,6 +62,10 @@ class ProviderSettings(_Section):
     max_retries: Annotated[int, Field(ge=0, le=10)] = 3
     """Retries on 429, 5xx and connection errors, only before the first token."""
 
+    def max_output_tokens(self, model_id: str) -> int | None:
+        """The configured output-token limit of one of this provider's models, if any."""
+        return next((m.max_output_tokens for m in self.models if m.id == model_id), None)
+
     @field_validator("models", mode="before")
     @classmethod
     def _bare_model_names(cls, value: Any) -> Any:

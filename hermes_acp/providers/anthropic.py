@@ -66,7 +66,7 @@ class AnthropicProvider:
 
     async def stream(self, request: ProviderRequest) -> AsyncGenerator[ProviderEvent, None]:
         """Stream one response (see ``ModelProvider.stream``)."""
-        body = build_messages_request(request, default_max_tokens=self._configured_max_tokens(request.model))
+        body = build_messages_request(request, default_max_tokens=self._settings.max_output_tokens(request.model))
         events = self._http.stream_events(self._url, body, lambda: MessagesStreamDecoder(self._identity))
         async with aclosing(events):
             async for event in events:
@@ -74,9 +74,3 @@ class AnthropicProvider:
 
     async def aclose(self) -> None:
         await self._http.aclose()
-
-    def _configured_max_tokens(self, model: str) -> int | None:
-        for entry in self._settings.models:
-            if entry.id == model:
-                return entry.max_output_tokens
-        return None

@@ -72,7 +72,7 @@ class OpenAIProvider:
         body = build_chat_request(
             request,
             max_tokens_field=self._max_tokens_field,
-            default_max_tokens=self._configured_max_tokens(request.model),
+            default_max_tokens=self._settings.max_output_tokens(request.model),
         )
         events = self._http.stream_events(self._url, body, lambda: ChatCompletionsDecoder(self._identity))
         async with aclosing(events):
@@ -81,9 +81,3 @@ class OpenAIProvider:
 
     async def aclose(self) -> None:
         await self._http.aclose()
-
-    def _configured_max_tokens(self, model: str) -> int | None:
-        for entry in self._settings.models:
-            if entry.id == model:
-                return entry.max_output_tokens
-        return None

@@ -198,7 +198,17 @@ async def _ask_outside(state: TurnState, deps: TurnDeps, path: Path, request: Ap
             locations=presentation.locations,
         )
     )
-    flow = ApprovalFlow(
+    flow = _approvals(state, deps)
+    try:
+        await flow.check(call_id, presentation, request)
+    except PermissionDeniedError as exc:
+        await _settle_attachment(state, deps, call_id, failed=True, text=str(exc))
+        raise
+    await _settle_attachment(state, deps, call_id, failed=False, text=f"Read {path} as a prompt attachment.")
+
+
+def _approvals(state: TurnState, deps: TurnDeps) -> ApprovalFlow:
+    return ApprovalFlow(
         turn_id=state.turn_id,
         workspace=deps.workspace,
         mode=deps.mode,
@@ -206,12 +216,6 @@ async def _ask_outside(state: TurnState, deps: TurnDeps, path: Path, request: Ap
         recorder=deps.recorder,
         timeout_s=deps.permission_timeout_s,
     )
-    try:
-        await flow.check(call_id, presentation, request)
-    except PermissionDeniedError as exc:
-        await _settle_attachment(state, deps, call_id, failed=True, text=str(exc))
-        raise
-    await _settle_attachment(state, deps, call_id, failed=False, text=f"Read {path} as a prompt attachment.")
 
 
 async def _settle_attachment(state: TurnState, deps: TurnDeps, call_id: str, *, failed: bool, text: str) -> None:
@@ -334,21 +338,14 @@ async def _run_tool_calls(
                 name=p.call.name,
                 title=p.presentation.title,
                 tool_kind=p.presentation.kind,
-                raw_input=p.call.parsed_arguments() if p.call.parsed_arguments() is not None else p.call.arguments,
+                raw_input=_raw_input(p.call),
                 locations=p.presentation.locations,
                 content=p.presentation.content,
             )
             for p in prepared
         ]
     )
-    approvals = ApprovalFlow(
-        turn_id=state.turn_id,
-        workspace=deps.workspace,
-        mode=deps.mode,
-        gate=deps.gate,
-        recorder=deps.recorder,
-        timeout_s=deps.permission_timeout_s,
-    )
+    approvals = _approvals(state, deps)
     for item in prepared:
         state.running_call = item.call.id
         outcome = await _execute(item, state, deps, approvals)
@@ -356,6 +353,12 @@ async def _run_tool_calls(
         if outcome.plan is not None:
             await deps.recorder.record(PlanUpdated(turn_id=state.turn_id, entries=outcome.plan))
         await _settle(state, deps, item.call, outcome)
+
+
+def _raw_input(call: ToolCallPart) -> Any:
+    """The arguments as an object when they parse, else the raw text the model wrote."""
+    parsed = call.parsed_arguments()
+    return parsed if parsed is not None else call.arguments
 
 
 def _prepare(

@@ -30,6 +30,7 @@ from hermes_acp.providers.catalog import CatalogModel, ModelCatalog
 from hermes_acp.providers.registry import ProviderRegistry
 from hermes_acp.tools.base import ToolOutcome
 from hermes_acp.tools.context import ApprovalRequest, ToolContext, Workspace
+from tests.fakes.server import scripted_model
 
 from .owner import CountingRuntime
 
@@ -37,18 +38,8 @@ __all__ = ["Desk", "catalog_model", "open_desk", "payload"]
 
 
 def catalog_model(model_id: str = "scripted:model", *, vision: bool = True) -> CatalogModel:
-    provider_id, _, model = model_id.partition(":")
-    return CatalogModel(
-        id=model_id,
-        provider_id=provider_id,
-        model=model,
-        name=model,
-        vision=vision,
-        context_window=32_000,
-        max_output_tokens=None,
-        api_key_env=None,
-        usable=True,
-    )
+    """A usable catalog model; computer_use tests default to one with vision."""
+    return scripted_model(model_id, vision=vision)
 
 
 def payload(outcome: ToolOutcome) -> dict[str, Any]:
