@@ -1,0 +1,39 @@
+"""`hermes-acp --setup` writes a config that loads, keeps a backup, and never blocks without a terminal."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import pytest
+
+from hermes_acp.config import load_settings
+from hermes_acp.providers.catalog import ModelCatalog
+from hermes_acp.setup_wizard import render_config, run_setup
+
+
+def test_rendered_config_loads_with_the_chosen_default(tmp_path: Path) -> None:
+    text = render_config("local", "openai", "http://127.0.0.1:11434/v1", None, model="qwen3", vision=True)
+    (tmp_path / "config.toml").write_text(text)
+    settings = load_settings({}, home=tmp_path)
+    catalog = ModelCatalog.from_settings(settings, {})
+    assert catalog.default_id == "local:qwen3"
+    assert catalog.get("local:qwen3").vision
+
+
+def test_setup_writes_the_file_and_keeps_a_backup(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HERMES_ACP_HOME", str(tmp_path))
+    (tmp_path / "config.toml").write_text("# old\n")
+    monkeypatch.setattr("sys.stdin", io.StringIO("2\n\ngpt-5.4-mini\ny\n\n"))
+    assert run_setup() == 0
+    settings = load_settings({"OPENAI_API_KEY": "k"}, home=tmp_path)
+    assert settings.providers["openai"].api_key_env == "OPENAI_API_KEY"
+    assert (tmp_path / "config.toml.bak").read_text() == "# old\n"
+    assert "sk-" not in (tmp_path / "config.toml").read_text()
+
+
+def test_setup_without_a_terminal_writes_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HERMES_ACP_HOME", str(tmp_path))
+    monkeypatch.setattr("sys.stdin", io.StringIO(""))
+    assert run_setup() == 2
+    assert not (tmp_path / "config.toml").exists()
