@@ -54,11 +54,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     if args.check:
         from hermes_acp.diagnostics import run_check
 
-        sys.exit(run_check())
+        sys.exit(run_check(print))
     if args.setup:
         from hermes_acp.setup_wizard import run_setup
 
-        sys.exit(run_setup())
+        sys.exit(run_setup(print, input))
     from hermes_acp.protocol.stdio import serve_stdio
 
     with contextlib.suppress(KeyboardInterrupt):

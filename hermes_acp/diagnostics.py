@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
 from importlib import metadata
 
 import anyio
@@ -25,53 +26,54 @@ _DEPENDENCIES = ("agent-client-protocol", "mcp", "pydantic", "anyio", "pillow", 
 _OK, _BAD, _WARN = "✓", "✗", "!"
 
 
-def run_check() -> int:
+def run_check(say: Callable[[str], None]) -> int:
+    """Report through ``say`` (the command line passes print); 0 when the server can serve."""
     env = dict(os.environ)
     problems = 0
-    print(f"hermes-acp {__version__} on Python {sys.version.split()[0]}")
+    say(f"hermes-acp {__version__} on Python {sys.version.split()[0]}")
     for name in _DEPENDENCIES:
         try:
-            print(f"  {_OK} {name} {metadata.version(name)}")
+            say(f"  {_OK} {name} {metadata.version(name)}")
         except metadata.PackageNotFoundError:
-            print(f"  {_BAD} {name} is not installed")
+            say(f"  {_BAD} {name} is not installed")
             problems += 1
     home = default_home(env)
-    print(f"Home: {home}")
+    say(f"Home: {home}")
     try:
         settings = load_settings(env)
     except ConfigError as exc:
-        print(f"  {_BAD} configuration error:\n" + "\n".join(f"      {line}" for line in str(exc).splitlines()))
+        say(f"  {_BAD} configuration error:\n" + "\n".join(f"      {line}" for line in str(exc).splitlines()))
         return 1
-    print(f"  {_OK} config: {settings.config_file or 'none (defaults and environment)'}")
-    problems += _check_home(settings)
-    problems += _check_models(settings, env)
-    _check_driver(settings)
-    print("Result: " + ("ready to serve" if problems == 0 else f"{problems} problem(s) to fix"))
+    say(f"  {_OK} config: {settings.config_file or 'none (defaults and environment)'}")
+    problems += _check_home(settings, say)
+    problems += _check_models(settings, env, say)
+    _check_driver(settings, say)
+    say("Result: " + ("ready to serve" if problems == 0 else f"{problems} problem(s) to fix"))
     return 0 if problems == 0 else 1
 
 
-def _check_home(settings: Settings) -> int:
+def _check_home(settings: Settings, say: Callable[[str], None]) -> int:
     try:
         settings.home.mkdir(parents=True, exist_ok=True)
         probe = settings.home / ".write-check"
         probe.write_text("ok")
         probe.unlink()
     except OSError as exc:
-        print(f"  {_BAD} {settings.home} is not writable: {exc}")
+        say(f"  {_BAD} {settings.home} is not writable: {exc}")
         return 1
-    print(f"  {_OK} session store: {settings.state_db}")
+    say(f"  {_OK} session store: {settings.state_db}")
     return 0
 
 
-def _check_models(settings: Settings, env: dict[str, str]) -> int:
+def _check_models(settings: Settings, env: dict[str, str], say: Callable[[str], None]) -> int:
     try:
         catalog = ModelCatalog.from_settings(settings, env)
     except ConfigError as exc:
-        print(f"  {_BAD} {exc}")
+        say(f"  {_BAD} {exc}")
         return 1
-    print("Providers and models:")
+    say("Providers and models:")
     if not catalog.models:
-        print(
+        say(
             f"  {_WARN} no provider configured: prompts will answer auth_required. Set HERMES_ACP_BASE_URL and"
             " HERMES_ACP_MODEL, or OPENAI_API_KEY / ANTHROPIC_API_KEY, or run `hermes-acp --setup`"
         )
@@ -79,15 +81,15 @@ def _check_models(settings: Settings, env: dict[str, str]) -> int:
         key = provider.api_key_env
         key_state = "no key needed" if key is None else (f"{key} set" if env.get(key) else f"{key} NOT set")
         mark = _OK if key is None or env.get(key) else _WARN
-        print(f"  {mark} {provider_id} ({provider.kind}, {provider.base_url}, {key_state})")
+        say(f"  {mark} {provider_id} ({provider.kind}, {provider.base_url}, {key_state})")
         for model in catalog.models:
             if model.provider_id == provider_id:
                 flags = ", vision" if model.vision else ""
-                print(f"      - {model.id} (context {model.context_window}{flags})")
-    print(f"  default model: {catalog.default_id or 'none'}")
+                say(f"      - {model.id} (context {model.context_window}{flags})")
+    say(f"  default model: {catalog.default_id or 'none'}")
     return 0
 
 
-def _check_driver(settings: Settings) -> None:
+def _check_driver(settings: Settings, say: Callable[[str], None]) -> None:
     check = anyio.run(check_driver, settings)
-    print(f"  {_OK if check.ok else _WARN} {check.describe()}")
+    say(f"  {_OK if check.ok else _WARN} {check.describe()}")

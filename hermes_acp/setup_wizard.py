@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 from hermes_acp.config import default_home, load_settings
@@ -44,48 +45,53 @@ def render_config(provider_id: str, kind: str, base_url: str, key_env: str | Non
     return "\n".join(lines) + "\n"
 
 
-def _ask(question: str, default: str | None = None) -> str:
-    suffix = f" [{default}]" if default else ""
-    answer = input(f"{question}{suffix}: ").strip()
-    return answer or (default or "")
+def _asker(ask: Callable[[str], str]) -> Callable[..., str]:
+    def question(text: str, default: str | None = None) -> str:
+        suffix = f" [{default}]" if default else ""
+        answer = ask(f"{text}{suffix}: ").strip()
+        return answer or (default or "")
+
+    return question
 
 
-def run_setup() -> int:
+def run_setup(say: Callable[[str], None], ask: Callable[[str], str]) -> int:
+    """Ask in the terminal through ``ask``, report through ``say`` (the command line passes print and input)."""
+    _ask = _asker(ask)
     home = default_home(os.environ)
     path = home / "config.toml"
-    print(f"Hermes ACP setup — writes {path}")
+    say(f"Hermes ACP setup — writes {path}")
     try:
         for key, (_, _, _, _, label) in _PRESETS.items():
-            print(f"  {key}) {label}")
+            say(f"  {key}) {label}")
         choice = _ask("Provider", "1")
         if choice not in _PRESETS:
-            print(f"Unknown choice {choice!r}; nothing written.")
+            say(f"Unknown choice {choice!r}; nothing written.")
             return 2
         provider_id, kind, base_url, key_env, _ = _PRESETS[choice]
         base_url = _ask("Base URL", base_url)
         model = _ask("Model id (as the provider names it)")
         if not model:
-            print("A model id is needed; nothing written.")
+            say("A model id is needed; nothing written.")
             return 2
         vision = _ask("Does the model accept images? (y/n)", "n").lower().startswith("y")
         if key_env:
             key_env = _ask("Environment variable holding the API key", key_env)
     except EOFError:
-        print("\nNo terminal input; nothing written. Run `hermes-acp --setup` in a terminal.")
+        say("\nNo terminal input; nothing written. Run `hermes-acp --setup` in a terminal.")
         return 2
     text = render_config(provider_id, kind, base_url, key_env, model=model, vision=vision)
     home.mkdir(parents=True, exist_ok=True)
     if path.exists():
         backup = path.with_suffix(".toml.bak")
         shutil.copy2(path, backup)
-        print(f"Kept the previous file as {backup}")
+        say(f"Kept the previous file as {backup}")
     Path(path).write_text(text, encoding="utf-8")
     try:
         load_settings(os.environ)
     except ConfigError as exc:
-        print(f"The written file does not load: {exc}")
+        say(f"The written file does not load: {exc}")
         return 1
-    print(f"Wrote {path}:\n{text}")
+    say(f"Wrote {path}:\n{text}")
     if key_env and not os.environ.get(key_env):
-        print(f"Remember to set {key_env} in the environment your editor starts hermes-acp with.")
+        say(f"Remember to set {key_env} in the environment your editor starts hermes-acp with.")
     return 0

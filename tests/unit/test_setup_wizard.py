@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import io
 from pathlib import Path
 
 import pytest
@@ -24,8 +23,10 @@ def test_rendered_config_loads_with_the_chosen_default(tmp_path: Path) -> None:
 def test_setup_writes_the_file_and_keeps_a_backup(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HERMES_ACP_HOME", str(tmp_path))
     (tmp_path / "config.toml").write_text("# old\n")
-    monkeypatch.setattr("sys.stdin", io.StringIO("2\n\ngpt-5.4-mini\ny\n\n"))
-    assert run_setup() == 0
+    answers = iter(["2", "", "gpt-5.4-mini", "y", ""])
+    said: list[str] = []
+    assert run_setup(said.append, lambda _question: next(answers)) == 0
+    assert any("Wrote" in line for line in said)
     settings = load_settings({"OPENAI_API_KEY": "k"}, home=tmp_path)
     assert settings.providers["openai"].api_key_env == "OPENAI_API_KEY"
     assert (tmp_path / "config.toml.bak").read_text() == "# old\n"
@@ -34,6 +35,11 @@ def test_setup_writes_the_file_and_keeps_a_backup(tmp_path: Path, monkeypatch: p
 
 def test_setup_without_a_terminal_writes_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HERMES_ACP_HOME", str(tmp_path))
-    monkeypatch.setattr("sys.stdin", io.StringIO(""))
-    assert run_setup() == 2
+
+    def no_terminal(_question: str) -> str:
+        raise EOFError
+
+    said: list[str] = []
+    assert run_setup(said.append, no_terminal) == 2
+    assert "nothing written" in said[-1]
     assert not (tmp_path / "config.toml").exists()
