@@ -180,6 +180,13 @@ async def run_turn(
             NoticeAdded(turn_id=state.turn_id, message_id=new_message_id(), text=f"⚠ The model request failed: {exc}")
         )
         return await _end(state, deps, "end_turn")
+    except Exception:
+        # A bug of ours: the prompt answers with an error, but nothing is left spinning or half-stored.
+        _log.exception("turn failed", session_id=deps.session_id)
+        with anyio.CancelScope(shield=True), anyio.move_on_after(CLEANUP_TIMEOUT_S):
+            await _settle_interrupted(state, deps)
+            await recorder.record(TurnEnded(turn_id=state.turn_id, stop_reason="end_turn", usage=state.usage))
+        raise
     return await _end(state, deps, stop)
 
 

@@ -421,3 +421,24 @@ async def test_read_only_mode_refuses_mutations_without_asking(tmp_path: Path) -
     assert writer.writes == []
     assert state["status"] == "failed"
     assert "read_only" in state["content"][0]["content"]["text"]
+
+
+async def test_an_internal_failure_mid_turn_still_settles_every_card_and_answers_with_an_error(tmp_path: Path) -> None:
+    from acp import RequestError
+
+    def broken(request: Any) -> Any:
+        raise RuntimeError("a bug in a reply factory")
+
+    provider = ScriptedProvider(
+        [tool_reply(call("c1", "echo", message="x"), call("c2", "fail", message="y")), broken, text_reply("fine")]
+    )
+    async with open_pair(tmp_path, provider=provider, tools=[EchoTool(), FailingTool()]) as pair:
+        session_id = await pair.new_session()
+        with pytest.raises(RequestError) as caught:
+            await pair.prompt(session_id, "go")
+        statuses = {cid: final_state(tool_frames(pair, session_id, cid)).get("status") for cid in ("c1", "c2")}
+        after = await pair.prompt(session_id, "again")
+    assert caught.value.code == -32603
+    assert "a bug in a reply factory" in str(caught.value)
+    assert statuses == {"c1": "completed", "c2": "failed"}
+    assert after.stop_reason == "end_turn"
