@@ -8,6 +8,7 @@ byte-identical schemas (prompt caches depend on it).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -19,12 +20,14 @@ if TYPE_CHECKING:
 
 __all__ = ["derive_tool_surface"]
 
-_BUILTINS: tuple[Tool, ...] = tuple(builtin_tools())
+@functools.cache
+def _builtins() -> tuple[Tool, ...]:
+    return tuple(builtin_tools())
 
 
 def derive_tool_surface(session: Session) -> Sequence[Tool]:
     mode = session.mode
-    tools = [tool for tool in (*_BUILTINS, *session.mcp.tools()) if mode != "read_only" or tool.read_only]
+    tools = [tool for tool in (*_builtins(), *session.mcp.tools()) if mode != "read_only" or tool.read_only]
     if session.computer_use.available:
         tools.append(session.computer_use.tool)  # in read_only too: observation is allowed, the policy denies input
     return tools

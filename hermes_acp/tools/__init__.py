@@ -1,43 +1,33 @@
-"""The tool framework (seam, context, policy) and the built-in tools."""
+"""The tool framework (seam, context, policy) and the built-in tools.
+
+The built-in tools themselves (``files``, ``edit``, ``listing``, ``search``, ``terminal``, ``plan``) are imported by
+``builtin_tools()`` on first use, not by this package: sessions need the seam to start, the tools only when the
+first model request is built.
+"""
 
 from ._disk import DISK, DiskFiles
 from .base import Presentation, Tool, ToolOutcome, TypedTool, describe_validation_error
 from .context import ApprovalRequest, EditorFiles, EditorTerminals, TerminalExit, ToolContext, Workspace
-from .edit import EditFileTool
-from .files import ReadFileTool, WriteFileTool
-from .hard_blocks import hard_block_reason
-from .listing import ListFilesTool
-from .plan import UpdatePlanTool
 from .policy import Decision, Verdict, decide, is_sensitive, rule_key
-from .search import SearchFilesTool
-from .terminal import TerminalTool
 
 __all__ = [
     "DISK",
     "ApprovalRequest",
     "Decision",
     "DiskFiles",
-    "EditFileTool",
     "EditorFiles",
     "EditorTerminals",
-    "ListFilesTool",
     "Presentation",
-    "ReadFileTool",
-    "SearchFilesTool",
     "TerminalExit",
-    "TerminalTool",
     "Tool",
     "ToolContext",
     "ToolOutcome",
     "TypedTool",
-    "UpdatePlanTool",
     "Verdict",
     "Workspace",
-    "WriteFileTool",
     "builtin_tools",
     "decide",
     "describe_validation_error",
-    "hard_block_reason",
     "is_sensitive",
     "rule_key",
 ]
@@ -45,6 +35,13 @@ __all__ = [
 
 def builtin_tools() -> list[Tool]:
     """The built-in tools in their fixed order (the order is part of the byte-stable tool surface)."""
+    from .edit import EditFileTool
+    from .files import ReadFileTool, WriteFileTool
+    from .listing import ListFilesTool
+    from .plan import UpdatePlanTool
+    from .search import SearchFilesTool
+    from .terminal import TerminalTool
+
     return [
         ReadFileTool(),
         WriteFileTool(),
