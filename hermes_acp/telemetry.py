@@ -94,6 +94,7 @@ def configure_logging(logs_dir: Path | None, level: str = "info") -> None:
     root = logging.getLogger()
     for handler in list(root.handlers):
         root.removeHandler(handler)
+        handler.close()
     for handler in handlers:
         handler.setFormatter(formatter)
         root.addHandler(handler)
