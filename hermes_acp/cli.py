@@ -38,9 +38,6 @@ def _load_runner() -> ConnectionRunner:
     # structlog's console renderer imports rich when it is installed (mcp pulls it in); the server only writes
     # JSON, and skipping rich cuts a quarter of a second from start-up.
     sys.modules.setdefault("rich", None)  # type: ignore[arg-type]
-    from hermes_acp.protocol.sdk_import import import_sdk
-
-    import_sdk()
     from hermes_acp.app import run_connection
 
     return run_connection

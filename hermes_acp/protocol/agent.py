@@ -9,7 +9,7 @@ Notifications a session emits outside a turn (mode, config options, commands) ar
 from __future__ import annotations
 
 import os
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,23 +25,23 @@ from hermes_acp.errors import HermesError, InvalidParamsError, NoProviderError, 
 from hermes_acp.providers.catalog import ModelCatalog
 from hermes_acp.providers.registry import ProviderRegistry
 from hermes_acp.sessions import Session, SessionManager, SessionServices, derive_tool_surface
-from hermes_acp.sessions.commands import COMMANDS, parse_command
+from hermes_acp.sessions.commands import parse_command
 from hermes_acp.storage.base import SessionStore
 from hermes_acp.tools.base import Tool
 
 from .boundary import ErrorBoundary, after_response
 from .client_bridge import AcpClientBridge
 from .convert import PromptBlock, prompt_to_display
+from .early import EarlySession
 from .initialize import SETUP_METHOD_ID, initialize_result
+from .session_view import MODE_OPTION_ID, MODEL_OPTION_ID, available_commands
 from .views import (
-    MODE_OPTION_ID,
-    MODEL_OPTION_ID,
     ForkSessionResponseWithModels,
     LoadSessionResponseWithModels,
     NewSessionResponseWithModels,
     ResumeSessionResponseWithModels,
-    config_options,
-    session_fields,
+    config_option_models,
+    view_of,
 )
 
 __all__ = ["AgentParts", "HermesAgent"]
@@ -114,6 +114,17 @@ class HermesAgent:
             except ValueError:
                 _log.warning("unreadable clientCapabilities; assuming none")
 
+    async def adopt(self, sessions: list[EarlySession]) -> None:
+        """Open the sessions the front door created before the SDK was up (no replay; MCP servers start)."""
+        for early in sessions:
+            try:
+                request = schema.NewSessionRequest.model_validate({"cwd": early.cwd, "mcpServers": early.mcp_servers})
+                await self.manager.open_existing(
+                    early.session_id, early.cwd, early.additional, _server_specs(request.mcp_servers), replay=False
+                )
+            except (HermesError, ValueError) as exc:
+                _log.error("could not open an early session", session_id=early.session_id, error=str(exc))
+
     @property
     def _catalog(self) -> ModelCatalog:
         return self.manager.services.catalog
@@ -176,7 +187,7 @@ class HermesAgent:
     ) -> NewSessionResponseWithModels:
         session = await self.manager.new_session(cwd, additional_directories, _server_specs(mcp_servers))
         self._announce_commands(session)
-        return NewSessionResponseWithModels(session_id=session.id, **session_fields(session, self._catalog))
+        return NewSessionResponseWithModels.model_validate({"sessionId": session.id, **view_of(session, self._catalog)})
 
     async def load_session(
         self,
@@ -190,7 +201,7 @@ class HermesAgent:
             session_id, cwd, additional_directories, _server_specs(mcp_servers), replay=True
         )
         self._announce_commands(session)
-        return LoadSessionResponseWithModels(**session_fields(session, self._catalog))
+        return LoadSessionResponseWithModels.model_validate(view_of(session, self._catalog))
 
     async def resume_session(
         self,
@@ -204,7 +215,7 @@ class HermesAgent:
             session_id, cwd, additional_directories, _server_specs(mcp_servers), replay=False
         )
         self._announce_commands(session)
-        return ResumeSessionResponseWithModels(**session_fields(session, self._catalog))
+        return ResumeSessionResponseWithModels.model_validate(view_of(session, self._catalog))
 
     async def fork_session(
         self,
@@ -217,8 +228,8 @@ class HermesAgent:
         session = await self.manager.fork_session(session_id, cwd, additional_directories, _server_specs(mcp_servers))
         self._announce_commands(session)
         meta = {"hermes": {"parentSessionId": session_id, "forkedAt": session.record.created_at}}
-        return ForkSessionResponseWithModels(
-            session_id=session.id, field_meta=meta, **session_fields(session, self._catalog)
+        return ForkSessionResponseWithModels.model_validate(
+            {"sessionId": session.id, "_meta": meta, **view_of(session, self._catalog)}
         )
 
     async def list_sessions(
@@ -273,7 +284,7 @@ class HermesAgent:
         else:
             await session.set_model(value)
         await self._announce_config(session)
-        return schema.SetSessionConfigOptionResponse(config_options=config_options(session, self._catalog))
+        return schema.SetSessionConfigOptionResponse(config_options=config_option_models(session, self._catalog))
 
     async def _set_model_route(self, params: Any) -> dict[str, Any]:
         """The legacy ``session/set_model`` (removed from the schema; JetBrains and older Zed still send it)."""
@@ -329,20 +340,13 @@ class HermesAgent:
         bridge = self._bridge
         if bridge is None:
             return
-        update = schema.AvailableCommandsUpdate(
-            session_update="available_commands_update",
-            available_commands=[
-                schema.AvailableCommand(
-                    name=c.name,
-                    description=c.description,
-                    input=schema.AvailableCommandInput(schema.UnstructuredCommandInput(hint=c.hint))
-                    if c.hint
-                    else None,
-                )
-                for c in COMMANDS
-            ],
+        update = schema.AvailableCommandsUpdate.model_validate(
+            {"sessionUpdate": "available_commands_update", "availableCommands": available_commands()}
         )
-        send: Callable[[], Awaitable[None]] = lambda: bridge.send(session.id, update)  # noqa: E731
+
+        async def send() -> None:
+            await bridge.send(session.id, update)
+
         after_response(send)
 
     async def _announce_config(self, session: Session) -> None:
@@ -356,7 +360,7 @@ class HermesAgent:
             session.id,
             schema.ConfigOptionUpdate(
                 session_update="config_option_update",
-                config_options=config_options(session, self._catalog),
+                config_options=config_option_models(session, self._catalog),
             ),
         )
 

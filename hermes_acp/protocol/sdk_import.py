@@ -47,7 +47,10 @@ def _light_model_definitions() -> Iterator[None]:
             config.pop("defer_build", None)
 
 
-def import_sdk() -> None:
-    """Import the parts of the acp SDK the server uses (call once, before anything else imports ``acp``)."""
+def import_sdk(*modules: str) -> None:
+    """Import the parts of the acp SDK the server uses, then ``modules`` (the server's own, which import the SDK
+    too). Call once, before anything else imports ``acp``."""
     with _light_model_definitions():
         importlib.import_module("acp.agent.connection")
+    for module in modules:
+        importlib.import_module(module)

@@ -3,7 +3,8 @@
 ``FrontDoor`` reads frames and checks each envelope before the SDK sees it: malformed JSON gets -32700, an
 envelope that is not a JSON-RPC message gets -32600, and the server keeps serving (the SDK would drop such lines
 silently). It answers ``initialize`` itself from ``initialize.py``, so an editor has its answer while the acp SDK
-and the rest of the server still load in a worker thread (importing them costs over a second on a small machine).
+and the rest of the server still load in a worker thread (importing them costs most of a second on a small
+machine), and hands ``session/new`` to ``early`` while that is set (see ``early.py``).
 Everything else is queued and handed to the SDK connection, which reads from the door as its ``Transport``.
 After writing a response it runs the callbacks the handler queued with ``boundary.after_response``.
 
@@ -25,8 +26,9 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Protocol
 
 from .initialize import initialize_result
+from .mcp_entries import SESSION_OPENING_METHODS, unreadable_servers
 
-__all__ = ["ConnectionRunner", "FileWriter", "FrontDoor", "Writer", "serve_stdio", "serve_streams"]
+__all__ = ["ConnectionRunner", "EarlyAnswerer", "FileWriter", "FrontDoor", "Writer", "serve_stdio", "serve_streams"]
 
 _log = logging.getLogger("hermes_acp.protocol")
 ConnectionRunner = Callable[["FrontDoor", Mapping[str, str]], Awaitable[None]]
@@ -63,6 +65,14 @@ class FileWriter:
         self._file.close()
 
 
+class EarlyAnswerer(Protocol):
+    """Answers some requests before the SDK connection exists (``early.EarlySessions`` does ``session/new``)."""
+
+    async def answer(self, params: Any) -> tuple[dict[str, Any], list[dict[str, Any]]] | None:
+        """(result, params of ``session/update`` notifications to send after it), or None to queue the request."""
+        ...
+
+
 class FrontDoor:
     """A message-level transport (``send``/``receive``/``close``) in front of the SDK connection."""
 
@@ -79,6 +89,9 @@ class FrontDoor:
         self.initialize_params: dict[str, Any] | None = None
         """The params of the client's ``initialize``, answered here."""
         self.on_initialize: Callable[[dict[str, Any]], None] | None = None
+        self.early: EarlyAnswerer | None = None
+        """Set (``open_early``) while the server loads: answers ``session/new`` before the SDK connection exists."""
+        self._ingress = asyncio.Lock()
 
     # -- the Transport protocol of the acp SDK --------------------------------------------------------------------
 
@@ -160,10 +173,43 @@ class FrontDoor:
         if message.get("method") == "initialize" and "id" in message:
             await self._answer_initialize(message)
             return
-        if "method" in message and "id" in message:
-            self._unanswered.add(message["id"])
-            self._all_answered.clear()
-        self._inbox.put_nowait(message)
+        if message.get("method") in SESSION_OPENING_METHODS:
+            for problem in unreadable_servers(message.get("params")):
+                _log.warning("skipping an MCP server entry the acp SDK cannot read: %s", problem)
+        async with self._ingress:
+            if await self._answered_early(message):
+                return
+            if "method" in message and "id" in message:
+                self._unanswered.add(message["id"])
+                self._all_answered.clear()
+            self._inbox.put_nowait(message)
+
+    async def _answered_early(self, message: dict[str, Any]) -> bool:
+        if self.early is None or message.get("method") != "session/new" or "id" not in message:
+            return False
+        answered = await self.early.answer(message.get("params"))
+        if answered is None:
+            return False
+        result, notifications = answered
+        await self._write({"jsonrpc": "2.0", "id": message["id"], "result": result})
+        for params in notifications:
+            await self._write({"jsonrpc": "2.0", "method": "session/update", "params": params})
+        return True
+
+    async def open_early(self, early: EarlyAnswerer) -> None:
+        """Start answering ``session/new`` early, beginning with those already waiting for the SDK (in order)."""
+        async with self._ingress:
+            self.early = early
+            waiting: list[dict[str, Any] | None] = []
+            while not self._inbox.empty():
+                waiting.append(self._inbox.get_nowait())
+            for message in waiting:
+                if message is not None and await self._answered_early(message):
+                    self._unanswered.discard(message["id"])
+                    if not self._unanswered:
+                        self._all_answered.set()
+                    continue
+                self._inbox.put_nowait(message)
 
     async def _answer_initialize(self, message: dict[str, Any]) -> None:
         params = message.get("params")

@@ -1,9 +1,7 @@
-"""How a session is described to clients: modes, config options and the legacy ``models`` block.
+"""Session responses as the acp SDK's models, built from the plain JSON of ``session_view``.
 
-Current Zed reads only ``configOptions`` (mode and model selects); JetBrains still reads ``models`` and sends
-``session/set_model``; older clients read ``modes``. Every session response carries all three, kept in sync. The
-SDK's response models have no ``models`` field and drop unknown ones, so the responses here are subclasses that
-declare it.
+The SDK's response models have no ``models`` field and drop unknown ones, so the responses here are subclasses
+that declare it (JetBrains still reads the legacy block).
 """
 
 from __future__ import annotations
@@ -13,28 +11,21 @@ from typing import Any
 from acp import schema
 from pydantic import BaseModel, ConfigDict, Field
 
-from hermes_acp.core.modes import MODES
 from hermes_acp.providers.catalog import ModelCatalog
 from hermes_acp.sessions import Session
 
+from .session_view import config_options, session_view
+
 __all__ = [
-    "MODEL_OPTION_ID",
-    "MODE_OPTION_ID",
     "ForkSessionResponseWithModels",
     "LoadSessionResponseWithModels",
     "ModelInfo",
     "NewSessionResponseWithModels",
     "ResumeSessionResponseWithModels",
     "SessionModelState",
-    "config_options",
-    "current_model_id",
-    "mode_state",
-    "models_block",
-    "session_fields",
+    "config_option_models",
+    "view_of",
 ]
-
-MODE_OPTION_ID = "mode"
-MODEL_OPTION_ID = "model"
 
 
 class ModelInfo(BaseModel):
@@ -68,76 +59,13 @@ class ForkSessionResponseWithModels(schema.ForkSessionResponse):
     models: SessionModelState | None = None
 
 
-def current_model_id(session: Session, catalog: ModelCatalog) -> str | None:
-    model_id = session.model_id
-    return model_id if model_id in catalog else catalog.default_id
+def view_of(session: Session, catalog: ModelCatalog) -> dict[str, Any]:
+    """The shared fields of a session response, as wire JSON (validate it into one of the models above)."""
+    return session_view(session.mode, session.model_id, catalog)
 
 
-def mode_state(session: Session) -> schema.SessionModeState:
-    return schema.SessionModeState(
-        current_mode_id=session.mode,
-        available_modes=[schema.SessionMode(id=m.id, name=m.name, description=m.description) for m in MODES],
-    )
-
-
-def config_options(session: Session, catalog: ModelCatalog) -> list[schema.SessionConfigOptionSelect]:
-    options = [
-        schema.SessionConfigOptionSelect(
-            type="select",
-            id=MODE_OPTION_ID,
-            name="Mode",
-            description="What the agent may do without asking.",
-            category="mode",
-            current_value=session.mode,
-            options=[
-                schema.SessionConfigSelectOption(value=m.id, name=m.name, description=m.description) for m in MODES
-            ],
-        )
+def config_option_models(session: Session, catalog: ModelCatalog) -> list[schema.SessionConfigOptionSelect]:
+    return [
+        schema.SessionConfigOptionSelect.model_validate(option)
+        for option in config_options(session.mode, session.model_id, catalog)
     ]
-    current = current_model_id(session, catalog)
-    if current is not None:
-        options.append(
-            schema.SessionConfigOptionSelect(
-                type="select",
-                id=MODEL_OPTION_ID,
-                name="Model",
-                description="The model that answers in this session.",
-                category="model",
-                current_value=current,
-                options=[
-                    schema.SessionConfigSelectOption(
-                        value=m.id,
-                        name=f"{m.name} ({m.provider_id})",
-                        description=None if m.usable else f"needs {m.api_key_env}",
-                    )
-                    for m in catalog.models
-                ],
-            )
-        )
-    return options
-
-
-def models_block(session: Session, catalog: ModelCatalog) -> SessionModelState | None:
-    current = current_model_id(session, catalog)
-    if current is None:
-        return None
-    return SessionModelState(
-        current_model_id=current,
-        available_models=[
-            ModelInfo(
-                model_id=m.id,
-                name=m.name,
-                description=m.provider_id + ("" if m.usable else f" (needs {m.api_key_env})"),
-            )
-            for m in catalog.models
-        ],
-    )
-
-
-def session_fields(session: Session, catalog: ModelCatalog) -> dict[str, Any]:
-    """The fields every session response shares, as keyword arguments of the response models."""
-    return {
-        "modes": mode_state(session),
-        "config_options": config_options(session, catalog),
-        "models": models_block(session, catalog),
-    }

@@ -1,9 +1,20 @@
-"""Session lifecycle and concurrency: the manager, live sessions, their owner tasks and crash recovery."""
+"""Session lifecycle and concurrency: the manager, live sessions, their owner tasks and crash recovery.
 
-from .manager import SessionManager, normalise_cwd
-from .ports import ClientBridge
-from .session import Session, SessionServices
-from .tool_surface import derive_tool_surface
+The names below load on first use (PEP 562): ``sessions.records`` must be importable for the front door's early
+``session/new`` without pulling in the turn loop, MCP and computer_use.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .manager import SessionManager
+    from .ports import ClientBridge
+    from .records import new_record, normalise_cwd
+    from .session import Session, SessionServices
+    from .tool_surface import derive_tool_surface
 
 __all__ = [
     "ClientBridge",
@@ -11,5 +22,23 @@ __all__ = [
     "SessionManager",
     "SessionServices",
     "derive_tool_surface",
+    "new_record",
     "normalise_cwd",
 ]
+
+_HOMES = {
+    "ClientBridge": ".ports",
+    "Session": ".session",
+    "SessionManager": ".manager",
+    "SessionServices": ".session",
+    "derive_tool_surface": ".tool_surface",
+    "new_record": ".records",
+    "normalise_cwd": ".records",
+}
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(home, __name__), name)

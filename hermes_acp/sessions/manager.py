@@ -7,7 +7,6 @@ Paths from the client are checked here: ``cwd`` must be absolute and is stored n
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -15,9 +14,9 @@ import anyio
 import structlog
 from anyio.abc import TaskGroup
 
-from hermes_acp.core import DEFAULT_MODE, SessionEvent
+from hermes_acp.core import SessionEvent
 from hermes_acp.core.ids import new_session_id
-from hermes_acp.errors import InvalidParamsError, SessionNotFoundError
+from hermes_acp.errors import SessionNotFoundError
 from hermes_acp.mcp_client import McpServers
 from hermes_acp.storage.base import PAGE_SIZE, SessionPage, SessionRecord, utc_now
 from hermes_acp.tools.context import Workspace
@@ -25,25 +24,13 @@ from hermes_acp.turns.projection import SessionProjection
 from hermes_acp.turns.recorder import Recorder
 
 from ._runtime import SessionRuntime
+from .records import directories, new_record, normalise_cwd
 from .recovery import recovery_events
 from .session import Session, SessionServices
 
-__all__ = ["SessionManager", "normalise_cwd"]
+__all__ = ["SessionManager"]
 
 _log = structlog.get_logger("hermes_acp.sessions")
-
-
-def normalise_cwd(cwd: str, field: str = "cwd") -> str:
-    """The realpath of an absolute directory; a relative or missing path is an invalid-params error."""
-    if not isinstance(cwd, str) or not cwd:
-        raise InvalidParamsError(f"{field}: must be a non-empty absolute path", field=field)
-    if not os.path.isabs(cwd):
-        raise InvalidParamsError(f"{field}: must be an absolute path, got {cwd!r}", field=field)
-    return os.path.realpath(cwd)
-
-
-def _directories(paths: Sequence[str] | None, field: str = "additionalDirectories") -> list[str]:
-    return [normalise_cwd(p, f"{field}[{i}]") for i, p in enumerate(paths or [])]
 
 
 class SessionManager:
@@ -68,20 +55,7 @@ class SessionManager:
     async def new_session(
         self, cwd: str, additional: Sequence[str] | None, mcp_servers: list[dict[str, object]]
     ) -> Session:
-        real = normalise_cwd(cwd)
-        if not await anyio.Path(real).is_dir():
-            raise InvalidParamsError(f"cwd: {cwd!r} is not an existing directory", field="cwd")
-        extra = _directories(additional)
-        now = utc_now()
-        record = SessionRecord(
-            id=new_session_id(),
-            cwd=real,
-            created_at=now,
-            updated_at=now,
-            mode_id=DEFAULT_MODE,
-            model_id=self.services.catalog.default_id,
-            meta={"additional_directories": extra},
-        )
+        record = await new_record(cwd, additional, self.services.catalog.default_id)
         await self.services.store.create_session(record)
         return await self._open(record, SessionProjection(), mcp_servers)
 
@@ -96,7 +70,7 @@ class SessionManager:
     ) -> Session:
         """``session/load`` (replay=True) and ``session/resume`` (replay=False)."""
         real = normalise_cwd(cwd)
-        extra = _directories(additional)
+        extra = directories(additional)
         live = self._live.get(session_id)
         if live is not None:
             if replay:
@@ -143,7 +117,7 @@ class SessionManager:
         if parent is not None and parent.busy:
             _log.info("forking a session while it runs a turn", session_id=session_id)
         now = utc_now()
-        extra = _directories(additional) if additional is not None else source.meta.get("additional_directories", [])
+        extra = directories(additional) if additional is not None else source.meta.get("additional_directories", [])
         record = SessionRecord(
             id=new_session_id(),
             cwd=real,

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 
 __all__ = ["derive_tool_surface"]
 
+
 @functools.cache
 def _builtins() -> tuple[Tool, ...]:
     return tuple(builtin_tools())

@@ -1,0 +1,50 @@
+"""Checking a client's paths and creating the record of a new session.
+
+Used by ``SessionManager.new_session`` and by the front door's early ``session/new`` (answered while the rest of the
+server still loads), so both create sessions the same way. It knows the store's record type, nothing else about
+sessions, and never imports the acp SDK.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+
+import anyio
+
+from hermes_acp.core.ids import new_session_id
+from hermes_acp.core.modes import DEFAULT_MODE
+from hermes_acp.errors import InvalidParamsError
+from hermes_acp.storage.base import SessionRecord, utc_now
+
+__all__ = ["directories", "new_record", "normalise_cwd"]
+
+
+def normalise_cwd(cwd: str, field: str = "cwd") -> str:
+    """The realpath of an absolute directory; a relative or missing path is an invalid-params error."""
+    if not isinstance(cwd, str) or not cwd:
+        raise InvalidParamsError(f"{field}: must be a non-empty absolute path", field=field)
+    if not os.path.isabs(cwd):
+        raise InvalidParamsError(f"{field}: must be an absolute path, got {cwd!r}", field=field)
+    return os.path.realpath(cwd)
+
+
+def directories(paths: Sequence[str] | None, field: str = "additionalDirectories") -> list[str]:
+    return [normalise_cwd(p, f"{field}[{i}]") for i, p in enumerate(paths or [])]
+
+
+async def new_record(cwd: str, additional: Sequence[str] | None, model_id: str | None) -> SessionRecord:
+    """A fresh session's record: checked, normalised paths, the default mode and the given model."""
+    real = normalise_cwd(cwd)
+    if not await anyio.Path(real).is_dir():
+        raise InvalidParamsError(f"cwd: {cwd!r} is not an existing directory", field="cwd")
+    now = utc_now()
+    return SessionRecord(
+        id=new_session_id(),
+        cwd=real,
+        created_at=now,
+        updated_at=now,
+        mode_id=DEFAULT_MODE,
+        model_id=model_id,
+        meta={"additional_directories": directories(additional)},
+    )

@@ -1,0 +1,157 @@
+"""The front door answers ``session/new`` while the SDK and the rest of the server are still loading, with the same
+response as the SDK path; the session (and its MCP servers) is opened once the server is up, and requests that had
+to wait are answered after that, in order. The load is held with an event so the test decides when it ends."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import socket
+import sys
+import threading
+from collections.abc import AsyncIterator
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from fixtures.model_server import serve_model_server
+from hermes_acp.app import load_server, run_connection
+from hermes_acp.protocol.stdio import serve_streams
+from hermes_acp.telemetry import configure_logging
+from tests.fakes.server import RawPair
+
+pytestmark = pytest.mark.anyio
+GOLDEN = Path(__file__).parent.parent / "golden"
+REPO = Path(__file__).resolve().parent.parent.parent
+
+
+@contextlib.asynccontextmanager
+async def held_server(tmp_path: Path, config: str) -> AsyncIterator[tuple[RawPair, threading.Event]]:
+    """The production ``run_connection`` over a socketpair, with the heavy load held until ``release`` is set."""
+    import asyncio
+
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "config.toml").write_text(config)
+    release = threading.Event()
+
+    def held_load() -> None:
+        if not release.wait(timeout=30):
+            raise TimeoutError("the test never released the server load")
+        load_server()
+
+    agent_sock, client_sock = socket.socketpair()
+    agent_reader, agent_writer = await asyncio.open_connection(sock=agent_sock)
+    client_reader, client_writer = await asyncio.open_connection(sock=client_sock)
+    env = {"HERMES_ACP_HOME": str(home), "PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO)}
+    try:
+        async with anyio.create_task_group() as tg:
+            runner = partial(run_connection, load=held_load)
+            tg.start_soon(serve_streams, agent_reader, agent_writer, lambda: runner, env)
+            try:
+                yield RawPair(client_reader, client_writer), release
+            finally:
+                release.set()
+                client_writer.close()
+                agent_writer.close()
+                tg.cancel_scope.cancel()
+    finally:
+        for writer in (agent_writer, client_writer):
+            writer.close()
+            with contextlib.suppress(OSError, ConnectionError):
+                await writer.wait_closed()
+        configure_logging(None, "warning")  # the server logged to a file under ``home``; close it
+
+
+def _request(request_id: int, method: str, params: dict[str, Any]) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
+
+
+async def test_session_new_is_answered_before_the_server_has_loaded(tmp_path: Path) -> None:
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    async with held_server(tmp_path, "") as (raw, release):
+        await raw.send(_request(1, "initialize", {"protocolVersion": 1}))
+        await raw.response(1)
+        await raw.send(_request(2, "session/new", {"cwd": str(workspace), "mcpServers": []}))
+        response = await raw.response(2)
+        commands = await raw.receive()
+        assert not release.is_set(), "answered while the load was still held"
+        await raw.send(_request(3, "session/list", {}))
+        release.set()
+        listed = await raw.response(3, timeout=30)
+    result = response["result"]
+    session_id = result.pop("sessionId")
+    golden = json.loads((GOLDEN / "session_new.json").read_text())
+    golden.pop("sessionId")
+    for key in ("configOptions", "models"):
+        golden.pop(key, None)
+        result.pop(key, None)
+    assert result == golden, "same modes as the SDK path (no model configured here, so no model option)"
+    assert commands["method"] == "session/update"
+    assert commands["params"]["update"]["sessionUpdate"] == "available_commands_update"
+    assert [s["sessionId"] for s in listed["result"]["sessions"]] == [session_id]
+
+
+async def test_invalid_params_wait_for_the_sdk_path_and_its_usual_errors(tmp_path: Path) -> None:
+    async with held_server(tmp_path, "") as (raw, release):
+        await raw.send(_request(1, "initialize", {"protocolVersion": 1}))
+        await raw.response(1)
+        await raw.send(_request(2, "session/new", {"cwd": "relative/dir", "mcpServers": []}))
+        release.set()
+        error = await raw.response(2, timeout=30)
+        await raw.send(_request(3, "session/list", {}))
+        listed = await raw.response(3, timeout=30)
+    assert error["error"]["code"] == -32602
+    assert "cwd" in error["error"]["message"]
+    assert listed["result"]["sessions"] == [], "a refused session/new leaves nothing behind"
+
+
+async def test_an_unreadable_mcp_entry_waits_for_the_sdk_path_and_is_named_in_the_log(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    odd = {"name": "half", "command": "true"}  # no args/env: the SDK skips entries it cannot read
+    async with held_server(tmp_path, "") as (raw, release):
+        await raw.send(_request(1, "initialize", {"protocolVersion": 1}))
+        await raw.response(1)
+        await raw.send(_request(2, "session/new", {"cwd": str(tmp_path), "mcpServers": [odd]}))
+        await raw.send(_request(3, "session/new", {"cwd": str(tmp_path), "mcpServers": []}))
+        first = await raw.receive()
+        assert first.get("id") == 3, f"a plain session/new is answered early, the odd one waits: {first}"
+        release.set()
+        response = await raw.response(2, timeout=30)
+    assert "sessionId" in response["result"]
+    warnings = [r.getMessage() for r in caplog.records if "MCP server entry" in r.getMessage()]
+    assert warnings == [
+        "skipping an MCP server entry the acp SDK cannot read: mcpServers[0] (half): 'args' must be a list of strings"
+    ]
+
+
+async def test_an_early_session_is_opened_with_its_mcp_servers_and_answers_prompts(tmp_path: Path) -> None:
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    scenario = {"name": "early", "responses": [{"repeat": True, "steps": [{"text": "Ready."}]}]}
+    server = {
+        "name": "fixture",
+        "command": sys.executable,
+        "args": ["-m", "fixtures.mcp_server", "--journal", str(tmp_path / "mcp.jsonl")],
+        "env": [{"name": "PYTHONPATH", "value": str(REPO)}],
+    }
+    async with serve_model_server(scenario) as model:
+        config = f'[providers.fx]\nkind = "openai"\nbase_url = "{model.openai_base_url}"\nmodels = ["m"]\n'
+        async with held_server(tmp_path, config) as (raw, release):
+            await raw.send(_request(1, "initialize", {"protocolVersion": 1}))
+            await raw.response(1)
+            await raw.send(_request(2, "session/new", {"cwd": str(workspace), "mcpServers": [server]}))
+            session_id = (await raw.response(2))["result"]["sessionId"]
+            assert not release.is_set()
+            prompt = {"sessionId": session_id, "prompt": [{"type": "text", "text": "hello"}]}
+            await raw.send(_request(3, "session/prompt", prompt))
+            release.set()
+            answer = await raw.response(3, timeout=60)
+        offered = [t["function"]["name"] for t in model.requests()[0].body.get("tools", [])]
+    assert answer["result"]["stopReason"] == "end_turn"
+    assert "mcp__fixture__echo" in offered
