@@ -269,6 +269,8 @@ async def request_size(bench: Bench) -> list[Row]:
 async def memory(bench: Bench) -> list[Row]:
     async with bench.spawn() as agent:
         await _new(agent, bench)
+        with anyio.fail_after(30):  # session/new may be answered before the server has loaded; list waits for it
+            await agent.conn.list_sessions()
         idle = _current_rss_kib(agent.process.pid)
         for _ in range(100):
             await _new(agent, bench)
