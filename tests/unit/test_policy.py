@@ -10,7 +10,7 @@ from hermes_acp.core import ModeId
 from hermes_acp.tools.context import ApprovalRequest, Workspace
 from hermes_acp.tools.policy import decide, is_sensitive
 
-WORKSPACE = Workspace(cwd=Path("/work/project"), additional=(Path("/work/shared"),))
+WORKSPACE = Workspace(cwd=Path("/home/dev/project"), additional=(Path("/home/dev/shared"),))
 
 
 def edit(path: str) -> ApprovalRequest:
@@ -28,24 +28,24 @@ def read(path: str) -> ApprovalRequest:
 @pytest.mark.parametrize(
     ("mode", "request_", "decision"),
     [
-        ("default", edit("/work/project/a.py"), "ask"),
+        ("default", edit("/home/dev/project/a.py"), "ask"),
         ("default", command(), "ask"),
-        ("default", read("/work/project/a.py"), "allow"),
+        ("default", read("/home/dev/project/a.py"), "allow"),
         ("default", read("/etc/hosts"), "ask"),
-        ("accept_edits", edit("/work/project/a.py"), "allow"),
-        ("accept_edits", edit("/work/shared/b.py"), "allow"),
+        ("accept_edits", edit("/home/dev/project/a.py"), "allow"),
+        ("accept_edits", edit("/home/dev/shared/b.py"), "allow"),
         ("accept_edits", edit("/tmp/elsewhere.py"), "ask"),
         ("accept_edits", command(), "ask"),
-        ("accept_edits", edit("/work/project/.env"), "ask"),
+        ("accept_edits", edit("/home/dev/project/.env"), "ask"),
         ("dont_ask", command(), "allow"),
-        ("dont_ask", edit("/work/project/a.py"), "allow"),
-        ("dont_ask", edit("/work/project/.git/config"), "ask"),
+        ("dont_ask", edit("/home/dev/project/a.py"), "allow"),
+        ("dont_ask", edit("/home/dev/project/.git/config"), "ask"),
         ("dont_ask", edit("/tmp/outside.txt"), "ask"),
-        ("read_only", edit("/work/project/a.py"), "deny"),
+        ("read_only", edit("/home/dev/project/a.py"), "deny"),
         ("read_only", command(), "deny"),
-        ("read_only", read("/work/project/a.py"), "allow"),
+        ("read_only", read("/home/dev/project/a.py"), "allow"),
         ("read_only", read("/etc/hosts"), "deny"),
-        ("read_only", read("/work/project/.env"), "ask"),
+        ("read_only", read("/home/dev/project/.env"), "ask"),
     ],
 )
 def test_modes(mode: ModeId, request_: ApprovalRequest, decision: str) -> None:
@@ -53,9 +53,9 @@ def test_modes(mode: ModeId, request_: ApprovalRequest, decision: str) -> None:
 
 
 def test_remembered_rules() -> None:
-    assert decide("default", edit("/work/project/a.py"), WORKSPACE, {"edit": "allow"}).decision == "allow"
+    assert decide("default", edit("/home/dev/project/a.py"), WORKSPACE, {"edit": "allow"}).decision == "allow"
     assert decide("dont_ask", command(), WORKSPACE, {"execute": "deny"}).decision == "deny"
-    assert decide("default", edit("/work/project/.ssh/id_rsa"), WORKSPACE, {"edit": "allow"}).decision == "ask"
+    assert decide("default", edit("/home/dev/project/.ssh/id_rsa"), WORKSPACE, {"edit": "allow"}).decision == "ask"
     outside = decide("default", edit("/tmp/x"), WORKSPACE, {"edit": "allow"})
     assert outside.decision == "ask"
     assert outside.rule == "edit@outside"
@@ -63,8 +63,8 @@ def test_remembered_rules() -> None:
 
 
 def test_sensitive_paths_offer_no_always() -> None:
-    assert not decide("default", edit("/work/project/.env.local"), WORKSPACE, {}).offer_always
-    assert decide("default", edit("/work/project/a.py"), WORKSPACE, {}).offer_always
+    assert not decide("default", edit("/home/dev/project/.env.local"), WORKSPACE, {}).offer_always
+    assert decide("default", edit("/home/dev/project/a.py"), WORKSPACE, {}).offer_always
 
 
 @pytest.mark.parametrize(
