@@ -11,6 +11,9 @@ Blocks: ``text`` (``text_delta`` → ``TextDelta``), ``thinking`` (``thinking_de
 of a redacted ``ThinkingPart``), ``tool_use`` (``input_json_delta`` fragments → ``ToolCallDelta``; a call
 that streamed no input has ``{}``, or the ``input`` given at its start).
 
+``ResponseDone`` goes out at ``message_stop``, or when the body ends after ``message_delta`` gave the stop
+reason (the answer is complete); a body that ends before either is incomplete.
+
 Usage: input_tokens reported to us = input + cache read + cache creation; cache reads and writes are kept
 apart. Stop reasons: end_turn / stop_sequence / pause_turn → end_turn, tool_use, max_tokens /
 model_context_window_exceeded → max_tokens, refusal. This module knows no HTTP.
@@ -105,6 +108,9 @@ class MessagesStreamDecoder:
         return events
 
     def finish(self) -> list[ProviderEvent]:
+        if self._stop_reason is not None:
+            self._done = True
+            return [self._response_done()]
         error = ProviderUnavailableError(
             self._identity.redact(
                 f"{self._identity.provider_id}: the stream ended before message_stop (the response is incomplete)"

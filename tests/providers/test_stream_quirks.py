@@ -152,6 +152,24 @@ async def test_anthropic_unknown_events_and_blocks_are_ignored_and_usage_updates
     assert done.usage == Usage(input_tokens=10, output_tokens=5, cached_read_tokens=3)
 
 
+async def test_an_anthropic_body_that_ends_after_the_stop_reason_without_message_stop_is_complete() -> None:
+    events_in: list[dict[str, Any]] = [
+        {"type": "message_start", "message": {"usage": {"input_tokens": 4}}},
+        {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+        {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "all here"}},
+        {"type": "content_block_stop", "index": 0},
+        {"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 2}},
+    ]
+    provider = provider_for("anthropic", sse_body(*events_in, named=True))
+    events = await collect(provider)
+    await provider.aclose()
+
+    done = done_of(events)
+    assert done.message.parts == [TextPart(text="all here")]
+    assert done.stop_reason == "end_turn"
+    assert done.usage == Usage(input_tokens=4, output_tokens=2)
+
+
 async def test_anthropic_stream_without_message_stop_is_incomplete() -> None:
     body = sse_body({"type": "message_start", "message": {"usage": {}}}, named=True)
     provider = make_provider("anthropic", "http://model.test", transport=serving(body, body), max_retries=1)
