@@ -3,10 +3,12 @@
 One invocation for both tools: hidden files included, ``.git`` skipped, ``.gitignore`` honoured with or without a git
 repository and nothing else (no ``.ignore``/``.rgignore``, no global excludes, no config file), traversal sorted by
 path so results are deterministic. ``_walk`` implements exactly this in Python; the tests hold the two to the same
-results. Output is read as it comes and ripgrep is killed once ``cap`` records arrived; the whole run is bounded.
+results. Output is read as it comes and ripgrep is killed once ``cap`` records arrived; the whole run is bounded by
+the caller's ``timeout_s``.
 
 Any failure of ripgrep itself (a regex it cannot parse, a crash, an unreadable answer) raises ``RipgrepError`` so the
-caller can fall back to the Python engine. It knows nothing about tools or the editor.
+caller can fall back to the Python engine; running past ``timeout_s`` raises ``RipgrepTimeout``, a ``RipgrepError``
+that is no reason to fall back (the walker would take longer still). It knows nothing about tools or the editor.
 """
 
 from __future__ import annotations
@@ -25,9 +27,8 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 
 from ._walk import MAX_SEARCH_FILE_BYTES, FileMatch, decode_line
 
-__all__ = ["RIPGREP_TIMEOUT_S", "RipgrepError", "find_ripgrep", "rg_list_files", "rg_search"]
+__all__ = ["RipgrepError", "RipgrepTimeout", "find_ripgrep", "rg_list_files", "rg_search"]
 
-RIPGREP_TIMEOUT_S = 60.0
 _MAX_RECORD_BYTES = 64 * 1024 * 1024
 _MAX_STDERR_BYTES = 8 * 1024
 _COMMON = (
@@ -44,6 +45,14 @@ _COMMON = (
 
 class RipgrepError(Exception):
     """ripgrep could not answer (bad regex for its dialect, crash, unreadable output)."""
+
+
+class RipgrepTimeout(RipgrepError):
+    """ripgrep was still running when the time limit came; it was killed."""
+
+    def __init__(self, timeout_s: float):
+        super().__init__(f"ripgrep did not finish within {timeout_s:g} s")
+        self.timeout_s = timeout_s
 
 
 def find_ripgrep() -> str | None:
@@ -85,8 +94,10 @@ async def _read_records(reader: BufferedByteReceiveStream, delimiter: bytes, tak
             return True
 
 
-async def _run(argv: list[str], cwd: Path, delimiter: bytes, take: Callable[[bytes], bool]) -> None:
-    """Feed each output record to ``take`` until it returns False (enough) or ripgrep ends."""
+async def _run(
+    argv: list[str], cwd: Path, delimiter: bytes, take: Callable[[bytes], bool], *, timeout_s: float
+) -> None:
+    """Feed each output record to ``take`` until it returns False (enough) or ripgrep ends, within ``timeout_s``."""
     stderr = bytearray()
     try:
         process = await anyio.open_process(
@@ -97,7 +108,7 @@ async def _run(argv: list[str], cwd: Path, delimiter: bytes, take: Callable[[byt
     stopped = False
     failure: RipgrepError | None = None
     try:
-        with anyio.fail_after(RIPGREP_TIMEOUT_S):
+        with anyio.fail_after(timeout_s):
             async with anyio.create_task_group() as tg:
                 tg.start_soon(_drain, process.stderr, stderr)
                 assert process.stdout is not None
@@ -109,7 +120,7 @@ async def _run(argv: list[str], cwd: Path, delimiter: bytes, take: Callable[[byt
                     process.kill()
             returncode = await process.wait()
     except TimeoutError as exc:
-        raise RipgrepError(f"ripgrep did not finish within {RIPGREP_TIMEOUT_S:g} s") from exc
+        raise RipgrepTimeout(timeout_s) from exc
     finally:
         await _stop(process)
     if failure is not None:
@@ -120,7 +131,9 @@ async def _run(argv: list[str], cwd: Path, delimiter: bytes, take: Callable[[byt
         raise RipgrepError(message or f"ripgrep exited with status {returncode}")
 
 
-async def rg_list_files(rg: str, root: Path, glob: str | None, *, cap: int) -> tuple[list[Path], bool]:
+async def rg_list_files(
+    rg: str, root: Path, glob: str | None, *, cap: int, timeout_s: float
+) -> tuple[list[Path], bool]:
     """Up to ``cap`` files under ``root`` (traversal order) and whether more exist."""
     found: list[Path] = []
     more = False
@@ -133,7 +146,7 @@ async def rg_list_files(rg: str, root: Path, glob: str | None, *, cap: int) -> t
         found.append(root / record.decode("utf-8", errors="surrogateescape"))
         return True
 
-    await _run([rg, "--files", "--null", *_COMMON, *_globs(glob)], root, b"\0", take)
+    await _run([rg, "--files", "--null", *_COMMON, *_globs(glob)], root, b"\0", take, timeout_s=timeout_s)
     return found, more
 
 
@@ -144,7 +157,15 @@ def _text(field: dict[str, Any]) -> bytes:
 
 
 async def rg_search(
-    rg: str, root: Path, pattern: str, *, literal: bool, ignore_case: bool, glob: str | None, cap: int
+    rg: str,
+    root: Path,
+    pattern: str,
+    *,
+    literal: bool,
+    ignore_case: bool,
+    glob: str | None,
+    cap: int,
+    timeout_s: float,
 ) -> tuple[list[FileMatch], bool]:
     """Up to ``cap`` matching lines under ``root`` (traversal order) and whether more exist."""
     found: list[FileMatch] = []
@@ -174,5 +195,5 @@ async def rg_search(
     if ignore_case:
         argv.append("--ignore-case")
     argv += ["--regexp", pattern]
-    await _run(argv, root, b"\n", take)
+    await _run(argv, root, b"\n", take, timeout_s=timeout_s)
     return found, more

@@ -7,7 +7,8 @@ the repository root, a glob that selects files even where ``.gitignore`` names t
 name order per folder, like ``rg --sort path``. Files over ``MAX_SEARCH_FILE_BYTES`` and files holding a NUL byte
 (binary) are not searched.
 
-Everything here is blocking I/O: callers run it in a worker thread. It knows nothing about tools or the editor.
+Everything here is blocking I/O: callers run it in a worker thread, and ``list_files`` / ``search_files`` stop as
+soon as their ``cancelled()`` turns true. It knows nothing about tools or the editor.
 """
 
 from __future__ import annotations
@@ -111,17 +112,26 @@ def _ignored(path: str, is_dir: bool, stack: list[tuple[str, IgnoreRules]]) -> b
     return False
 
 
-def _walk(root: Path, selector: FileSelector) -> Iterator[Path]:
-    """Every file under ``root`` that the engines consider, in traversal order."""
+def _walk(root: Path, selector: FileSelector, cancelled: Callable[[], bool]) -> Iterator[Path]:
+    """Every file under ``root`` that the engines consider, in traversal order, until ``cancelled()``."""
     root_text = str(root)
     stack = _parent_rules(root)
     own = _read_rules(root)
     if own is not None:
         stack.append((root_text, own))
-    yield from _walk_dir(root_text, root_text, stack, selector)
+    yield from _walk_dir(root_text, root_text, stack, selector, cancelled)
 
 
-def _walk_dir(folder: str, root: str, stack: list[tuple[str, IgnoreRules]], selector: FileSelector) -> Iterator[Path]:
+def _walk_dir(
+    folder: str,
+    root: str,
+    stack: list[tuple[str, IgnoreRules]],
+    selector: FileSelector,
+    cancelled: Callable[[], bool],
+) -> Iterator[Path]:
+    # Checked per folder too: a glob that selects nothing yields nothing for the callers to check between.
+    if cancelled():
+        return
     try:
         with os.scandir(folder) as listing:
             entries = sorted(listing, key=lambda e: e.name)
@@ -149,7 +159,7 @@ def _walk_dir(folder: str, root: str, stack: list[tuple[str, IgnoreRules]], sele
         rules = _read_rules(sub)
         if rules is not None:
             inner.append((entry.path, rules))
-        yield from _walk_dir(entry.path, root, inner, selector)
+        yield from _walk_dir(entry.path, root, inner, selector, cancelled)
 
 
 @dataclass(frozen=True, slots=True)
@@ -198,7 +208,7 @@ def list_files(
 ) -> tuple[list[Path], bool]:
     """Up to ``cap`` files under ``root`` (traversal order) and whether more exist."""
     found: list[Path] = []
-    for path in _walk(root, FileSelector.parse(glob)):
+    for path in _walk(root, FileSelector.parse(glob), cancelled):
         if cancelled():
             break
         if len(found) == cap:
@@ -256,7 +266,7 @@ def search_files(
 ) -> tuple[list[FileMatch], bool]:
     """Up to ``cap`` matches under ``root`` (traversal order) and whether more exist."""
     found: list[FileMatch] = []
-    for path in _walk(root, FileSelector.parse(glob)):
+    for path in _walk(root, FileSelector.parse(glob), cancelled):
         if cancelled():
             break
         found.extend(search_one_file(path, regex, room=cap + 1 - len(found)))

@@ -3,7 +3,8 @@
 Both honour ``.gitignore`` (the folder's and its parents' up to the repository root) and never show ``.git``. A glob
 is gitignore-style: ``*.py`` matches at any depth, ``src/**/*.ts`` is relative to ``path``. Results are sorted and
 bounded by ``limit`` with a note giving the total; the glob search runs on ripgrep when installed, else on the
-Python walker, with the same results. Whether the call may run is the policy's business (a ``read`` of ``path``).
+Python walker, with the same results, within ``timeout_s`` (ripgrep past it fails the call, the walker answers what
+it found and says so). Whether the call may run is the policy's business (a ``read`` of ``path``).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from hermes_acp.core import Location, TextBlock, TextPart, ToolKind
 from hermes_acp.errors import ToolInputError
 
 from ._disk import describe_os_error
-from ._finder import AUTO, Finder, RipgrepChoice
+from ._finder import AUTO, SEARCH_TIMEOUT_S, Finder, RipgrepChoice
 from ._paths import display_path, missing_path_error, policy_paths
 from ._text import fence, plural
 from ._walk import Entry, list_dir
@@ -72,8 +73,8 @@ class ListFilesTool(TypedTool[_ListInput]):
     Input = _ListInput
     read_only = True
 
-    def __init__(self, *, ripgrep: RipgrepChoice = AUTO):
-        self._finder = Finder(ripgrep)
+    def __init__(self, *, ripgrep: RipgrepChoice = AUTO, timeout_s: float = SEARCH_TIMEOUT_S):
+        self._finder = Finder(ripgrep, timeout_s=timeout_s)
 
     def _title(self, parsed: _ListInput, ctx: ToolContext) -> str:
         shown = display_path(ctx.workspace.resolve(parsed.path), ctx.workspace)
@@ -123,19 +124,30 @@ class ListFilesTool(TypedTool[_ListInput]):
         )
 
     async def _glob(self, parsed: _ListInput, ctx: ToolContext, path: Path, shown: str, glob: str) -> ToolOutcome:
-        found, more = await self._finder.files(path, glob, cap=_COUNT_CAP)
+        found, more, stopped_early = await self._finder.files(path, glob, cap=_COUNT_CAP)
         found.sort(key=str)
         lines = [display_path(p, ctx.workspace) for p in found[: parsed.limit]]
-        total = f"more than {len(found)}" if more else str(len(found))
+        total = f"more than {len(found)}" if more else (f"at least {len(found)}" if stopped_early else str(len(found)))
+        notes: list[str] = []
+        if lines and (more or len(found) > parsed.limit):
+            notes.append(f"[Showing {len(lines)} of {total} files; narrow the glob or the path.]")
+        if stopped_early:
+            notes.append(
+                f"[The listing stopped early, after {self._finder.timeout_s:g} s: files not reached yet are missing."
+                " Narrow the glob or the path.]"
+            )
         if not lines:
-            text = f"No files match {glob!r} under {shown} (.gitignore honoured)."
+            text = "\n".join([f"No files match {glob!r} under {shown} (.gitignore honoured).", *notes])
         else:
-            notes: list[str] = []
-            if more or len(found) > parsed.limit:
-                notes.append(f"[Showing {len(lines)} of {total} files; narrow the glob or the path.]")
             text = "\n".join([f"Files matching {glob!r} under {shown}: {total}", *lines, *notes])
         return ToolOutcome(
             parts=[TextPart(text=text)],
             content=[TextBlock(text=fence(text))],
-            raw_output={"path": str(path), "glob": glob, "files": len(found), "more": more},
+            raw_output={
+                "path": str(path),
+                "glob": glob,
+                "files": len(found),
+                "more": more,
+                "stopped_early": stopped_early,
+            },
         )

@@ -4,7 +4,8 @@ ripgrep runs the search when installed, else the pure-Python walker, with the sa
 included, ``.gitignore`` honoured, binary and >10 MiB files skipped; same lines; sorted by path and line). Python's
 regex syntax is the contract: a pattern Python rejects is refused with the reason, one only Python accepts falls
 back to the walker. Matches in sensitive files (``.env*``, private keys, credential folders) are left out: those
-contents go to the model only through read_file, which asks. Output is bounded in matches, line length and size.
+contents go to the model only through read_file, which asks. Output is bounded in matches, line length and size,
+and the search in time (``timeout_s``): ripgrep past it fails the call, the walker answers what it found and says so.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from hermes_acp.core import Location, TextBlock, TextPart
 from hermes_acp.errors import ToolInputError
 
-from ._finder import AUTO, Finder, RipgrepChoice
+from ._finder import AUTO, SEARCH_TIMEOUT_S, Finder, Found, RipgrepChoice
 from ._paths import display_path, missing_path_error, policy_paths
 from ._text import fence, one_line, plural
 from ._walk import FileMatch, search_one_file
@@ -74,8 +75,8 @@ class SearchFilesTool(TypedTool[_SearchInput]):
     Input = _SearchInput
     read_only = True
 
-    def __init__(self, *, ripgrep: RipgrepChoice = AUTO):
-        self._finder = Finder(ripgrep)
+    def __init__(self, *, ripgrep: RipgrepChoice = AUTO, timeout_s: float = SEARCH_TIMEOUT_S):
+        self._finder = Finder(ripgrep, timeout_s=timeout_s)
 
     def _title(self, parsed: _SearchInput, ctx: ToolContext) -> str:
         shown = display_path(ctx.workspace.resolve(parsed.path), ctx.workspace)
@@ -96,7 +97,7 @@ class SearchFilesTool(TypedTool[_SearchInput]):
             raw_input=parsed.model_dump(exclude_none=True),
         )
 
-    async def _find(self, parsed: _SearchInput, path: Path, regex: re.Pattern[str]) -> tuple[list[FileMatch], bool]:
+    async def _find(self, parsed: _SearchInput, path: Path, regex: re.Pattern[str]) -> Found[FileMatch]:
         if await anyio.to_thread.run_sync(path.is_dir):
             return await self._finder.search(
                 path,
@@ -108,7 +109,7 @@ class SearchFilesTool(TypedTool[_SearchInput]):
                 cap=_COLLECT_CAP,
             )
         found = await anyio.to_thread.run_sync(partial(search_one_file, path, regex, room=_COLLECT_CAP + 1))
-        return found[:_COLLECT_CAP], len(found) > _COLLECT_CAP
+        return Found(found[:_COLLECT_CAP], len(found) > _COLLECT_CAP)
 
     async def run(self, parsed: _SearchInput, ctx: ToolContext) -> ToolOutcome:
         regex = compile_search(parsed.pattern, literal=parsed.literal, ignore_case=parsed.ignore_case)
@@ -116,12 +117,13 @@ class SearchFilesTool(TypedTool[_SearchInput]):
         shown = display_path(path, ctx.workspace)
         if not await anyio.to_thread.run_sync(path.exists):
             raise missing_path_error(path, shown)
-        found, more = await self._find(parsed, path, regex)
+        found, more, stopped_early = await self._find(parsed, path, regex)
         visible = [m for m in found if not is_sensitive(m.path)]
         secret = len(found) - len(visible)
         visible.sort(key=lambda m: (str(m.path), m.line))
         files = len({m.path for m in visible})
-        count = f"{'more than ' if more else ''}{plural(len(visible), 'match', 'matches')} in {plural(files, 'file')}"
+        bound = "more than " if more else ("at least " if stopped_early else "")
+        count = f"{bound}{plural(len(visible), 'match', 'matches')} in {plural(files, 'file')}"
         lines: list[str] = []
         used = 0
         for match in visible[: parsed.limit]:
@@ -135,6 +137,11 @@ class SearchFilesTool(TypedTool[_SearchInput]):
             notes.append(
                 f"[Showing the first {len(lines)}; narrow the search with path, glob or a more specific pattern.]"
             )
+        if stopped_early:
+            notes.append(
+                f"[The search stopped early, after {self._finder.timeout_s:g} s: files not reached yet were not"
+                " searched. Narrow the search with path or glob.]"
+            )
         if secret:
             notes.append(
                 f"[{plural(secret, 'match', 'matches')} in sensitive files (.env, keys, credentials) not shown.]"
@@ -146,5 +153,5 @@ class SearchFilesTool(TypedTool[_SearchInput]):
         return ToolOutcome(
             parts=[TextPart(text=text)],
             content=[TextBlock(text=fence(text))],
-            raw_output={"matches": len(visible), "files": files, "more": more},
+            raw_output={"matches": len(visible), "files": files, "more": more, "stopped_early": stopped_early},
         )

@@ -112,12 +112,12 @@ def test_gitignore_patterns_follow_git_semantics() -> None:
 
 @pytest.mark.parametrize("engine", ENGINES)
 async def test_listing_honours_gitignore_and_a_glob_selects_files(tree: Path, engine: str | None) -> None:
-    everything, _ = await Finder(engine).files(tree, None, cap=100)
+    everything, _, _ = await Finder(engine).files(tree, None, cap=100)
     names = {str(p.relative_to(tree)) for p in everything}
     assert {"src/sub/x.py", "src/top.txt", "keep.log", ".hidden/h.txt", "vendor/nested/lib.log"} <= names
     assert not names & {"sub/x.py", "top.txt", "build/out.py", "debug.log", "docs/a/b/c.tmp", "#literal"}
     assert not names & {"src/deep/a.gen", ".git/config", "link.py", "linkdir/app.py"}
-    found, more = await Finder(engine).files(tree, "*.py", cap=100)
+    found, more, _ = await Finder(engine).files(tree, "*.py", cap=100)
     # As in ripgrep, a glob picks files even where .gitignore names them; ignored folders stay skipped.
     assert sorted(str(p.relative_to(tree)) for p in found) == [
         "src/app.py",
@@ -137,9 +137,9 @@ async def test_parent_gitignore_applies_up_to_the_repository_root(tmp_path: Path
     write(tmp_path, {"repo/a/b/z.txt": "", "plain/.gitignore": "*.tmp\n", "plain/a/x.tmp": "", "plain/a/y.skip": ""})
     write(tmp_path, {"plain/a/z.txt": ""})
     (tmp_path / "repo" / ".git").mkdir()
-    in_repo, _ = await Finder(engine).files(tmp_path / "repo" / "a", None, cap=100)
+    in_repo, _, _ = await Finder(engine).files(tmp_path / "repo" / "a", None, cap=100)
     assert sorted(p.name for p in in_repo) == ["y.skip", "z.txt"]
-    no_repo, _ = await Finder(engine).files(tmp_path / "plain" / "a", None, cap=100)
+    no_repo, _, _ = await Finder(engine).files(tmp_path / "plain" / "a", None, cap=100)
     assert sorted(p.name for p in no_repo) == ["z.txt"]
 
 
@@ -191,8 +191,8 @@ async def test_ripgrep_and_python_find_the_same_matches(
     regex = re.compile(re.escape(pattern) if literal else pattern, re.IGNORECASE if ignore_case else 0)
     kwargs = {"literal": literal, "ignore_case": ignore_case, "glob": glob, "cap": 1000}
     ripgrep, python = Finder(RG), Finder(None)
-    with_rg, rg_more = await ripgrep.search(tree, pattern, regex, **kwargs)  # type: ignore[arg-type]
-    with_python, py_more = await python.search(tree, pattern, regex, **kwargs)  # type: ignore[arg-type]
+    with_rg, rg_more, _ = await ripgrep.search(tree, pattern, regex, **kwargs)  # type: ignore[arg-type]
+    with_python, py_more, _ = await python.search(tree, pattern, regex, **kwargs)  # type: ignore[arg-type]
     assert (ripgrep.last_engine, python.last_engine) == ("ripgrep", "python")
     assert with_rg, "the case finds something"
     assert sorted(with_rg, key=lambda m: (str(m.path), m.line)) == sorted(
