@@ -18,7 +18,6 @@ from typing import Any
 
 import anyio
 
-from hermes_acp.errors import HermesError
 from hermes_acp.providers.catalog import ModelCatalog
 from hermes_acp.sessions.records import new_record
 from hermes_acp.storage.base import SessionStore
@@ -60,7 +59,7 @@ class EarlySessions:
             try:
                 record = await new_record(cwd, additional, self._catalog.default_id)
                 await self._store.create_session(record)
-            except HermesError:
+            except Exception:  # the SDK path answers it, through the error boundary
                 return None
             self._created.append(EarlySession(record.id, cwd, additional, servers))
         result = {"sessionId": record.id, **session_view(record.mode_id, record.model_id, self._catalog)}

@@ -21,12 +21,17 @@ __all__ = ["directories", "new_record", "normalise_cwd"]
 
 
 def normalise_cwd(cwd: str, field: str = "cwd") -> str:
-    """The realpath of an absolute directory; a relative or missing path is an invalid-params error."""
+    """The realpath of an absolute directory; a relative, unreadable or missing path is an invalid-params error."""
     if not isinstance(cwd, str) or not cwd:
         raise InvalidParamsError(f"{field}: must be a non-empty absolute path", field=field)
+    if "\x00" in cwd:
+        raise InvalidParamsError(f"{field}: must not contain a NUL character", field=field)
     if not os.path.isabs(cwd):
         raise InvalidParamsError(f"{field}: must be an absolute path, got {cwd!r}", field=field)
-    return os.path.realpath(cwd)
+    try:
+        return os.path.realpath(cwd)
+    except (OSError, ValueError) as exc:
+        raise InvalidParamsError(f"{field}: {cwd!r} cannot be resolved: {_reason(exc)}", field=field) from exc
 
 
 def directories(paths: Sequence[str] | None, field: str = "additionalDirectories") -> list[str]:
@@ -36,7 +41,11 @@ def directories(paths: Sequence[str] | None, field: str = "additionalDirectories
 async def new_record(cwd: str, additional: Sequence[str] | None, model_id: str | None) -> SessionRecord:
     """A fresh session's record: checked, normalised paths, the default mode and the given model."""
     real = normalise_cwd(cwd)
-    if not await anyio.Path(real).is_dir():
+    try:
+        is_dir = await anyio.Path(real).is_dir()
+    except (OSError, ValueError) as exc:
+        raise InvalidParamsError(f"cwd: {cwd!r} cannot be checked: {_reason(exc)}", field="cwd") from exc
+    if not is_dir:
         raise InvalidParamsError(f"cwd: {cwd!r} is not an existing directory", field="cwd")
     now = utc_now()
     return SessionRecord(
@@ -48,3 +57,7 @@ async def new_record(cwd: str, additional: Sequence[str] | None, model_id: str |
         model_id=model_id,
         meta={"additional_directories": directories(additional)},
     )
+
+
+def _reason(exc: OSError | ValueError) -> str:
+    return exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)

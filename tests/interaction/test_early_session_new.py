@@ -110,6 +110,33 @@ async def test_invalid_params_wait_for_the_sdk_path_and_its_usual_errors(tmp_pat
     assert listed["result"]["sessions"] == [], "a refused session/new leaves nothing behind"
 
 
+@pytest.mark.parametrize(("where", "field"), [("cwd", "cwd"), ("additionalDirectories", "additionalDirectories[0]")])
+async def test_a_nul_byte_in_a_path_is_invalid_params_during_the_load_and_after_it(
+    tmp_path: Path, where: str, field: str
+) -> None:
+    bad = str(tmp_path / "a\x00b")
+    params = (
+        {"cwd": bad, "mcpServers": []}
+        if where == "cwd"
+        else {"cwd": str(tmp_path), "mcpServers": [], "additionalDirectories": [bad]}
+    )
+    async with held_server(tmp_path, "") as (raw, release):
+        await raw.send(_request(1, "initialize", {"protocolVersion": 1}))
+        await raw.response(1)
+        await raw.send(_request(2, "session/new", params))
+        release.set()
+        during = await raw.response(2, timeout=30)
+        await raw.send(_request(3, "session/new", params))
+        after = await raw.response(3, timeout=30)
+        await raw.send(_request(4, "session/list", {}))
+        listed = await raw.response(4, timeout=30)
+    for error in (during["error"], after["error"]):
+        assert error["code"] == -32602
+        assert error["data"]["field"] == field
+        assert "NUL" in error["message"]
+    assert listed["result"]["sessions"] == [], "the server kept serving and created nothing"
+
+
 async def test_an_unreadable_mcp_entry_waits_for_the_sdk_path_and_is_named_in_the_log(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
