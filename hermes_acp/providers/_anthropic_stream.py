@@ -111,13 +111,8 @@ class MessagesStreamDecoder:
         if self._stop_reason is not None:
             self._done = True
             return [self._response_done()]
-        error = ProviderUnavailableError(
-            self._identity.redact(
-                f"{self._identity.provider_id}: the stream ended before message_stop (the response is incomplete)"
-            ),
-            provider=self._identity.provider_id,
-        )
-        raise TransientFailure(error)
+        text = "the stream ended before message_stop (the response is incomplete)"
+        raise TransientFailure(self._identity.error(ProviderUnavailableError, text))
 
     def _block_start(self, index: object, block: dict[str, Any], events: list[ProviderEvent]) -> None:
         self._assembler.end_run()
@@ -191,5 +186,4 @@ class MessagesStreamDecoder:
         return ResponseDone(message=message, stop_reason=reason, usage=usage)
 
     def _stream_error(self, text: str) -> ProviderStreamError:
-        provider = self._identity.provider_id
-        return ProviderStreamError(self._identity.redact(f"{provider}: {text}"), provider=provider)
+        return self._identity.error(ProviderStreamError, text)

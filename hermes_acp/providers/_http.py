@@ -129,9 +129,10 @@ class ProviderHttp:
                 return
             except TransientFailure as failure:
                 if started:
-                    raise ProviderStreamError(
-                        self._identity.redact(f"{provider}: the stream broke off after output started: {failure}"),
-                        provider=provider,
+                    reason = str(failure.error).removeprefix(f"{provider}: ")
+                    raise self._identity.error(
+                        ProviderStreamError,
+                        f"the stream broke off after output started: {reason}",
                         status=failure.error.status,
                     ) from failure.__cause__
                 if attempt >= self._max_retries:
@@ -164,12 +165,10 @@ class ProviderHttp:
                 content_type = response.headers.get("content-type", "")
                 if "text/event-stream" not in content_type:
                     content = await response.aread()
-                    raise ProviderStreamError(
-                        identity.redact(
-                            f"{identity.provider_id}: expected an event stream from {url}, got "
-                            f"{content_type or 'no content type'}: {content[:300].decode('utf-8', 'replace')}"
-                        ),
-                        provider=identity.provider_id,
+                    raise identity.error(
+                        ProviderStreamError,
+                        f"expected an event stream from {url}, got {content_type or 'no content type'}: "
+                        f"{content[:300].decode('utf-8', 'replace')}",
                     )
                 parser = SseParser()
                 final: list[ProviderEvent] | None = None

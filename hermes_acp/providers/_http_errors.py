@@ -10,9 +10,9 @@ Three sources, one vocabulary:
 * error events inside a stream (``error_for_stream_event``), by the vendor's error ``type``.
 
 Failures worth retrying come wrapped in ``TransientFailure`` (with the server's ``Retry-After`` hint); the
-retry loop in ``_http.py`` decides whether to wait and try again or to raise the wrapped error. Every message
-passes through ``ProviderIdentity.redact``, so an API key echoed by a server never reaches a log or an
-exception.
+retry loop in ``_http.py`` decides whether to wait and try again or to raise the wrapped error. Every error is
+made by ``ProviderIdentity.error``, which prefixes the provider id and redacts the message, so an API key echoed
+by a server never reaches a log or an exception.
 This module knows no vendor's request or stream format.
 """
 
@@ -23,6 +23,7 @@ import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 import httpx
 
@@ -51,6 +52,7 @@ MAX_MESSAGE_CHARS = 600
 MIN_SECRET_CHARS = 4
 """Shorter "keys" (placeholders such as "x") are not secrets; replacing them would garble every message."""
 REDACTED = "[redacted]"
+_E = TypeVar("_E", bound=ProviderError)
 
 
 @dataclass(frozen=True)
@@ -68,6 +70,10 @@ class ProviderIdentity:
         if len(text) > MAX_MESSAGE_CHARS:
             text = text[:MAX_MESSAGE_CHARS] + "…"
         return text
+
+    def error(self, cls: type[_E], text: str, *, status: int | None = None) -> _E:
+        """A ``cls`` error whose message is ``"<provider id>: <text>"``, redacted: the one way errors are made here."""
+        return cls(self.redact(f"{self.provider_id}: {text}"), provider=self.provider_id, status=status)
 
     def auth_hint(self) -> str:
         if self.api_key_env:
@@ -91,45 +97,26 @@ class TransientFailure(Exception):
 @contextmanager
 def map_httpx_errors(identity: ProviderIdentity, url: str) -> Iterator[None]:
     """Re-raise httpx exceptions as the most specific ``ProviderError`` (transient ones wrapped)."""
-    provider = identity.provider_id
-    error: ProviderError
     try:
         yield
     except httpx.ConnectTimeout as exc:
-        error = ProviderTimeoutError(
-            identity.redact(f"{provider}: could not connect to {url} within the connect timeout"),
-            provider=provider,
-        )
+        error = identity.error(ProviderTimeoutError, f"could not connect to {url} within the connect timeout")
         raise TransientFailure(error) from exc
     except httpx.TimeoutException as exc:
-        raise ProviderTimeoutError(
-            identity.redact(f"{provider}: no answer from {url} within the timeout ({type(exc).__name__})"),
-            provider=provider,
-        ) from exc
+        text = f"no answer from {url} within the timeout ({type(exc).__name__})"
+        raise identity.error(ProviderTimeoutError, text) from exc
     except httpx.ConnectError as exc:
-        error = ProviderUnavailableError(
-            identity.redact(f"{provider}: cannot connect to {url}: {exc}"), provider=provider
-        )
-        raise TransientFailure(error) from exc
+        raise TransientFailure(identity.error(ProviderUnavailableError, f"cannot connect to {url}: {exc}")) from exc
     except (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError, httpx.CloseError) as exc:
-        error = ProviderUnavailableError(
-            identity.redact(f"{provider}: the connection to {url} broke: {exc}"), provider=provider
-        )
-        raise TransientFailure(error) from exc
+        text = f"the connection to {url} broke: {exc}"
+        raise TransientFailure(identity.error(ProviderUnavailableError, text)) from exc
     except (httpx.UnsupportedProtocol, httpx.InvalidURL, httpx.LocalProtocolError) as exc:
-        raise ProviderRequestError(
-            identity.redact(f"{provider}: cannot send a request to {url}: {exc}"), provider=provider
-        ) from exc
+        raise identity.error(ProviderRequestError, f"cannot send a request to {url}: {exc}") from exc
     except httpx.DecodingError as exc:
-        raise ProviderStreamError(
-            identity.redact(f"{provider}: the response from {url} could not be decoded: {exc}"),
-            provider=provider,
-        ) from exc
+        raise identity.error(ProviderStreamError, f"the response from {url} could not be decoded: {exc}") from exc
     except httpx.HTTPError as exc:
-        raise ProviderUnavailableError(
-            identity.redact(f"{provider}: request to {url} failed: {type(exc).__name__}: {exc}"),
-            provider=provider,
-        ) from exc
+        text = f"request to {url} failed: {type(exc).__name__}: {exc}"
+        raise identity.error(ProviderUnavailableError, text) from exc
 
 
 def message_from_error_body(body: bytes) -> str:
@@ -169,49 +156,32 @@ def error_for_response(
     now: float | None = None,
 ) -> ProviderError | TransientFailure:
     """The error for a non-success HTTP response; the caller raises it."""
-    provider = identity.provider_id
     if 300 <= status < 400:
         location = headers.get("location", "(no location)")
-        return ProviderRequestError(
-            identity.redact(
-                f"{provider}: HTTP {status} from {url} redirects to {location}; redirects are not followed "
-                "(the API key stays with its own host). Set base_url to the final address."
-            ),
-            provider=provider,
-            status=status,
+        text = (
+            f"HTTP {status} from {url} redirects to {location}; redirects are not followed "
+            "(the API key stays with its own host). Set base_url to the final address."
         )
+        return identity.error(ProviderRequestError, text, status=status)
     detail = message_from_error_body(body)
     if status in (401, 403):
-        return ProviderAuthError(
-            identity.redact(
-                f"{provider}: the provider rejected the request's credentials (HTTP {status}: {detail}). "
-                f"{identity.auth_hint()}"
-            ),
-            provider=provider,
-            status=status,
-        )
+        text = f"the provider rejected the request's credentials (HTTP {status}: {detail}). {identity.auth_hint()}"
+        return identity.error(ProviderAuthError, text, status=status)
     if status == 429:
         retry_after = parse_retry_after(headers, now=time.time() if now is None else now)
-        error: ProviderError = ProviderRateLimitError(
-            identity.redact(f"{provider}: rate limited (HTTP 429: {detail})"),
-            provider=provider,
-            status=status,
+        error: ProviderError = identity.error(
+            ProviderRateLimitError, f"rate limited (HTTP 429: {detail})", status=status
         )
         return TransientFailure(error, retry_after=retry_after)
     if status == 408 or status >= 500:
         retry_after = parse_retry_after(headers, now=time.time() if now is None else now)
-        error = ProviderUnavailableError(
-            identity.redact(f"{provider}: the provider failed (HTTP {status}: {detail})"),
-            provider=provider,
-            status=status,
+        error = identity.error(
+            ProviderUnavailableError, f"the provider failed (HTTP {status}: {detail})", status=status
         )
         return TransientFailure(error, retry_after=retry_after)
     hint = " Check base_url and the model id." if status == 404 else ""
-    return ProviderRequestError(
-        identity.redact(f"{provider}: the provider rejected the request (HTTP {status}: {detail}).{hint}"),
-        provider=provider,
-        status=status,
-    )
+    text = f"the provider rejected the request (HTTP {status}: {detail}).{hint}"
+    return identity.error(ProviderRequestError, text, status=status)
 
 
 _STREAM_ERROR_STATUS = {
@@ -232,13 +202,12 @@ def error_for_stream_event(
     identity: ProviderIdentity, *, error_type: str, message: str, status: int | None = None
 ) -> ProviderError | TransientFailure:
     """The error for an error event inside a stream (Anthropic ``event: error``, OpenRouter ``{"error"}``)."""
-    provider = identity.provider_id
     status = status or _STREAM_ERROR_STATUS.get(error_type, 500)
-    text = identity.redact(f"{provider}: the stream reported {error_type or 'an error'}: {message}")
+    text = f"the stream reported {error_type or 'an error'}: {message}"
     if status in (401, 403):
-        return ProviderAuthError(f"{text}. {identity.auth_hint()}", provider=provider, status=status)
+        return identity.error(ProviderAuthError, f"{text}. {identity.auth_hint()}", status=status)
     if status == 429:
-        return TransientFailure(ProviderRateLimitError(text, provider=provider, status=status))
+        return TransientFailure(identity.error(ProviderRateLimitError, text, status=status))
     if status == 408 or status >= 500:
-        return TransientFailure(ProviderUnavailableError(text, provider=provider, status=status))
-    return ProviderRequestError(text, provider=provider, status=status)
+        return TransientFailure(identity.error(ProviderUnavailableError, text, status=status))
+    return identity.error(ProviderRequestError, text, status=status)

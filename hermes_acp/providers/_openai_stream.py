@@ -114,14 +114,8 @@ class ChatCompletionsDecoder:
 
     def finish(self) -> list[ProviderEvent]:
         if self._finish_reason is None:
-            error = ProviderUnavailableError(
-                self._identity.redact(
-                    f"{self._identity.provider_id}: the stream ended before the response finished "
-                    "(no finish_reason, no [DONE])"
-                ),
-                provider=self._identity.provider_id,
-            )
-            raise TransientFailure(error)
+            text = "the stream ended before the response finished (no finish_reason, no [DONE])"
+            raise TransientFailure(self._identity.error(ProviderUnavailableError, text))
         self._done = True
         return [self._response_done()]
 
@@ -174,8 +168,7 @@ class ChatCompletionsDecoder:
         return ResponseDone(message=message, stop_reason=reason, usage=self._usage)
 
     def _stream_error(self, text: str) -> ProviderStreamError:
-        provider = self._identity.provider_id
-        return ProviderStreamError(self._identity.redact(f"{provider}: {text}"), provider=provider)
+        return self._identity.error(ProviderStreamError, text)
 
     def _in_band_error(self, error: object) -> ProviderError | TransientFailure:
         if isinstance(error, dict):

@@ -171,12 +171,13 @@ async def test_a_stream_cut_after_output_started_raises_stream_error_without_ret
             async for event in provider.stream(simple_request()):
                 received.append(event)
 
-        with pytest.raises(ProviderStreamError, match="broke off after output started"):
+        with pytest.raises(ProviderStreamError, match="broke off after output started") as caught:
             await consume()
         await provider.aclose()
         records = server.requests()
 
     assert [e.text for e in received if isinstance(e, TextDelta)] == ["part", "ial "]
+    assert str(caught.value).startswith("fixture: the stream broke off after output started: the connection")
     assert len(records) == 1
     assert records[0].outcome == "cut"
     assert sleep.delays == []
