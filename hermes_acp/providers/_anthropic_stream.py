@@ -97,14 +97,7 @@ class MessagesStreamDecoder:
             self._done = True
             events.append(self._response_done())
         elif kind == "error":
-            error = _dict(payload.get("error"))
-            error_type = error.get("type")
-            text = error.get("message")
-            raise error_for_stream_event(
-                self._identity,
-                error_type=error_type if isinstance(error_type, str) else "",
-                message=text if isinstance(text, str) else json.dumps(error)[:300],
-            )
+            raise error_for_stream_event(self._identity, payload.get("error"))
         return events
 
     def finish(self) -> list[ProviderEvent]:

@@ -7,7 +7,8 @@ Three sources, one vocabulary:
 * HTTP error responses (``error_for_response``): 401/403 → ``ProviderAuthError`` naming the env var to set,
   429 → ``ProviderRateLimitError``, 408/5xx → ``ProviderUnavailableError``, other 4xx and redirects →
   ``ProviderRequestError`` carrying the provider's own message from the body;
-* error events inside a stream (``error_for_stream_event``), by the vendor's error ``type``.
+* error events inside a stream (``error_for_stream_event``): the status their ``type`` implies, classified
+  as above (``_classify`` is the one status → class and retry decision).
 
 Failures worth retrying come wrapped in ``TransientFailure`` (with the server's ``Retry-After`` hint); the
 retry loop in ``_http.py`` decides whether to wait and try again or to raise the wrapped error. Every error is
@@ -146,6 +147,35 @@ def message_from_error_body(body: bytes) -> str:
     return text or "(empty body)"
 
 
+def _classify(status: int) -> tuple[type[ProviderError], bool]:
+    """The error class for an HTTP status (sent or implied by an in-stream error) and whether it is transient."""
+    if status in (401, 403):
+        return ProviderAuthError, False
+    if status == 429:
+        return ProviderRateLimitError, True
+    if status == 408 or status >= 500:
+        return ProviderUnavailableError, True
+    return ProviderRequestError, False
+
+
+def _classified(
+    identity: ProviderIdentity, status: int, text: str, *, retry_after: float | None = None
+) -> ProviderError | TransientFailure:
+    cls, transient = _classify(status)
+    if cls is ProviderAuthError:
+        text = f"{text}. {identity.auth_hint()}"
+    error = identity.error(cls, text, status=status)
+    return TransientFailure(error, retry_after=retry_after) if transient else error
+
+
+_WHAT_FAILED: dict[type[ProviderError], str] = {
+    ProviderAuthError: "the provider rejected the request's credentials",
+    ProviderRateLimitError: "rate limited",
+    ProviderUnavailableError: "the provider failed",
+    ProviderRequestError: "the provider rejected the request",
+}
+
+
 def error_for_response(
     identity: ProviderIdentity,
     *,
@@ -163,25 +193,11 @@ def error_for_response(
             "(the API key stays with its own host). Set base_url to the final address."
         )
         return identity.error(ProviderRequestError, text, status=status)
-    detail = message_from_error_body(body)
-    if status in (401, 403):
-        text = f"the provider rejected the request's credentials (HTTP {status}: {detail}). {identity.auth_hint()}"
-        return identity.error(ProviderAuthError, text, status=status)
-    if status == 429:
-        retry_after = parse_retry_after(headers, now=time.time() if now is None else now)
-        error: ProviderError = identity.error(
-            ProviderRateLimitError, f"rate limited (HTTP 429: {detail})", status=status
-        )
-        return TransientFailure(error, retry_after=retry_after)
-    if status == 408 or status >= 500:
-        retry_after = parse_retry_after(headers, now=time.time() if now is None else now)
-        error = identity.error(
-            ProviderUnavailableError, f"the provider failed (HTTP {status}: {detail})", status=status
-        )
-        return TransientFailure(error, retry_after=retry_after)
-    hint = " Check base_url and the model id." if status == 404 else ""
-    text = f"the provider rejected the request (HTTP {status}: {detail}).{hint}"
-    return identity.error(ProviderRequestError, text, status=status)
+    text = f"{_WHAT_FAILED[_classify(status)[0]]} (HTTP {status}: {message_from_error_body(body)})"
+    if status == 404:
+        text += ". Check base_url and the model id."
+    retry_after = parse_retry_after(headers, now=time.time() if now is None else now)
+    return _classified(identity, status, text, retry_after=retry_after)
 
 
 _STREAM_ERROR_STATUS = {
@@ -198,16 +214,22 @@ _STREAM_ERROR_STATUS = {
 }
 
 
-def error_for_stream_event(
-    identity: ProviderIdentity, *, error_type: str, message: str, status: int | None = None
-) -> ProviderError | TransientFailure:
-    """The error for an error event inside a stream (Anthropic ``event: error``, OpenRouter ``{"error"}``)."""
-    status = status or _STREAM_ERROR_STATUS.get(error_type, 500)
-    text = f"the stream reported {error_type or 'an error'}: {message}"
-    if status in (401, 403):
-        return identity.error(ProviderAuthError, f"{text}. {identity.auth_hint()}", status=status)
-    if status == 429:
-        return TransientFailure(identity.error(ProviderRateLimitError, text, status=status))
-    if status == 408 or status >= 500:
-        return TransientFailure(identity.error(ProviderUnavailableError, text, status=status))
-    return identity.error(ProviderRequestError, text, status=status)
+def error_for_stream_event(identity: ProviderIdentity, error: object) -> ProviderError | TransientFailure:
+    """The error for an error reported inside a stream (Anthropic ``event: error``, OpenRouter ``{"error"}``).
+
+    ``error`` is the vendor's error value as sent: its ``type`` (or a string ``code``) names the kind, which
+    implies a status; an integer ``code`` is the status itself.
+    """
+    kind: object = ""
+    status: int | None = None
+    if isinstance(error, dict):
+        kind = error.get("type") or error.get("code")
+        code = error.get("code")
+        status = code if isinstance(code, int) and not isinstance(code, bool) else None
+        message = error.get("message")
+        detail = message if isinstance(message, str) else json.dumps(error)[:300]
+    else:
+        detail = str(error)
+    kind = kind if isinstance(kind, str) else ""
+    status = status or _STREAM_ERROR_STATUS.get(kind, 500)
+    return _classified(identity, status, f"the stream reported {kind or 'an error'}: {detail}")

@@ -25,7 +25,7 @@ import json
 from typing import Any
 
 from hermes_acp.core import Usage
-from hermes_acp.errors import ProviderError, ProviderStreamError, ProviderUnavailableError
+from hermes_acp.errors import ProviderStreamError, ProviderUnavailableError
 
 from ._assembly import MessageAssembler
 from ._http_errors import ProviderIdentity, TransientFailure, error_for_stream_event
@@ -95,7 +95,7 @@ class ChatCompletionsDecoder:
             raise self._stream_error(f"a stream chunk is not a JSON object: {data[:200]!r}")
         error = chunk.get("error")
         if error:
-            raise self._in_band_error(error)
+            raise error_for_stream_event(self._identity, error)
         usage = chunk.get("usage")
         if isinstance(usage, dict):
             self._usage = usage_from_openai(usage)
@@ -169,17 +169,3 @@ class ChatCompletionsDecoder:
 
     def _stream_error(self, text: str) -> ProviderStreamError:
         return self._identity.error(ProviderStreamError, text)
-
-    def _in_band_error(self, error: object) -> ProviderError | TransientFailure:
-        if isinstance(error, dict):
-            message = error.get("message")
-            kind = error.get("type") or error.get("code")
-            code = error.get("code")
-            status = code if isinstance(code, int) and not isinstance(code, bool) else None
-            return error_for_stream_event(
-                self._identity,
-                error_type=kind if isinstance(kind, str) else "",
-                message=message if isinstance(message, str) else json.dumps(error)[:300],
-                status=status,
-            )
-        return error_for_stream_event(self._identity, error_type="", message=str(error))
