@@ -54,7 +54,14 @@ async def run_connection(door: FrontDoor, env: Mapping[str, str], *, load: Calla
         failure = exc
     if store is not None and catalog is not None:
         await door.open_early(EarlySessions(store, catalog))
-    await anyio.to_thread.run_sync(load)
+    try:
+        await anyio.to_thread.run_sync(load)
+    except BaseException:
+        with anyio.CancelScope(shield=True):
+            await door.close_early()
+            if store is not None:
+                await store.aclose()
+        raise
     from hermes_acp.protocol.connection import serve_agent
     from hermes_acp.providers.registry import ProviderRegistry
     from hermes_acp.telemetry import configure_logging, get_logger, register_secret
@@ -69,7 +76,6 @@ async def run_connection(door: FrontDoor, env: Mapping[str, str], *, load: Calla
     for provider in settings.providers.values():
         if provider.api_key_env:
             register_secret(env.get(provider.api_key_env))
-    early = door.early if isinstance(door.early, EarlySessions) else None
     await serve_app(
         door,
         settings=settings,
@@ -77,7 +83,6 @@ async def run_connection(door: FrontDoor, env: Mapping[str, str], *, load: Calla
         catalog=catalog,
         providers=ProviderRegistry(settings, env),
         store=store,
-        early=early,
     )
 
 
@@ -90,7 +95,6 @@ async def serve_app(
     providers: ProviderRegistry,
     store: SessionStore,
     tool_surface: Callable[[Session], Sequence[Tool]] | None = None,
-    early: EarlySessions | None = None,
 ) -> None:
     """Serve one client with these parts; closes sessions, providers and the store on the way out."""
     from hermes_acp.protocol.agent import AgentParts
@@ -115,7 +119,7 @@ async def serve_app(
                 tool_surface=tool_surface or derive_tool_surface,
             )
             try:
-                await serve_agent(door, parts, early=early)
+                await serve_agent(door, parts)
             finally:
                 with anyio.CancelScope(shield=True), anyio.move_on_after(SHUTDOWN_TIMEOUT_S):
                     for manager in managers:

@@ -5,8 +5,8 @@ on a small machine. For a plain, valid request the front door hands it here: the
 the store (the same way ``SessionManager.new_session`` does, through ``sessions.records``), the response is built
 from ``session_view``, and ``available_commands_update`` follows it. Anything else (invalid params, an MCP entry
 the SDK would skip, an unusable store) returns None and waits for the SDK path, which answers as usual. When the
-server is up, ``close`` stops early answers, waits for one in flight, and hands over the sessions created here so
-the session manager opens them (MCP servers included) before the first queued request for them is processed.
+server is up, ``FrontDoor.close_early`` stops early answers (after one in flight) and hands this object to the agent,
+which opens the sessions ``created`` here (MCP servers included) before the first queued request is processed.
 
 It imports neither the SDK nor the turn loop; it knows the store, the catalog and the wire shapes of one method.
 """
@@ -15,8 +15,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
-
-import anyio
 
 from hermes_acp.providers.catalog import ModelCatalog
 from hermes_acp.sessions.records import new_record
@@ -40,12 +38,13 @@ class EarlySession:
 
 
 class EarlySessions:
+    """Called by the front door only, one request at a time (under its ingress lock)."""
+
     def __init__(self, store: SessionStore, catalog: ModelCatalog):
         self._store = store
         self._catalog = catalog
-        self._lock = anyio.Lock()
-        self._closed = False
-        self._created: list[EarlySession] = []
+        self.created: list[EarlySession] = []
+        """The sessions answered here, in order: the agent opens them once the server is up."""
 
     async def answer(self, params: Any) -> tuple[dict[str, Any], list[dict[str, Any]]] | None:
         """(the ``session/new`` result, the notifications to send after it), or None to leave it to the SDK."""
@@ -53,27 +52,18 @@ class EarlySessions:
         if fields is None:
             return None
         cwd, additional, servers = fields
-        async with self._lock:
-            if self._closed:
-                return None
-            try:
-                record = await new_record(cwd, additional, self._catalog.default_id)
-                await self._store.create_session(record)
-            except Exception:  # the SDK path answers it, through the error boundary
-                return None
-            self._created.append(EarlySession(record.id, cwd, additional, servers))
+        try:
+            record = await new_record(cwd, additional, self._catalog.default_id)
+            await self._store.create_session(record)
+        except Exception:  # the SDK path answers it, through the error boundary
+            return None
+        self.created.append(EarlySession(record.id, cwd, additional, servers))
         result = {"sessionId": record.id, **session_view(record.mode_id, record.model_id, self._catalog)}
         commands = {
             "sessionId": record.id,
             "update": {"sessionUpdate": "available_commands_update", "availableCommands": available_commands()},
         }
         return result, [commands]
-
-    async def close(self) -> list[EarlySession]:
-        """No more early answers; the sessions created so far (after one in flight has finished)."""
-        async with self._lock:
-            self._closed = True
-            return list(self._created)
 
 
 def _plain_request(params: Any) -> tuple[str, list[str] | None, list[dict[str, Any]]] | None:

@@ -4,7 +4,7 @@
 envelope that is not a JSON-RPC message gets -32600, and the server keeps serving (the SDK would drop such lines
 silently). It answers ``initialize`` itself from ``initialize.py``, so an editor has its answer while the acp SDK
 and the rest of the server still load in a worker thread (importing them costs most of a second on a small
-machine), and hands ``session/new`` to ``early`` while that is set (see ``early.py``).
+machine), and hands ``session/new`` to ``EarlySessions`` between ``open_early`` and ``close_early`` (``early.py``).
 Everything else is queued and handed to the SDK connection, which reads from the door as its ``Transport``.
 After writing a response it runs the callbacks the handler queued with ``boundary.after_response``.
 
@@ -23,12 +23,15 @@ import os
 import stat
 import sys
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .initialize import initialize_result
 from .mcp_entries import SESSION_OPENING_METHODS, unreadable_servers
 
-__all__ = ["ConnectionRunner", "EarlyAnswerer", "FileWriter", "FrontDoor", "Writer", "serve_stdio", "serve_streams"]
+if TYPE_CHECKING:
+    from .early import EarlySessions
+
+__all__ = ["ConnectionRunner", "FileWriter", "FrontDoor", "Writer", "serve_stdio", "serve_streams"]
 
 _log = logging.getLogger("hermes_acp.protocol")
 ConnectionRunner = Callable[["FrontDoor", Mapping[str, str]], Awaitable[None]]
@@ -65,14 +68,6 @@ class FileWriter:
         self._file.close()
 
 
-class EarlyAnswerer(Protocol):
-    """Answers some requests before the SDK connection exists (``early.EarlySessions`` does ``session/new``)."""
-
-    async def answer(self, params: Any) -> tuple[dict[str, Any], list[dict[str, Any]]] | None:
-        """(result, params of ``session/update`` notifications to send after it), or None to queue the request."""
-        ...
-
-
 class FrontDoor:
     """A message-level transport (``send``/``receive``/``close``) in front of the SDK connection."""
 
@@ -89,9 +84,10 @@ class FrontDoor:
         self.initialize_params: dict[str, Any] | None = None
         """The params of the client's ``initialize``, answered here."""
         self.on_initialize: Callable[[dict[str, Any]], None] | None = None
-        self.early: EarlyAnswerer | None = None
+        self._early: EarlySessions | None = None
         """Set (``open_early``) while the server loads: answers ``session/new`` before the SDK connection exists."""
         self._ingress = asyncio.Lock()
+        """Held while one incoming message is answered early or queued, so both keep the order of arrival."""
 
     # -- the Transport protocol of the acp SDK --------------------------------------------------------------------
 
@@ -185,9 +181,9 @@ class FrontDoor:
             self._inbox.put_nowait(message)
 
     async def _answered_early(self, message: dict[str, Any]) -> bool:
-        if self.early is None or message.get("method") != "session/new" or "id" not in message:
+        if self._early is None or message.get("method") != "session/new" or "id" not in message:
             return False
-        answered = await self.early.answer(message.get("params"))
+        answered = await self._early.answer(message.get("params"))
         if answered is None:
             return False
         result, notifications = answered
@@ -196,10 +192,10 @@ class FrontDoor:
             await self._write({"jsonrpc": "2.0", "method": "session/update", "params": params})
         return True
 
-    async def open_early(self, early: EarlyAnswerer) -> None:
+    async def open_early(self, early: EarlySessions) -> None:
         """Start answering ``session/new`` early, beginning with those already waiting for the SDK (in order)."""
         async with self._ingress:
-            self.early = early
+            self._early = early
             waiting: list[dict[str, Any] | None] = []
             while not self._inbox.empty():
                 waiting.append(self._inbox.get_nowait())
@@ -210,6 +206,12 @@ class FrontDoor:
                         self._all_answered.set()
                     continue
                 self._inbox.put_nowait(message)
+
+    async def close_early(self) -> EarlySessions | None:
+        """Stop answering early (after an answer in flight); what answered so far, or None if nothing did."""
+        async with self._ingress:
+            early, self._early = self._early, None
+            return early
 
     async def _answer_initialize(self, message: dict[str, Any]) -> None:
         params = message.get("params")

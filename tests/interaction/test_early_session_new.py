@@ -19,7 +19,8 @@ import pytest
 
 from fixtures.model_server import serve_model_server
 from hermes_acp.app import load_server, run_connection
-from hermes_acp.protocol.stdio import serve_streams
+from hermes_acp.protocol.stdio import FrontDoor, serve_streams
+from hermes_acp.storage.sqlite import SqliteSessionStore
 from hermes_acp.telemetry import configure_logging
 from tests.fakes.server import RawPair
 
@@ -182,3 +183,50 @@ async def test_an_early_session_is_opened_with_its_mcp_servers_and_answers_promp
         offered = [t["function"]["name"] for t in model.requests()[0].body.get("tools", [])]
     assert answer["result"]["stopReason"] == "end_turn"
     assert "mcp__fixture__echo" in offered
+
+
+async def test_a_failed_load_closes_the_early_path_and_the_store(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import asyncio
+
+    closed: list[SqliteSessionStore] = []
+    aclose = SqliteSessionStore.aclose
+
+    async def recording_aclose(self: SqliteSessionStore) -> None:
+        closed.append(self)
+        await aclose(self)
+
+    monkeypatch.setattr(SqliteSessionStore, "aclose", recording_aclose)
+    release = threading.Event()
+
+    def failing_load() -> None:
+        if release.wait(timeout=30):
+            raise RuntimeError("the server could not load")
+
+    agent_sock, client_sock = socket.socketpair()
+    agent_reader, agent_writer = await asyncio.open_connection(sock=agent_sock)
+    client_reader, client_writer = await asyncio.open_connection(sock=client_sock)
+    raw = RawPair(client_reader, client_writer)
+    env = {"HERMES_ACP_HOME": str(tmp_path / "home"), "PATH": "/usr/bin:/bin"}
+    door = FrontDoor(agent_reader, agent_writer, env)
+    pump = asyncio.create_task(door.pump())
+    served = asyncio.create_task(run_connection(door, env, load=failing_load))
+    try:
+        await raw.send(_request(1, "session/new", {"cwd": str(tmp_path), "mcpServers": []}))
+        assert "sessionId" in (await raw.response(1))["result"], "answered early while the load ran"
+        release.set()
+        with anyio.fail_after(30), pytest.raises(RuntimeError, match="could not load"):
+            await served
+        assert len(closed) == 1, "the store run_connection opened was closed"
+        assert await door.close_early() is None, "no more early answers once the load failed"
+    finally:
+        release.set()
+        pump.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await pump
+        await door.close()
+        client_writer.close()
+        for writer in (agent_writer, client_writer):
+            with contextlib.suppress(OSError, ConnectionError):
+                await writer.wait_closed()
