@@ -1,9 +1,10 @@
-"""The HTTP exchange both vendor providers share: one streamed POST, retried only before its first event.
+"""The base both vendor providers share: one streamed POST, retried only before its first event.
 
-``ProviderHttp`` owns an ``httpx.AsyncClient`` configured from ``ProviderSettings``: connect and read
+``HttpProvider`` owns an ``httpx.AsyncClient`` configured from ``ProviderSettings``: connect and read
 timeouts, redirects off, and the API key attached by ``HostBoundKeyAuth`` only to requests for the origin of
-the provider's own ``base_url``. ``stream_events`` POSTs a JSON body, reads the ``text/event-stream`` answer
-through a vendor ``StreamDecoder`` and yields its ``ProviderEvent``s:
+the provider's own ``base_url``. A vendor subclass gives the endpoint and headers to ``__init__`` and
+implements ``_body`` (the JSON request) and ``_new_decoder`` (its ``StreamDecoder``). ``stream`` POSTs the body,
+reads the ``text/event-stream`` answer through a fresh decoder per attempt and yields its ``ProviderEvent``s:
 
 * 429, 408, 5xx, connection failures and streams that break before yielding anything are retried up to
   ``max_retries`` times, waiting as ``_retry.retry_delay`` says (through the injected ``sleep``);
@@ -15,13 +16,14 @@ through a vendor ``StreamDecoder`` and yields its ``ProviderEvent``s:
 Proxy settings (``HTTPS_PROXY``, ``NO_PROXY``) and CA bundles (``SSL_CERT_FILE``) come from the environment,
 as httpx reads them by default.
 
-This module knows no vendor format: request bodies come built, and decoders turn SSE messages into events.
+This module knows no vendor format: subclasses build the bodies, and decoders turn SSE messages into events.
 """
 
 from __future__ import annotations
 
 import contextlib
 import random
+from abc import ABC, abstractmethod
 from collections.abc import AsyncGenerator, Awaitable, Callable, Generator
 from contextlib import aclosing
 from typing import Any, Protocol, cast
@@ -36,9 +38,9 @@ from hermes_acp.errors import ProviderStreamError
 from ._http_errors import ProviderIdentity, TransientFailure, error_for_response, map_httpx_errors
 from ._retry import retry_delay
 from ._sse import SseMessage, SseParser
-from .base import ProviderEvent
+from .base import ProviderEvent, ProviderRequest
 
-__all__ = ["HostBoundKeyAuth", "ProviderHttp", "StreamDecoder"]
+__all__ = ["HostBoundKeyAuth", "HttpProvider", "StreamDecoder"]
 
 _log = structlog.get_logger("hermes_acp.providers")
 _DEFAULT_PORTS = {"http": 80, "https": 443}
@@ -84,20 +86,24 @@ class StreamDecoder(Protocol):
         ...
 
 
-class ProviderHttp:
-    """One provider's HTTP client and its retrying, event-decoding exchange."""
+class HttpProvider(ABC):
+    """A ``ModelProvider`` speaking one vendor's streaming HTTP API (see the module docstring)."""
 
     def __init__(
         self,
-        identity: ProviderIdentity,
+        provider_id: str,
         settings: ProviderSettings,
+        api_key: str | None,
         *,
+        url: str,
         key_header: tuple[str, str] | None,
         headers: dict[str, str],
         transport: httpx.AsyncBaseTransport | None,
         sleep: Callable[[float], Awaitable[None]] | None,
     ):
-        self._identity = identity
+        self._settings = settings
+        self._identity = ProviderIdentity(provider_id, settings.api_key_env, api_key or None)
+        self._url = url
         self._max_retries = settings.max_retries
         self._sleep = sleep or anyio.sleep
         self._random = random.Random()
@@ -110,19 +116,36 @@ class ProviderHttp:
             transport=transport,
         )
 
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.provider_id!r}, base_url={self._settings.base_url!r})"
+
+    @property
+    def provider_id(self) -> str:
+        return self._identity.provider_id
+
+    def stream(self, request: ProviderRequest) -> AsyncGenerator[ProviderEvent, None]:
+        """Stream one response (see ``ModelProvider.stream``)."""
+        return self._stream_events(self._body(request))
+
     async def aclose(self) -> None:
         await self._client.aclose()
 
-    async def stream_events(
-        self, url: str, body: dict[str, Any], new_decoder: Callable[[], StreamDecoder]
-    ) -> AsyncGenerator[ProviderEvent, None]:
-        """POST ``body`` to ``url`` and yield the decoded events, retrying only before the first one."""
-        provider = self._identity.provider_id
+    @abstractmethod
+    def _body(self, request: ProviderRequest) -> dict[str, Any]:
+        """The JSON body that asks the vendor's API to stream the answer to ``request``."""
+
+    @abstractmethod
+    def _new_decoder(self) -> StreamDecoder:
+        """A decoder for one attempt's event stream."""
+
+    async def _stream_events(self, body: dict[str, Any]) -> AsyncGenerator[ProviderEvent, None]:
+        """POST ``body`` and yield the decoded events, retrying only before the first one."""
+        provider = self.provider_id
         attempt = 0
         while True:
             started = False
             try:
-                async with aclosing(self._attempt(url, body, new_decoder())) as events:
+                async with aclosing(self._attempt(body, self._new_decoder())) as events:
                     async for event in events:
                         started = True
                         yield event
@@ -150,10 +173,8 @@ class ProviderHttp:
                 )
                 await self._sleep(delay)
 
-    async def _attempt(
-        self, url: str, body: dict[str, Any], decoder: StreamDecoder
-    ) -> AsyncGenerator[ProviderEvent, None]:
-        identity = self._identity
+    async def _attempt(self, body: dict[str, Any], decoder: StreamDecoder) -> AsyncGenerator[ProviderEvent, None]:
+        identity, url = self._identity, self._url
         with map_httpx_errors(identity, url):
             async with self._client.stream("POST", url, json=body) as response:
                 if not response.is_success:
