@@ -25,11 +25,9 @@ import json
 from typing import Any
 
 from hermes_acp.core import Usage
-from hermes_acp.errors import ProviderStreamError, ProviderUnavailableError
 
-from ._assembly import MessageAssembler
-from ._http_errors import ProviderIdentity, TransientFailure, error_for_stream_event
-from ._sse import SseMessage
+from ._http_errors import ProviderIdentity, error_for_stream_event
+from ._stream_decoder import JsonStreamDecoder, as_int
 from .base import ModelStopReason, ProviderEvent, ResponseDone
 
 __all__ = ["MessagesStreamDecoder"]
@@ -46,39 +44,23 @@ _STOP_REASONS: dict[str, ModelStopReason] = {
 _USAGE_KEYS = ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
 
 
-def _int(value: object) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
-
-
 def _dict(value: object) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-class MessagesStreamDecoder:
+class MessagesStreamDecoder(JsonStreamDecoder):
     """One response's decoder (see the module docstring)."""
 
+    INCOMPLETE = "the stream ended before message_stop (the response is incomplete)"
+
     def __init__(self, identity: ProviderIdentity):
-        self._identity = identity
-        self._assembler = MessageAssembler()
+        super().__init__(identity)
         self._usage: dict[str, int] = {}
         self._saw_usage = False
         self._stop_reason: str | None = None
-        self._done = False
 
-    @property
-    def done(self) -> bool:
-        return self._done
-
-    def feed(self, message: SseMessage) -> list[ProviderEvent]:
-        if self._done or not message.data.strip():
-            return []
-        try:
-            payload = json.loads(message.data)
-        except ValueError as exc:
-            raise self._stream_error(f"an event is not JSON: {message.data[:200]!r}") from exc
-        if not isinstance(payload, dict):
-            raise self._stream_error(f"an event is not a JSON object: {message.data[:200]!r}")
-        kind = payload.get("type") if isinstance(payload.get("type"), str) else message.event
+    def _event(self, payload: dict[str, Any], name: str) -> list[ProviderEvent]:
+        kind = payload.get("type") if isinstance(payload.get("type"), str) else name
         events: list[ProviderEvent] = []
         if kind == "message_start":
             self._merge_usage(_dict(_dict(payload.get("message")).get("usage")))
@@ -94,18 +76,13 @@ class MessagesStreamDecoder:
                 self._stop_reason = stop
             self._merge_usage(_dict(payload.get("usage")))
         elif kind == "message_stop":
-            self._done = True
-            events.append(self._response_done())
+            return self._complete()
         elif kind == "error":
             raise error_for_stream_event(self._identity, payload.get("error"))
         return events
 
-    def finish(self) -> list[ProviderEvent]:
-        if self._stop_reason is not None:
-            self._done = True
-            return [self._response_done()]
-        text = "the stream ended before message_stop (the response is incomplete)"
-        raise TransientFailure(self._identity.error(ProviderUnavailableError, text))
+    def _stopped(self) -> bool:
+        return self._stop_reason is not None
 
     def _block_start(self, index: object, block: dict[str, Any], events: list[ProviderEvent]) -> None:
         self._assembler.end_run()
@@ -158,7 +135,7 @@ class MessagesStreamDecoder:
     def _merge_usage(self, usage: dict[str, Any]) -> None:
         for key in _USAGE_KEYS:
             if key in usage and usage[key] is not None:
-                self._usage[key] = _int(usage[key])
+                self._usage[key] = as_int(usage[key])
                 self._saw_usage = True
 
     def _response_done(self) -> ResponseDone:
@@ -177,6 +154,3 @@ class MessagesStreamDecoder:
                 cache_write_tokens=cache_write,
             )
         return ResponseDone(message=message, stop_reason=reason, usage=usage)
-
-    def _stream_error(self, text: str) -> ProviderStreamError:
-        return self._identity.error(ProviderStreamError, text)

@@ -25,11 +25,10 @@ import json
 from typing import Any
 
 from hermes_acp.core import Usage
-from hermes_acp.errors import ProviderStreamError, ProviderUnavailableError
 
-from ._assembly import MessageAssembler
-from ._http_errors import ProviderIdentity, TransientFailure, error_for_stream_event
+from ._http_errors import ProviderIdentity, error_for_stream_event
 from ._sse import SseMessage
+from ._stream_decoder import JsonStreamDecoder, as_int
 from .base import ModelStopReason, ProviderEvent, ResponseDone
 
 __all__ = ["ChatCompletionsDecoder", "usage_from_openai"]
@@ -43,66 +42,49 @@ _FINISH_REASONS: dict[str, ModelStopReason] = {
 }
 
 
-def _int(value: object) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
-
-
 def usage_from_openai(raw: dict[str, Any]) -> Usage:
     prompt_details = raw.get("prompt_tokens_details")
     prompt_details = prompt_details if isinstance(prompt_details, dict) else {}
     completion_details = raw.get("completion_tokens_details")
     completion_details = completion_details if isinstance(completion_details, dict) else {}
     return Usage(
-        input_tokens=_int(raw.get("prompt_tokens")),
-        output_tokens=_int(raw.get("completion_tokens")),
-        cached_read_tokens=(_int(prompt_details.get("cached_tokens")) or _int(raw.get("prompt_cache_hit_tokens"))),
-        cache_write_tokens=_int(prompt_details.get("cache_write_tokens")),
-        thought_tokens=_int(completion_details.get("reasoning_tokens")),
+        input_tokens=as_int(raw.get("prompt_tokens")),
+        output_tokens=as_int(raw.get("completion_tokens")),
+        cached_read_tokens=(as_int(prompt_details.get("cached_tokens")) or as_int(raw.get("prompt_cache_hit_tokens"))),
+        cache_write_tokens=as_int(prompt_details.get("cache_write_tokens")),
+        thought_tokens=as_int(completion_details.get("reasoning_tokens")),
     )
 
 
-class ChatCompletionsDecoder:
+class ChatCompletionsDecoder(JsonStreamDecoder):
     """One response's decoder (see the module docstring)."""
 
+    INCOMPLETE = "the stream ended before the response finished (no finish_reason, no [DONE])"
+
     def __init__(self, identity: ProviderIdentity):
-        self._identity = identity
-        self._assembler = MessageAssembler()
+        super().__init__(identity)
         self._keys: dict[int, tuple[int, int]] = {}
         self._generation = 0
         self._finish_reason: str | None = None
         self._refused = False
         self._usage: Usage | None = None
-        self._done = False
-
-    @property
-    def done(self) -> bool:
-        return self._done
 
     def feed(self, message: SseMessage) -> list[ProviderEvent]:
-        if self._done:
-            return []
-        data = message.data.strip()
-        if not data:
-            return []
-        if data == "[DONE]":
-            self._done = True
-            return [self._response_done()]
-        try:
-            chunk = json.loads(data)
-        except ValueError as exc:
-            raise self._stream_error(f"a stream chunk is not JSON: {data[:200]!r}") from exc
-        if not isinstance(chunk, dict):
-            raise self._stream_error(f"a stream chunk is not a JSON object: {data[:200]!r}")
-        error = chunk.get("error")
+        if message.data.startswith("[DONE]") and not self._done:
+            return self._complete()
+        return super().feed(message)
+
+    def _event(self, payload: dict[str, Any], name: str) -> list[ProviderEvent]:
+        error = payload.get("error")
         if error:
             raise error_for_stream_event(self._identity, error)
-        usage = chunk.get("usage")
+        usage = payload.get("usage")
         if isinstance(usage, dict):
             self._usage = usage_from_openai(usage)
         events: list[ProviderEvent] = []
-        choices = chunk.get("choices")
+        choices = payload.get("choices")
         for choice in choices if isinstance(choices, list) else []:
-            if not isinstance(choice, dict) or _int(choice.get("index")) != 0:
+            if not isinstance(choice, dict) or as_int(choice.get("index")) != 0:
                 continue
             delta = choice.get("delta")
             if isinstance(delta, dict):
@@ -112,12 +94,8 @@ class ChatCompletionsDecoder:
                 self._finish_reason = finish
         return events
 
-    def finish(self) -> list[ProviderEvent]:
-        if self._finish_reason is None:
-            text = "the stream ended before the response finished (no finish_reason, no [DONE])"
-            raise TransientFailure(self._identity.error(ProviderUnavailableError, text))
-        self._done = True
-        return [self._response_done()]
+    def _stopped(self) -> bool:
+        return self._finish_reason is not None
 
     def _delta(self, delta: dict[str, Any], events: list[ProviderEvent]) -> None:
         reasoning = delta.get("reasoning_content")
@@ -166,6 +144,3 @@ class ChatCompletionsDecoder:
         elif message.tool_calls and reason == "end_turn":
             reason = "tool_use"
         return ResponseDone(message=message, stop_reason=reason, usage=self._usage)
-
-    def _stream_error(self, text: str) -> ProviderStreamError:
-        return self._identity.error(ProviderStreamError, text)

@@ -1,0 +1,79 @@
+"""What both vendor stream decoders share: JSON events, the done flag, and the end of the body.
+
+``JsonStreamDecoder`` implements ``_http.StreamDecoder`` up to the vendor's own event names: ``feed`` skips
+empty data, parses the rest as one JSON object (anything else is a ``ProviderStreamError``) and hands it to
+the subclass's ``_event``; ``finish`` gives the final ``ResponseDone`` when the vendor already sent its stop
+reason, or raises the transient "incomplete" failure (nothing was lost, so the request may be sent again).
+Subclasses collect the message in ``self._assembler`` and call ``_complete`` at the vendor's final event.
+This module knows no vendor's event names and no HTTP.
+"""
+
+from __future__ import annotations
+
+import json
+from abc import ABC, abstractmethod
+from typing import Any, ClassVar
+
+from hermes_acp.errors import ProviderStreamError, ProviderUnavailableError
+
+from ._assembly import MessageAssembler
+from ._http_errors import ProviderIdentity, TransientFailure
+from ._sse import SseMessage
+from .base import ProviderEvent, ResponseDone
+
+__all__ = ["JsonStreamDecoder", "as_int"]
+
+
+def as_int(value: object) -> int:
+    """``value`` when it is an integer (not a bool), else 0: token counts and indexes as vendors send them."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+class JsonStreamDecoder(ABC):
+    """One response's decoder; a subclass per wire format (see the module docstring)."""
+
+    INCOMPLETE: ClassVar[str]
+    """What ``finish`` says when the body ended before the stop reason."""
+
+    def __init__(self, identity: ProviderIdentity):
+        self._identity = identity
+        self._assembler = MessageAssembler()
+        self._done = False
+
+    @property
+    def done(self) -> bool:
+        return self._done
+
+    def feed(self, message: SseMessage) -> list[ProviderEvent]:
+        data = message.data
+        if self._done or not data or data.isspace():
+            return []
+        try:
+            payload = json.loads(data)
+        except ValueError as exc:
+            raise self._identity.error(ProviderStreamError, f"an event is not JSON: {data[:200]!r}") from exc
+        if not isinstance(payload, dict):
+            raise self._identity.error(ProviderStreamError, f"an event is not a JSON object: {data[:200]!r}")
+        return self._event(payload, message.event)
+
+    def finish(self) -> list[ProviderEvent]:
+        if not self._stopped():
+            raise TransientFailure(self._identity.error(ProviderUnavailableError, self.INCOMPLETE))
+        return self._complete()
+
+    def _complete(self) -> list[ProviderEvent]:
+        """The final events: the whole response, after which ``done`` is true."""
+        self._done = True
+        return [self._response_done()]
+
+    @abstractmethod
+    def _event(self, payload: dict[str, Any], name: str) -> list[ProviderEvent]:
+        """The events one JSON payload carries; ``name`` is the SSE event name ("message" when none)."""
+
+    @abstractmethod
+    def _stopped(self) -> bool:
+        """True once the stop reason arrived: a body that ends now holds the whole answer."""
+
+    @abstractmethod
+    def _response_done(self) -> ResponseDone:
+        """The whole message, its stop reason and usage."""
