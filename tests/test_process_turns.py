@@ -160,3 +160,37 @@ def _kill_orphans(workspace: Path) -> None:
             continue
         if cwd == str(workspace) and cmdline.startswith(b"sleep\x00120"):
             os.kill(int(entry.name), signal.SIGKILL)
+
+
+BIG_WRITE: dict[str, Any] = {
+    "name": "big-write",
+    "responses": [
+        {
+            "match": {"last_message_contains": "write the big file"},
+            "steps": [
+                {
+                    "tool_call": {
+                        "id": "call_big",
+                        "name": "write_file",
+                        "arguments": {"path": "big.txt", "content": "x" * 100_000},
+                    }
+                }
+            ],
+        },
+        {"repeat": True, "steps": [{"text": "Written."}]},
+    ],
+}
+
+
+async def test_a_frame_over_64_kib_reaches_the_client(tmp_path: Path) -> None:
+    """The tool card of a 100 kB write is one stdout line past asyncio's default 64 KiB line limit."""
+    async with spawn_agent(tmp_path, BIG_WRITE) as agent:
+        session_id = await agent.new_session()
+        await agent.conn.set_session_mode(session_id=session_id, mode_id="dont_ask")
+        with anyio.fail_after(30):
+            response = await agent.prompt(session_id, "Please write the big file")
+        card = transcript(session_updates(agent, session_id))["cards"]["call_big"]
+    assert max(len(line) for line in agent.stdout_lines) > 64 * 1024
+    assert response.stop_reason == "end_turn"
+    assert card["status"] == "completed"
+    assert (tmp_path / "workspace" / "big.txt").read_text() == "x" * 100_000

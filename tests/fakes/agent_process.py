@@ -36,6 +36,9 @@ MODEL = "fx:m"
 MODEL_2 = "fx:m2"
 EXIT_TIMEOUT_S = 20.0
 START_TIMEOUT_S = 30.0
+FRAME_LIMIT = 50 * 1024 * 1024
+"""The longest stdout line (one JSON-RPC frame) read from the agent: screenshots and replays exceed asyncio's
+default 64 KiB."""
 
 
 @dataclass
@@ -155,10 +158,11 @@ async def spawn_agent(
                 stderr=stderr,
                 env=process_env,
                 cwd=str(workspace),
+                limit=FRAME_LIMIT,
             )
         assert process.stdout is not None
         assert process.stdin is not None
-        tee = asyncio.StreamReader(limit=50 * 1024 * 1024)
+        tee = asyncio.StreamReader(limit=FRAME_LIMIT)
         recording = client or RecordingClient()
         conn = acp.connect_to_agent(recording, process.stdin, tee, use_unstable_protocol=True)
         agent = AgentProcess(conn, process, recording, model, home, workspace, stderr_path)
