@@ -7,8 +7,9 @@ stored like any other, so the repair is itself durable and replays identically.
 
 from __future__ import annotations
 
-from hermes_acp.core import SessionEvent, TextBlock, TextPart, ToolCallSettled, ToolResultMessage, TurnEnded
+from hermes_acp.core import SessionEvent, TurnEnded
 from hermes_acp.turns.projection import SessionProjection
+from hermes_acp.turns.settlements import failed_settlements
 
 __all__ = ["OUTCOME_UNKNOWN_TEXT", "recovery_events"]
 
@@ -19,23 +20,9 @@ OUTCOME_UNKNOWN_TEXT = (
 
 
 def recovery_events(projection: SessionProjection) -> list[SessionEvent]:
-    events: list[SessionEvent] = []
-    for call_id, name in projection.open_calls.items():
-        turn_id = projection.open_call_turns.get(call_id, "recovered")
-        events.append(
-            ToolCallSettled(
-                turn_id=turn_id,
-                tool_call_id=call_id,
-                status="failed",
-                content=[TextBlock(text=OUTCOME_UNKNOWN_TEXT)],
-                result=ToolResultMessage(
-                    tool_call_id=call_id,
-                    name=name,
-                    parts=[TextPart(text=OUTCOME_UNKNOWN_TEXT)],
-                    is_error=True,
-                ),
-                error_code="outcome_unknown",
-            )
-        )
+    """Fail every open call (outcome unknown) and end every open turn as cancelled."""
+    events: list[SessionEvent] = [
+        *failed_settlements(projection, lambda _call_id: ("outcome_unknown", OUTCOME_UNKNOWN_TEXT))
+    ]
     events.extend(TurnEnded(turn_id=turn_id, stop_reason="cancelled") for turn_id in sorted(projection.open_turns))
     return events

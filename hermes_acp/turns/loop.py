@@ -74,6 +74,7 @@ from .ports import LiveTextChunk, LiveThoughtChunk, LiveToolProgress, Permission
 from .prompt_input import convert_prompt
 from .recorder import Recorder
 from .request import build_request
+from .settlements import Failure, failed_settlements
 
 __all__ = ["CLEANUP_TIMEOUT_S", "TurnDeps", "TurnResult", "TurnState", "run_turn"]
 
@@ -486,20 +487,11 @@ async def _settle_interrupted(state: TurnState, deps: TurnDeps) -> None:
 
 def _interrupted_settlements(state: TurnState, deps: TurnDeps) -> list[ToolCallSettled]:
     running, state.running_call = state.running_call, None
-    events = []
-    for call_id, name in deps.recorder.projection.open_calls.items():
-        text = _CANCELLED_TEXT if call_id == running else _NOT_RUN_TEXT
-        events.append(
-            ToolCallSettled(
-                turn_id=state.turn_id,
-                tool_call_id=call_id,
-                status="failed",
-                content=[TextBlock(text=text)],
-                result=ToolResultMessage(tool_call_id=call_id, name=name, parts=[TextPart(text=text)], is_error=True),
-                error_code="cancelled" if call_id == running else "not_run",
-            )
-        )
-    return events
+
+    def failure(call_id: str) -> Failure:
+        return ("cancelled", _CANCELLED_TEXT) if call_id == running else ("not_run", _NOT_RUN_TEXT)
+
+    return failed_settlements(deps.recorder.projection, failure)
 
 
 async def _settle_live_only(state: TurnState, deps: TurnDeps) -> None:

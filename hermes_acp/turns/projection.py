@@ -27,7 +27,18 @@ from hermes_acp.core import (
     UserPrompted,
 )
 
-__all__ = ["SessionProjection"]
+__all__ = ["OpenCall", "SessionProjection"]
+
+
+@dataclass(frozen=True, slots=True)
+class OpenCall:
+    """An announced or requested tool call without a result yet."""
+
+    name: str
+    turn_id: str
+    from_model: bool
+    """True for a call the model made (its result belongs in the history); False for one the agent made on the
+    user's behalf, such as reading a prompt attachment (the model never saw the call, so it gets no result)."""
 
 
 @dataclass
@@ -36,10 +47,8 @@ class SessionProjection:
     rules: dict[str, Literal["allow", "deny"]] = field(default_factory=dict)
     tool_call_ids: set[str] = field(default_factory=set)
     """Every tool-call id used in the session (ids must be unique across turns)."""
-    open_calls: dict[str, str] = field(default_factory=dict)
-    """Announced or requested tool calls without a result yet: id → tool name."""
-    open_call_turns: dict[str, str] = field(default_factory=dict)
-    """The turn each open call belongs to."""
+    open_calls: dict[str, OpenCall] = field(default_factory=dict)
+    """Announced or requested tool calls without a result yet, by id."""
     open_turns: set[str] = field(default_factory=set)
     plan: list[PlanEntry] = field(default_factory=list)
     title: str | None = None
@@ -63,15 +72,12 @@ class SessionProjection:
                     self.history.append(message)
                 for call in message.tool_calls:
                     self.tool_call_ids.add(call.id)
-                    self.open_calls[call.id] = call.name
-                    self.open_call_turns[call.id] = event.turn_id
+                    self.open_calls[call.id] = OpenCall(call.name, event.turn_id, from_model=True)
             case ToolCallStarted():
                 self.tool_call_ids.add(event.tool_call_id)
-                self.open_calls.setdefault(event.tool_call_id, event.name)
-                self.open_call_turns.setdefault(event.tool_call_id, event.turn_id)
+                self.open_calls.setdefault(event.tool_call_id, OpenCall(event.name, event.turn_id, from_model=False))
             case ToolCallSettled():
                 self.open_calls.pop(event.tool_call_id, None)
-                self.open_call_turns.pop(event.tool_call_id, None)
                 if event.result is not None:
                     self.history.append(event.result)
             case PermissionResolved():

@@ -7,8 +7,9 @@ from typing import Any
 
 import anyio
 import pytest
+from acp import schema
 
-from hermes_acp.core import TextPart, ToolCallPart
+from hermes_acp.core import TextPart, ToolCallPart, UserMessage
 from hermes_acp.providers.scripted import ScriptedProvider, ScriptedReply, text_reply, tool_reply
 from tests.fakes.server import Pair, open_pair
 from tests.fakes.tools import BlockingTool, GuardedWriteTool, args
@@ -104,6 +105,40 @@ async def test_cancel_withdraws_a_pending_permission_request(tmp_path: Path) -> 
     assert results["write"].stop_reason == "cancelled"
     assert cards["w1"]["status"] == "failed"
     assert writer.writes == []
+
+
+async def test_cancel_while_an_attachment_read_is_asked_leaves_no_tool_result_in_the_history(tmp_path: Path) -> None:
+    outside = tmp_path / "outside.txt"
+    outside.write_text("outside content")
+    never = anyio.Event()
+
+    async def wait_forever(asked: Any) -> str:
+        await never.wait()
+        return "allow_once"
+
+    provider = ScriptedProvider([text_reply("fresh answer")])
+    async with open_pair(tmp_path, provider=provider) as pair:
+        pair.client.on_permission = wait_forever
+        session_id = await pair.new_session()
+        link = schema.ResourceContentBlock(type="resource_link", uri=outside.as_uri(), name="outside.txt")
+        results: dict[str, Any] = {}
+
+        async def attach() -> None:
+            results["attach"] = await pair.conn.prompt(session_id=session_id, prompt=[link])
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(attach)
+            with anyio.fail_after(5):
+                await pair.client.permission_asked.wait()
+            await pair.conn.cancel(session_id=session_id)
+        never.set()
+        with anyio.fail_after(5):
+            fresh = await pair.prompt(session_id, "fresh")
+        cards = _cards(pair, session_id)
+    assert results["attach"].stop_reason == "cancelled"
+    assert [card["status"] for card in cards.values()] == ["failed"]
+    assert fresh.stop_reason == "end_turn"
+    assert provider.requests[0].messages == [UserMessage(parts=[TextPart(text="fresh")])]
 
 
 async def test_cancelled_permission_outcome_cancels_the_turn(tmp_path: Path) -> None:
