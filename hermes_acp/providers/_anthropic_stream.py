@@ -56,7 +56,6 @@ class MessagesStreamDecoder(JsonStreamDecoder):
     def __init__(self, identity: ProviderIdentity):
         super().__init__(identity)
         self._usage: dict[str, int] = {}
-        self._saw_usage = False
         self._stop_reason: str | None = None
 
     def _event(self, payload: dict[str, Any], name: str) -> list[ProviderEvent]:
@@ -136,7 +135,6 @@ class MessagesStreamDecoder(JsonStreamDecoder):
         for key in _USAGE_KEYS:
             if key in usage and usage[key] is not None:
                 self._usage[key] = as_int(usage[key])
-                self._saw_usage = True
 
     def _response_done(self) -> ResponseDone:
         message = self._assembler.build()
@@ -144,7 +142,7 @@ class MessagesStreamDecoder(JsonStreamDecoder):
         if self._stop_reason is None and message.tool_calls:
             reason = "tool_use"
         usage = None
-        if self._saw_usage:
+        if self._usage:
             cache_read = self._usage.get("cache_read_input_tokens", 0)
             cache_write = self._usage.get("cache_creation_input_tokens", 0)
             usage = Usage(

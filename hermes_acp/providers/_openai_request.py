@@ -36,7 +36,7 @@ from hermes_acp.core import (
 
 from .base import ProviderRequest, ToolSpec
 
-__all__ = ["MaxTokensField", "build_chat_request", "data_url"]
+__all__ = ["MaxTokensField", "build_chat_request"]
 
 MaxTokensField = Literal["max_tokens", "max_completion_tokens"]
 

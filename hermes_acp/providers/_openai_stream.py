@@ -31,7 +31,7 @@ from ._sse import SseMessage
 from ._stream_decoder import JsonStreamDecoder, as_int
 from .base import ModelStopReason, ProviderEvent, ResponseDone
 
-__all__ = ["ChatCompletionsDecoder", "usage_from_openai"]
+__all__ = ["ChatCompletionsDecoder"]
 
 _FINISH_REASONS: dict[str, ModelStopReason] = {
     "stop": "end_turn",
@@ -64,7 +64,6 @@ class ChatCompletionsDecoder(JsonStreamDecoder):
     def __init__(self, identity: ProviderIdentity):
         super().__init__(identity)
         self._keys: dict[int, tuple[int, int]] = {}
-        self._generation = 0
         self._finish_reason: str | None = None
         self._refused = False
         self._usage: Usage | None = None
@@ -131,8 +130,7 @@ class ChatCompletionsDecoder(JsonStreamDecoder):
         if key is not None and call_id and self._assembler.tool_call_id(key) not in ("", call_id):
             key = None
         if key is None:
-            self._generation += 1
-            key = (wire_index, self._generation)
+            key = (wire_index, self._assembler.tool_call_count)
             self._keys[wire_index] = key
         return self._assembler.tool_call(key, call_id=call_id, name=name, arguments=arguments)
 

@@ -76,9 +76,6 @@ class ScriptedProvider:
     def provider_id(self) -> str:
         return self._provider_id
 
-    def add(self, *steps: Step) -> None:
-        self._steps.extend(steps)
-
     async def aclose(self) -> None:
         return None
 
