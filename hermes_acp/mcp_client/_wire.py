@@ -5,7 +5,10 @@ session's cwd, its env merged over the SDK's minimal environment; HTTP and SSE w
 ``initialize`` handshake (``mode="legacy"``: one round trip every server understands) and yields a ``Wire``.
 Results come back as wire-shaped dicts (by alias, JSON mode), so nothing above this module sees SDK types.
 SDK and transport exceptions are translated here, once: a closed connection, a broken pipe, an HTTP transport
-error become ``TransportDropped``; a JSON-RPC error or an unreadable answer becomes ``ServerRejected``.
+error become ``TransportDropped``; a JSON-RPC error or an unreadable answer becomes ``ServerRejected``. Streamable
+HTTP reports any error status of a POST as one generic JSON-RPC error; the status itself is recorded per request
+(an httpx response hook, read through a context variable the SDK carries into its POST task), and 408/502/503/504,
+which a gateway gives without saying whether the server acted, make ``TransportDropped`` instead.
 
 The read stream is watched: when the server goes away between requests (a crashed stdio process, a closed SSE
 stream), ``Wire.dropped`` is set, so the owner can rebuild the connection before the next call instead of
@@ -18,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncIterator, Iterator
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -44,6 +48,16 @@ MAX_LIST_PAGES = 50
 SSE_READ_TIMEOUT_S = 3600.0
 """How long an idle SSE stream may stay silent before the SDK gives it up (the next call then reconnects)."""
 _CLIENT_INFO = types.Implementation(name="hermes-acp", version=__version__)
+_UNKNOWN_OUTCOME_STATUSES = frozenset({408, 502, 503, 504})
+"""HTTP statuses a proxy or gateway answers with when it lost the request or the response on its way."""
+_post_statuses: ContextVar[list[int] | None] = ContextVar("hermes_mcp_post_statuses", default=None)
+"""The HTTP statuses of the POSTs made for the request being translated (the SDK posts in the sender's context)."""
+
+
+async def _record_status(response: httpx2.Response) -> None:
+    statuses = _post_statuses.get()
+    if statuses is not None and response.request.method == "POST":
+        statuses.append(response.status_code)
 
 
 @dataclass
@@ -122,24 +136,40 @@ def _dump(model: Any) -> dict[str, Any]:
 @contextlib.contextmanager
 def _translated() -> Iterator[None]:
     """The one place SDK and transport errors become ``TransportDropped`` / ``ServerRejected``."""
+    statuses: list[int] = []
+    token = _post_statuses.set(statuses)
     try:
         yield
-    except ExceptionGroup as group:
-        leaf = _first_leaf(group)
-        with _translated():
-            raise leaf from group
-    except MCPError as exc:
+    except Exception as exc:
+        failure = _translate(exc, statuses)
+        if failure is None:
+            raise
+        raise failure from exc
+    finally:
+        _post_statuses.reset(token)
+
+
+def _translate(exc: Exception, statuses: list[int]) -> TransportDropped | ServerRejected | None:
+    """What ``exc`` means for the request; None: not a failure of the server or the transport (a bug: re-raised)."""
+    if isinstance(exc, ExceptionGroup):
+        return _translate(_first_leaf(exc), statuses)
+    if isinstance(exc, MCPError):
         if exc.code == types.CONNECTION_CLOSED:
-            raise TransportDropped(exc.error.message or "connection closed") from exc
-        raise ServerRejected(exc.error.message or f"error {exc.code}", code=exc.code) from exc
-    except (anyio.BrokenResourceError, anyio.ClosedResourceError, anyio.EndOfStream) as exc:
-        raise TransportDropped("the connection to the server is closed") from exc
-    except (OSError, httpx2.TransportError) as exc:
-        raise TransportDropped(f"{type(exc).__name__}: {exc}") from exc
-    except httpx2.HTTPStatusError as exc:
-        raise ServerRejected(f"HTTP {exc.response.status_code}", code=exc.response.status_code) from exc
-    except (ValidationError, RuntimeError, ValueError) as exc:
-        raise ServerRejected(f"the server's answer could not be read: {exc}") from exc
+            return TransportDropped(exc.error.message or "connection closed")
+        lost = [status for status in statuses if status in _UNKNOWN_OUTCOME_STATUSES]
+        if exc.code == types.INTERNAL_ERROR and lost:
+            return TransportDropped(f"HTTP {lost[-1]} from the server or a gateway in front of it")
+        return ServerRejected(exc.error.message or f"error {exc.code}")
+    if isinstance(exc, anyio.BrokenResourceError | anyio.ClosedResourceError | anyio.EndOfStream):
+        return TransportDropped("the connection to the server is closed")
+    if isinstance(exc, OSError | httpx2.TransportError):
+        return TransportDropped(f"{type(exc).__name__}: {exc}")
+    if isinstance(exc, httpx2.HTTPStatusError):
+        # Only the SSE transport raises it, when opening its event stream (before any request went out).
+        return ServerRejected(f"HTTP {exc.response.status_code}")
+    if isinstance(exc, ValidationError):
+        return ServerRejected(f"the server's answer could not be read: {exc}")
+    return None
 
 
 def _first_leaf(group: BaseExceptionGroup[Exception]) -> Exception:
@@ -197,10 +227,9 @@ async def _transport(
             yield _WatchedReadStream(read, dropped), write
     elif spec.transport == "http":
         timeout = httpx2.Timeout(connect_timeout_s, read=None)
-        async with (
-            create_mcp_http_client(headers=dict(spec.headers), timeout=timeout) as http,
-            streamable_http_client(spec.url, http_client=http) as (read, write),
-        ):
+        http = create_mcp_http_client(headers=dict(spec.headers), timeout=timeout)
+        http.event_hooks["response"].append(_record_status)
+        async with http, streamable_http_client(spec.url, http_client=http) as (read, write):
             yield _WatchedReadStream(read, dropped), write
     else:
         async with sse_client(

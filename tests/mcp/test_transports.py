@@ -9,11 +9,12 @@ import anyio
 import pytest
 
 from fixtures.mcp_server import read_journal, serve_http
-from hermes_acp.errors import OutcomeUnknownError
+from hermes_acp.errors import OutcomeUnknownError, ToolError
 from hermes_acp.mcp_client import McpTimeouts, McpUnavailableError
 from hermes_acp.providers.scripted import ScriptedProvider, text_reply, tool_reply
 from tests.fakes.agent_process import servers as acp_servers
 from tests.fakes.server import open_pair
+from tests.mcp.gateway import gateway
 from tests.mcp.support import START_S, find_tool, run_tool, running, text_of
 from tests.mcp.test_sessions import call, tool_results
 
@@ -104,3 +105,25 @@ async def test_an_http_server_from_the_editor_works_in_a_session(tmp_path: Path)
         result = tool_results(pair, response.session_id)["h1"]
         assert result["status"] == "completed"
         assert result["content"][0]["content"]["text"] == "via http"
+
+
+async def test_a_gateway_failure_after_forwarding_is_an_unknown_outcome(tmp_path: Path) -> None:
+    """A 502/504 from a proxy does not mean the server did not act: outcome unknown, never retried when mutating."""
+    journal = tmp_path / "journal.jsonl"
+    failures = {"add_note": [502], "echo": [504], "whoami": [500]}
+    async with (
+        serve_http("http", journal) as server,
+        gateway(server.url, failures) as gw,
+        running(tmp_path, [http_spec("http", gw.url)]) as servers,
+    ):
+        with pytest.raises(OutcomeUnknownError) as unknown:
+            await run_tool(tmp_path, find_tool(servers, "mcp__web__add_note"), text="once")
+        assert unknown.value.code == "transport_outcome_unknown"
+        # A read-only call is replayed once on a fresh connection.
+        assert text_of(await run_tool(tmp_path, find_tool(servers, "mcp__web__echo"), text="again")) == "again"
+        # An error status the server itself gives is its answer: a tool error, not retried.
+        with pytest.raises(ToolError, match="answered with an error") as rejected:
+            await run_tool(tmp_path, find_tool(servers, "mcp__web__whoami"))
+        assert not isinstance(rejected.value, OutcomeUnknownError)
+    assert gw.replaced == [("add_note", 502), ("echo", 504), ("whoami", 500)]
+    assert [c["tool"] for c in read_journal(journal).calls()] == ["add_note", "echo", "echo", "whoami"]
