@@ -46,6 +46,7 @@ from hermes_acp.turns.system_prompt import build_system_prompt
 from ._runtime import SessionRuntime
 from .commands import CommandOutcome, help_text
 from .ports import ClientBridge
+from .recovery import STORE_FAILED_TEXT, recovery_events
 from .titles import title_from_prompt, title_with_model
 
 __all__ = ["Session", "SessionServices"]
@@ -192,6 +193,9 @@ class Session:
 
     async def _run(self, display: list[DisplayBlock]) -> TurnResult:
         services = self.services
+        repairs = recovery_events(self.projection, text=STORE_FAILED_TEXT)
+        if repairs:  # an earlier turn stopped on a failed write: settle what it left open, as a reload would
+            await self.recorder.record(*repairs)
         model_id = self.model_id or services.catalog.default_id
         if model_id is None:
             raise NoProviderError(
