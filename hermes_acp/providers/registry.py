@@ -6,18 +6,35 @@ The HTTP providers (and httpx with them) are imported only when a session first 
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 import anyio.to_thread
 
-from hermes_acp.config import Settings
+from hermes_acp.config import ProviderSettings, Settings
 from hermes_acp.errors import NoProviderError, ProviderAuthError
 
 from .base import ModelProvider
 from .catalog import CatalogModel
 
 __all__ = ["ProviderRegistry"]
+
+ProviderFactory = Callable[[str, ProviderSettings, str | None], ModelProvider]
+
+
+def _anthropic() -> ProviderFactory:
+    from .anthropic import AnthropicProvider
+
+    return AnthropicProvider
+
+
+def _openai() -> ProviderFactory:
+    from .openai import OpenAIProvider
+
+    return OpenAIProvider
+
+
+_IMPLEMENTATIONS: dict[str, Callable[[], ProviderFactory]] = {"anthropic": _anthropic, "openai": _openai}
+"""Each provider kind's class, imported (with httpx) only when it is first asked for."""
 
 
 class ProviderRegistry:
@@ -47,15 +64,7 @@ class ProviderRegistry:
         if settings is None:
             raise NoProviderError(f"no provider {model.provider_id!r} is configured", provider=model.provider_id)
         api_key = self._env.get(settings.api_key_env) if settings.api_key_env else None
-        provider: ModelProvider
-        if settings.kind == "anthropic":
-            from .anthropic import AnthropicProvider
-
-            provider = AnthropicProvider(model.provider_id, settings, api_key)
-        else:
-            from .openai import OpenAIProvider
-
-            provider = OpenAIProvider(model.provider_id, settings, api_key)
+        provider = _IMPLEMENTATIONS[settings.kind]()(model.provider_id, settings, api_key)
         self._providers[model.provider_id] = provider
         return provider
 
@@ -64,8 +73,7 @@ class ProviderRegistry:
         settings = self._settings.providers.get(model.provider_id)
         if model.provider_id in self._providers or settings is None:
             return
-        module = "anthropic" if settings.kind == "anthropic" else "openai"
-        await anyio.to_thread.run_sync(importlib.import_module, f"{__package__}.{module}")
+        await anyio.to_thread.run_sync(_IMPLEMENTATIONS[settings.kind])
 
     async def aclose(self) -> None:
         providers, self._providers = list(self._providers.values()), {}
