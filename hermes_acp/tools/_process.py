@@ -88,17 +88,22 @@ class CommandResult:
     timed_out: bool
 
 
-def group_alive(pgid: int) -> bool:
-    """True while a process of the group is alive (zombies do not count)."""
+def _group_exists(pgid: int) -> bool:
+    """One syscall: False when no process (not even a zombie) is left in the group."""
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _members_alive(pgid: int) -> bool:
+    """Scan ``/proc`` for a member of the group that is not a zombie (blocking; True when ``/proc`` is missing)."""
     try:
         names = os.listdir("/proc")
     except OSError:
-        try:
-            os.killpg(pgid, 0)
-        except ProcessLookupError:
-            return False
-        except PermissionError:
-            return True
         return True
     for name in names:
         if not name.isdigit():
@@ -114,6 +119,17 @@ def group_alive(pgid: int) -> bool:
     return False
 
 
+def group_alive(pgid: int) -> bool:
+    """True while a process of the group is alive (zombies do not count). Blocking when the group still exists."""
+    return _group_exists(pgid) and _members_alive(pgid)
+
+
+async def _group_alive(pgid: int) -> bool:
+    """``group_alive`` without blocking the event loop: the ``/proc`` scan runs in a worker thread, and only when
+    the group still exists at all."""
+    return _group_exists(pgid) and await anyio.to_thread.run_sync(_members_alive, pgid)
+
+
 def _signal_group(pgid: int, number: int) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, number)
@@ -123,7 +139,7 @@ async def _until_gone(pgid: int, process: Process) -> None:
     if process.returncode is None:
         await process.wait()
     # Members that are not our children cannot be waited for, and there is no event: /proc is polled.
-    while group_alive(pgid):  # noqa: ASYNC110
+    while await _group_alive(pgid):  # noqa: ASYNC110
         await anyio.sleep(_POLL_S)
 
 
@@ -131,7 +147,7 @@ async def _end_group(process: Process) -> None:
     """Make sure no process of the command's group is left (shielded, bounded)."""
     pgid = process.pid
     with anyio.CancelScope(shield=True):
-        if process.returncode is not None and not group_alive(pgid):
+        if process.returncode is not None and not await _group_alive(pgid):
             return
         _signal_group(pgid, signal.SIGTERM)
         with anyio.move_on_after(_TERM_GRACE_S):

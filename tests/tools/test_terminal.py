@@ -4,6 +4,7 @@ time limits, cancellation and process groups, caps, hard blocks, and what the ap
 from __future__ import annotations
 
 import os
+import threading
 from functools import partial
 from pathlib import Path
 
@@ -12,6 +13,7 @@ import pytest
 
 from hermes_acp.core import TerminalBlock, TextBlock
 from hermes_acp.errors import HardBlockedError, ToolError, ToolInputError
+from hermes_acp.tools import _process
 from hermes_acp.tools.context import TerminalExit
 from hermes_acp.tools.policy import decide
 from hermes_acp.tools.terminal import TerminalTool
@@ -278,3 +280,25 @@ async def test_a_command_that_cannot_start_is_a_tool_error(tmp_path: Path, monke
     monkeypatch.setattr("shutil.which", lambda name: str(tmp_path / "no-such-shell"))
     with pytest.raises(ToolError, match="could not start the command"):
         await call(TerminalTool(), context(tmp_path), command="true")
+
+
+async def test_the_process_group_check_stays_off_the_event_loop(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A finished group costs one syscall; a live one is scanned in /proc from a worker thread, never on the loop."""
+    scans: list[bool] = []
+    scan = _process._members_alive
+
+    def recorded(pgid: int) -> bool:
+        scans.append(threading.current_thread() is threading.main_thread())
+        return scan(pgid)
+
+    monkeypatch.setattr(_process, "_members_alive", recorded)
+    with anyio.fail_after(15):
+        quick = await call(TerminalTool(), context(tmp_path), command="echo done")
+    assert quick.text == "Exit code 0.\ndone"
+    assert scans == [], "the group was gone: no /proc scan"
+    with anyio.fail_after(15):
+        await call(TerminalTool(), context(tmp_path), command="sleep 300 > /dev/null 2>&1 & echo $! > bg.pid")
+    assert not alive(int((tmp_path / "bg.pid").read_text()))
+    assert scans and not any(scans), "every scan ran in a worker thread"
