@@ -355,7 +355,6 @@ async def _run_tool_calls(
     )
     approvals = _approvals(state, deps)
     for item in prepared:
-        state.running_call = item.call.id
         outcome = await _execute(item, state, deps, approvals)
         state.running_call = None
         if outcome.plan is not None:
@@ -429,6 +428,7 @@ async def _execute(item: _Prepared, state: TurnState, deps: TurnDeps, approvals:
         if request is not None:
             await approvals.check(item.call.id, item.presentation, request)
         await deps.recorder.live(LiveToolProgress(item.call.id))
+        state.running_call = item.call.id  # only now: a cancel during the permission prompt leaves it "not run"
         return await item.tool.run(item.parsed, ctx)
     except HardBlockedError as exc:
         return _failure(exc)

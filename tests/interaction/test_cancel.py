@@ -104,6 +104,7 @@ async def test_cancel_withdraws_a_pending_permission_request(tmp_path: Path) -> 
         never.set()
     assert results["write"].stop_reason == "cancelled"
     assert cards["w1"]["status"] == "failed"
+    assert "Not run" in cards["w1"]["content"][0]["content"]["text"]
     assert writer.writes == []
 
 
