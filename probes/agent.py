@@ -27,7 +27,7 @@ from acp.client.connection import ClientSideConnection
 
 from .bare_client import BareClient
 
-__all__ = ["AgentProcess", "ProbeClient", "Update", "peak_rss_kib", "solid_png", "spawn_agent"]
+__all__ = ["AgentProcess", "ProbeClient", "Update", "peak_rss_kib", "solid_png", "spawn_agent", "stop_agent"]
 
 PermissionPolicy = Literal["allow", "deny", "cancel"]
 _TURN_OUTPUT = frozenset({"agent_message_chunk", "agent_thought_chunk", "tool_call", "tool_call_update", "plan"})
@@ -170,14 +170,22 @@ async def spawn_agent(
     finally:
         agent.sample_rss()
         await conn.close()
-        if process.returncode is None:
+        await stop_agent(process, grace_s=5)
+
+
+async def stop_agent(process: asyncio.subprocess.Process, grace_s: float) -> None:
+    """Close the agent's stdin (the editor went away), give it ``grace_s`` to exit on its own, then kill it.
+
+    Shielded, so it also runs in a cancelled scope, and bounded."""
+    with anyio.CancelScope(shield=True):
+        if process.stdin is not None and not process.stdin.is_closing():
             process.stdin.close()
-            with anyio.move_on_after(5):
-                await process.wait()
+        with anyio.move_on_after(grace_s):
+            await process.wait()
         if process.returncode is None:
             process.kill()
-            with anyio.fail_after(10):
-                await process.wait()
+        with anyio.fail_after(10):
+            await process.wait()
 
 
 def solid_png(width: int = 32, height: int = 32, rgb: tuple[int, int, int] = (200, 30, 30)) -> bytes:

@@ -26,6 +26,7 @@ import anyio
 from acp.client.connection import ClientSideConnection
 
 from fixtures.model_server import ModelServer, RequestRecord, serve_model_server
+from probes.agent import stop_agent
 
 from .acp_client import RecordingClient
 
@@ -181,12 +182,6 @@ async def spawn_agent(
                     await agent.initialize()
                 yield agent
             finally:
+                await stop_agent(process, EXIT_TIMEOUT_S)
                 with anyio.CancelScope(shield=True):
-                    if process.returncode is None:
-                        with contextlib.suppress(TimeoutError):
-                            await agent.shutdown()
-                    if process.returncode is None:
-                        process.kill()
-                        with anyio.fail_after(10):
-                            await process.wait()
                     await conn.close()
