@@ -152,7 +152,7 @@ class TerminalTool(TypedTool[_TerminalInput]):
         self._refuse_blocked(parsed.command)
         cwd = await self._cwd(parsed, ctx)
         env = {**_QUIET_ENV, **(parsed.env or {})}
-        display: list[DisplayBlock]
+        terminal_id: str | None = None
         if ctx.terminals is not None:
             terminal_id, result = await run_in_client_terminal(
                 ctx.terminals,
@@ -164,7 +164,6 @@ class TerminalTool(TypedTool[_TerminalInput]):
                 output_byte_limit=CLIENT_OUTPUT_BYTES,
                 show=ctx.progress,
             )
-            display = [TerminalBlock(terminal_id=terminal_id), TextBlock(text=_status(result, parsed.timeout_s))]
         else:
 
             async def live(buffer: OutputBuffer) -> None:
@@ -181,13 +180,17 @@ class TerminalTool(TypedTool[_TerminalInput]):
                 )
             except OSError as exc:
                 raise ToolError(f"could not start the command: {exc.strerror or exc}") from exc
-            shown, _ = cap_middle(result.output.rstrip("\n"), MODEL_OUTPUT_CHARS)
-            display = [TextBlock(text=_status(result, parsed.timeout_s) + ("\n" + fence(shown) if shown else ""))]
         output, capped = cap_middle(result.output.rstrip("\n"), MODEL_OUTPUT_CHARS)
+        status = _status(result, parsed.timeout_s)
+        display: list[DisplayBlock]
+        if terminal_id is not None:
+            display = [TerminalBlock(terminal_id=terminal_id), TextBlock(text=status)]
+        else:
+            display = [TextBlock(text=status + ("\n" + fence(output) if output else ""))]
         notes = []
         if result.truncated or capped:
             notes.append("[The output was long: only part of it is shown.]")
-        text = "\n".join([_status(result, parsed.timeout_s), output if output else "(no output)", *notes])
+        text = "\n".join([status, output if output else "(no output)", *notes])
         failed = result.timed_out or result.exit_code != 0
         error_code = "timeout" if result.timed_out else ("nonzero_exit" if failed else None)
         return ToolOutcome(
