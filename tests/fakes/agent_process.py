@@ -37,6 +37,9 @@ MODEL = "fx:m"
 MODEL_2 = "fx:m2"
 EXIT_TIMEOUT_S = 20.0
 START_TIMEOUT_S = 30.0
+"""Bounds initialize, session/new and raw requests: the first ones in a fresh process wait for its imports."""
+TURN_TIMEOUT_S = 60.0
+"""Bounds a prompt: the first model request may wait for MCP servers or the simulated driver to start."""
 FRAME_LIMIT = 50 * 1024 * 1024
 """The longest stdout line (one JSON-RPC frame) read from the agent: screenshots and replays exceed asyncio's
 default 64 KiB."""
@@ -57,16 +60,25 @@ class AgentProcess:
         with anyio.fail_after(START_TIMEOUT_S):
             return await self.conn.initialize(protocol_version=1)
 
-    async def new_session(self, mcp_servers: Sequence[Mapping[str, Any]] = (), cwd: Path | None = None) -> str:
-        response = await self.conn.new_session(cwd=str(cwd or self.workspace), mcp_servers=servers(mcp_servers))
+    async def new_session(
+        self,
+        mcp_servers: Sequence[Mapping[str, Any]] = (),
+        cwd: Path | None = None,
+        *,
+        timeout: float = START_TIMEOUT_S,
+    ) -> str:
+        with anyio.fail_after(timeout):
+            response = await self.conn.new_session(cwd=str(cwd or self.workspace), mcp_servers=servers(mcp_servers))
         return response.session_id
 
-    async def prompt(self, session_id: str, text: str) -> Any:
-        return await self.conn.prompt(session_id=session_id, prompt=[acp.text_block(text)])
+    async def prompt(self, session_id: str, text: str, *, timeout: float = TURN_TIMEOUT_S) -> Any:
+        with anyio.fail_after(timeout):
+            return await self.conn.prompt(session_id=session_id, prompt=[acp.text_block(text)])
 
-    async def request(self, method: str, params: dict[str, Any]) -> Any:
+    async def request(self, method: str, params: dict[str, Any], *, timeout: float = START_TIMEOUT_S) -> Any:
         """A raw JSON-RPC request (for methods the SDK client lacks, e.g. ``session/set_model``)."""
-        return await self.conn._conn.send_request(method, params)
+        with anyio.fail_after(timeout):
+            return await self.conn._conn.send_request(method, params)
 
     def model_requests(self) -> list[RequestRecord]:
         """The chat requests the model server received, in order (model listing requests left out)."""

@@ -9,7 +9,7 @@ import contextlib
 import json
 import socket
 from collections.abc import AsyncIterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +51,12 @@ def scripted_model(
     )
 
 
+SESSION_TIMEOUT_S = 10.0
+TURN_TIMEOUT_S = 60.0
+"""The longest a test turn legitimately takes: its first model request waits for the session's MCP servers to
+start (tests/mcp, ``START_S``). Scripted turns take milliseconds; this bound only turns a hang into a failure."""
+
+
 @dataclass
 class Pair:
     conn: ClientSideConnection
@@ -59,15 +65,15 @@ class Pair:
     store: SessionStore
     provider: ScriptedProvider | None
     workspace: Path
-    sessions: list[str] = field(default_factory=list)
 
-    async def new_session(self, cwd: Path | None = None, **kwargs: Any) -> str:
-        response = await self.conn.new_session(cwd=str(cwd or self.workspace), mcp_servers=[], **kwargs)
-        self.sessions.append(response.session_id)
+    async def new_session(self, cwd: Path | None = None, *, timeout: float = SESSION_TIMEOUT_S, **kwargs: Any) -> str:
+        with anyio.fail_after(timeout):
+            response = await self.conn.new_session(cwd=str(cwd or self.workspace), mcp_servers=[], **kwargs)
         return response.session_id
 
-    async def prompt(self, session_id: str, text: str) -> Any:
-        return await self.conn.prompt(session_id=session_id, prompt=[acp.text_block(text)])
+    async def prompt(self, session_id: str, text: str, *, timeout: float = TURN_TIMEOUT_S) -> Any:
+        with anyio.fail_after(timeout):
+            return await self.conn.prompt(session_id=session_id, prompt=[acp.text_block(text)])
 
 
 def _settings(tmp_path: Path, config: str | None, env: Mapping[str, str]) -> Settings:
