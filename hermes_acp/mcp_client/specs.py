@@ -2,7 +2,8 @@
 
 Entries arrive as the ACP shapes dumped by alias: stdio ``{name, command, args, env: [{name, value}]}``, http
 ``{type: "http", name, url, headers: [{name, value}]}``, sse ``{type: "sse", ...}``. Anything else (``acp``, a
-missing command or URL) becomes an ``UnusableSpec`` that says why, so the session can tell the user. Env values
+missing command or URL, an ``unreadable_entry`` standing for one the acp SDK skipped) becomes an ``UnusableSpec``
+that says why, so the session can tell the user. Env values
 and header values may be secrets: they are registered with the log redactor here and never logged. This module
 does no I/O and knows nothing about the mcp SDK.
 """
@@ -15,7 +16,9 @@ from typing import Literal
 
 from hermes_acp.telemetry import register_secret
 
-__all__ = ["HttpSpec", "ServerSpec", "StdioSpec", "UnusableSpec", "parse_specs"]
+__all__ = ["HttpSpec", "ServerSpec", "StdioSpec", "UnusableSpec", "parse_specs", "unreadable_entry"]
+
+_UNREADABLE = "hermes-acp/unreadable"
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +64,11 @@ def parse_specs(raw: Sequence[Mapping[str, object]]) -> list[ServerSpec]:
     return [_parse(entry, index) for index, entry in enumerate(raw)]
 
 
+def unreadable_entry(name: str | None, problem: str) -> dict[str, object]:
+    """The entry that stands, in its place in the list, for one the editor sent but that could not be read."""
+    return {"type": _UNREADABLE, "name": name, "problem": problem}
+
+
 def _parse(entry: Mapping[str, object], index: int) -> ServerSpec:
     name = entry.get("name")
     if not isinstance(name, str) or not name.strip():
@@ -90,6 +98,8 @@ def _parse(entry: Mapping[str, object], index: int) -> ServerSpec:
         for value in headers.values():
             register_secret(value)
         return HttpSpec(name=name, url=url, transport="http" if kind == "http" else "sse", headers=headers)
+    if kind == _UNREADABLE:
+        return UnusableSpec(name, f"its entry cannot be read ({entry.get('problem')})")
     return UnusableSpec(name, f"MCP servers of type {kind!r} are not supported (stdio, http and sse are)")
 
 

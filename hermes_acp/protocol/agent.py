@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from hermes_acp.config import Settings
 from hermes_acp.errors import HermesError, InvalidParamsError, NoProviderError, ProviderAuthError
+from hermes_acp.mcp_client.specs import unreadable_entry
 from hermes_acp.providers.catalog import ModelCatalog
 from hermes_acp.providers.registry import ProviderRegistry
 from hermes_acp.sessions import Session, SessionManager, SessionServices, derive_tool_surface
@@ -34,6 +35,7 @@ from .client_bridge import AcpClientBridge
 from .convert import PromptBlock, prompt_to_display
 from .early import EarlySession
 from .initialize import SETUP_METHOD_ID, initialize_result
+from .mcp_entries import SKIPPED_SERVERS_META
 from .session_view import MODE_OPTION_ID, MODEL_OPTION_ID, available_commands
 from .views import (
     ForkSessionResponseWithModels,
@@ -120,7 +122,7 @@ class HermesAgent:
             try:
                 request = schema.NewSessionRequest.model_validate({"cwd": early.cwd, "mcpServers": early.mcp_servers})
                 await self.manager.open_existing(
-                    early.session_id, early.cwd, early.additional, _server_specs(request.mcp_servers), replay=False
+                    early.session_id, early.cwd, early.additional, _server_specs(request.mcp_servers, {}), replay=False
                 )
             except (HermesError, ValueError) as exc:
                 _log.error("could not open an early session", session_id=early.session_id, error=str(exc))
@@ -185,7 +187,7 @@ class HermesAgent:
         mcp_servers: list[McpServer] | None = None,
         **kwargs: Any,
     ) -> NewSessionResponseWithModels:
-        session = await self.manager.new_session(cwd, additional_directories, _server_specs(mcp_servers))
+        session = await self.manager.new_session(cwd, additional_directories, _server_specs(mcp_servers, kwargs))
         self._announce_commands(session)
         return NewSessionResponseWithModels.model_validate({"sessionId": session.id, **view_of(session, self._catalog)})
 
@@ -198,7 +200,7 @@ class HermesAgent:
         **kwargs: Any,
     ) -> LoadSessionResponseWithModels:
         session = await self.manager.open_existing(
-            session_id, cwd, additional_directories, _server_specs(mcp_servers), replay=True
+            session_id, cwd, additional_directories, _server_specs(mcp_servers, kwargs), replay=True
         )
         self._announce_commands(session)
         return LoadSessionResponseWithModels.model_validate(view_of(session, self._catalog))
@@ -212,7 +214,7 @@ class HermesAgent:
         **kwargs: Any,
     ) -> ResumeSessionResponseWithModels:
         session = await self.manager.open_existing(
-            session_id, cwd, additional_directories, _server_specs(mcp_servers), replay=False
+            session_id, cwd, additional_directories, _server_specs(mcp_servers, kwargs), replay=False
         )
         self._announce_commands(session)
         return ResumeSessionResponseWithModels.model_validate(view_of(session, self._catalog))
@@ -225,7 +227,9 @@ class HermesAgent:
         mcp_servers: list[McpServer] | None = None,
         **kwargs: Any,
     ) -> ForkSessionResponseWithModels:
-        session = await self.manager.fork_session(session_id, cwd, additional_directories, _server_specs(mcp_servers))
+        session = await self.manager.fork_session(
+            session_id, cwd, additional_directories, _server_specs(mcp_servers, kwargs)
+        )
         self._announce_commands(session)
         meta = {"hermes": {"parentSessionId": session_id, "forkedAt": session.record.created_at}}
         return ForkSessionResponseWithModels.model_validate(
@@ -365,5 +369,13 @@ class HermesAgent:
         )
 
 
-def _server_specs(servers: list[McpServer] | None) -> list[dict[str, object]]:
-    return [s.model_dump(mode="json", by_alias=True, exclude_none=True) for s in servers or []]
+def _server_specs(servers: list[McpServer] | None, meta: dict[str, Any]) -> list[dict[str, object]]:
+    """The entries the SDK read, with the ones it skipped (``mcp_entries``, via ``_meta``) back in their places."""
+    specs = [s.model_dump(mode="json", by_alias=True, exclude_none=True) for s in servers or []]
+    skipped = meta.get(SKIPPED_SERVERS_META)
+    for entry in skipped if isinstance(skipped, list) else []:
+        if isinstance(entry, dict) and isinstance(entry.get("index"), int):
+            name = entry.get("name")
+            problem = unreadable_entry(name if isinstance(name, str) else None, str(entry.get("problem")))
+            specs.insert(entry["index"], problem)
+    return specs

@@ -20,7 +20,7 @@ from hermes_acp.providers.catalog import ModelCatalog
 from hermes_acp.sessions.records import new_record
 from hermes_acp.storage.base import SessionStore
 
-from .mcp_entries import unreadable_servers
+from .mcp_entries import skipped_servers
 from .session_view import available_commands, session_view
 
 __all__ = ["EarlySession", "EarlySessions"]
@@ -70,7 +70,7 @@ def _plain_request(params: Any) -> tuple[str, list[str] | None, list[dict[str, A
     if not isinstance(params, dict):
         return None
     cwd, servers, additional = params.get("cwd"), params.get("mcpServers"), params.get("additionalDirectories")
-    if not isinstance(cwd, str) or not isinstance(servers, list) or unreadable_servers(params):
+    if not isinstance(cwd, str) or not isinstance(servers, list) or skipped_servers(params):
         return None
     if additional is not None and not (isinstance(additional, list) and all(isinstance(p, str) for p in additional)):
         return None

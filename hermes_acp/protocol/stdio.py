@@ -5,7 +5,8 @@ envelope that is not a JSON-RPC message gets -32600, and the server keeps servin
 silently). It answers ``initialize`` itself from ``initialize.py``, so an editor has its answer while the acp SDK
 and the rest of the server still load in a worker thread (importing them costs most of a second on a small
 machine), and hands ``session/new`` to ``EarlySessions`` between ``open_early`` and ``close_early`` (``early.py``).
-Everything else is queued and handed to the SDK connection, which reads from the door as its ``Transport``.
+Everything else is queued and handed to the SDK connection, which reads from the door as its ``Transport``; a
+request that opens a session first gets the MCP entries the SDK will skip noted in its ``_meta`` (``mcp_entries.py``).
 After writing a response it runs the callbacks the handler queued with ``boundary.after_response``.
 
 stdout carries JSON-RPC only: ``serve_stdio`` keeps a private duplicate of the real stdout for the protocol and
@@ -26,7 +27,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 from .initialize import initialize_result
-from .mcp_entries import SESSION_OPENING_METHODS, unreadable_servers
+from .mcp_entries import note_skipped_servers
 
 if TYPE_CHECKING:
     from .early import EarlySessions
@@ -169,9 +170,7 @@ class FrontDoor:
         if message.get("method") == "initialize" and "id" in message:
             await self._answer_initialize(message)
             return
-        if message.get("method") in SESSION_OPENING_METHODS:
-            for problem in unreadable_servers(message.get("params")):
-                _log.warning("skipping an MCP server entry the acp SDK cannot read: %s", problem)
+        note_skipped_servers(message)
         async with self._ingress:
             if await self._answered_early(message):
                 return

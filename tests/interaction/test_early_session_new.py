@@ -138,24 +138,36 @@ async def test_a_nul_byte_in_a_path_is_invalid_params_during_the_load_and_after_
     assert listed["result"]["sessions"] == [], "the server kept serving and created nothing"
 
 
-async def test_an_unreadable_mcp_entry_waits_for_the_sdk_path_and_is_named_in_the_log(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
-) -> None:
+async def test_an_unreadable_mcp_entry_waits_for_the_sdk_path_and_the_session_names_it(tmp_path: Path) -> None:
     odd = {"name": "half", "command": "true"}  # no args/env: the SDK skips entries it cannot read
-    async with held_server(tmp_path, "") as (raw, release):
-        await raw.send(_request(1, "initialize", {"protocolVersion": 1}))
-        await raw.response(1)
-        await raw.send(_request(2, "session/new", {"cwd": str(tmp_path), "mcpServers": [odd]}))
-        await raw.send(_request(3, "session/new", {"cwd": str(tmp_path), "mcpServers": []}))
-        first = await raw.receive()
-        assert first.get("id") == 3, f"a plain session/new is answered early, the odd one waits: {first}"
-        release.set()
-        response = await raw.response(2, timeout=30)
-    assert "sessionId" in response["result"]
-    warnings = [r.getMessage() for r in caplog.records if "MCP server entry" in r.getMessage()]
-    assert warnings == [
-        "skipping an MCP server entry the acp SDK cannot read: mcpServers[0] (half): 'args' must be a list of strings"
-    ]
+    scenario = {"name": "odd", "responses": [{"repeat": True, "steps": [{"text": "Ready."}]}]}
+    async with serve_model_server(scenario) as model:
+        config = f'[providers.fx]\nkind = "openai"\nbase_url = "{model.openai_base_url}"\nmodels = ["m"]\n'
+        async with held_server(tmp_path, config) as (raw, release):
+            await raw.send(_request(1, "initialize", {"protocolVersion": 1}))
+            await raw.response(1)
+            await raw.send(_request(2, "session/new", {"cwd": str(tmp_path), "mcpServers": [odd]}))
+            await raw.send(_request(3, "session/new", {"cwd": str(tmp_path), "mcpServers": []}))
+            first = await raw.receive()
+            assert first.get("id") == 3, f"a plain session/new is answered early, the odd one waits: {first}"
+            release.set()
+            session_id = (await raw.response(2, timeout=30))["result"]["sessionId"]
+            prompt = {"sessionId": session_id, "prompt": [{"type": "text", "text": "hello"}]}
+            await raw.send(_request(4, "session/prompt", prompt))
+            texts = await _texts_until_response(raw, 4)
+    assert "⚠ MCP server 'half' was not started: its entry cannot be read ('args' must be a list of strings)." in texts
+
+
+async def _texts_until_response(raw: RawPair, request_id: int) -> list[str]:
+    texts: list[str] = []
+    while True:
+        message = await raw.receive(timeout=30)
+        if message.get("id") == request_id:
+            assert message["result"]["stopReason"] == "end_turn"
+            return texts
+        update = message.get("params", {}).get("update", {})
+        if update.get("sessionUpdate") == "agent_message_chunk":
+            texts.append(update["content"]["text"])
 
 
 async def test_an_early_session_is_opened_with_its_mcp_servers_and_answers_prompts(tmp_path: Path) -> None:
