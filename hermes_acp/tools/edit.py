@@ -40,6 +40,13 @@ class _Edit(BaseModel):
     replace_all: bool = Field(default=False, description="Replace every occurrence of old_text.")
 
 
+@dataclass(frozen=True, slots=True)
+class EditResult:
+    text: str
+    replacements: int
+    first_line: int
+
+
 class _EditInput(BaseModel):
     model_config = ConfigDict(extra="forbid")
     path: str = Field(min_length=1, description="File path, relative to the working directory or absolute.")
@@ -49,13 +56,8 @@ class _EditInput(BaseModel):
         description="Applied in order, each to the result of the previous ones; if one fails, nothing is changed.",
     )
     _before: Snapshot | None = PrivateAttr(default=None)
-
-
-@dataclass(frozen=True, slots=True)
-class EditResult:
-    text: str
-    replacements: int
-    first_line: int
+    _result: EditResult | None = PrivateAttr(default=None)
+    """The edits applied to ``_before`` at approval time: still right when the file has not changed since."""
 
 
 def _line_of(text: str, index: int) -> int:
@@ -152,9 +154,10 @@ class EditFileTool(TypedTool[_EditInput]):
             raise missing_path_error(path, shown, hint="; use write_file to create a new file")
         result = apply_edits(original, parsed.edits, shown)
         parsed._before = Snapshot(original)
+        parsed._result = result
         return ApprovalRequest(
             scope="edit",
-            title=f"Edit {display_path(path, ctx.workspace)}",
+            title=f"Edit {shown}",
             mutating=True,
             paths=policy_paths(path),
             content=[DiffBlock(path=str(path), old_text=original, new_text=result.text)],
@@ -168,7 +171,7 @@ class EditFileTool(TypedTool[_EditInput]):
         ensure_unchanged(parsed._before, original, shown)
         if original is None:
             raise missing_path_error(path, shown, hint="; use write_file to create a new file")
-        result = apply_edits(original, parsed.edits, shown)
+        result = parsed._result if parsed._result is not None else apply_edits(original, parsed.edits, shown)
         await files_for(ctx, path).write_text(path, result.text)
         text = (
             f"Edited {shown}: {plural(len(parsed.edits), 'edit')}, {plural(result.replacements, 'replacement')};"

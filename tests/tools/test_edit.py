@@ -9,6 +9,7 @@ import pytest
 
 from hermes_acp.core import DiffBlock
 from hermes_acp.errors import ToolError, ToolInputError
+from hermes_acp.tools import edit as edit_module
 from hermes_acp.tools.edit import EditFileTool
 
 from .helpers import call, context
@@ -97,6 +98,29 @@ async def test_a_file_changed_after_approval_is_not_written(tmp_path: Path) -> N
     with pytest.raises(ToolError, match="changed after this change was computed and shown for approval"):
         await tool.run(parsed, ctx)
     assert target.read_text() == SOURCE + "# edited by the user\n"
+
+
+async def test_the_edits_computed_for_approval_are_the_ones_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The diff shown for approval is computed once and written as shown; without an approval, run computes it."""
+    target = tmp_path / "app.py"
+    target.write_text(SOURCE)
+    applied: list[str] = []
+    apply = edit_module.apply_edits
+
+    def counted(original: str, edits: Any, shown: str) -> edit_module.EditResult:
+        applied.append(shown)
+        return apply(original, edits, shown)
+
+    monkeypatch.setattr(edit_module, "apply_edits", counted)
+    called = await call(EditFileTool(), context(tmp_path), path="app.py", edits=[edit("'bye'", "'ciao'")])
+    assert applied == ["app.py"]
+    assert called.request is not None and called.request.content == called.outcome.content
+    tool = EditFileTool()
+    await tool.run(tool.validate({"path": "app.py", "edits": [edit("'ciao'", "'adieu'")]}), context(tmp_path))
+    assert applied == ["app.py", "app.py"]
+    assert target.read_text() == SOURCE.replace("'bye'", "'adieu'")
 
 
 async def test_missing_binary_and_non_utf8_files_are_refused(tmp_path: Path) -> None:
