@@ -256,11 +256,11 @@ async def _loop(state: TurnState, deps: TurnDeps) -> StopReason:
             native_images=deps.images.route() == "native" if deps.images is not None else None,
         )
         state.requests += 1
-        done = await _stream_response(state, deps, request)
-        calls = done.message.tool_calls
-        if not calls:
+        message_id, done = await _stream_response(state, deps, request)
+        prepared = await _store_response(state, deps, message_id, done, tools)
+        if not prepared:
             return _turn_stop(done.stop_reason)
-        await _run_tool_calls(state, deps, calls, tools, truncated=done.stop_reason == "max_tokens")
+        await _run_tool_calls(state, deps, prepared)
         if done.stop_reason in ("max_tokens", "refusal"):
             return _turn_stop(done.stop_reason)
 
@@ -271,7 +271,8 @@ def _turn_stop(reason: ModelStopReason) -> StopReason:
     return "end_turn"
 
 
-async def _stream_response(state: TurnState, deps: TurnDeps, request: Any) -> ResponseDone:
+async def _stream_response(state: TurnState, deps: TurnDeps, request: Any) -> tuple[str, ResponseDone]:
+    """Stream one response to the editor; return its message id and the final event, tool-call ids made unique."""
     partial = _Partial(message_id=new_message_id())
     state.partial = partial
     done: ResponseDone | None = None
@@ -291,21 +292,10 @@ async def _stream_response(state: TurnState, deps: TurnDeps, request: Any) -> Re
                 done = event
     if done is None:
         raise ProviderStreamError("the model's stream ended without a final event", provider=deps.model.provider_id)
-    message = _with_unique_ids(done.message, deps.recorder.projection.tool_call_ids)
     if done.usage is not None:
         state.usage = state.usage + done.usage
-    await deps.recorder.record(
-        AssistantMessageStored(
-            turn_id=state.turn_id,
-            message_id=partial.message_id,
-            message=message,
-            model_id=deps.model.id,
-            usage=done.usage,
-            context_window=deps.model.context_window,
-        )
-    )
-    state.partial = None
-    return done.model_copy(update={"message": message})
+    message = _with_unique_ids(done.message, deps.recorder.projection.tool_call_ids)
+    return partial.message_id, done.model_copy(update={"message": message})
 
 
 def _with_unique_ids(message: AssistantMessage, used: set[str]) -> AssistantMessage:
@@ -333,12 +323,23 @@ class _Prepared:
     error: ToolError | None
 
 
-async def _run_tool_calls(
-    state: TurnState, deps: TurnDeps, calls: list[ToolCallPart], tools: list[Tool], *, truncated: bool
-) -> None:
+async def _store_response(
+    state: TurnState, deps: TurnDeps, message_id: str, done: ResponseDone, tools: list[Tool]
+) -> list[_Prepared]:
+    """Store the response and announce its tool calls in one write, so no stored call is ever unannounced (DESIGN
+    §4.3, §4.5); return the calls, prepared to run."""
     by_name = {t.name: t for t in tools}
-    prepared = [_prepare(call, by_name, deps, state, truncated=truncated) for call in calls]
+    truncated = done.stop_reason == "max_tokens"
+    prepared = [_prepare(call, by_name, deps, state, truncated=truncated) for call in done.message.tool_calls]
     await deps.recorder.record(
+        AssistantMessageStored(
+            turn_id=state.turn_id,
+            message_id=message_id,
+            message=done.message,
+            model_id=deps.model.id,
+            usage=done.usage,
+            context_window=deps.model.context_window,
+        ),
         *[
             ToolCallStarted(
                 turn_id=state.turn_id,
@@ -351,8 +352,13 @@ async def _run_tool_calls(
                 content=p.presentation.content,
             )
             for p in prepared
-        ]
+        ],
     )
+    state.partial = None
+    return prepared
+
+
+async def _run_tool_calls(state: TurnState, deps: TurnDeps, prepared: list[_Prepared]) -> None:
     approvals = _approvals(state, deps)
     for item in prepared:
         outcome = await _execute(item, state, deps, approvals)

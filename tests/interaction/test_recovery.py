@@ -85,6 +85,35 @@ async def test_a_live_session_repairs_what_a_failed_write_left_open_before_its_n
     ]
 
 
+async def test_a_failed_write_never_leaves_a_stored_call_unannounced(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    echo = EchoTool()
+    provider = ScriptedProvider([tool_reply(ToolCallPart(id="call_echo", name="echo", arguments=args(message="x")))])
+    async with open_pair(tmp_path, provider=provider, tools=[echo]) as pair:
+        session_id = await pair.new_session()
+        refused = _fail_one_write(
+            monkeypatch, pair.store, lambda events: any(isinstance(e, ToolCallStarted) for e in events)
+        )
+        with anyio.fail_after(5), pytest.raises(RequestError):
+            await pair.prompt(session_id, "go")
+        live = [u for s, u in pair.client.updates if s == session_id]
+        await pair.conn.close_session(session_id=session_id)
+        pair.client.clear()
+        with anyio.fail_after(5):
+            await pair.conn.load_session(cwd=str(pair.workspace), session_id=session_id, mcp_servers=[])
+        replay = [u for s, u in pair.client.updates if s == session_id]
+    assert refused
+    assert echo.runs == []
+    for updates in (live, replay):
+        announced: set[str] = set()
+        for update in updates:
+            if update["sessionUpdate"] == "tool_call":
+                announced.add(update["toolCallId"])
+            elif update["sessionUpdate"] == "tool_call_update":
+                assert update["toolCallId"] in announced
+
+
 async def test_an_attachment_read_open_when_the_server_stopped_gets_no_tool_result_in_the_history(
     tmp_path: Path,
 ) -> None:
