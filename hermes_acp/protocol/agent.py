@@ -21,7 +21,7 @@ from acp.router import MessageRouter, Route
 from pydantic import BaseModel, ConfigDict, Field
 
 from hermes_acp.config import Settings
-from hermes_acp.errors import HermesError, InvalidParamsError, NoProviderError, ProviderAuthError
+from hermes_acp.errors import HermesError, InvalidParamsError, NoProviderError, ProviderAuthError, SessionError
 from hermes_acp.mcp_client.specs import unreadable_entry
 from hermes_acp.providers.catalog import ModelCatalog
 from hermes_acp.providers.registry import ProviderRegistry
@@ -84,6 +84,8 @@ class HermesAgent:
         self._startup_error = startup_error
         self._manager: SessionManager | None = None
         self._bridge: AcpClientBridge | None = None
+        self._unopened: dict[str, str] = {}
+        """Sessions created early that ``adopt`` could not open, and why; ``session/load``/``resume`` retries."""
 
     # -- connection ---------------------------------------------------------------------------------------------
 
@@ -117,15 +119,27 @@ class HermesAgent:
                 _log.warning("unreadable clientCapabilities; assuming none")
 
     async def adopt(self, sessions: list[EarlySession]) -> None:
-        """Open the sessions the front door created before the SDK was up (no replay; MCP servers start)."""
+        """Open the sessions the front door created before the SDK was up (no replay; MCP servers start). One that
+        fails is remembered with its reason: requests for it get that reason, and ``session/load`` tries again."""
         for early in sessions:
             try:
                 request = schema.NewSessionRequest.model_validate({"cwd": early.cwd, "mcpServers": early.mcp_servers})
                 await self.manager.open_existing(
                     early.session_id, early.cwd, early.additional, _server_specs(request.mcp_servers, {}), replay=False
                 )
-            except (HermesError, ValueError) as exc:
-                _log.error("could not open an early session", session_id=early.session_id, error=str(exc))
+            except Exception as exc:
+                _log.error("could not open an early session", session_id=early.session_id, exc_info=exc)
+                self._unopened[early.session_id] = str(exc) or type(exc).__name__
+
+    def _session(self, session_id: str) -> Session:
+        """The live session, or an error that says why an early one is not (rather than "not found")."""
+        reason = self._unopened.get(session_id)
+        if reason is not None:
+            raise SessionError(
+                f"session {session_id!r} was created at start-up but could not be opened: {reason};"
+                " session/load retries"
+            )
+        return self.manager.get(session_id)
 
     @property
     def _catalog(self) -> ModelCatalog:
@@ -202,6 +216,7 @@ class HermesAgent:
         session = await self.manager.open_existing(
             session_id, cwd, additional_directories, _server_specs(mcp_servers, kwargs), replay=True
         )
+        self._unopened.pop(session_id, None)
         self._announce_commands(session)
         return LoadSessionResponseWithModels.model_validate(view_of(session, self._catalog))
 
@@ -216,6 +231,7 @@ class HermesAgent:
         session = await self.manager.open_existing(
             session_id, cwd, additional_directories, _server_specs(mcp_servers, kwargs), replay=False
         )
+        self._unopened.pop(session_id, None)
         self._announce_commands(session)
         return ResumeSessionResponseWithModels.model_validate(view_of(session, self._catalog))
 
@@ -256,18 +272,20 @@ class HermesAgent:
 
     async def close_session(self, session_id: str, **kwargs: Any) -> schema.CloseSessionResponse:
         await self.manager.close_session(session_id)
+        self._unopened.pop(session_id, None)
         return schema.CloseSessionResponse()
 
     async def _delete_route(self, params: Any) -> dict[str, Any]:
         """``session/delete`` (stable since 2026-06; not routed by SDK 0.12.1)."""
         parsed = _DeleteParams.model_validate(params)
         await self.manager.delete_session(parsed.session_id)
+        self._unopened.pop(parsed.session_id, None)
         return {}
 
     # -- modes and models -----------------------------------------------------------------------------------------
 
     async def set_session_mode(self, session_id: str, mode_id: str, **kwargs: Any) -> schema.SetSessionModeResponse:
-        session = self.manager.get(session_id)
+        session = self._session(session_id)
         await session.set_mode(mode_id)
         await self._announce_config(session)
         return schema.SetSessionModeResponse()
@@ -275,7 +293,7 @@ class HermesAgent:
     async def set_config_option(
         self, config_id: str, session_id: str, value: str | bool, **kwargs: Any
     ) -> schema.SetSessionConfigOptionResponse:
-        session = self.manager.get(session_id)
+        session = self._session(session_id)
         if config_id not in (MODE_OPTION_ID, MODEL_OPTION_ID):
             raise InvalidParamsError(
                 f"configId: unknown option {config_id!r}; options: {MODE_OPTION_ID}, {MODEL_OPTION_ID}",
@@ -293,7 +311,7 @@ class HermesAgent:
     async def _set_model_route(self, params: Any) -> dict[str, Any]:
         """The legacy ``session/set_model`` (removed from the schema; JetBrains and older Zed still send it)."""
         parsed = _SetModelParams.model_validate(params)
-        session = self.manager.get(parsed.session_id)
+        session = self._session(parsed.session_id)
         await session.set_model(parsed.model_id)
         await self._announce_config(session)
         return {}
@@ -301,7 +319,7 @@ class HermesAgent:
     # -- prompts --------------------------------------------------------------------------------------------------
 
     async def prompt(self, session_id: str, prompt: list[PromptBlock], **kwargs: Any) -> schema.PromptResponse:
-        session = self.manager.get(session_id)
+        session = self._session(session_id)
         display = prompt_to_display(prompt)
         command = parse_command(display)
         if command is not None:

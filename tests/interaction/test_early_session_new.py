@@ -20,6 +20,7 @@ import pytest
 from fixtures.model_server import serve_model_server
 from hermes_acp.app import load_server, run_connection
 from hermes_acp.protocol.stdio import FrontDoor, serve_streams
+from hermes_acp.sessions.manager import SessionManager
 from hermes_acp.storage.sqlite import SqliteSessionStore
 from hermes_acp.telemetry import configure_logging
 from tests.fakes.server import RawPair
@@ -195,6 +196,41 @@ async def test_an_early_session_is_opened_with_its_mcp_servers_and_answers_promp
         offered = [t["function"]["name"] for t in model.requests()[0].body.get("tools", [])]
     assert answer["result"]["stopReason"] == "end_turn"
     assert "mcp__fixture__echo" in offered
+
+
+async def test_an_early_session_that_cannot_be_opened_says_why_and_session_load_retries(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    open_existing = SessionManager.open_existing
+    failures = ["the disk is having a bad day"]
+
+    async def failing_once(self: SessionManager, *args: Any, **kwargs: Any) -> Any:
+        if failures:
+            raise RuntimeError(failures.pop())
+        return await open_existing(self, *args, **kwargs)
+
+    monkeypatch.setattr(SessionManager, "open_existing", failing_once)
+    async with held_server(tmp_path, "") as (raw, release):
+        await raw.send(_request(1, "initialize", {"protocolVersion": 1}))
+        await raw.response(1)
+        await raw.send(_request(2, "session/new", {"cwd": str(tmp_path), "mcpServers": []}))
+        session_id = (await raw.response(2))["result"]["sessionId"]
+        release.set()
+        await raw.send(_request(3, "session/set_mode", {"sessionId": session_id, "modeId": "read_only"}))
+        refused = await raw.response(3, timeout=30)
+        await raw.send(_request(4, "session/list", {}))
+        listed = await raw.response(4)
+        load = {"sessionId": session_id, "cwd": str(tmp_path), "mcpServers": []}
+        await raw.send(_request(5, "session/load", load))
+        loaded = await raw.response(5)
+        await raw.send(_request(6, "session/set_mode", {"sessionId": session_id, "modeId": "read_only"}))
+        accepted = await raw.response(6)
+    message = refused["error"]["message"]
+    assert "created at start-up but could not be opened: the disk is having a bad day" in message
+    assert "session/load retries" in message
+    assert [s["sessionId"] for s in listed["result"]["sessions"]] == [session_id]
+    assert "result" in loaded, loaded
+    assert accepted["result"] == {}
 
 
 async def test_a_failed_load_closes_the_early_path_and_the_store(
