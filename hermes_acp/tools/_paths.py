@@ -1,6 +1,7 @@
 """Paths as the file tools see them: how a path is shown (relative to the session's cwd when inside it), which
 paths an approval request names (the path and, when a symlink leads elsewhere, its real target, so the policy
-judges where a call really reaches), and a helpful message for a path that does not exist.
+judges where a call really reaches), the ``read`` approval request of the read-only file tools, and a helpful
+message for a path that does not exist.
 
 No policy decisions here (``policy`` makes them) and no reading or writing of file contents.
 """
@@ -11,11 +12,13 @@ import difflib
 import os
 from pathlib import Path
 
+from pydantic import BaseModel
+
 from hermes_acp.errors import ToolInputError
 
-from .context import Workspace
+from .context import ApprovalRequest, Workspace
 
-__all__ = ["display_path", "missing_path_error", "policy_paths"]
+__all__ = ["display_path", "missing_path_error", "policy_paths", "read_request"]
 
 
 def display_path(path: Path, workspace: Workspace) -> str:
@@ -33,6 +36,17 @@ def policy_paths(path: Path) -> tuple[Path, ...]:
     """The path and, when symlinks lead elsewhere, its real target: both are judged (inside? sensitive?)."""
     real = Path(os.path.realpath(path))
     return (path,) if real == path else (path, real)
+
+
+def read_request(path: Path, title: str, parsed: BaseModel) -> ApprovalRequest:
+    """The approval request of a call that only reads ``path`` (the policy decides whether it asks)."""
+    return ApprovalRequest(
+        scope="read",
+        title=title,
+        mutating=False,
+        paths=policy_paths(path),
+        raw_input=parsed.model_dump(exclude_none=True),
+    )
 
 
 def missing_path_error(path: Path, shown: str, *, hint: str = "") -> ToolInputError:

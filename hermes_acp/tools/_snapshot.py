@@ -2,8 +2,9 @@
 
 ``write_file`` and ``edit_file`` compute their diff at approval time from ``read_current`` (through the editor when
 it offers ``fs/read_text_file``, so unsaved buffers count), keep it as a ``Snapshot``, and ``ensure_unchanged``
-refuses to write if the file changed while the user was looking at the diff. ``inspect`` answers the questions
-every file tool asks first (exists? folder? binary? size?). Nothing here writes.
+refuses to write if the file changed while the user was looking at the diff; ``edit_request`` is the approval
+request both build around that diff. ``inspect`` answers the questions every file tool asks first (exists? folder?
+binary? size?). Nothing here writes.
 """
 
 from __future__ import annotations
@@ -12,14 +13,25 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import anyio
+from pydantic import BaseModel
 
+from hermes_acp.core import DiffBlock
 from hermes_acp.errors import ToolError, ToolInputError
 
 from ._disk import describe_os_error, files_for
+from ._paths import policy_paths
 from ._text import Encoding, sniff
-from .context import ToolContext
+from .context import ApprovalRequest, ToolContext
 
-__all__ = ["EDIT_MAX_BYTES", "FileFacts", "Snapshot", "ensure_unchanged", "inspect", "read_current"]
+__all__ = [
+    "EDIT_MAX_BYTES",
+    "FileFacts",
+    "Snapshot",
+    "edit_request",
+    "ensure_unchanged",
+    "inspect",
+    "read_current",
+]
 
 EDIT_MAX_BYTES = 1024 * 1024
 """Largest file write_file replaces or edit_file edits (the diff goes to the editor and the session log)."""
@@ -76,6 +88,18 @@ async def read_current(ctx: ToolContext, path: Path, shown: str, *, action: str,
             " Change it with a terminal command (sed, a script) instead"
         )
     return await files_for(ctx, path).read_text(path)
+
+
+def edit_request(path: Path, title: str, old_text: str | None, new_text: str, parsed: BaseModel) -> ApprovalRequest:
+    """The approval request of a change to ``path``, showing its diff (``old_text`` None: a new file)."""
+    return ApprovalRequest(
+        scope="edit",
+        title=title,
+        mutating=True,
+        paths=policy_paths(path),
+        content=[DiffBlock(path=str(path), old_text=old_text, new_text=new_text)],
+        raw_input=parsed.model_dump(),
+    )
 
 
 def ensure_unchanged(before: Snapshot | None, now: str | None, shown: str) -> None:

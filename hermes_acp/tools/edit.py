@@ -19,8 +19,8 @@ from hermes_acp.core import DiffBlock, Location, TextPart
 from hermes_acp.errors import ToolInputError
 
 from ._disk import files_for
-from ._paths import display_path, missing_path_error, policy_paths
-from ._snapshot import Snapshot, ensure_unchanged, read_current
+from ._paths import display_path, missing_path_error
+from ._snapshot import Snapshot, edit_request, ensure_unchanged, read_current
 from ._text import plural
 from .base import Presentation, ToolOutcome, TypedTool
 from .context import ApprovalRequest, ToolContext
@@ -155,14 +155,7 @@ class EditFileTool(TypedTool[_EditInput]):
         result = apply_edits(original, parsed.edits, shown)
         parsed._before = Snapshot(original)
         parsed._result = result
-        return ApprovalRequest(
-            scope="edit",
-            title=f"Edit {shown}",
-            mutating=True,
-            paths=policy_paths(path),
-            content=[DiffBlock(path=str(path), old_text=original, new_text=result.text)],
-            raw_input=parsed.model_dump(),
-        )
+        return edit_request(path, f"Edit {shown}", original, result.text, parsed)
 
     async def run(self, parsed: _EditInput, ctx: ToolContext) -> ToolOutcome:
         path = ctx.workspace.resolve(parsed.path)

@@ -19,8 +19,8 @@ from hermes_acp.core import DiffBlock, Location, TextBlock, TextPart
 from hermes_acp.errors import ToolInputError
 
 from ._disk import DISK, count_lines, describe_os_error, files_for
-from ._paths import display_path, missing_path_error, policy_paths
-from ._snapshot import Snapshot, ensure_unchanged, inspect, read_current
+from ._paths import display_path, missing_path_error, read_request
+from ._snapshot import Snapshot, edit_request, ensure_unchanged, inspect, read_current
 from ._text import plural, split_lines
 from .base import Presentation, ToolOutcome, TypedTool
 from .context import ApprovalRequest, ToolContext
@@ -77,13 +77,7 @@ class ReadFileTool(TypedTool[_ReadInput]):
 
     async def approval(self, parsed: _ReadInput, ctx: ToolContext) -> ApprovalRequest:
         path = ctx.workspace.resolve(parsed.path)
-        return ApprovalRequest(
-            scope="read",
-            title=_read_title(parsed, display_path(path, ctx.workspace)),
-            mutating=False,
-            paths=policy_paths(path),
-            raw_input=parsed.model_dump(exclude_none=True),
-        )
+        return read_request(path, _read_title(parsed, display_path(path, ctx.workspace)), parsed)
 
     async def run(self, parsed: _ReadInput, ctx: ToolContext) -> ToolOutcome:
         path = ctx.workspace.resolve(parsed.path)
@@ -178,14 +172,7 @@ class WriteFileTool(TypedTool[_WriteInput]):
         shown = display_path(path, ctx.workspace)
         before = await read_current(ctx, path, shown, action="write_file", need_utf8=False)
         parsed._before = Snapshot(before)
-        return ApprovalRequest(
-            scope="edit",
-            title=f"Write {shown}",
-            mutating=True,
-            paths=policy_paths(path),
-            content=[DiffBlock(path=str(path), old_text=before, new_text=parsed.content)],
-            raw_input=parsed.model_dump(),
-        )
+        return edit_request(path, f"Write {shown}", before, parsed.content, parsed)
 
     async def run(self, parsed: _WriteInput, ctx: ToolContext) -> ToolOutcome:
         path = ctx.workspace.resolve(parsed.path)

@@ -20,7 +20,7 @@ from hermes_acp.errors import ToolInputError
 
 from ._disk import describe_os_error
 from ._finder import AUTO, SEARCH_TIMEOUT_S, Finder, RipgrepChoice
-from ._paths import display_path, missing_path_error, policy_paths
+from ._paths import display_path, missing_path_error, read_request
 from ._text import fence, plural
 from ._walk import Entry, list_dir
 from .base import Presentation, ToolOutcome, TypedTool
@@ -86,14 +86,7 @@ class ListFilesTool(TypedTool[_ListInput]):
         return Presentation(title=self._title(parsed, ctx), kind=kind, locations=[Location(path=str(path))])
 
     async def approval(self, parsed: _ListInput, ctx: ToolContext) -> ApprovalRequest:
-        path = ctx.workspace.resolve(parsed.path)
-        return ApprovalRequest(
-            scope="read",
-            title=self._title(parsed, ctx),
-            mutating=False,
-            paths=policy_paths(path),
-            raw_input=parsed.model_dump(exclude_none=True),
-        )
+        return read_request(ctx.workspace.resolve(parsed.path), self._title(parsed, ctx), parsed)
 
     async def run(self, parsed: _ListInput, ctx: ToolContext) -> ToolOutcome:
         path = ctx.workspace.resolve(parsed.path)

@@ -21,7 +21,7 @@ from hermes_acp.core import Location, TextBlock, TextPart
 from hermes_acp.errors import ToolInputError
 
 from ._finder import AUTO, SEARCH_TIMEOUT_S, Finder, Found, RipgrepChoice
-from ._paths import display_path, missing_path_error, policy_paths
+from ._paths import display_path, missing_path_error, read_request
 from ._text import fence, one_line, plural
 from ._walk import FileMatch, search_one_file
 from .base import Presentation, ToolOutcome, TypedTool
@@ -88,14 +88,7 @@ class SearchFilesTool(TypedTool[_SearchInput]):
         return Presentation(title=self._title(parsed, ctx), kind="search", locations=[Location(path=str(path))])
 
     async def approval(self, parsed: _SearchInput, ctx: ToolContext) -> ApprovalRequest:
-        path = ctx.workspace.resolve(parsed.path)
-        return ApprovalRequest(
-            scope="read",
-            title=self._title(parsed, ctx),
-            mutating=False,
-            paths=policy_paths(path),
-            raw_input=parsed.model_dump(exclude_none=True),
-        )
+        return read_request(ctx.workspace.resolve(parsed.path), self._title(parsed, ctx), parsed)
 
     async def _find(self, parsed: _SearchInput, path: Path, regex: re.Pattern[str]) -> Found[FileMatch]:
         if await anyio.to_thread.run_sync(path.is_dir):
