@@ -1,16 +1,18 @@
-"""Helpers shared by the provider tests: building providers for a wire format, collecting streams, a
-recording sleep. Not a test module."""
+"""Helpers shared by the provider tests: scenarios, a provider served by the scripted model server, collecting
+streams, a recording sleep. Not a test module."""
 
 from __future__ import annotations
 
-from contextlib import aclosing
+from collections.abc import AsyncIterator
+from contextlib import aclosing, asynccontextmanager
 from typing import Any, Literal
 
 import anyio
 import anyio.lowlevel
 import httpx
+import pytest
 
-from fixtures.model_server import ModelServer
+from fixtures.model_server import ModelServer, serve_model_server
 from hermes_acp.config import ProviderSettings
 from hermes_acp.core import Message, TextPart, UserMessage
 from hermes_acp.providers.anthropic import AnthropicProvider
@@ -21,6 +23,11 @@ WireFormat = Literal["openai", "anthropic"]
 API_KEY = "sk-test-0123456789abcdef-SECRET"
 KEY_ENV = "FIXTURE_API_KEY"
 Provider = OpenAIProvider | AnthropicProvider
+FORMATS = pytest.mark.parametrize("wire_format", ["openai", "anthropic"])
+
+
+def scenario(*responses: dict[str, Any], name: str = "providers") -> dict[str, Any]:
+    return {"name": name, "responses": list(responses)}
 
 
 class RecordingSleep:
@@ -63,6 +70,18 @@ def make_provider(
     settings = settings_for(wire_format, base_url, **overrides)
     cls = OpenAIProvider if wire_format == "openai" else AnthropicProvider
     return cls("fixture", settings, api_key, transport=transport, sleep=sleep or RecordingSleep())
+
+
+@asynccontextmanager
+async def served(
+    wire_format: WireFormat, scenario: dict[str, Any], **provider_options: Any
+) -> AsyncIterator[tuple[ModelServer, Provider]]:
+    """A scripted model server playing ``scenario`` and a provider of ``wire_format`` talking to it, both closed
+    at the end of the block whatever happens in it."""
+    async with serve_model_server(scenario) as server:
+        provider = make_provider(wire_format, base_url_for(wire_format, server), **provider_options)
+        async with aclosing(provider):
+            yield server, provider
 
 
 def simple_request(

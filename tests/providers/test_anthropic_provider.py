@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from contextlib import aclosing
 
 import pytest
 
@@ -20,13 +20,9 @@ from hermes_acp.core import (
 from hermes_acp.providers.anthropic import ANTHROPIC_VERSION
 from hermes_acp.providers.base import TextDelta, ThinkingDelta, ToolCallDelta, ToolSpec
 
-from .support import API_KEY, collect, done_of, make_provider, simple_request
+from .support import API_KEY, collect, done_of, make_provider, scenario, served, simple_request
 
 pytestmark = pytest.mark.anyio
-
-
-def scenario(*responses: dict[str, Any]) -> dict[str, Any]:
-    return {"name": "anthropic-test", "responses": list(responses)}
 
 
 async def test_thinking_with_signature_then_text() -> None:
@@ -34,10 +30,8 @@ async def test_thinking_with_signature_then_text() -> None:
         "steps": [{"reasoning": "Let me think.", "signature": "EqQBCkYIBxgCKkB"}, {"text": "The answer is 4."}],
         "chunk_size": 5,
     }
-    async with serve_model_server(scenario(response)) as server:
-        provider = make_provider("anthropic", server.base_url)
+    async with served("anthropic", scenario(response)) as (_, provider):
         events = await collect(provider)
-        await provider.aclose()
 
     assert [e.text for e in events if isinstance(e, ThinkingDelta)] == ["Let m", "e thi", "nk."]
     assert "".join(e.text for e in events if isinstance(e, TextDelta)) == "The answer is 4."
@@ -50,10 +44,8 @@ async def test_thinking_with_signature_then_text() -> None:
 
 async def test_redacted_thinking_is_kept_as_an_opaque_signature() -> None:
     response = {"steps": [{"redacted_thinking": "ENCRYPTED=="}, {"text": "ok"}]}
-    async with serve_model_server(scenario(response)) as server:
-        provider = make_provider("anthropic", server.base_url)
+    async with served("anthropic", scenario(response)) as (_, provider):
         events = await collect(provider)
-        await provider.aclose()
 
     assert not [e for e in events if isinstance(e, ThinkingDelta)]
     assert done_of(events).message.parts == [
@@ -71,10 +63,8 @@ async def test_parallel_tool_use_blocks_keep_ids_and_assemble_input_json() -> No
         ],
         "chunk_size": 6,
     }
-    async with serve_model_server(scenario(response)) as server:
-        provider = make_provider("anthropic", server.base_url)
+    async with served("anthropic", scenario(response)) as (_, provider):
         events = await collect(provider)
-        await provider.aclose()
 
     deltas = [e for e in events if isinstance(e, ToolCallDelta)]
     assert [(d.index, d.id, d.name) for d in deltas if d.id] == [
@@ -94,10 +84,8 @@ async def test_parallel_tool_use_blocks_keep_ids_and_assemble_input_json() -> No
 
 async def test_usage_adds_cache_reads_and_writes_to_input_tokens() -> None:
     usage = {"input_tokens": 5000, "output_tokens": 120, "cached_tokens": 4000, "cache_write_tokens": 900}
-    async with serve_model_server(scenario({"steps": [{"text": "ok"}], "usage": usage})) as server:
-        provider = make_provider("anthropic", server.base_url)
+    async with served("anthropic", scenario({"steps": [{"text": "ok"}], "usage": usage})) as (_, provider):
         events = await collect(provider)
-        await provider.aclose()
 
     assert done_of(events).usage == Usage(
         input_tokens=5000, output_tokens=120, cached_read_tokens=4000, cache_write_tokens=900
@@ -109,10 +97,8 @@ async def test_usage_adds_cache_reads_and_writes_to_input_tokens() -> None:
     [("end_turn", "end_turn"), ("max_tokens", "max_tokens"), ("refusal", "refusal"), ("tool_use", "tool_use")],
 )
 async def test_stop_reasons_map(finish: str, expected: str) -> None:
-    async with serve_model_server(scenario({"steps": [{"text": "a"}], "finish": finish})) as server:
-        provider = make_provider("anthropic", server.base_url)
+    async with served("anthropic", scenario({"steps": [{"text": "a"}], "finish": finish})) as (_, provider):
         events = await collect(provider)
-        await provider.aclose()
 
     assert done_of(events).stop_reason == expected
 
@@ -127,10 +113,8 @@ async def test_request_headers_images_in_user_and_tool_results_and_cache_breakpo
         ],
         tools=[ToolSpec(name="computer_use", description="Desktop.", input_schema={"type": "object"})],
     )
-    async with serve_model_server(scenario({"steps": [{"text": "I see it."}]})) as server:
-        provider = make_provider("anthropic", server.base_url)
+    async with served("anthropic", scenario({"steps": [{"text": "I see it."}]})) as (server, provider):
         await collect(provider, request)
-        await provider.aclose()
         (record,) = server.requests()
 
     assert record.path == "/v1/messages"
@@ -149,9 +133,8 @@ async def test_request_headers_images_in_user_and_tool_results_and_cache_breakpo
 
 async def test_a_base_url_ending_in_v1_is_not_doubled() -> None:
     async with serve_model_server(scenario({"steps": [{"text": "hi"}]})) as server:
-        provider = make_provider("anthropic", server.base_url + "/v1")
-        events = await collect(provider)
-        await provider.aclose()
+        async with aclosing(make_provider("anthropic", server.base_url + "/v1")) as provider:
+            events = await collect(provider)
         (record,) = server.requests()
 
     assert record.path == "/v1/messages"
@@ -159,11 +142,10 @@ async def test_a_base_url_ending_in_v1_is_not_doubled() -> None:
 
 
 async def test_consecutive_requests_reuse_one_connection() -> None:
-    async with serve_model_server(scenario({"steps": [{"text": "one"}]}, {"steps": [{"text": "two"}]})) as server:
-        provider = make_provider("anthropic", server.base_url)
+    two_answers = scenario({"steps": [{"text": "one"}]}, {"steps": [{"text": "two"}]})
+    async with served("anthropic", two_answers) as (server, provider):
         first = await collect(provider)
         second = await collect(provider)
-        await provider.aclose()
         records = server.requests()
 
     assert [done_of(first).message.text, done_of(second).message.text] == ["one", "two"]

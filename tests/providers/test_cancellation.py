@@ -8,21 +8,18 @@ from typing import Any
 import anyio
 import pytest
 
-from fixtures.model_server import serve_model_server
 from hermes_acp.providers.base import ProviderEvent, TextDelta
 
-from .support import WireFormat, base_url_for, collect, done_of, make_provider, simple_request
+from .support import FORMATS, WireFormat, collect, done_of, served, simple_request
 
 pytestmark = pytest.mark.anyio
-FORMATS = pytest.mark.parametrize("wire_format", ["openai", "anthropic"])
 HELD: dict[str, Any] = {"steps": [{"text": "first chunk, then silence"}], "chunk_size": 6, "hold_after_chunks": 1}
 AFTER = {"steps": [{"text": "next turn"}]}
 
 
 @FORMATS
 async def test_closing_the_stream_after_the_first_delta_disconnects(wire_format: WireFormat) -> None:
-    async with serve_model_server({"name": "hold", "responses": [HELD, AFTER]}) as server:
-        provider = make_provider(wire_format, base_url_for(wire_format, server))
+    async with served(wire_format, {"name": "hold", "responses": [HELD, AFTER]}) as (server, provider):
         received: list[ProviderEvent] = []
         with anyio.fail_after(5):
             async with aclosing(provider.stream(simple_request())) as stream:
@@ -31,7 +28,6 @@ async def test_closing_the_stream_after_the_first_delta_disconnects(wire_format:
                     break
             record = await server.wait_finished(0)
         next_events = await collect(provider)
-        await provider.aclose()
 
     assert received == [TextDelta(text="first ")]
     assert record.outcome == "client_disconnected"
@@ -40,8 +36,7 @@ async def test_closing_the_stream_after_the_first_delta_disconnects(wire_format:
 
 @FORMATS
 async def test_cancelling_the_consuming_task_disconnects(wire_format: WireFormat) -> None:
-    async with serve_model_server({"name": "hold", "responses": [HELD]}) as server:
-        provider = make_provider(wire_format, base_url_for(wire_format, server))
+    async with served(wire_format, {"name": "hold", "responses": [HELD]}) as (server, provider):
         first_delta = anyio.Event()
         received: list[ProviderEvent] = []
 
@@ -57,7 +52,6 @@ async def test_cancelling_the_consuming_task_disconnects(wire_format: WireFormat
                 await first_delta.wait()
                 tg.cancel_scope.cancel()
             record = await server.wait_finished(0)
-        await provider.aclose()
 
     assert received == [TextDelta(text="first ")]
     assert record.outcome == "client_disconnected"

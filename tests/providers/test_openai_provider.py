@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from contextlib import aclosing
 from typing import Any
 
 import pytest
@@ -19,20 +20,14 @@ from hermes_acp.core import (
 )
 from hermes_acp.providers.base import TextDelta, ThinkingDelta, ToolCallDelta
 
-from .support import API_KEY, collect, done_of, make_provider, simple_request
+from .support import API_KEY, collect, done_of, make_provider, scenario, served, simple_request
 
 pytestmark = pytest.mark.anyio
 
 
-def scenario(*responses: dict[str, Any]) -> dict[str, Any]:
-    return {"name": "openai-test", "responses": list(responses)}
-
-
 async def test_text_streams_as_deltas_and_ends_with_the_whole_message() -> None:
-    async with serve_model_server(scenario({"steps": [{"text": "Hello, world!"}], "chunk_size": 5})) as server:
-        provider = make_provider("openai", server.openai_base_url)
+    async with served("openai", scenario({"steps": [{"text": "Hello, world!"}], "chunk_size": 5})) as (_, provider):
         events = await collect(provider)
-        await provider.aclose()
 
     assert [e.text for e in events if isinstance(e, TextDelta)] == ["Hello", ", wor", "ld!"]
     done = done_of(events)
@@ -47,10 +42,8 @@ async def test_reasoning_fields_become_thinking_deltas(field: str) -> None:
         "chunk_size": 6,
         "reasoning_field": field,
     }
-    async with serve_model_server(scenario(response)) as server:
-        provider = make_provider("openai", server.openai_base_url)
+    async with served("openai", scenario(response)) as (_, provider):
         events = await collect(provider)
-        await provider.aclose()
 
     assert [e.text for e in events if isinstance(e, ThinkingDelta)] == ["Two pl", "us two", "."]
     assert done_of(events).message == AssistantMessage(parts=[ThinkingPart(text="Two plus two."), TextPart(text="4")])
@@ -66,10 +59,8 @@ async def test_parallel_tool_calls_keep_provider_ids_and_arguments_split_across_
         ],
         "chunk_size": 7,
     }
-    async with serve_model_server(scenario(response)) as server:
-        provider = make_provider("openai", server.openai_base_url)
+    async with served("openai", scenario(response)) as (_, provider):
         events = await collect(provider)
-        await provider.aclose()
 
     deltas = [e for e in events if isinstance(e, ToolCallDelta)]
     assert [(d.index, d.id, d.name) for d in deltas if d.name] == [
@@ -91,10 +82,8 @@ async def test_parallel_tool_calls_keep_provider_ids_and_arguments_split_across_
 
 async def test_usage_reports_cached_and_reasoning_tokens() -> None:
     usage = {"input_tokens": 1200, "output_tokens": 80, "cached_tokens": 1024, "reasoning_tokens": 30}
-    async with serve_model_server(scenario({"steps": [{"text": "ok"}], "usage": usage})) as server:
-        provider = make_provider("openai", server.openai_base_url)
+    async with served("openai", scenario({"steps": [{"text": "ok"}], "usage": usage})) as (_, provider):
         events = await collect(provider)
-        await provider.aclose()
 
     assert done_of(events).usage == Usage(
         input_tokens=1200, output_tokens=80, cached_read_tokens=1024, cache_write_tokens=0, thought_tokens=30
@@ -117,19 +106,15 @@ async def test_finish_reasons_map_to_stop_reasons(
     response: dict[str, Any] = {"steps": steps}
     if finish is not None:
         response["finish"] = finish
-    async with serve_model_server(scenario(response)) as server:
-        provider = make_provider("openai", server.openai_base_url)
+    async with served("openai", scenario(response)) as (_, provider):
         events = await collect(provider)
-        await provider.aclose()
 
     assert done_of(events).stop_reason == expected
 
 
 async def test_refusal_text_is_streamed_as_text() -> None:
-    async with serve_model_server(scenario({"steps": [{"refusal": "No."}]})) as server:
-        provider = make_provider("openai", server.openai_base_url)
+    async with served("openai", scenario({"steps": [{"refusal": "No."}]})) as (_, provider):
         events = await collect(provider)
-        await provider.aclose()
 
     assert [e.text for e in events if isinstance(e, TextDelta)] == ["No."]
     assert done_of(events).message.text == "No."
@@ -144,10 +129,8 @@ async def test_request_carries_bearer_key_images_and_the_tool_image_user_message
             ToolResultMessage(tool_call_id="call_1", name="computer_use", parts=[TextPart(text="shot"), png]),
         ]
     )
-    async with serve_model_server(scenario({"steps": [{"text": "I see it."}]})) as server:
-        provider = make_provider("openai", server.openai_base_url)
+    async with served("openai", scenario({"steps": [{"text": "I see it."}]})) as (server, provider):
         await collect(provider, request)
-        await provider.aclose()
         (record,) = server.requests()
 
     assert record.path == "/v1/chat/completions"
@@ -170,9 +153,8 @@ async def test_request_carries_bearer_key_images_and_the_tool_image_user_message
 
 async def test_no_authorization_header_without_a_key_and_a_root_base_url_works() -> None:
     async with serve_model_server(scenario({"steps": [{"text": "hi"}]})) as server:
-        provider = make_provider("openai", server.base_url, api_key=None)
-        events = await collect(provider)
-        await provider.aclose()
+        async with aclosing(make_provider("openai", server.base_url, api_key=None)) as provider:
+            events = await collect(provider)
         (record,) = server.requests()
 
     assert done_of(events).message.text == "hi"
@@ -182,11 +164,10 @@ async def test_no_authorization_header_without_a_key_and_a_root_base_url_works()
 
 
 async def test_consecutive_requests_reuse_one_connection() -> None:
-    async with serve_model_server(scenario({"steps": [{"text": "one"}]}, {"steps": [{"text": "two"}]})) as server:
-        provider = make_provider("openai", server.openai_base_url)
+    two_answers = scenario({"steps": [{"text": "one"}]}, {"steps": [{"text": "two"}]})
+    async with served("openai", two_answers) as (server, provider):
         first = await collect(provider)
         second = await collect(provider)
-        await provider.aclose()
         records = server.requests()
 
     assert [done_of(first).message.text, done_of(second).message.text] == ["one", "two"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from contextlib import aclosing
 from typing import Any
 
 import httpx
@@ -13,10 +14,19 @@ from fixtures.model_server import key_fingerprint, serve_model_server
 from hermes_acp.errors import ProviderAuthError, ProviderRequestError
 from hermes_acp.providers._http import HostBoundKeyAuth
 
-from .support import API_KEY, RecordingSleep, WireFormat, base_url_for, collect, make_provider
+from .support import (
+    API_KEY,
+    FORMATS,
+    RecordingSleep,
+    WireFormat,
+    base_url_for,
+    collect,
+    make_provider,
+    scenario,
+    served,
+)
 
 pytestmark = pytest.mark.anyio
-FORMATS = pytest.mark.parametrize("wire_format", ["openai", "anthropic"])
 KEY_HEADERS = {"openai": "authorization", "anthropic": "x-api-key"}
 
 
@@ -28,10 +38,9 @@ async def test_a_redirect_to_another_host_is_not_followed_and_the_other_host_see
         target = other.base_url + ("/v1/chat/completions" if wire_format == "openai" else "/v1/messages")
         redirect = {"error": {"status": 307, "headers": {"location": target}, "body": ""}}
         async with serve_model_server({"name": "redirector", "responses": [redirect]}) as own:
-            provider = make_provider(wire_format, base_url_for(wire_format, own))
-            with pytest.raises(ProviderRequestError, match="redirects are not followed") as caught:
-                await collect(provider)
-            await provider.aclose()
+            async with aclosing(make_provider(wire_format, base_url_for(wire_format, own))) as provider:
+                with pytest.raises(ProviderRequestError, match="redirects are not followed") as caught:
+                    await collect(provider)
             (own_record,) = own.requests()
         assert other.requests() == []
 
@@ -69,11 +78,9 @@ async def test_the_key_never_appears_in_logs_exceptions_or_reprs(
         {"error": {"status": 401, "message": echo}},
     ]
     caplog.set_level(logging.DEBUG)
-    async with serve_model_server({"name": "secrets", "responses": responses}) as server:
-        provider = make_provider(wire_format, base_url_for(wire_format, server), sleep=RecordingSleep())
+    async with served(wire_format, scenario(*responses), sleep=RecordingSleep()) as (_, provider):
         with structlog.testing.capture_logs() as logs, pytest.raises(ProviderAuthError) as caught:
             await collect(provider)
-        await provider.aclose()
 
     retries = [entry for entry in logs if entry["event"] == "provider_retry"]
     assert [entry["status"] for entry in retries] == [429, 503]

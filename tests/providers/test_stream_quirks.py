@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from contextlib import aclosing
 from typing import Any
 
 import httpx
@@ -53,9 +54,8 @@ async def test_whole_tool_calls_without_index_and_reused_index_zero_are_separate
         chunk(finish="stop"),
         "[DONE]",
     )
-    provider = provider_for("openai", body)
-    events = await collect(provider)
-    await provider.aclose()
+    async with aclosing(provider_for("openai", body)) as provider:
+        events = await collect(provider)
 
     assert [(d.index, d.id) for d in events if isinstance(d, ToolCallDelta)] == [(0, "a"), (1, "b")]
     done = done_of(events)
@@ -74,9 +74,8 @@ async def test_arguments_sent_as_an_object_are_serialised_and_usage_in_the_finis
         chunk(finish="tool_calls", usage=usage),
         "[DONE]",
     )
-    provider = provider_for("openai", body)
-    events = await collect(provider)
-    await provider.aclose()
+    async with aclosing(provider_for("openai", body)) as provider:
+        events = await collect(provider)
 
     done = done_of(events)
     assert done.message.parts == [
@@ -88,9 +87,10 @@ async def test_arguments_sent_as_an_object_are_serialised_and_usage_in_the_finis
 
 
 async def test_a_body_that_ends_after_finish_reason_without_done_is_complete() -> None:
-    provider = provider_for("openai", sse_body(chunk({"content": "fine"}), chunk(finish="length")))
-    events = await collect(provider)
-    await provider.aclose()
+    async with aclosing(
+        provider_for("openai", sse_body(chunk({"content": "fine"}), chunk(finish="length")))
+    ) as provider:
+        events = await collect(provider)
 
     assert done_of(events).stop_reason == "max_tokens"
 
@@ -98,28 +98,27 @@ async def test_a_body_that_ends_after_finish_reason_without_done_is_complete() -
 async def test_a_body_that_ends_before_any_finish_is_retried_then_unavailable() -> None:
     sleep = RecordingSleep()
     bodies = [sse_body(chunk({"role": "assistant"}))] * 2
-    provider = make_provider("openai", "http://model.test", transport=serving(*bodies), sleep=sleep, max_retries=1)
-    with pytest.raises(ProviderUnavailableError, match="ended before the response finished"):
-        await collect(provider)
-    await provider.aclose()
+    async with aclosing(
+        make_provider("openai", "http://model.test", transport=serving(*bodies), sleep=sleep, max_retries=1)
+    ) as provider:
+        with pytest.raises(ProviderUnavailableError, match="ended before the response finished"):
+            await collect(provider)
 
     assert len(sleep.delays) == 1
 
 
 async def test_malformed_json_is_a_stream_error() -> None:
-    provider = provider_for("openai", b"data: {not json\n\n")
-    with pytest.raises(ProviderStreamError, match="not JSON"):
-        await collect(provider)
-    await provider.aclose()
+    async with aclosing(provider_for("openai", b"data: {not json\n\n")) as provider:
+        with pytest.raises(ProviderStreamError, match="not JSON"):
+            await collect(provider)
 
 
 async def test_an_in_band_error_with_a_client_status_is_not_retried() -> None:
     body = sse_body({"error": {"message": "context length exceeded", "code": 400}})
     sleep = RecordingSleep()
-    provider = provider_for("openai", body, sleep=sleep)
-    with pytest.raises(ProviderRequestError, match="context length exceeded") as caught:
-        await collect(provider)
-    await provider.aclose()
+    async with aclosing(provider_for("openai", body, sleep=sleep)) as provider:
+        with pytest.raises(ProviderRequestError, match="context length exceeded") as caught:
+            await collect(provider)
 
     assert caught.value.status == 400
     assert sleep.delays == []
@@ -142,9 +141,8 @@ async def test_anthropic_unknown_events_and_blocks_are_ignored_and_usage_updates
         },
         {"type": "message_stop"},
     ]
-    provider = provider_for("anthropic", sse_body(*events_in, named=True))
-    events = await collect(provider)
-    await provider.aclose()
+    async with aclosing(provider_for("anthropic", sse_body(*events_in, named=True))) as provider:
+        events = await collect(provider)
 
     done = done_of(events)
     assert done.message.parts == [TextPart(text="Hi there")]
@@ -160,9 +158,8 @@ async def test_an_anthropic_body_that_ends_after_the_stop_reason_without_message
         {"type": "content_block_stop", "index": 0},
         {"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 2}},
     ]
-    provider = provider_for("anthropic", sse_body(*events_in, named=True))
-    events = await collect(provider)
-    await provider.aclose()
+    async with aclosing(provider_for("anthropic", sse_body(*events_in, named=True))) as provider:
+        events = await collect(provider)
 
     done = done_of(events)
     assert done.message.parts == [TextPart(text="all here")]
@@ -172,7 +169,8 @@ async def test_an_anthropic_body_that_ends_after_the_stop_reason_without_message
 
 async def test_anthropic_stream_without_message_stop_is_incomplete() -> None:
     body = sse_body({"type": "message_start", "message": {"usage": {}}}, named=True)
-    provider = make_provider("anthropic", "http://model.test", transport=serving(body, body), max_retries=1)
-    with pytest.raises(ProviderUnavailableError, match="before message_stop"):
-        await collect(provider)
-    await provider.aclose()
+    async with aclosing(
+        make_provider("anthropic", "http://model.test", transport=serving(body, body), max_retries=1)
+    ) as provider:
+        with pytest.raises(ProviderUnavailableError, match="before message_stop"):
+            await collect(provider)
