@@ -112,14 +112,19 @@ def _ignored(path: str, is_dir: bool, stack: list[tuple[str, IgnoreRules]]) -> b
     return False
 
 
+def _rules_for(folder: Path) -> list[tuple[str, IgnoreRules]]:
+    """The ``.gitignore`` rules in force in ``folder``: its parents' (up to the repository root) and its own."""
+    stack = _parent_rules(folder)
+    own = _read_rules(folder)
+    if own is not None:
+        stack.append((str(folder), own))
+    return stack
+
+
 def _walk(root: Path, selector: FileSelector, cancelled: Callable[[], bool]) -> Iterator[Path]:
     """Every file under ``root`` that the engines consider, in traversal order, until ``cancelled()``."""
     root_text = str(root)
-    stack = _parent_rules(root)
-    own = _read_rules(root)
-    if own is not None:
-        stack.append((root_text, own))
-    yield from _walk_dir(root_text, root_text, stack, selector, cancelled)
+    yield from _walk_dir(root_text, root_text, _rules_for(root), selector, cancelled)
 
 
 def _walk_dir(
@@ -174,10 +179,7 @@ class Entry:
 
 def list_dir(folder: Path) -> tuple[list[Entry], int]:
     """The folder's entries in name order (``.git`` left out) and how many ``.gitignore`` hides."""
-    stack = _parent_rules(folder)
-    own = _read_rules(folder)
-    if own is not None:
-        stack.append((str(folder), own))
+    stack = _rules_for(folder)
     entries: list[Entry] = []
     hidden = 0
     with os.scandir(folder) as listing:
