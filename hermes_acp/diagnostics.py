@@ -1,7 +1,7 @@
 """``hermes-acp --check``: a readable report of what the server would run with, and whether it can serve.
 
 It loads the configuration exactly as the server does, lists providers and models (with whether their keys are
-set, never the keys), checks the home folder and session store, and finds the cua-driver and its version.
+set, never the keys), checks the home folder and opens the session store, and finds the cua-driver and its version.
 Exit status 0 means the server can serve; the report says what to fix otherwise.
 """
 
@@ -11,13 +11,15 @@ import os
 import sys
 from collections.abc import Callable
 from importlib import metadata
+from pathlib import Path
 
 import anyio
 
 from hermes_acp.computer_use import check_driver
 from hermes_acp.config import Settings, default_home, load_settings
-from hermes_acp.errors import ConfigError
+from hermes_acp.errors import ConfigError, StorageError
 from hermes_acp.providers.catalog import ModelCatalog
+from hermes_acp.storage.sqlite import SqliteSessionStore
 from hermes_acp.version import __version__
 
 __all__ = ["run_check"]
@@ -61,8 +63,19 @@ def _check_home(settings: Settings, say: Callable[[str], None]) -> int:
     except OSError as exc:
         say(f"  {_BAD} {settings.home} is not writable: {exc}")
         return 1
+    try:
+        anyio.run(_open_store, settings.state_db)
+    except StorageError as exc:
+        say(f"  {_BAD} {exc}")
+        return 1
     say(f"  {_OK} session store: {settings.state_db}")
     return 0
+
+
+async def _open_store(path: Path) -> None:
+    """Open the store as the server does (which creates or migrates it), then close it."""
+    store = await SqliteSessionStore.open(path)
+    await store.aclose()
 
 
 def _check_models(settings: Settings, env: dict[str, str], say: Callable[[str], None]) -> int:
