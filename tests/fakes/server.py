@@ -31,7 +31,7 @@ from hermes_acp.tools.base import Tool
 
 from .acp_client import RecordingClient
 
-__all__ = ["Pair", "RawPair", "open_pair", "open_raw", "scripted_model"]
+__all__ = ["Pair", "RawPair", "open_pair", "open_raw", "scripted_model", "socket_streams"]
 
 
 def scripted_model(
@@ -85,7 +85,11 @@ def _settings(tmp_path: Path, config: str | None, env: Mapping[str, str]) -> Set
 
 
 @contextlib.asynccontextmanager
-async def _socket_streams() -> AsyncIterator[tuple[asyncio.StreamReader, asyncio.StreamWriter, Any, Any]]:
+async def socket_streams() -> AsyncIterator[
+    tuple[asyncio.StreamReader, asyncio.StreamWriter, asyncio.StreamReader, asyncio.StreamWriter]
+]:
+    """Both ends of a socketpair as asyncio streams: (agent reader, agent writer, client reader, client writer).
+    The writers are closed on the way out (an unclosed one is a ResourceWarning, an error under this suite)."""
     agent_sock, client_sock = socket.socketpair()
     agent_reader, agent_writer = await asyncio.open_connection(sock=agent_sock)
     client_reader, client_writer = await asyncio.open_connection(sock=client_sock)
@@ -160,7 +164,7 @@ async def open_pair(
     workspace.mkdir(exist_ok=True)
     client = client or RecordingClient()
     async with (
-        _socket_streams() as (agent_reader, agent_writer, client_reader, client_writer),
+        socket_streams() as (agent_reader, agent_writer, client_reader, client_writer),
         _running_server(
             tmp_path,
             agent_reader,
@@ -217,7 +221,7 @@ class RawPair:
 @contextlib.asynccontextmanager
 async def open_raw(tmp_path: Path, *, provider: ScriptedProvider | None = None) -> AsyncIterator[RawPair]:
     async with (
-        _socket_streams() as (agent_reader, agent_writer, client_reader, client_writer),
+        socket_streams() as (agent_reader, agent_writer, client_reader, client_writer),
         _running_server(tmp_path, agent_reader, agent_writer, provider=provider, models=None, config=None, env={}),
     ):
         yield RawPair(client_reader, client_writer)

@@ -3,10 +3,7 @@
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import json
-import socket
 from pathlib import Path
 
 import acp
@@ -21,7 +18,7 @@ from hermes_acp.providers.scripted import ScriptedProvider, text_reply
 from hermes_acp.sessions import SessionManager
 from hermes_acp.storage import SqliteSessionStore
 from tests.fakes.acp_client import RecordingClient
-from tests.fakes.server import scripted_model
+from tests.fakes.server import scripted_model, socket_streams
 
 pytestmark = pytest.mark.anyio
 GOLDEN = Path(__file__).parent.parent / "golden"
@@ -32,12 +29,12 @@ async def test_run_agent_serves_hermes_agent(tmp_path: Path) -> None:
     store = await SqliteSessionStore.open(settings.state_db)
     provider = ScriptedProvider([text_reply("plain SDK path")])
     model = scripted_model()
-    agent_sock, client_sock = socket.socketpair()
-    agent_reader, agent_writer = await asyncio.open_connection(sock=agent_sock)
-    client_reader, client_writer = await asyncio.open_connection(sock=client_sock)
     client = RecordingClient()
     try:
-        async with anyio.create_task_group() as tg:
+        async with (
+            socket_streams() as (agent_reader, agent_writer, client_reader, client_writer),
+            anyio.create_task_group() as tg,
+        ):
 
             def attach(manager: SessionManager) -> None:
                 manager.attach(tg)
@@ -61,10 +58,6 @@ async def test_run_agent_serves_hermes_agent(tmp_path: Path) -> None:
             await conn.close()
             tg.cancel_scope.cancel()
     finally:
-        for writer in (agent_writer, client_writer):
-            writer.close()
-            with contextlib.suppress(OSError, ConnectionError):
-                await writer.wait_closed()
         await store.aclose()
     assert init.agent_info is not None
     assert init.agent_info.name == "hermes-acp"
