@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import shlex
 from pathlib import Path
-from typing import Any
 
 import anyio
 import pytest
@@ -31,7 +30,7 @@ async def test_the_model_adds_2_and_3_on_the_simulated_calculator_through_the_re
         session_id = await agent.new_session()
         with anyio.fail_after(60):
             response = await agent.prompt(session_id, "Use the calculator to compute 2 + 3 and check the result.")
-        cards = _cards(client, session_id)
+        cards = client.cards(session_id)
         permissions = list(client.permissions)
         offered = agent.offered_tools()[0]
         agent.assert_json_rpc_only()
@@ -56,11 +55,3 @@ async def test_the_model_adds_2_and_3_on_the_simulated_calculator_through_the_re
     assert asked.tool_call["toolCallId"] == "call_demo_2"
     assert any(c["content"]["type"] == "image" for c in asked.tool_call["content"])
     assert {o["kind"] for o in asked.options} >= {"allow_once", "allow_always", "reject_once"}
-
-
-def _cards(client: RecordingClient, session_id: str) -> dict[str, dict[str, Any]]:
-    cards: dict[str, dict[str, Any]] = {}
-    for kind in ("tool_call", "tool_call_update"):
-        for update in client.of_kind(kind, session_id):
-            cards.setdefault(update["toolCallId"], {}).update(update)
-    return cards

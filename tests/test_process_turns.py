@@ -46,26 +46,6 @@ MULTI_TOOL: dict[str, Any] = {
 }
 
 
-def transcript(updates: list[dict[str, Any]]) -> dict[str, Any]:
-    """What the editor ends up showing: text and thoughts per messageId, final tool cards, plans."""
-    view: dict[str, Any] = {"messages": {}, "thoughts": {}, "cards": {}, "plans": []}
-    for u in updates:
-        kind = u["sessionUpdate"]
-        if kind in ("agent_message_chunk", "agent_thought_chunk"):
-            bucket = view["messages" if kind == "agent_message_chunk" else "thoughts"]
-            bucket[u["messageId"]] = bucket.get(u["messageId"], "") + u["content"]["text"]
-        elif kind in ("tool_call", "tool_call_update"):
-            view["cards"].setdefault(u["toolCallId"], {}).update({k: v for k, v in u.items() if k != "sessionUpdate"})
-        elif kind == "plan":
-            view["plans"].append(u["entries"])
-    return view
-
-
-def session_updates(agent: AgentProcess, session_id: str) -> list[dict[str, Any]]:
-    skip = ("available_commands_update", "session_info_update", "usage_update")
-    return [u for s, u in agent.client.updates if s == session_id and u["sessionUpdate"] not in skip]
-
-
 async def test_multi_tool_turn_streams_settles_and_replays_identically_in_a_new_process(tmp_path: Path) -> None:
     home = tmp_path / "home"
     async with spawn_agent(tmp_path, MULTI_TOOL, home=home) as agent:
@@ -73,13 +53,14 @@ async def test_multi_tool_turn_streams_settles_and_replays_identically_in_a_new_
         await agent.conn.set_session_mode(session_id=session_id, mode_id="dont_ask")
         with anyio.fail_after(30):
             response = await agent.prompt(session_id, "Please set up the project")
-        live = transcript(session_updates(agent, session_id))
+        await agent.client.wait_for(lambda: bool(agent.client.transcript(session_id)["titles"]))
+        live = agent.client.transcript(session_id)
         chunks = [u for s, u in agent.client.updates if s == session_id and u["sessionUpdate"] == "agent_message_chunk"]
         agent.assert_json_rpc_only()
     async with spawn_agent(tmp_path / "second", MULTI_TOOL, home=home) as agent:
         with anyio.fail_after(30):
             await agent.conn.load_session(cwd=str(tmp_path / "workspace"), session_id=session_id, mcp_servers=[])
-        replayed = transcript(session_updates(agent, session_id))
+        replayed = agent.client.transcript(session_id)
     assert response.stop_reason == "end_turn"
     assert len(chunks) > 2, "the answer was streamed in pieces"
     assert set(live["cards"]) == {"call_plan", "call_write", "call_run"}
@@ -128,7 +109,7 @@ async def test_a_tool_running_when_the_server_is_killed_is_shown_failed_and_neve
     async with spawn_agent(tmp_path / "second", HANGING_TOOL, home=home) as agent:
         with anyio.fail_after(30):
             await agent.conn.load_session(cwd=str(workspace), session_id=session_id, mcp_servers=[])
-            card = transcript(session_updates(agent, session_id))["cards"]["call_long_job"]
+            card = agent.client.cards(session_id)["call_long_job"]
             after = await agent.prompt(session_id, "What happened to the job?")
         history = agent.model_requests()[-1].body["messages"]
     assert card["status"] == "failed"
@@ -189,7 +170,7 @@ async def test_a_frame_over_64_kib_reaches_the_client(tmp_path: Path) -> None:
         await agent.conn.set_session_mode(session_id=session_id, mode_id="dont_ask")
         with anyio.fail_after(30):
             response = await agent.prompt(session_id, "Please write the big file")
-        card = transcript(session_updates(agent, session_id))["cards"]["call_big"]
+        card = agent.client.cards(session_id)["call_big"]
     assert max(len(line) for line in agent.stdout_lines) > 64 * 1024
     assert response.stop_reason == "end_turn"
     assert card["status"] == "completed"

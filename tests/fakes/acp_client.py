@@ -2,6 +2,7 @@
 
 It is typed against ``acp.interfaces.Client``. Permission answers come from ``answers`` (option ids, used in
 order) or from ``on_permission`` (which may wait, e.g. on an event, to hold a request open for cancel tests).
+``cards`` and ``transcript`` fold the recorded frames into what an editor ends up showing.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from acp import schema
 from probes.bare_client import BareClient
 
 __all__ = ["PermissionCall", "RecordingClient"]
+
+_CARD_KINDS = ("tool_call", "tool_call_update")
 
 
 @dataclass
@@ -35,12 +38,17 @@ class RecordingClient(BareClient):
     """Option ids to answer permission requests with, in order; "cancelled" answers with the cancelled outcome."""
     on_permission: Callable[[PermissionCall], Awaitable[str]] | None = None
     permission_asked: anyio.Event = field(default_factory=anyio.Event)
-    update_arrived: anyio.Event = field(default_factory=anyio.Event)
+    """Set by the next permission request (then replaced by a fresh event)."""
+    arrived: anyio.Event = field(default_factory=anyio.Event)
+    """Set by the next update or permission request (then replaced by a fresh event); ``wait_for`` waits on it."""
+
+    def _arrived(self) -> None:
+        self.arrived.set()
+        self.arrived = anyio.Event()
 
     async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
         self.updates.append((session_id, update.model_dump(mode="json", by_alias=True, exclude_none=True)))
-        self.update_arrived.set()
-        self.update_arrived = anyio.Event()
+        self._arrived()
 
     async def request_permission(
         self, session_id: str, tool_call: schema.ToolCallUpdate, options: list[schema.PermissionOption], **kwargs: Any
@@ -52,6 +60,8 @@ class RecordingClient(BareClient):
         )
         self.permissions.append(call)
         self.permission_asked.set()
+        self.permission_asked = anyio.Event()
+        self._arrived()
         if self.on_permission is not None:
             answer = await self.on_permission(call)
         elif self.answers:
@@ -71,12 +81,57 @@ class RecordingClient(BareClient):
     def text(self, session_id: str | None = None, kind: str = "agent_message_chunk") -> str:
         return "".join(u["content"].get("text", "") for u in self.of_kind(kind, session_id))
 
+    def tool_frames(self, call_id: str, session_id: str | None = None) -> list[dict[str, Any]]:
+        """The ``tool_call`` and ``tool_call_update`` frames of one tool call, in arrival order."""
+        return [
+            u
+            for s, u in self.updates
+            if u["sessionUpdate"] in _CARD_KINDS
+            and u["toolCallId"] == call_id
+            and (session_id is None or s == session_id)
+        ]
+
+    def cards(self, session_id: str | None = None) -> dict[str, dict[str, Any]]:
+        """Each tool call's card as the editor ends up showing it: its frames merged in order, by ``toolCallId``
+        (without the ``sessionUpdate`` key)."""
+        cards: dict[str, dict[str, Any]] = {}
+        for s, u in self.updates:
+            if u["sessionUpdate"] in _CARD_KINDS and (session_id is None or s == session_id):
+                cards.setdefault(u["toolCallId"], {}).update({k: v for k, v in u.items() if k != "sessionUpdate"})
+        return cards
+
+    def transcript(self, session_id: str) -> dict[str, Any]:
+        """What the editor ends up showing for a session: text and thoughts per ``messageId``, the final tool cards,
+        the plans and the titles, in order."""
+        messages: dict[str, str] = {}
+        thoughts: dict[str, str] = {}
+        plans: list[Any] = []
+        titles: list[str] = []
+        for s, u in self.updates:
+            kind = u["sessionUpdate"]
+            if s != session_id:
+                continue
+            if kind in ("agent_message_chunk", "agent_thought_chunk"):
+                texts = messages if kind == "agent_message_chunk" else thoughts
+                texts[u["messageId"]] = texts.get(u["messageId"], "") + u["content"]["text"]
+            elif kind == "plan":
+                plans.append(u["entries"])
+            elif kind == "session_info_update" and "title" in u:
+                titles.append(u["title"])
+        return {
+            "messages": messages,
+            "thoughts": thoughts,
+            "cards": self.cards(session_id),
+            "plans": plans,
+            "titles": titles,
+        }
+
     def clear(self) -> None:
         self.updates.clear()
         self.permissions.clear()
 
     async def wait_for(self, predicate: Callable[[], bool], timeout: float = 5.0) -> None:
-        """Wait (bounded) until ``predicate`` holds, re-checking after each update."""
+        """Wait (bounded) until ``predicate`` holds, re-checking after each update and permission request."""
         with anyio.fail_after(timeout):
             while not predicate():
-                await self.update_arrived.wait()
+                await self.arrived.wait()

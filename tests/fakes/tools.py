@@ -1,18 +1,20 @@
-"""Tools for turn-loop tests: one that fails, one that blocks until released or cancelled, one that asks."""
+"""Tools for turn-loop tests: one that fails, one that blocks until released or cancelled, one that asks; and the
+model-side tool calls (``call``, ``args``) that scripted replies use to invoke them."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import anyio
 from pydantic import BaseModel, ConfigDict
 
-from hermes_acp.core import DiffBlock, TextBlock, TextPart
+from hermes_acp.core import DiffBlock, TextBlock, TextPart, ToolCallPart
 from hermes_acp.errors import ToolError
 from hermes_acp.tools.base import Presentation, ToolOutcome, TypedTool
 from hermes_acp.tools.context import ApprovalRequest, ToolContext
 
-__all__ = ["BlockingTool", "EchoTool", "FailingTool", "GuardedWriteTool"]
+__all__ = ["BlockingTool", "EchoTool", "FailingTool", "GuardedWriteTool", "args", "call"]
 
 
 class _Message(BaseModel):
@@ -118,6 +120,10 @@ class GuardedWriteTool(TypedTool[_Message]):
 
 
 def args(**values: Any) -> str:
-    import json
-
+    """Tool-call arguments as the model sends them: a JSON object in a string."""
     return json.dumps(values)
+
+
+def call(call_id: str, name: str, **arguments: Any) -> ToolCallPart:
+    """A model's tool call, for scripted replies (``tool_reply(call("c1", "echo", message="hi"))``)."""
+    return ToolCallPart(id=call_id, name=name, arguments=args(**arguments))

@@ -18,15 +18,11 @@ from hermes_acp.providers.scripted import ScriptedProvider, text_reply, tool_rep
 from tests.fakes.acp_client import PermissionCall, RecordingClient
 from tests.fakes.editor_client import EditorClient
 from tests.fakes.server import Pair, open_pair
-from tests.fakes.tools import args
+from tests.fakes.tools import call
 
 pytestmark = pytest.mark.anyio
 
 CLIENTS = ["plain", "editor"]
-
-
-def call(call_id: str, name: str, **arguments: Any) -> ToolCallPart:
-    return ToolCallPart(id=call_id, name=name, arguments=args(**arguments))
 
 
 def script(*calls: ToolCallPart) -> ScriptedProvider:
@@ -54,17 +50,6 @@ async def session(pair: Pair, mode: str = "default") -> str:
     return session_id
 
 
-def frames(pair: Pair, call_id: str) -> list[dict[str, Any]]:
-    return [u for _, u in pair.client.updates if u.get("toolCallId") == call_id]
-
-
-def final(pair: Pair, call_id: str) -> dict[str, Any]:
-    state: dict[str, Any] = {}
-    for frame in frames(pair, call_id):
-        state.update({k: v for k, v in frame.items() if k != "sessionUpdate"})
-    return state
-
-
 def result_text(provider: ScriptedProvider, call_id: str) -> str:
     for request in provider.requests:
         for message in request.messages:
@@ -81,7 +66,7 @@ def editor_calls(pair: Pair, method: str) -> list[dict[str, Any]]:
 def in_progress_texts(pair: Pair, call_id: str) -> list[str]:
     return [
         f["content"][0]["content"]["text"]
-        for f in frames(pair, call_id)
+        for f in pair.client.tool_frames(call_id)
         if f.get("status") == "in_progress" and f.get("content") and f["content"][0]["type"] == "content"
     ]
 
@@ -100,7 +85,7 @@ async def test_write_in_default_mode_asks_and_allow_writes_with_the_same_id(tmp_
             response = await pair.prompt(session_id, "write the notes")
         target = pair.workspace / "notes" / "todo.md"
         (asked,) = pair.client.permissions
-        state = final(pair, "w1")
+        state = pair.client.cards()["w1"]
         writes = editor_calls(pair, "fs/write_text_file")
     assert response.stop_reason == "end_turn"
     assert target.read_text() == "- ship it\n"
@@ -111,7 +96,7 @@ async def test_write_in_default_mode_asks_and_allow_writes_with_the_same_id(tmp_
     assert diff == {"type": "diff", "path": str(target), "newText": "- ship it\n"}  # oldText null: a new file
     assert state["status"] == "completed"
     assert state["content"] == [diff]
-    assert frames(pair, "w1")[0]["locations"] == [{"path": str(target)}]
+    assert pair.client.tool_frames("w1")[0]["locations"] == [{"path": str(target)}]
     if kind == "editor":
         assert writes == [{"path": str(target), "content": "- ship it\n"}]
     assert "Created notes/todo.md" in result_text(provider, "w1")
@@ -127,7 +112,7 @@ async def test_denied_write_leaves_the_file_untouched_and_settles_with_the_same_
         with anyio.fail_after(10):
             await pair.prompt(session_id, "rewrite app.py")
         (asked,) = pair.client.permissions
-        state = final(pair, "w1")
+        state = pair.client.cards()["w1"]
         writes = editor_calls(pair, "fs/write_text_file")
     assert (pair.workspace / "app.py").read_text() == "print('old')\n"
     assert asked.tool_call["toolCallId"] == "w1"
@@ -154,7 +139,7 @@ async def test_accept_edits_edits_without_asking_but_commands_still_ask(tmp_path
         with anyio.fail_after(10):
             await pair.prompt(session_id, "edit, then run")
         asked = [p.tool_call["toolCallId"] for p in pair.client.permissions]
-        edited, ran = final(pair, "e1"), final(pair, "t1")
+        edited, ran = pair.client.cards()["e1"], pair.client.cards()["t1"]
         reads = editor_calls(pair, "fs/read_text_file")
     assert asked == ["t1"]
     assert edited["status"] == "completed"
@@ -179,7 +164,7 @@ async def test_dont_ask_runs_commands_but_sensitive_paths_still_ask(tmp_path: Pa
         with anyio.fail_after(15):
             await pair.prompt(session_id, "run and configure")
         asked = [(p.tool_call["toolCallId"], [o["kind"] for o in p.options]) for p in pair.client.permissions]
-        ran, wrote = final(pair, "t1"), final(pair, "w1")
+        ran, wrote = pair.client.cards()["t1"], pair.client.cards()["w1"]
     assert asked == [("w1", ["allow_once", "reject_once"])], "sensitive paths ask, without 'always'"
     assert ran["status"] == "completed"
     assert (pair.workspace / "ran.txt").read_text() == "ran\n"
@@ -202,7 +187,7 @@ async def test_read_only_refuses_changes_and_commands_without_asking(tmp_path: P
         session_id = await session(pair, "read_only")
         with anyio.fail_after(10):
             response = await pair.prompt(session_id, "try everything")
-        states = {cid: final(pair, cid)["status"] for cid in ("r1", "w1", "t1", "o1")}
+        states = {cid: pair.client.cards()[cid]["status"] for cid in ("r1", "w1", "t1", "o1")}
     assert response.stop_reason == "end_turn"
     assert pair.client.permissions == []
     assert states == {"r1": "completed", "w1": "failed", "t1": "failed", "o1": "failed"}
@@ -244,7 +229,7 @@ async def test_hard_blocked_command_is_refused_in_dont_ask_and_the_turn_goes_on(
         session_id = await session(pair, "dont_ask")
         with anyio.fail_after(10):
             response = await pair.prompt(session_id, "install")
-        state = final(pair, "t1")
+        state = pair.client.cards()["t1"]
         created = editor_calls(pair, "terminal/create")
     assert response.stop_reason == "end_turn"
     assert pair.client.permissions == []
@@ -269,7 +254,7 @@ async def test_an_edit_is_not_written_when_the_file_changed_while_asking(tmp_pat
         session_id = await session(pair)
         with anyio.fail_after(10):
             await pair.prompt(session_id, "edit")
-        state = final(pair, "e1")
+        state = pair.client.cards()["e1"]
     assert state["status"] == "failed"
     assert "changed after this change was computed" in result_text(provider, "e1")
     assert target.read_text() == "a = 1\nb = 3  # typed by the user meanwhile\n"
@@ -292,7 +277,7 @@ async def test_local_terminal_output_streams_into_the_tool_call(tmp_path: Path) 
                 await pair.client.wait_for(lambda: any("two" in t for t in in_progress_texts(pair, "t1")), 10)
                 await anyio.to_thread.run_sync((workspace / "g2").write_text, "go\n")
         texts = in_progress_texts(pair, "t1")
-        state = final(pair, "t1")
+        state = pair.client.cards()["t1"]
     assert len(texts) >= 2
     first_with_two = next(i for i, t in enumerate(texts) if "two" in t)
     assert first_with_two > 0 and "one" in texts[first_with_two]
@@ -320,7 +305,7 @@ async def test_cancel_kills_the_running_command(tmp_path: Path, kind: str) -> No
                 else:
                     await pair.client.wait_for(lambda: any("ready" in t for t in in_progress_texts(pair, "t1")), 10)
                 await pair.conn.cancel(session_id=session_id)
-        state = final(pair, "t1")
+        state = pair.client.cards()["t1"]
         unreleased = pair.client.unreleased() if isinstance(pair.client, EditorClient) else []
         methods = [m for m, _ in pair.client.calls] if isinstance(pair.client, EditorClient) else []
     assert results["response"].stop_reason == "cancelled"
@@ -343,8 +328,8 @@ async def test_client_terminal_is_embedded_and_released_and_the_model_gets_the_o
         methods = pair.client.methods()
         created = editor_calls(pair, "terminal/create")
         unreleased = pair.client.unreleased()
-        live = [f for f in frames(pair, "t1") if f.get("status") == "in_progress" and f.get("content")]
-        state = final(pair, "t1")
+        live = [f for f in pair.client.tool_frames("t1") if f.get("status") == "in_progress" and f.get("content")]
+        state = pair.client.cards()["t1"]
     assert created[0]["cwd"] == str(pair.workspace)
     assert created[0]["args"][-1] == "echo built; echo warn >&2; exit 1"
     assert live[0]["content"] == [{"type": "terminal", "terminalId": "term-1"}]
@@ -365,7 +350,7 @@ async def test_a_command_that_never_ends_times_out_with_partial_output(tmp_path:
         session_id = await session(pair, "dont_ask")
         with anyio.fail_after(20):
             response = await pair.prompt(session_id, "hang")
-        state = final(pair, "t1")
+        state = pair.client.cards()["t1"]
         unreleased = pair.client.unreleased() if isinstance(pair.client, EditorClient) else []
     assert response.stop_reason == "end_turn"
     assert state["status"] == "failed"
@@ -389,7 +374,7 @@ async def test_search_and_list_run_without_asking_inside_the_workspace(tmp_path:
         session_id = await session(pair)
         with anyio.fail_after(10):
             await pair.prompt(session_id, "look")
-        first = frames(pair, "s1")[0]
+        first = pair.client.tool_frames("s1")[0]
     assert pair.client.permissions == []
     assert first["kind"] == "search" and first["title"] == "Search `needle` in ."
     assert result_text(provider, "s1") == "1 match in 1 file:\nsrc/a.py:1: x = 'needle'"
