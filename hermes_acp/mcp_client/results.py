@@ -17,11 +17,12 @@ from pathlib import Path
 from typing import Any
 
 from hermes_acp.core import DisplayBlock, ImageBlock, ImagePart, ResourceBlock, ResourceLinkBlock, TextBlock, TextPart
+from hermes_acp.tools._text import cap_middle
 from hermes_acp.tools.base import ToolOutcome
 from hermes_acp.tools.context import ImageGate
 
 from .images import decode_image, save_image
-from .untrusted import MAX_RESULT_CHARS, cap_text, public_meta, strip_unicode_tags
+from .untrusted import MAX_RESULT_CHARS, RESULT_HEAD_SHARE, public_meta, strip_unicode_tags
 
 __all__ = ["MAX_IMAGE_BYTES", "outcome_from_result", "outcome_from_text"]
 
@@ -53,7 +54,7 @@ async def outcome_from_result(
     failed = bool(result.get("isError"))
     if not texts and not images:
         texts.append("(the tool reported an error without details)" if failed else "(no output)")
-    text, _ = cap_text("\n".join(texts), limit)
+    text, _ = cap_middle("\n".join(texts), limit, head_share=RESULT_HEAD_SHARE)
     raw: dict[str, Any] = {}
     if structured is not None:
         raw["structuredContent"] = structured
@@ -74,7 +75,7 @@ async def outcome_from_result(
 
 def outcome_from_text(text: str, *, raw_output: Any = None, limit: int = MAX_RESULT_CHARS) -> ToolOutcome:
     """A plain text outcome (resource and prompt helpers), cleaned and capped like tool results."""
-    capped, _ = cap_text(strip_unicode_tags(text), limit)
+    capped, _ = cap_middle(strip_unicode_tags(text), limit, head_share=RESULT_HEAD_SHARE)
     return ToolOutcome.text(capped, raw_output=raw_output)
 
 

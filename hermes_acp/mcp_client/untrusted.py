@@ -7,7 +7,8 @@
 - ``public_meta``: a result's ``_meta`` minus keys whose prefix is reserved by MCP (a label ``mcp`` or
   ``modelcontextprotocol`` followed by at least one more label before the ``/``, e.g. ``mcp.dev/x``,
   ``api.modelcontextprotocol.org/x``; not ``mcp/x``).
-- ``cap_text``: keeps the head (40 %) and tail (60 %) of a text longer than the cap and says what was cut.
+- ``MAX_RESULT_CHARS`` and ``RESULT_HEAD_SHARE``: the text one result may give the model, and the share of it
+  kept from the start when it is cut (40 %; the rest from the end); the tools' ``cap_middle`` does the cutting.
 
 Pure functions; nothing here knows the mcp SDK.
 """
@@ -18,10 +19,11 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["MAX_RESULT_CHARS", "cap_text", "public_meta", "strip_unicode_tags"]
+__all__ = ["MAX_RESULT_CHARS", "RESULT_HEAD_SHARE", "public_meta", "strip_unicode_tags"]
 
 MAX_RESULT_CHARS = 100_000
 """Text one MCP result may give the model (about 25k tokens); the rest is cut with a note."""
+RESULT_HEAD_SHARE = 0.4
 _TAG_RUN = re.compile("[\U000e0000-\U000e007f]+")
 _FLAG_TAGS = re.compile("[\U000e0061-\U000e007a]{2}[\U000e0030-\U000e0039\U000e0061-\U000e007a]{1,4}\U000e007f")
 _BLACK_FLAG = "\U0001f3f4"
@@ -53,14 +55,3 @@ def public_meta(meta: Mapping[str, Any] | None) -> dict[str, Any]:
     if not meta:
         return {}
     return {key: value for key, value in meta.items() if not _reserved(key)}
-
-
-def cap_text(text: str, limit: int = MAX_RESULT_CHARS) -> tuple[str, bool]:
-    """``(text, cut)``: the text itself when it fits, else head + a note + tail, within about ``limit``."""
-    if len(text) <= limit:
-        return text, False
-    head = int(limit * 0.4)
-    tail = limit - head
-    omitted = len(text) - head - tail
-    note = f"\n\n[… {omitted:,} characters omitted: the result had {len(text):,}, more than the {limit:,} shown …]\n\n"
-    return text[:head] + note + text[-tail:], True

@@ -53,13 +53,14 @@ def split_lines(text: str) -> list[str]:
 
 
 def cap_middle(text: str, max_chars: int, *, head_share: float = 0.25) -> tuple[str, bool]:
-    """Keep the start and the end of ``text`` within ``max_chars``, with a marker saying how much was left out."""
+    """``(text, cut)``: the text itself when it fits, else its start (``head_share`` of ``max_chars``) and its end,
+    with a marker between them saying how much was left out."""
     if len(text) <= max_chars:
         return text, False
     head = int(max_chars * head_share)
     tail = max_chars - head
     omitted = len(text) - head - tail
-    return f"{text[:head]}\n[... {omitted} characters omitted ...]\n{text[-tail:]}", True
+    return f"{text[:head]}\n[… {omitted:,} of {len(text):,} characters omitted …]\n{text[-tail:]}", True
 
 
 def fence(text: str, info: str = "") -> str:

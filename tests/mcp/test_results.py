@@ -9,10 +9,12 @@ import pytest
 
 from fixtures.mcp_server import ENGLAND_FLAG, HIDDEN_TAGS, solid_png
 from hermes_acp.core import ImageBlock, ImagePart, ResourceBlock, ResourceLinkBlock, TextBlock, TextPart
-from hermes_acp.mcp_client import cap_text, parse_specs, public_meta, strip_unicode_tags
+from hermes_acp.mcp_client import parse_specs, public_meta, strip_unicode_tags
 from hermes_acp.mcp_client.images import MAX_SAVED_IMAGES
 from hermes_acp.mcp_client.results import outcome_from_result
 from hermes_acp.mcp_client.specs import HttpSpec, StdioSpec, UnusableSpec
+from hermes_acp.mcp_client.untrusted import RESULT_HEAD_SHARE
+from hermes_acp.tools._text import cap_middle
 
 pytestmark = pytest.mark.anyio
 
@@ -46,11 +48,11 @@ def test_reserved_meta_prefixes_are_dropped() -> None:
 
 def test_long_text_keeps_head_and_tail_and_says_what_was_cut() -> None:
     text = "H" * 500 + "x" * 10_000 + "T" * 500
-    capped, cut = cap_text(text, 1000)
+    capped, cut = cap_middle(text, 1000, head_share=RESULT_HEAD_SHARE)
     assert cut
     assert capped.startswith("H" * 400) and capped.endswith("T" * 500)
     assert "characters omitted" in capped and "11,000" in capped
-    assert cap_text("short", 1000) == ("short", False)
+    assert cap_middle("short", 1000, head_share=RESULT_HEAD_SHARE) == ("short", False)
 
 
 async def test_text_results_are_cleaned_capped_and_keep_public_meta(tmp_path: Path) -> None:
