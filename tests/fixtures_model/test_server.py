@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 from pathlib import Path
@@ -188,6 +189,31 @@ async def test_unknown_routes_are_recorded_and_answered_404() -> None:
     assert response.status_code == 404
     assert "no route for POST /v1/responses" in response.json()["error"]["message"]
     assert record.outcome == "not_found"
+
+
+@pytest.mark.parametrize(
+    "head",
+    [
+        "Content-Length: twelve\r\n\r\n",
+        "Content-Length: -3\r\n\r\n",
+        "Transfer-Encoding: chunked\r\n\r\nzz\r\n",
+    ],
+)
+async def test_an_unreadable_request_gets_400_and_the_server_keeps_serving(head: str) -> None:
+    async with serve_model_server({"responses": [{"steps": [{"text": "still here"}]}]}) as server:
+        with anyio.fail_after(10):
+            async with await anyio.connect_tcp("127.0.0.1", server.port) as raw:
+                await raw.send(f"POST /v1/chat/completions HTTP/1.1\r\nHost: fixture\r\n{head}".encode())
+                answer = b""
+                with contextlib.suppress(anyio.EndOfStream):
+                    while True:
+                        answer += await raw.receive()
+            async with client_for(server) as client:
+                after = await client.post("/v1/chat/completions", json=openai_request())
+
+    assert answer.startswith(b"HTTP/1.1 400 ")
+    assert b"unreadable request" in answer
+    assert text_of_openai(after) == "still here"
 
 
 def test_scenario_validation_rejects_ambiguous_tool_arguments_and_unknown_steps() -> None:
