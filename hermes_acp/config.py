@@ -172,11 +172,13 @@ def default_home(env: Mapping[str, str]) -> Path:
     return Path(raw).expanduser() if raw else Path.home() / ".hermes-acp"
 
 
-def load_settings(env: Mapping[str, str] | None = None, *, home: Path | None = None) -> Settings:
-    """Read config.toml from the home folder (if present) and apply the environment quick start."""
+def load_settings(
+    env: Mapping[str, str] | None = None, *, home: Path | None = None, config_file: Path | None = None
+) -> Settings:
+    """Read config.toml from the home folder (or ``config_file``), if present, and apply the environment quick start."""
     env = os.environ if env is None else env
     home = home or default_home(env)
-    config_file = home / "config.toml"
+    config_file = config_file or home / "config.toml"
     raw: dict[str, Any] = {}
     if config_file.is_file():
         try:

@@ -1,13 +1,15 @@
 """``hermes-acp --setup``: choose a model provider in a terminal and write it to config.toml.
 
-This is the ``terminal`` authentication method editors offer. It asks a few questions, shows the file it will
-write, keeps a backup of an existing one, and never stores an API key (only the name of the variable holding it).
+This is the ``terminal`` authentication method editors offer. It asks a few questions, writes the answers (TOML
+escaped) to a temporary file beside config.toml, and replaces config.toml with it only once it loads, keeping a
+backup of the old one. It shows what it wrote, and never stores an API key (only the name of the variable holding it).
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -33,16 +35,22 @@ _PRESETS = {
 def render_config(provider_id: str, kind: str, base_url: str, key_env: str | None, *, model: str, vision: bool) -> str:
     lines = [
         "[model]",
-        f'default = "{provider_id}:{model}"',
+        f"default = {_toml_string(f'{provider_id}:{model}')}",
         "",
         f"[providers.{provider_id}]",
-        f'kind = "{kind}"',
-        f'base_url = "{base_url}"',
+        f"kind = {_toml_string(kind)}",
+        f"base_url = {_toml_string(base_url)}",
     ]
     if key_env:
-        lines.append(f'api_key_env = "{key_env}"')
-    lines.append(f'models = [{{ id = "{model}", vision = {"true" if vision else "false"} }}]')
+        lines.append(f"api_key_env = {_toml_string(key_env)}")
+    lines.append(f"models = [{{ id = {_toml_string(model)}, vision = {'true' if vision else 'false'} }}]")
     return "\n".join(lines) + "\n"
+
+
+def _toml_string(value: str) -> str:
+    """A TOML basic string: quote and backslash escaped, control characters (and DEL) as ``\\uXXXX``."""
+    escaped = value.replace("\\", "\\\\").replace('"', '\\"')
+    return '"' + "".join(f"\\u{ord(c):04X}" if ord(c) < 0x20 or ord(c) == 0x7F else c for c in escaped) + '"'
 
 
 def _asker(ask: Callable[[str], str]) -> Callable[..., str]:
@@ -81,16 +89,20 @@ def run_setup(say: Callable[[str], None], ask: Callable[[str], str]) -> int:
         return 2
     text = render_config(provider_id, kind, base_url, key_env, model=model, vision=vision)
     home.mkdir(parents=True, exist_ok=True)
+    fd, draft = tempfile.mkstemp(dir=home, prefix="config.", suffix=".toml.new")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(text)
+        load_settings(os.environ, home=home, config_file=Path(draft))
+    except (ConfigError, UnicodeEncodeError) as exc:
+        os.unlink(draft)
+        say(f"The new configuration does not load, so {path} was left as it was: {exc}")
+        return 1
     if path.exists():
         backup = path.with_suffix(".toml.bak")
         shutil.copy2(path, backup)
         say(f"Kept the previous file as {backup}")
-    Path(path).write_text(text, encoding="utf-8")
-    try:
-        load_settings(os.environ)
-    except ConfigError as exc:
-        say(f"The written file does not load: {exc}")
-        return 1
+    os.replace(draft, path)
     say(f"Wrote {path}:\n{text}")
     if key_env and not os.environ.get(key_env):
         say(f"Remember to set {key_env} in the environment your editor starts hermes-acp with.")
