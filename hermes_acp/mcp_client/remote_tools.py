@@ -14,7 +14,7 @@ mcp SDK nor how the connection is kept.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from hermes_acp.errors import ToolInputError
 from hermes_acp.tools.base import Presentation, ToolOutcome
@@ -49,46 +49,27 @@ def _check_required(name: str, schema: Mapping[str, Any], arguments: dict[str, A
 
 class McpTool:
     def __init__(self, name: str, connection: ServerConnection, remote: Mapping[str, Any]):
-        self._name = name
         self._connection = connection
-        self.remote_name = str(remote["name"])
+        self.name: Final = name
+        self.server: Final = connection.name
+        self.remote_name: Final = str(remote["name"])
         annotations = remote.get("annotations") if isinstance(remote.get("annotations"), Mapping) else {}
         assert isinstance(annotations, Mapping)
-        self._read_only = annotations.get("readOnlyHint") is True
+        self.read_only: Final = annotations.get("readOnlyHint") is True
         title = annotations.get("title") or remote.get("title") or self.remote_name
-        self.title = strip_unicode_tags(str(title))
-        self._description = _description(str(remote.get("description") or self.title))
-        self._schema = normalise_schema(remote.get("inputSchema"))
-
-    @property
-    def name(self) -> str:
-        return self._name
-
-    @property
-    def description(self) -> str:
-        return self._description
-
-    @property
-    def input_schema(self) -> dict[str, Any]:
-        return self._schema
-
-    @property
-    def read_only(self) -> bool:
-        return self._read_only
-
-    @property
-    def server(self) -> str:
-        return self._connection.name
+        self.title: Final = strip_unicode_tags(str(title))
+        self.description: Final = _description(str(remote.get("description") or self.title))
+        self.input_schema: Final = normalise_schema(remote.get("inputSchema"))
 
     def validate(self, arguments: dict[str, Any]) -> dict[str, Any]:
-        _check_required(self._name, self._schema, arguments)
+        _check_required(self.name, self.input_schema, arguments)
         return arguments
 
     def present(self, parsed: dict[str, Any], ctx: ToolContext) -> Presentation:
-        return Presentation(title=f"{self.server}: {self.title}", kind="read" if self._read_only else "other")
+        return Presentation(title=f"{self.server}: {self.title}", kind="read" if self.read_only else "other")
 
     async def approval(self, parsed: dict[str, Any], ctx: ToolContext) -> ApprovalRequest | None:
-        if self._read_only:
+        if self.read_only:
             return None
         return ApprovalRequest(
             scope=f"mcp:{self.server}:{self.remote_name}",
@@ -98,7 +79,7 @@ class McpTool:
         )
 
     async def run(self, parsed: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
-        result = await self._connection.call_tool(self.remote_name, parsed, read_only=self._read_only)
+        result = await self._connection.call_tool(self.remote_name, parsed, read_only=self.read_only)
         return await outcome_from_result(result, cache_dir=ctx.cache_dir, gate=ctx.images)
 
 
@@ -144,33 +125,21 @@ class UtilityTool:
     read_only = True
 
     def __init__(self, name: str, connection: ServerConnection, utility: Utility):
-        self._name = name
         self._connection = connection
-        self.utility = utility
+        self.name: Final = name
+        self.utility: Final = utility
         text, schema = _UTILITY_SPECS[utility]
-        self._description = text.format(server=_description(connection.name))
-        self._schema = schema
-
-    @property
-    def name(self) -> str:
-        return self._name
-
-    @property
-    def description(self) -> str:
-        return self._description
-
-    @property
-    def input_schema(self) -> dict[str, Any]:
-        return self._schema
+        self.description: Final = text.format(server=_description(connection.name))
+        self.input_schema: Final = schema
 
     def validate(self, arguments: dict[str, Any]) -> dict[str, Any]:
-        _check_required(self._name, self._schema, arguments)
+        _check_required(self.name, self.input_schema, arguments)
         for key in ("uri", "name"):
             if key in arguments and not isinstance(arguments[key], str):
-                raise ToolInputError(f"{self._name}: {key} must be a string")
+                raise ToolInputError(f"{self.name}: {key} must be a string")
         extra = arguments.get("arguments")
         if extra is not None and (not isinstance(extra, dict) or not all(isinstance(v, str) for v in extra.values())):
-            raise ToolInputError(f"{self._name}: arguments must be an object of strings")
+            raise ToolInputError(f"{self.name}: arguments must be an object of strings")
         return arguments
 
     def present(self, parsed: dict[str, Any], ctx: ToolContext) -> Presentation:
