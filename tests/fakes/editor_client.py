@@ -22,6 +22,8 @@ from typing import Any, ClassVar
 import anyio
 from acp import RequestError, schema
 
+from hermes_acp.tools._process import group_alive
+
 from .acp_client import RecordingClient
 
 __all__ = ["EditorClient", "FakeTerminal"]
@@ -36,20 +38,6 @@ def _alive(pid: int) -> bool:
     return stat[stat.rfind(b")") + 2 :].split()[0] not in (b"Z", b"X")
 
 
-def _group_alive(pgid: int) -> bool:
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_bytes()
-        except OSError:
-            continue
-        fields = stat[stat.rfind(b")") + 2 :].split()
-        if fields[2] == str(pgid).encode() and fields[0] not in (b"Z", b"X"):
-            return True
-    return False
-
-
 @dataclass
 class FakeTerminal:
     __test__ = False
@@ -61,7 +49,6 @@ class FakeTerminal:
     truncated: bool = False
     reader: asyncio.Task[None] | None = None
     released: bool = False
-    killed: bool = False
 
     def status(self) -> schema.TerminalExitStatus | None:
         code = self.process.returncode
@@ -188,11 +175,10 @@ class EditorClient(RecordingClient):
         pgid = terminal.process.pid
         with contextlib.suppress(ProcessLookupError):
             os.killpg(pgid, signal.SIGKILL)
-        terminal.killed = True
         with anyio.fail_after(5):
             await terminal.process.wait()
             # Grandchildren are not ours to wait for, and there is no event: /proc is polled (bounded above).
-            while _group_alive(pgid):  # noqa: ASYNC110
+            while group_alive(pgid):  # noqa: ASYNC110
                 await anyio.sleep(0.01)
 
     async def kill_terminal(
@@ -235,7 +221,7 @@ class EditorClient(RecordingClient):
     async def aclose(self) -> None:
         """Kill whatever a failing test left running."""
         for terminal in self.terminals.values():
-            if terminal.process.returncode is None or _group_alive(terminal.process.pid):
+            if terminal.process.returncode is None or group_alive(terminal.process.pid):
                 await self._kill(terminal)
             if terminal.reader is not None:
                 terminal.reader.cancel()
