@@ -16,7 +16,7 @@ from hermes_acp.core import SessionEvent
 from hermes_acp.tools.context import EditorFiles, EditorTerminals
 from hermes_acp.turns.ports import LiveUpdate, PermissionAnswer, PermissionQuestion
 
-from .convert import SessionUpdate, event_updates, live_update, tool_content
+from .convert import SessionUpdate, event_updates, live_update, tool_content, tool_locations
 from .editor import AcpEditorFiles, AcpEditorTerminals
 
 __all__ = ["AcpClientBridge", "AcpPermissionGate", "AcpUpdateSink"]
@@ -69,7 +69,7 @@ class AcpPermissionGate:
             status="pending",
             raw_input=question.raw_input,
             content=tool_content(question.content) or None,
-            locations=[schema.ToolCallLocation(path=loc.path, line=loc.line) for loc in question.locations] or None,
+            locations=tool_locations(question.locations),
         )
         try:
             response = await self._conn.request_permission(

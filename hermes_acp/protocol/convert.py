@@ -46,6 +46,7 @@ __all__ = [
     "live_update",
     "prompt_to_display",
     "tool_content",
+    "tool_locations",
 ]
 
 PromptBlock = (
@@ -132,7 +133,7 @@ def tool_content(blocks: list[DisplayBlock]) -> list[ToolContent]:
     return out
 
 
-def _locations(locations: list[Location]) -> list[schema.ToolCallLocation] | None:
+def tool_locations(locations: list[Location]) -> list[schema.ToolCallLocation] | None:
     return [schema.ToolCallLocation(path=loc.path, line=loc.line) for loc in locations] or None
 
 
@@ -186,7 +187,7 @@ def event_updates(event: SessionEvent, *, live: bool) -> list[SessionUpdate]:
                     kind=event.tool_kind,
                     status="pending",
                     raw_input=event.raw_input,
-                    locations=_locations(event.locations),
+                    locations=tool_locations(event.locations),
                     content=tool_content(event.content) or None,
                 )
             ]
