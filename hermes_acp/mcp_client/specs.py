@@ -29,10 +29,6 @@ class StdioSpec:
     env: Mapping[str, str] = field(default_factory=dict)
     """Merged over a minimal environment (HOME, LOGNAME, PATH, SHELL, TERM, USER): nothing else leaks."""
 
-    @property
-    def kind(self) -> Literal["stdio"]:
-        return "stdio"
-
 
 @dataclass(frozen=True, slots=True)
 class HttpSpec:
@@ -41,19 +37,11 @@ class HttpSpec:
     transport: Literal["http", "sse"]
     headers: Mapping[str, str] = field(default_factory=dict)
 
-    @property
-    def kind(self) -> Literal["http", "sse"]:
-        return self.transport
-
 
 @dataclass(frozen=True, slots=True)
 class UnusableSpec:
     name: str
     reason: str
-
-    @property
-    def kind(self) -> Literal["unusable"]:
-        return "unusable"
 
 
 ServerSpec = StdioSpec | HttpSpec | UnusableSpec

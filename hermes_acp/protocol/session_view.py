@@ -20,7 +20,6 @@ __all__ = [
     "MODE_OPTION_ID",
     "available_commands",
     "config_options",
-    "current_model_id",
     "session_view",
 ]
 
@@ -28,7 +27,7 @@ MODE_OPTION_ID = "mode"
 MODEL_OPTION_ID = "model"
 
 
-def current_model_id(model_id: str | None, catalog: ModelCatalog) -> str | None:
+def _current_model_id(model_id: str | None, catalog: ModelCatalog) -> str | None:
     return model_id if model_id in catalog else catalog.default_id
 
 
@@ -44,7 +43,7 @@ def config_options(mode_id: str, model_id: str | None, catalog: ModelCatalog) ->
             "options": [{"value": m.id, "name": m.name, "description": m.description} for m in MODES],
         }
     ]
-    current = current_model_id(model_id, catalog)
+    current = _current_model_id(model_id, catalog)
     if current is not None:
         choices = []
         for m in catalog.models:
@@ -75,7 +74,7 @@ def session_view(mode_id: str, model_id: str | None, catalog: ModelCatalog) -> d
         },
         "configOptions": config_options(mode_id, model_id, catalog),
     }
-    current = current_model_id(model_id, catalog)
+    current = _current_model_id(model_id, catalog)
     if current is not None:
         view["models"] = {
             "currentModelId": current,

@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from .manager import SessionManager
     from .ports import ClientBridge
-    from .records import new_record, normalise_cwd
     from .session import Session, SessionServices
     from .tool_surface import derive_tool_surface
 
@@ -22,8 +21,6 @@ __all__ = [
     "SessionManager",
     "SessionServices",
     "derive_tool_surface",
-    "new_record",
-    "normalise_cwd",
 ]
 
 _HOMES = {
@@ -32,8 +29,6 @@ _HOMES = {
     "SessionManager": ".manager",
     "SessionServices": ".session",
     "derive_tool_surface": ".tool_surface",
-    "new_record": ".records",
-    "normalise_cwd": ".records",
 }
 
 
