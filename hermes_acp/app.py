@@ -99,7 +99,7 @@ async def serve_app(
     """Serve one client with these parts; closes sessions, providers and the store on the way out."""
     from hermes_acp.protocol.agent import AgentParts
     from hermes_acp.protocol.connection import serve_agent
-    from hermes_acp.sessions import SessionManager, derive_tool_surface
+    from hermes_acp.sessions import SessionManager
 
     managers: list[SessionManager] = []
     try:
@@ -116,7 +116,7 @@ async def serve_app(
                 catalog=catalog,
                 providers=providers,
                 attach=attach,
-                tool_surface=tool_surface or derive_tool_surface,
+                tool_surface=tool_surface,
             )
             try:
                 await serve_agent(door, parts)

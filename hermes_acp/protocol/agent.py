@@ -63,8 +63,8 @@ class AgentParts:
     providers: ProviderRegistry
     attach: Callable[[SessionManager], None]
     """Attach the manager to the root task group."""
-    tool_surface: Callable[[Session], Sequence[Tool]] = derive_tool_surface
-    """How a session's tools are derived (tests add their own tools here)."""
+    tool_surface: Callable[[Session], Sequence[Tool]] | None = None
+    """How a session's tools are derived (tests add their own tools here); None: ``derive_tool_surface``."""
 
 
 class _SetModelParams(BaseModel):
@@ -104,7 +104,7 @@ class HermesAgent:
                 catalog=self._parts.catalog,
                 providers=self._parts.providers,
                 client=self._bridge,
-                tool_surface=self._parts.tool_surface,
+                tool_surface=self._parts.tool_surface or derive_tool_surface,
             )
             self._manager = SessionManager(services)
             self._parts.attach(self._manager)
