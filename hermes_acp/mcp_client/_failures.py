@@ -17,7 +17,3 @@ class TransportDropped(Exception):
 
 class ServerRejected(Exception):
     """The server answered with a JSON-RPC error or an answer we cannot read."""
-
-    def __init__(self, message: str, *, code: int | None = None):
-        super().__init__(message)
-        self.code = code

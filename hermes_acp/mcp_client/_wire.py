@@ -75,11 +75,6 @@ class Wire:
     def has_prompts(self) -> bool:
         return self.client.server_capabilities.prompts is not None
 
-    @property
-    def server_label(self) -> str:
-        info = self.client.server_info
-        return f"{info.name} {info.version}".strip() if info is not None else "unknown server"
-
     async def list_tools(self) -> list[dict[str, Any]]:
         return [_dump(t) for t in await self._pages("tools")]
 

@@ -272,23 +272,30 @@ class ServerConnection:
                 return
             await changed.wait()
 
+    def _live_wire(self) -> Wire | None:
+        """The current connection when it is ready and has not ended."""
+        wire = self._wire
+        return wire if self.state == "ready" and wire is not None and not self._over.is_set() else None
+
     async def ready(self) -> Wire:
         """A live connection: the current one, or a new one (bounded by ``connect_s`` + ``READY_MARGIN_S``)."""
-        wire = self._wire
-        if self.state == "ready" and wire is not None and not self._over.is_set():
+        wire = self._live_wire()
+        if wire is not None:
             return wire
         asked_at = self.attempts + (0 if self.settling else 1)
         if not self.settling:
             self._want.set()
+
+        def failed(conn: ServerConnection) -> bool:
+            return conn.state == "failed" and conn.attempts >= asked_at
+
         with anyio.move_on_after(self.timeouts.connect_s + READY_MARGIN_S):
-            while True:
-                changed = self._changed
-                wire = self._wire
-                if self.state == "ready" and wire is not None and not self._over.is_set():
-                    return wire
-                if self.state == "failed" and self.attempts >= asked_at:
-                    raise McpUnavailableError(f"MCP server {self.name!r} is unavailable: {self.error}; not sent")
-                await changed.wait()
+            await self.wait_for(lambda conn: conn._live_wire() is not None or failed(conn))
+        wire = self._live_wire()
+        if wire is not None:
+            return wire
+        if failed(self):
+            raise McpUnavailableError(f"MCP server {self.name!r} is unavailable: {self.error}; not sent")
         raise McpUnavailableError(f"MCP server {self.name!r} did not become ready in time; the request was not sent")
 
     async def call_tool(self, tool: str, arguments: dict[str, Any], *, read_only: bool) -> dict[str, Any]:

@@ -29,6 +29,7 @@ __all__ = ["MAX_IMAGE_BYTES", "outcome_from_result", "outcome_from_text"]
 MAX_IMAGE_BYTES = 4 * 1024 * 1024
 """An image larger than this is saved but not embedded (the model and the editor get its path)."""
 ERROR_CODE = "mcp_tool_error"
+_IMAGE_PURPOSE = "an image returned by an MCP tool"
 
 
 async def outcome_from_result(
@@ -37,7 +38,6 @@ async def outcome_from_result(
     cache_dir: Path,
     limit: int = MAX_RESULT_CHARS,
     gate: ImageGate | None = None,
-    purpose: str = "an image returned by an MCP tool",
 ) -> ToolOutcome:
     """The tool's result for the model and the editor. Images reach the model through the session's image ``gate``
     (the one DESIGN §7 describes, shared with screenshots and prompt images); the editor gets them unchanged."""
@@ -63,7 +63,7 @@ async def outcome_from_result(
         raw["_meta"] = meta
     model_images: list[TextPart | ImagePart] = list(images)
     if gate is not None and images:
-        model_images = (await gate.admit(images, purpose=purpose)).parts
+        model_images = (await gate.admit(images, purpose=_IMAGE_PURPOSE)).parts
     return ToolOutcome(
         parts=[TextPart(text=text), *model_images],
         content=[TextBlock(text=text), *blocks],
