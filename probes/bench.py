@@ -144,7 +144,8 @@ async def session_new_with_mcp(bench: Bench, runs: int) -> list[Row]:
                     cwd=str(bench.workspace), mcp_servers=[schema.McpServerStdio.model_validate(server)]
                 )
             times.append((time.perf_counter() - started) * 1000)
-            await agent.conn.close_session(session_id=response.session_id)
+            with anyio.fail_after(30):
+                await agent.conn.close_session(session_id=response.session_id)
     return [Row("session/new with one stdio MCP server", _ms(times), f"median of {runs}; goal ≤ 50 ms")]
 
 
@@ -187,7 +188,8 @@ async def computer_use_overhead(bench: Bench) -> list[Row]:
     )
     async with spawn as agent:
         session_id = await _new(agent, bench)
-        await agent.conn.set_session_mode(session_id=session_id, mode_id="dont_ask")
+        with anyio.fail_after(30):
+            await agent.conn.set_session_mode(session_id=session_id, mode_id="dont_ask")
         await _prompt(agent, session_id, "press one ten times")
     bench.server.set_scenario(load_scenario(SCENARIO))
     outputs = [

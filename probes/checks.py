@@ -241,7 +241,8 @@ async def check_modes(options: ProbeOptions) -> CheckResult:
             if any(u.kind in ("current_mode_update", "config_option_update") for u in agent.client.updates[before:]):
                 echoed += 1
         try:
-            await agent.conn.set_session_mode(session_id=session_id, mode_id="no-such-mode")
+            with anyio.fail_after(options.timeout_s):
+                await agent.conn.set_session_mode(session_id=session_id, mode_id="no-such-mode")
             bad = "accepted"
         except RequestError as exc:
             bad = f"error {exc.code}"
@@ -352,9 +353,7 @@ async def check_e2e(options: ProbeOptions) -> CheckResult:
         session_id, response, new_ms = await _new_session(agent, options)
         metrics["session_new_ms"] = round(new_ms, 1)
         steps.append(f"new {new_ms:.0f} ms")
-        if response.modes is not None:
-            await agent.conn.set_session_mode(session_id=session_id, mode_id=response.modes.available_modes[1].id)
-            steps.append(f"mode {response.modes.available_modes[1].id}")
+        steps.append(await _switch_mode(agent, session_id, response.modes, options))
         tools = await _prompt(agent, session_id, _text(options.tool_prompt), options)
         _require_settled(tools, "tool turn")
         metrics["tool_turn_ms"] = round(tools.turn_ms, 1)
@@ -367,7 +366,10 @@ async def check_e2e(options: ProbeOptions) -> CheckResult:
             vision = await _prompt(agent, session_id, [*_text(options.vision_prompt), image], options)
             steps.append(f"vision {vision.stop_reason}")
         computer = await _prompt(agent, session_id, _text(options.computer_prompt), options)
-        steps.append(_computer_result(computer, options).detail.split(";")[0])
+        try:
+            steps.append(_computer_result(computer, options).detail.split(";")[0])
+        except Skip as exc:  # the rest of the flow (cancel, kill, reload) still runs
+            steps.append(f"computer skipped ({exc})")
         metrics["cancel_latency_ms"] = await _cancel_latency(agent, session_id, options)
         steps.append(f"cancel {metrics['cancel_latency_ms']:.0f} ms")
         shown = transcript(client.of(session_id))
@@ -390,6 +392,18 @@ async def check_e2e(options: ProbeOptions) -> CheckResult:
         follow = await _prompt(agent, session_id, _text(options.followup_prompt), options)
         steps.append(f"continued {follow.stop_reason}")
     return CheckResult("e2e", "pass", "; ".join(steps), metrics)
+
+
+async def _switch_mode(
+    agent: AgentProcess, session_id: str, modes: schema.SessionModeState | None, options: ProbeOptions
+) -> str:
+    """Switch to a mode other than the current one; the e2e step's label."""
+    others = [m.id for m in modes.available_modes if m.id != modes.current_mode_id] if modes else []
+    if not others:
+        return "mode skipped (no other mode offered)"
+    with anyio.fail_after(options.timeout_s):
+        await agent.conn.set_session_mode(session_id=session_id, mode_id=others[0])
+    return f"mode {others[0]}"
 
 
 def _require_settled(turn: Turn, label: str) -> None:
