@@ -97,13 +97,15 @@ class TypedTool(Generic[InputT]):
     Input: ClassVar[type[BaseModel]]
     read_only: ClassVar[bool] = False
     _schema_cache: ClassVar[dict[str, Any] | None] = None
+    """The class's own schema, once computed (looked up in the class itself: a subclass may change ``Input``)."""
 
     @property
     def input_schema(self) -> dict[str, Any]:
         cls = type(self)
-        if cls._schema_cache is None:
-            cls._schema_cache = model_facing_schema(cls.Input.model_json_schema())
-        return cls._schema_cache
+        cached: dict[str, Any] | None = cls.__dict__.get("_schema_cache")
+        if cached is None:
+            cached = cls._schema_cache = model_facing_schema(cls.Input.model_json_schema())
+        return cached
 
     async def approval(self, parsed: InputT, ctx: ToolContext) -> ApprovalRequest | None:
         """Conservative default: a mutating tool asks under its own name; a read-only one needs nothing."""
