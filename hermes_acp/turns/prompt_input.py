@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import mimetypes
+import os
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -122,13 +123,15 @@ async def _linked(
         except PermissionDeniedError as exc:
             notices.append(f"The attachment {path} was not read: {exc}")
             return [TextPart(text=f"[Attachment {path} not read: {exc}]")]
+    mime = block.media_type or mimetypes.guess_type(path.name)[0] or ""
+    image = mime.startswith("image/")
+    limit = MAX_IMAGE_BYTES if image else MAX_ATTACHMENT_BYTES
     try:
-        data = await anyio.Path(path).read_bytes()
+        size, data = await anyio.to_thread.run_sync(_read_head, path, limit)
     except OSError as exc:
         notices.append(f"The attachment {path} could not be read: {exc.strerror or exc}")
         return [TextPart(text=f"[Attachment {path} could not be read]")]
-    mime = block.media_type or mimetypes.guess_type(path.name)[0] or ""
-    if mime.startswith("image/"):
+    if image:
         if len(data) > MAX_IMAGE_BYTES:
             notices.append(f"The image {path} is larger than {MAX_IMAGE_BYTES // 2**20} MiB and was not forwarded.")
             return []
@@ -139,8 +142,16 @@ async def _linked(
         notices.append(f"The attachment {path} is not UTF-8 text and was not forwarded.")
         return []
     if len(data) > MAX_ATTACHMENT_BYTES:
-        text += f"\n[... truncated: the file has {len(data)} bytes, only the first {MAX_ATTACHMENT_BYTES} are shown]"
+        total = f"{size} bytes" if size > MAX_ATTACHMENT_BYTES else f"more than {MAX_ATTACHMENT_BYTES} bytes"
+        text += f"\n[... truncated: the file has {total}, only the first {MAX_ATTACHMENT_BYTES} are shown]"
     return [TextPart(text=_attachment_text(block.uri, text))]
+
+
+def _read_head(path: Path, limit: int) -> tuple[int, bytes]:
+    """The file's size and at most ``limit + 1`` bytes from its start: enough to tell it is over the limit, and
+    never the whole of a large file (or of one that never ends)."""
+    with path.open("rb") as file:
+        return os.fstat(file.fileno()).st_size, file.read(limit + 1)
 
 
 def _attachment_text(uri: str, text: str) -> str:

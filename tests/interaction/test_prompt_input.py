@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import base64
+import contextlib
+import os
+import threading
 from pathlib import Path
 
+import anyio
 import pytest
 from acp import schema
 
 from hermes_acp.core import ImagePart, TextPart, UserMessage
 from hermes_acp.providers.scripted import ScriptedProvider, text_reply
+from hermes_acp.turns.prompt_input import MAX_ATTACHMENT_BYTES
 from tests.fakes.server import open_pair, scripted_model
 
 pytestmark = pytest.mark.anyio
@@ -133,3 +138,36 @@ async def test_embedded_resources_and_audio(tmp_path: Path) -> None:
     assert parts == [TextPart(text="[Attached: file:///x/main.py]\nprint('hi')")]
     assert "Audio in the prompt is not forwarded" in shown
     assert "data.bin is binary" in shown
+
+
+def _feed(fifo: Path, stop: threading.Event) -> None:
+    """Write more than the attachment limit into ``fifo`` and keep it open (a file with no end) until ``stop``."""
+    with contextlib.suppress(BrokenPipeError), fifo.open("wb") as out:
+        out.write(b"#" * (MAX_ATTACHMENT_BYTES + 4096))
+        out.flush()
+        stop.wait(10)  # bounded: a reader that waits for the end gets it after this
+
+
+async def test_a_linked_file_is_read_only_up_to_the_limit(tmp_path: Path) -> None:
+    provider = ScriptedProvider([text_reply("ok")])
+    async with open_pair(tmp_path, provider=provider) as pair:
+        endless = pair.workspace / "endless.log"
+        os.mkfifo(endless)
+        stop = threading.Event()
+        writer = threading.Thread(target=_feed, args=(endless, stop), daemon=True)
+        writer.start()
+        try:
+            session_id = await pair.new_session()
+            with anyio.fail_after(5):
+                await pair.conn.prompt(
+                    session_id=session_id,
+                    prompt=[schema.ResourceContentBlock(type="resource_link", uri=endless.as_uri(), name="endless")],
+                )
+        finally:
+            stop.set()
+            os.close(os.open(endless, os.O_RDONLY | os.O_NONBLOCK))  # frees a writer still waiting for a reader
+            writer.join(5)
+    (part,) = _user_parts(provider)
+    assert isinstance(part, TextPart)
+    assert "#" * MAX_ATTACHMENT_BYTES + "\n[... truncated: the file has more than" in part.text
+    assert "#" * (MAX_ATTACHMENT_BYTES + 1) not in part.text
