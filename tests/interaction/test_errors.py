@@ -12,6 +12,12 @@ from hermes_acp.providers.scripted import ScriptedProvider, text_reply
 from tests.fakes.server import RawPair, open_raw
 
 pytestmark = pytest.mark.anyio
+TMP = "<tmp_path>"
+"""Stands for the test's own temporary folder in the parameters below (a real, absolute directory)."""
+
+
+def _in(tmp_path: Path, params: dict[str, Any]) -> dict[str, Any]:
+    return {k: str(tmp_path) if v == TMP else v for k, v in params.items()}
 
 
 async def _initialize(raw: RawPair) -> None:
@@ -79,23 +85,23 @@ async def test_unknown_method_gets_method_not_found_naming_it(tmp_path: Path) ->
         ({"mcpServers": []}, "cwd"),
         ({"cwd": "relative/dir", "mcpServers": []}, "cwd"),
         ({"cwd": 42, "mcpServers": []}, "cwd"),
-        ({"cwd": "/tmp"}, "mcpServers"),
-        ({"cwd": "/tmp", "mcpServers": [], "additionalDirectories": ["rel"]}, "additionalDirectories"),
+        ({"cwd": TMP}, "mcpServers"),
+        ({"cwd": TMP, "mcpServers": [], "additionalDirectories": ["rel"]}, "additionalDirectories"),
     ],
 )
 async def test_invalid_params_name_the_field(tmp_path: Path, params: dict[str, Any], field: str) -> None:
     async with open_raw(tmp_path) as raw:
         await _initialize(raw)
-        await raw.send({"jsonrpc": "2.0", "id": 1, "method": "session/new", "params": params})
+        await raw.send({"jsonrpc": "2.0", "id": 1, "method": "session/new", "params": _in(tmp_path, params)})
         error = await raw.response(1)
     assert error["error"]["code"] == -32602
     assert field in error["error"]["message"]
 
 
 SESSION_METHODS: list[tuple[str, dict[str, Any]]] = [
-    ("session/load", {"cwd": "/tmp", "mcpServers": []}),
-    ("session/resume", {"cwd": "/tmp", "mcpServers": []}),
-    ("session/fork", {"cwd": "/tmp", "mcpServers": []}),
+    ("session/load", {"cwd": TMP, "mcpServers": []}),
+    ("session/resume", {"cwd": TMP, "mcpServers": []}),
+    ("session/fork", {"cwd": TMP, "mcpServers": []}),
     ("session/close", {}),
     ("session/delete", {}),
     ("session/prompt", {"prompt": [{"type": "text", "text": "hi"}]}),
@@ -111,7 +117,8 @@ async def test_unknown_session_is_resource_not_found_naming_the_id(
 ) -> None:
     async with open_raw(tmp_path, provider=ScriptedProvider()) as raw:
         await _initialize(raw)
-        await raw.send({"jsonrpc": "2.0", "id": 1, "method": method, "params": {**params, "sessionId": "ghost-42"}})
+        params = {**_in(tmp_path, params), "sessionId": "ghost-42"}
+        await raw.send({"jsonrpc": "2.0", "id": 1, "method": method, "params": params})
         error = await raw.response(1)
     assert error["error"]["code"] == -32002, error
     assert "ghost-42" in error["error"]["message"]
