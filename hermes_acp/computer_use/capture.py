@@ -4,12 +4,15 @@ A window capture lists the windows, chooses one (``target.choose_window``: expli
 a silent fallback), reads it with ``get_window_state`` in the form this driver accepts (``tree_format``,
 ``include_screenshot``/``include_accessibility_tree`` per mode), parses the elements, and then:
 
-* ``som``: numbered element boxes are drawn on the screenshot (Pillow, off the loop); ``vision``: pixels only;
-  ``ax``: elements only, no image;
-* the screenshot goes through the session's image gate (native pixels / auxiliary description / text only); the
-  coordinates the model may send are pixels of the image it was given (``Geometry``);
-* the editor gets the screenshot as an ``ImageBlock``; a copy goes to ``<cache>/images/``; at most 100 elements
-  are inlined and the full list spills to ``<cache>/computer_use/elements_<uuid>.json`` when anything was cut.
+* ``som``: numbered element boxes are drawn on the screenshot; ``vision``: pixels only; ``ax``: elements only, no
+  image;
+* the screenshot (with its boxes) is fitted once to the gate's native limits (Pillow, one pass off the loop); that
+  image goes through the session's image gate (native pixels / auxiliary description / text only), which passes
+  it on as it is when it is native, and it is the editor's copy whatever the route. The coordinates the model may
+  send are pixels of that image, scaled by the gate when it shrank it further (``Geometry``);
+* the editor gets the image as an ``ImageBlock``; the driver's screenshot goes to ``<cache>/images/``; at most 100
+  elements are inlined and the full list spills to ``<cache>/computer_use/elements_<uuid>.json`` when anything was
+  cut.
 
 ``app="screen"`` reads the whole display (``get_desktop_state``): pixels and the window list, no elements and no
 target. It deliberately knows nothing about approval or input actions.
@@ -28,9 +31,19 @@ from hermes_acp.core import DisplayBlock, ImageBlock, ImagePart, TextBlock, Text
 
 from .cache import save_elements, save_screenshot
 from .driver import DriverClient
-from .elements import Element, Geometry, Seen, bounds_scale, element_rows, element_summary, full_rows, parse_elements
-from .gate import SessionImageGate
-from .images import ImageDecodeError, draw_marks, measure
+from .elements import (
+    Box,
+    Element,
+    Geometry,
+    Seen,
+    bounds_scale,
+    element_rows,
+    element_summary,
+    full_rows,
+    parse_elements,
+)
+from .gate import NATIVE_MAX_EDGE, SessionImageGate
+from .images import Fitted, ImageDecodeError, Mark, mark_and_fit, measure
 from .results import ComputerUseRefusal, DriverReply
 from .target import DESKTOP, SCREEN, Target, WindowRow, choose_window, window_rows
 
@@ -72,7 +85,7 @@ def _shot(reply: DriverReply) -> _Shot | None:
     return _Shot(data, media_type, width, height)
 
 
-def _window_box(structured: dict[str, Any], row: WindowRow | None) -> tuple[float, float, float, float] | None:
+def _window_box(structured: dict[str, Any], row: WindowRow | None) -> Box | None:
     raw = structured.get("window_bounds")
     if isinstance(raw, dict):
         try:
@@ -157,31 +170,29 @@ class Capturer:
         parts: list[TextPart | ImagePart] = []
         display: list[DisplayBlock] = [TextBlock(text=f"Captured {target.app} — {target.title} ({mode})")]
         editor_image: ImageBlock | None = None
-        if shot is not None:
-            base = Geometry(shot_w=shot.width, shot_h=shot.height, window=window)
-            marked, media_type = (
-                await self._marked(shot, elements, base) if mode == "som" else (shot.data, shot.media_type)
-            )
+        fitted = await self._fit(shot, self._marks(shot, elements, window) if mode == "som" else [])
+        if shot is not None and fitted is not None:
+            image = ImagePart(media_type=fitted.media_type, data=base64.b64encode(fitted.data).decode("ascii"),
+                              label=f"screenshot of {target.app} — {target.title}")  # fmt: skip
             gated = await self._gate.admit(
-                [ImagePart(media_type=media_type, data=base64.b64encode(marked).decode("ascii"),
-                           label=f"screenshot of {target.app} — {target.title}")],
+                [image],
                 purpose=f"a screenshot of the window {target.title!r} of {target.app}",
                 fallback=f"[The screenshot of {target.app} is not shown to this model; "
                 + ("use the element list above.]" if elements else "capture in ax or som mode for its elements.]"),
                 hint=element_summary(elements) if elements else None,
-            )  # fmt: skip
+            )
             scale = gated.scales[0] if gated.scales else None
-            model_w = round(shot.width * scale) if scale else shot.width
-            model_h = round(shot.height * scale) if scale else shot.height
+            model_w = round(fitted.width * scale) if scale else fitted.width
+            model_h = round(fitted.height * scale) if scale else fitted.height
             geometry = Geometry(shot.width, shot.height, model_w, model_h, window)
             parts.extend(gated.parts)
-            editor_image = await self._editor_image(gated.parts, marked, media_type)
+            editor_image = ImageBlock(media_type=image.media_type, data=image.data)
             display.append(editor_image)
             path = await save_screenshot(self._cache_dir, shot.data, shot.media_type)
             payload["image"] = {
                 "width": model_w,
                 "height": model_h,
-                "coordinates": "pixels of this image" if gated.route == "native" else "screenshot pixels",
+                "coordinates": "pixels of this image",
                 "route": gated.route,
             }
             payload["screenshot_path"] = str(path)
@@ -225,20 +236,25 @@ class Capturer:
             payload["degraded_reason"] = str(data.get("degraded_reason") or "")
             payload["next"] = "The accessibility tree is empty or untrusted: act by coordinate off this image."
 
-    async def _marked(self, shot: _Shot, elements: list[Element], geometry: Geometry) -> tuple[bytes, str]:
-        """The screenshot with numbered element boxes (the driver draws none), as PNG."""
-        boxes = [(e.index, box) for e in elements if (box := geometry.shot_box(e)) is not None]
-        if not boxes:
-            return shot.data, shot.media_type
-        return await anyio.to_thread.run_sync(draw_marks, shot.data, boxes), "image/png"
+    @staticmethod
+    def _marks(shot: _Shot | None, elements: list[Element], window: Box | None) -> list[Mark]:
+        """The set-of-marks boxes in screenshot pixels (the driver draws none)."""
+        if shot is None:
+            return []
+        geometry = Geometry(shot_w=shot.width, shot_h=shot.height, window=window)
+        return [(e.index, box) for e in elements if (box := geometry.shot_box(e)) is not None]
 
-    async def _editor_image(self, parts: list[TextPart | ImagePart], data: bytes, media_type: str) -> ImageBlock:
-        """The editor's copy: the model's pixels when it got them, else the same image fitted to the budget."""
-        for part in parts:
-            if isinstance(part, ImagePart):
-                return ImageBlock(media_type=part.media_type, data=part.data)
-        fitted = await self._gate.fit(ImagePart(media_type=media_type, data=base64.b64encode(data).decode("ascii")))
-        return ImageBlock(media_type=fitted.media_type, data=base64.b64encode(fitted.data).decode("ascii"))
+    async def _fit(self, shot: _Shot | None, marks: list[Mark]) -> Fitted | None:
+        """``shot`` with ``marks`` drawn, fitted to the gate's native limits in one pass (None: unreadable)."""
+        if shot is None:
+            return None
+        target = self._gate.embed_target_bytes
+        try:
+            return await anyio.to_thread.run_sync(
+                lambda: mark_and_fit(shot.data, shot.media_type, marks, max_edge=NATIVE_MAX_EDGE, target_bytes=target)
+            )
+        except ImageDecodeError:
+            return None
 
     async def _screen(self) -> CaptureResult:
         surface = await self._driver.ensure()
@@ -258,15 +274,17 @@ class Capturer:
         parts: list[TextPart | ImagePart] = []
         display: list[DisplayBlock] = [TextBlock(text="Captured the whole screen")]
         editor_image = None
-        if shot is not None:
+        fitted = await self._fit(shot, [])
+        if shot is not None and fitted is not None:
+            image = ImagePart(media_type=fitted.media_type, data=base64.b64encode(fitted.data).decode("ascii"),
+                              label="screenshot of the whole display")  # fmt: skip
             gated = await self._gate.admit(
-                [ImagePart(media_type=shot.media_type, data=base64.b64encode(shot.data).decode("ascii"),
-                           label="screenshot of the whole display")],
+                [image],
                 purpose="a screenshot of the whole display",
                 fallback="[The screenshot of the display is not shown to this model; use the window list.]",
-            )  # fmt: skip
+            )
             parts.extend(gated.parts)
-            editor_image = await self._editor_image(gated.parts, shot.data, shot.media_type)
+            editor_image = ImageBlock(media_type=image.media_type, data=image.data)
             display.append(editor_image)
             payload["screenshot_path"] = str(await save_screenshot(self._cache_dir, shot.data, shot.media_type))
         return CaptureResult(None, None, payload, parts, display, editor_image)

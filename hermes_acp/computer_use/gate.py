@@ -110,7 +110,7 @@ class SessionImageGate:
         )  # fmt: skip
         return f"[{len(images)} image(s) not shown ({purpose}): {why}]"
 
-    async def fit(self, image: ImagePart, *, max_edge: int = NATIVE_MAX_EDGE) -> Fitted:
+    async def _fit(self, image: ImagePart, *, max_edge: int = NATIVE_MAX_EDGE) -> Fitted:
         """``image`` re-encoded to the embed budget and ``max_edge`` (off the event loop)."""
         data = base64.b64decode(image.data, validate=False)
         target = self.embed_target_bytes
@@ -128,7 +128,7 @@ class SessionImageGate:
                 scales.append(None)
                 continue
             try:
-                fitted = await self.fit(image)
+                fitted = await self._fit(image)
             except (ImageDecodeError, binascii.Error, ValueError) as exc:
                 if len(image.data) * 3 // 4 <= self.embed_target_bytes:
                     parts.append(image)  # unreadable here, but small: the provider decides
@@ -149,7 +149,7 @@ class SessionImageGate:
         notes = []
         for position, image in enumerate(images[:MAX_IMAGES]):
             try:
-                fitted = await self.fit(image, max_edge=AUX_MAX_EDGE)
+                fitted = await self._fit(image, max_edge=AUX_MAX_EDGE)
             except (ImageDecodeError, binascii.Error, ValueError):
                 continue
             notes.append(

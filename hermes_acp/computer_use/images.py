@@ -1,10 +1,13 @@
 """Pixels: decode, measure, shrink and re-encode images to a byte budget, and draw set-of-mark boxes (Pillow).
 
-``fit`` bounds an image's long edge and re-encodes it until it fits a byte budget (PNG when that fits, else JPEG
-at falling quality, then smaller), reporting the scale it applied so coordinates can be mapped back.
-``draw_marks`` draws numbered element boxes on a screenshot (the model's "set of marks"). All functions are
-synchronous and CPU-bound: callers run them off the event loop (``anyio.to_thread``). This is the only module
-of hermes_acp that imports PIL.
+``fit`` bounds an image's long edge and re-encodes it until it fits a byte budget (PNG when that can fit, else
+JPEG at falling quality, then smaller), reporting the scale it applied so coordinates can be mapped back; an
+image that already fits is returned as it is, undecoded. ``mark_and_fit`` draws numbered element boxes on a
+screenshot (the model's "set of marks") and fits the result in the same pass: one decode, one kept encode. The
+PNG attempt is skipped when the source's bytes scaled by the area already exceed the budget (a resized
+screenshot compresses no better per pixel than its source). All functions are synchronous and CPU-bound:
+callers run them off the event loop (``anyio.to_thread``). This is the only module of hermes_acp that imports
+PIL.
 
 It deliberately knows nothing about the model, the driver or routes.
 """
@@ -19,13 +22,16 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from PIL import Image
 
-__all__ = ["Fitted", "ImageDecodeError", "draw_marks", "fit", "measure"]
+__all__ = ["Fitted", "ImageDecodeError", "Mark", "fit", "mark_and_fit", "measure"]
 
 _JPEG_QUALITIES = (85, 72, 60, 45)
 _SHRINK = 0.85
 _FAR_OFF = 3
 _MIN_EDGE = 160
 _MARK_COLOURS = ((230, 25, 75), (60, 120, 216), (0, 150, 70), (245, 130, 48), (145, 30, 180))
+
+Mark = tuple[int, tuple[float, float, float, float]]
+"""One set-of-marks box: the element index and its (x, y, w, h) in the screenshot's pixels."""
 
 
 class ImageDecodeError(ValueError):
@@ -92,9 +98,26 @@ def fit(data: bytes, media_type: str, *, max_edge: int, target_bytes: int) -> Fi
     if max(width, height) <= max_edge and len(data) <= target_bytes and media_type in ("image/png", "image/jpeg"):
         return Fitted(data, media_type, width, height, 1.0, width, height)
     original = _open(data)
-    image = _resized(original.convert("RGBA") if original.mode == "P" else original, max_edge)
+    image = original.convert("RGBA") if original.mode == "P" else original
+    return _fit(image, media_type, len(data), max_edge=max_edge, target_bytes=target_bytes)
+
+
+def mark_and_fit(data: bytes, media_type: str, boxes: Sequence[Mark], *, max_edge: int, target_bytes: int) -> Fitted:
+    """The screenshot with each box outlined and numbered, fitted like ``fit`` (just ``fit`` when there are none)."""
+    if not boxes:
+        return fit(data, media_type, max_edge=max_edge, target_bytes=target_bytes)
+    image = _open(data).convert("RGB")
+    _draw_marks(image, boxes)
+    return _fit(image, "image/png", len(data), max_edge=max_edge, target_bytes=target_bytes)
+
+
+def _fit(image: Image.Image, media_type: str, source_bytes: int, *, max_edge: int, target_bytes: int) -> Fitted:
+    width, height = image.size
+    image = _resized(image, max_edge)
     while True:
-        if image.mode in ("RGBA", "LA") or media_type == "image/png":
+        area = image.size[0] * image.size[1] / (width * height)
+        png_may_fit = source_bytes * area <= target_bytes
+        if png_may_fit and (image.mode in ("RGBA", "LA") or media_type == "image/png"):
             encoded = _encode(image, "PNG")
             if len(encoded) <= target_bytes:
                 return Fitted(encoded, "image/png", *image.size, image.size[0] / width, width, height)
@@ -110,11 +133,9 @@ def fit(data: bytes, media_type: str, *, max_edge: int, target_bytes: int) -> Fi
         image = _resized(image, max(_MIN_EDGE, int(max(image.size) * factor)))
 
 
-def draw_marks(data: bytes, boxes: Sequence[tuple[int, tuple[float, float, float, float]]]) -> bytes:
-    """The screenshot with each ``(index, (x, y, w, h))`` box outlined and numbered (PNG)."""
+def _draw_marks(image: Image.Image, boxes: Sequence[Mark]) -> None:
     from PIL import ImageDraw, ImageFont
 
-    image = _open(data).convert("RGB")
     draw = ImageDraw.Draw(image)
     font = ImageFont.load_default()
     for position, (index, (x, y, w, h)) in enumerate(boxes):
@@ -126,6 +147,3 @@ def draw_marks(data: bytes, boxes: Sequence[tuple[int, tuple[float, float, float
         tx, ty = max(0.0, x), max(0.0, y - tag_h) if y >= tag_h else y
         draw.rectangle((tx, ty, tx + tag_w, ty + tag_h), fill=colour)
         draw.text((tx + 2 - left, ty + 2 - top), label, fill=(255, 255, 255), font=font)
-    buffer = io.BytesIO()
-    image.save(buffer, format="PNG", compress_level=1)
-    return buffer.getvalue()

@@ -12,29 +12,20 @@ auxiliary-vision route.
 
 from __future__ import annotations
 
-import base64
-import io
-import random
 import statistics
 import sys
 import tempfile
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import anyio
-from PIL import Image, ImageDraw, ImageFont
 
-from hermes_acp.computer_use.driver import DriverClient
-from hermes_acp.computer_use.results import DriverReply
 from hermes_acp.providers.scripted import ScriptedProvider, text_reply
 from hermes_acp.telemetry import configure_logging
 
-from .support import Desk, catalog_model, open_desk
+from .support import BUSY_WINDOW, Desk, catalog_model, open_desk, use_busy_pixels
 
-BUSY_WINDOW = [{"knob": "big_window", "app": "calculator", "width": 1500, "height": 950}]
 AUX_CONFIG = '[auxiliary.vision]\nmodel = "aux:vl"\n'
-_WORDS = ("the", "quick", "brown", "fox", "jumps", "over", "a", "lazy", "dog", "window", "button", "total")
 
 
 def _row(name: str, samples: list[dict[str, float]]) -> str:
@@ -50,43 +41,6 @@ def _row(name: str, samples: list[dict[str, float]]) -> str:
         f"driver {statistics.median(drivers):7.2f} ms  overhead {statistics.median(overhead):7.2f} ms "
         f"(p90 {p90(overhead):7.2f})"
     )
-
-
-def busy_png(width: int, height: int, seed: int = 7) -> str:
-    """A deterministic screenshot-like PNG (base64): text lines beside a smooth, slightly noisy panel."""
-    rng = random.Random(seed)
-    image = Image.new("RGB", (width, height), (246, 246, 246))
-    panel_w, panel_h = width // 3, height // 2
-    noise = Image.frombytes("L", (panel_w, panel_h), bytes(rng.randrange(96, 160) for _ in range(panel_w * panel_h)))
-    gradient = Image.linear_gradient("L").resize((panel_w, panel_h))
-    image.paste(Image.merge("RGB", (gradient, noise, Image.blend(gradient, noise, 0.5))), (width - panel_w - 10, 40))
-    draw, font = ImageDraw.Draw(image), ImageFont.load_default()
-    for y in range(40, height - 12, 14):
-        x = 10
-        while x < width - panel_w - 30:
-            word = rng.choice(_WORDS)
-            draw.text((x, y), word, fill=(rng.randrange(0, 90),) * 3, font=font)
-            x += 7 * len(word) + 6
-    buffer = io.BytesIO()
-    image.save(buffer, format="PNG")
-    return base64.b64encode(buffer.getvalue()).decode("ascii")
-
-
-def use_busy_pixels(driver: DriverClient) -> None:
-    """Replace every screenshot the driver returns with a busy one of the same size (made once per size)."""
-    made: dict[tuple[int, int], str] = {}
-    call = driver.call
-
-    async def busy_call(tool: str, arguments: Mapping[str, Any]) -> DriverReply:
-        reply = await call(tool, arguments)
-        width, height = reply.structured.get("screenshot_width"), reply.structured.get("screenshot_height")
-        if reply.images and isinstance(width, int) and isinstance(height, int):
-            if (width, height) not in made:
-                made[width, height] = busy_png(width, height)
-            reply.images = [("image/png", made[width, height])]
-        return reply
-
-    driver.call = busy_call  # type: ignore[method-assign]
 
 
 async def _measure(desk: Desk, results: dict[str, list[dict[str, float]]], name: str, **arguments: Any) -> None:

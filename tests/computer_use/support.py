@@ -4,12 +4,16 @@
 driver (profile, faults, journal and state files in the test's folder), starts a ``SessionRuntime``
 (counting what it enters) and builds the session's ``ComputerUse``. ``Desk.act`` runs one call the way the
 turn loop does (validate → approval → run, a ``ToolError`` becomes a failed outcome with its code);
-``Desk.journal``/``Desk.state`` are the oracle.
+``Desk.journal``/``Desk.state`` are the oracle. ``use_busy_pixels`` swaps the simulator's flat screenshots for
+busy, screenshot-like ones of the same size (the simulator's compress far below the image budget).
 """
 
 from __future__ import annotations
 
+import base64
+import io
 import json
+import random
 import shlex
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
@@ -18,10 +22,13 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+from PIL import Image, ImageDraw, ImageFont
 
 from fixtures.cua_driver_sim import command, read_journal, read_state
 from fixtures.cua_driver_sim.launcher import DesktopState, FaultSpec, JournalEntry
 from hermes_acp.computer_use import ComputerUse
+from hermes_acp.computer_use.driver import DriverClient
+from hermes_acp.computer_use.results import DriverReply
 from hermes_acp.config import Settings, load_settings
 from hermes_acp.core import ModeId, TextPart
 from hermes_acp.errors import ToolError
@@ -34,7 +41,11 @@ from tests.fakes.server import scripted_model
 
 from .owner import CountingRuntime
 
-__all__ = ["Desk", "catalog_model", "open_desk", "payload"]
+__all__ = ["BUSY_WINDOW", "Desk", "busy_png", "catalog_model", "open_desk", "payload", "use_busy_pixels"]
+
+BUSY_WINDOW = [{"knob": "big_window", "app": "calculator", "width": 1500, "height": 950}]
+"""A Calculator window the simulator delivers at 1346x852 (with ``use_busy_pixels``: about 740 KB of PNG)."""
+_WORDS = ("the", "quick", "brown", "fox", "jumps", "over", "a", "lazy", "dog", "window", "button", "total")
 
 
 def catalog_model(model_id: str = "scripted:model", *, vision: bool = True) -> CatalogModel:
@@ -49,6 +60,43 @@ def payload(outcome: ToolOutcome) -> dict[str, Any]:
     value = json.loads(first.text) if first.text.startswith("{") else {"error": first.text}
     assert isinstance(value, dict)
     return value
+
+
+def busy_png(width: int, height: int, seed: int = 7) -> str:
+    """A deterministic screenshot-like PNG (base64): text lines beside a smooth, slightly noisy panel."""
+    rng = random.Random(seed)
+    image = Image.new("RGB", (width, height), (246, 246, 246))
+    panel_w, panel_h = width // 3, height // 2
+    noise = Image.frombytes("L", (panel_w, panel_h), bytes(rng.randrange(96, 160) for _ in range(panel_w * panel_h)))
+    gradient = Image.linear_gradient("L").resize((panel_w, panel_h))
+    image.paste(Image.merge("RGB", (gradient, noise, Image.blend(gradient, noise, 0.5))), (width - panel_w - 10, 40))
+    draw, font = ImageDraw.Draw(image), ImageFont.load_default()
+    for y in range(40, height - 12, 14):
+        x = 10
+        while x < width - panel_w - 30:
+            word = rng.choice(_WORDS)
+            draw.text((x, y), word, fill=(rng.randrange(0, 90),) * 3, font=font)
+            x += 7 * len(word) + 6
+    buffer = io.BytesIO()
+    image.save(buffer, format="PNG")
+    return base64.b64encode(buffer.getvalue()).decode("ascii")
+
+
+def use_busy_pixels(driver: DriverClient) -> None:
+    """Replace every screenshot the driver returns with a busy one of the same size (made once per size)."""
+    made: dict[tuple[int, int], str] = {}
+    call = driver.call
+
+    async def busy_call(tool: str, arguments: Mapping[str, Any]) -> DriverReply:
+        reply = await call(tool, arguments)
+        width, height = reply.structured.get("screenshot_width"), reply.structured.get("screenshot_height")
+        if reply.images and isinstance(width, int) and isinstance(height, int):
+            if (width, height) not in made:
+                made[width, height] = busy_png(width, height)
+            reply.images = [("image/png", made[width, height])]
+        return reply
+
+    driver.call = busy_call  # type: ignore[method-assign]
 
 
 async def _noop(_content: Any) -> None:

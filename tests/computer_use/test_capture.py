@@ -6,15 +6,17 @@ from __future__ import annotations
 import base64
 import io
 from pathlib import Path
+from typing import Any
 
 import pytest
 from PIL import Image
 
 from fixtures.cua_driver_sim import CALCULATOR_PID, CALCULATOR_WINDOW_ID, TEXT_EDITOR_WINDOW_ID
+from hermes_acp.computer_use import images as images_module
 from hermes_acp.core import ImageBlock, ImagePart, TextBlock, TextPart
 from hermes_acp.providers.scripted import ScriptedProvider, text_reply
 
-from .support import catalog_model, open_desk, payload
+from .support import BUSY_WINDOW, catalog_model, open_desk, payload, use_busy_pixels
 
 pytestmark = pytest.mark.anyio
 
@@ -174,3 +176,41 @@ async def test_a_model_without_vision_gets_the_element_list_or_the_auxiliary_des
         assert any(isinstance(b, ImageBlock) for b in outcome.content)  # the editor still sees the screenshot
     assert isinstance(described.parts[1], TextPart) and "display shows 0" in described.parts[1].text
     assert len(aux.requests) == 1
+
+
+@pytest.mark.parametrize("route", ["native", "auxiliary"])
+async def test_a_busy_screenshot_is_decoded_once_and_never_re_encoded_as_a_png_that_cannot_fit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, route: str
+) -> None:
+    decoded: list[int] = []
+    encoded: list[str] = []
+    real_open, real_encode = images_module._open, images_module._encode
+
+    def open_spy(data: bytes) -> Any:
+        decoded.append(len(data))
+        return real_open(data)
+
+    def encode_spy(image: Any, fmt: str, quality: int = 85) -> bytes:
+        encoded.append(fmt)
+        return real_encode(image, fmt, quality)
+
+    monkeypatch.setattr(images_module, "_open", open_spy)
+    monkeypatch.setattr(images_module, "_encode", encode_spy)
+    aux = ScriptedProvider([text_reply("A calculator.")], provider_id="aux")
+    options: dict[str, Any] = (
+        {}
+        if route == "native"
+        else {"model": catalog_model(vision=False), "models": [catalog_model("aux:vl")], "providers": {"aux": aux},
+              "config": '[auxiliary.vision]\nmodel = "aux:vl"\n'}
+    )  # fmt: skip
+    async with open_desk(tmp_path, faults=BUSY_WINDOW, **options) as desk:
+        use_busy_pixels(desk.cu.driver)
+        outcome = await desk.act(action="capture", app="Calculator")
+    body = payload(outcome)
+    editor = next(block for block in outcome.content if isinstance(block, ImageBlock))
+    assert body["image"]["route"] == route and len(body["elements"]) == 16
+    assert len(decoded) == 1 and "PNG" not in encoded
+    assert len(base64.b64decode(editor.data)) <= desk.settings.vision.embed_target_bytes
+    if route == "native":
+        shown = outcome.parts[1]
+        assert isinstance(shown, ImagePart) and (shown.media_type, shown.data) == (editor.media_type, editor.data)
