@@ -10,6 +10,7 @@ card to attach to. This module knows the neutral display blocks, not ACP.
 from __future__ import annotations
 
 import base64
+import codecs
 import mimetypes
 import os
 from collections.abc import Awaitable, Callable
@@ -137,7 +138,10 @@ async def _linked(
             return []
         return [ImagePart(media_type=mime, data=base64.b64encode(data).decode(), label=str(path))]
     try:
-        text = data[:MAX_ATTACHMENT_BYTES].decode("utf-8")
+        # A character cut in two at the limit is left out, not taken for invalid UTF-8.
+        text = codecs.getincrementaldecoder("utf-8")().decode(
+            data[:MAX_ATTACHMENT_BYTES], final=len(data) <= MAX_ATTACHMENT_BYTES
+        )
     except UnicodeDecodeError:
         notices.append(f"The attachment {path} is not UTF-8 text and was not forwarded.")
         return []

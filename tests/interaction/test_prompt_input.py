@@ -171,3 +171,18 @@ async def test_a_linked_file_is_read_only_up_to_the_limit(tmp_path: Path) -> Non
     assert isinstance(part, TextPart)
     assert "#" * MAX_ATTACHMENT_BYTES + "\n[... truncated: the file has more than" in part.text
     assert "#" * (MAX_ATTACHMENT_BYTES + 1) not in part.text
+
+
+async def test_a_long_utf8_file_cut_inside_a_character_is_still_text(tmp_path: Path) -> None:
+    provider = ScriptedProvider([text_reply("ok")])
+    async with open_pair(tmp_path, provider=provider) as pair:
+        notes = pair.workspace / "notes.md"
+        notes.write_text("a" * (MAX_ATTACHMENT_BYTES - 1) + "é and more", encoding="utf-8")
+        session_id = await pair.new_session()
+        await pair.conn.prompt(
+            session_id=session_id,
+            prompt=[schema.ResourceContentBlock(type="resource_link", uri=notes.as_uri(), name="notes.md")],
+        )
+    (part,) = _user_parts(provider)
+    assert isinstance(part, TextPart)
+    assert "a" * (MAX_ATTACHMENT_BYTES - 1) + "\n[... truncated: the file has" in part.text
