@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import difflib
 import os
+from functools import partial
 from pathlib import Path
 
+import anyio
 from pydantic import BaseModel
 
 from hermes_acp.errors import ToolInputError
@@ -49,8 +51,13 @@ def read_request(path: Path, title: str, parsed: BaseModel) -> ApprovalRequest:
     )
 
 
-def missing_path_error(path: Path, shown: str, *, hint: str = "") -> ToolInputError:
-    """A clear "does not exist" for the model, with close names from the same folder when there are some."""
+async def missing_path_error(path: Path, shown: str, *, hint: str = "") -> ToolInputError:
+    """A clear "does not exist" for the model, with close names from the same folder when there are some (the
+    folders are looked at in a worker thread)."""
+    return await anyio.to_thread.run_sync(partial(_missing_path_error, path, shown, hint))
+
+
+def _missing_path_error(path: Path, shown: str, hint: str) -> ToolInputError:
     parent = path.parent
     if not parent.is_dir():
         nearest = parent

@@ -151,7 +151,7 @@ class EditFileTool(TypedTool[_EditInput]):
         shown = display_path(path, ctx.workspace)
         original = await read_current(ctx, path, shown, action="edit_file", need_utf8=True)
         if original is None:
-            raise missing_path_error(path, shown, hint="; use write_file to create a new file")
+            raise await missing_path_error(path, shown, hint="; use write_file to create a new file")
         result = apply_edits(original, parsed.edits, shown)
         parsed._before = Snapshot(original)
         parsed._result = result
@@ -163,7 +163,7 @@ class EditFileTool(TypedTool[_EditInput]):
         original = await read_current(ctx, path, shown, action="edit_file", need_utf8=True)
         ensure_unchanged(parsed._before, original, shown)
         if original is None:
-            raise missing_path_error(path, shown, hint="; use write_file to create a new file")
+            raise await missing_path_error(path, shown, hint="; use write_file to create a new file")
         result = parsed._result if parsed._result is not None else apply_edits(original, parsed.edits, shown)
         await files_for(ctx, path).write_text(path, result.text)
         text = (

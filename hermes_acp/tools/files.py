@@ -84,7 +84,7 @@ class ReadFileTool(TypedTool[_ReadInput]):
         shown = display_path(path, ctx.workspace)
         facts = await inspect(path, shown)
         if not facts.exists:
-            raise missing_path_error(path, shown)
+            raise await missing_path_error(path, shown)
         if facts.is_dir:
             raise ToolInputError(f"{shown} is a folder; use list_files to see what it holds")
         if facts.encoding == "binary":

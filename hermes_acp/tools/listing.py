@@ -92,7 +92,7 @@ class ListFilesTool(TypedTool[_ListInput]):
         path = ctx.workspace.resolve(parsed.path)
         shown = display_path(path, ctx.workspace)
         if not await anyio.to_thread.run_sync(path.exists):
-            raise missing_path_error(path, shown)
+            raise await missing_path_error(path, shown)
         if not await anyio.to_thread.run_sync(path.is_dir):
             raise ToolInputError(f"{shown} is a file, not a folder; read it with read_file")
         if parsed.glob:

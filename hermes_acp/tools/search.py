@@ -109,7 +109,7 @@ class SearchFilesTool(TypedTool[_SearchInput]):
         path = ctx.workspace.resolve(parsed.path)
         shown = display_path(path, ctx.workspace)
         if not await anyio.to_thread.run_sync(path.exists):
-            raise missing_path_error(path, shown)
+            raise await missing_path_error(path, shown)
         found, more, stopped_early = await self._find(parsed, path, regex)
         visible = [m for m in found if not is_sensitive(m.path)]
         secret = len(found) - len(visible)

@@ -122,7 +122,7 @@ class TerminalTool(TypedTool[_TerminalInput]):
             shown = display_path(cwd, ctx.workspace)
             if await anyio.to_thread.run_sync(cwd.exists):
                 raise ToolInputError(f"cwd {shown} is a file, not a folder")
-            raise missing_path_error(cwd, f"cwd {shown}")
+            raise await missing_path_error(cwd, f"cwd {shown}")
         return cwd
 
     @staticmethod

@@ -4,6 +4,7 @@ atomic writes, and the approval requests that name the right paths."""
 from __future__ import annotations
 
 import os
+import threading
 from pathlib import Path
 
 import pytest
@@ -97,6 +98,22 @@ async def test_missing_paths_and_folders_get_helpful_errors(tmp_path: Path) -> N
     (tmp_path / "src").mkdir()
     with pytest.raises(ToolInputError, match="is a folder; use list_files"):
         await call(ReadFileTool(), context(tmp_path), path="src")
+
+
+async def test_close_names_are_looked_up_off_the_event_loop(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "config.yaml").write_text("a: 1\n")
+    listed_on_loop: list[bool] = []
+    listdir = os.listdir
+
+    def recorded(path: str | os.PathLike[str]) -> list[str]:
+        if Path(path) == tmp_path:
+            listed_on_loop.append(threading.current_thread() is threading.main_thread())
+        return listdir(path)
+
+    monkeypatch.setattr(os, "listdir", recorded)
+    with pytest.raises(ToolInputError, match=r"similar names there: config\.yaml"):
+        await call(ReadFileTool(), context(tmp_path), path="config.yml")
+    assert listed_on_loop == [False]
 
 
 async def test_reading_past_the_end_says_how_long_the_file_is(tmp_path: Path) -> None:
