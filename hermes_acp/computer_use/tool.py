@@ -20,7 +20,7 @@ import anyio
 from pydantic import ValidationError
 
 from hermes_acp.core import DisplayBlock, ImageBlock, ImagePart, TextBlock, TextPart, ToolKind
-from hermes_acp.errors import ComputerUseError, ToolInputError
+from hermes_acp.errors import ComputerUseError, OutcomeUnknownError, ToolInputError
 from hermes_acp.tools.base import Presentation, ToolOutcome, describe_validation_error
 from hermes_acp.tools.context import ApprovalRequest, ToolContext
 
@@ -261,6 +261,8 @@ class ComputerUseTool:
             report = action_report(reply)
         except ComputerUseRefusal as refusal:
             report = refusal_report(refusal)
+        except OutcomeUnknownError as lost:
+            report = ActionReport(ok=False, code=lost.code, message=str(lost))
         payload: dict[str, Any] = {"action": p.action, **({"target": target.payload()} if target else {})}
         payload.update(report.payload())
         payload["verdict"] = verdict(report, used_element=used_element, foreground=foreground)

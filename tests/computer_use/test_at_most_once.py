@@ -97,3 +97,24 @@ async def test_a_call_refused_for_an_ended_session_label_is_revived_and_sent_onc
         journal, state = desk.journal(), desk.state()
     assert not outcome.failed
     assert len(journal) == 1 and state["calculator"]["display"] == "4"
+
+
+@pytest.mark.parametrize(
+    ("fault", "code"),
+    [
+        ({"knob": "timeout_after_perform", "tool": "click", "delay": "never", "nth": 1}, "timeout_outcome_unknown"),
+        ({"knob": "drop_transport", "tool": "click", "when": "after", "nth": 1}, "transport_outcome_unknown"),
+    ],
+)
+async def test_a_lost_mutation_is_a_failed_action_result_that_says_verify_fresh_state(
+    tmp_path: Path, fault: dict[str, object], code: str
+) -> None:
+    async with open_desk(tmp_path, faults=[fault], config=FAST) as desk:
+        labels = await desk.capture("Calculator")
+        lost = await desk.act(action="click", element=labels["7"], capture_after=True)
+        journal = desk.journal()
+    body = payload(lost)
+    assert lost.failed and lost.error_code == code and len(journal) == 1
+    assert (body["ok"], body["code"], body["target"]["app"]) == (False, code, "Calculator")
+    assert body["verdict"]["decision"] == "verify_fresh_state" and "not repeated" in body["message"]
+    assert body["capture_after"].startswith("skipped")
