@@ -1,15 +1,18 @@
 """``Recorder``: persist an event, fold it into the projection, then emit it (DESIGN §4.3).
 
 The write is shielded from cancellation so a cancelled turn never leaves the store and the in-memory projection
-disagreeing; the emission is bounded so a client that stops reading cannot hang the turn. It knows the store and
+disagreeing. Every emission is bounded, and a client that lets one wait out ``EMIT_TIMEOUT_S`` counts as stalled
+until the turn ends: nothing more is sent to it live (logged once), so a client that stopped reading costs a turn
+one timeout, not one per update. The log keeps everything and ``session/load`` replays it. It knows the store and
 sink seams, not their implementations.
 """
 
 from __future__ import annotations
 
 import anyio
+import structlog
 
-from hermes_acp.core import SessionEvent
+from hermes_acp.core import SessionEvent, TurnEnded
 from hermes_acp.storage.base import SessionStore
 
 from .ports import LiveUpdate, UpdateSink
@@ -19,6 +22,7 @@ __all__ = ["EMIT_TIMEOUT_S", "Recorder"]
 
 EMIT_TIMEOUT_S = 10.0
 """Longest wait for the client to take one update off our stdout."""
+_log = structlog.get_logger("hermes_acp.turns")
 
 
 class Recorder:
@@ -27,6 +31,7 @@ class Recorder:
         self._store = store
         self.sink = sink
         self.projection = projection
+        self._stalled = False
 
     async def record(self, *events: SessionEvent) -> None:
         """Store ``events`` (one transaction), apply them, then emit them in order. Raises ``StorageError``."""
@@ -34,11 +39,27 @@ class Recorder:
             await self._store.append_events(self._session_id, events)
             for event in events:
                 self.projection.apply(event)
-            with anyio.move_on_after(EMIT_TIMEOUT_S):
-                for event in events:
-                    await self.sink.emit_event(event, live=True)
+            if not self._stalled:
+                with anyio.move_on_after(EMIT_TIMEOUT_S) as emitting:
+                    for event in events:
+                        await self.sink.emit_event(event, live=True)
+                if emitting.cancelled_caught:
+                    self._stall()
+        if any(isinstance(event, TurnEnded) for event in events):
+            self._stalled = False  # the next turn tries the client again
 
     async def live(self, update: LiveUpdate) -> None:
-        """Send a transient update (streamed text, progress); bounded like every other send."""
-        with anyio.move_on_after(EMIT_TIMEOUT_S):
+        """Send a transient update (streamed text, progress); bounded like every other send, dropped when stalled."""
+        if self._stalled:
+            return
+        with anyio.move_on_after(EMIT_TIMEOUT_S) as emitting:
             await self.sink.emit_live(update)
+        if emitting.cancelled_caught:
+            self._stall()
+
+    def _stall(self) -> None:
+        self._stalled = True
+        _log.warning(
+            "the client stopped taking updates; the rest of this turn is not sent live (session/load replays it)",
+            session_id=self._session_id,
+        )
