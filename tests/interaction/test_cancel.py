@@ -17,13 +17,6 @@ from tests.fakes.tools import BlockingTool, GuardedWriteTool, args
 pytestmark = pytest.mark.anyio
 
 
-def _cards(pair: Pair, session_id: str) -> dict[str, dict[str, Any]]:
-    cards: dict[str, dict[str, Any]] = {}
-    for u in pair.client.of_kind("tool_call", session_id) + pair.client.of_kind("tool_call_update", session_id):
-        cards.setdefault(u["toolCallId"], {}).update(u)
-    return cards
-
-
 async def _prompt_into(pair: Pair, session_id: str, text: str, results: dict[str, Any]) -> None:
     results[text] = await pair.prompt(session_id, text)
 
@@ -70,7 +63,7 @@ async def test_cancel_during_a_tool_interrupts_it_and_settles_the_card(tmp_path:
             with anyio.fail_after(5):
                 await blocker.started.wait()
             await pair.conn.cancel(session_id=session_id)
-        cards = _cards(pair, session_id)
+        cards = pair.client.cards(session_id)
         with anyio.fail_after(5):
             nxt = await pair.prompt(session_id, "again")
     assert results["run"].stop_reason == "cancelled"
@@ -100,7 +93,7 @@ async def test_cancel_withdraws_a_pending_permission_request(tmp_path: Path) -> 
             with anyio.fail_after(5):
                 await pair.client.permission_asked.wait()
             await pair.conn.cancel(session_id=session_id)
-        cards = _cards(pair, session_id)
+        cards = pair.client.cards(session_id)
         never.set()
     assert results["write"].stop_reason == "cancelled"
     assert cards["w1"]["status"] == "failed"
@@ -135,7 +128,7 @@ async def test_cancel_while_an_attachment_read_is_asked_leaves_no_tool_result_in
         never.set()
         with anyio.fail_after(5):
             fresh = await pair.prompt(session_id, "fresh")
-        cards = _cards(pair, session_id)
+        cards = pair.client.cards(session_id)
     assert results["attach"].stop_reason == "cancelled"
     assert [card["status"] for card in cards.values()] == ["failed"]
     assert fresh.stop_reason == "end_turn"
@@ -149,7 +142,7 @@ async def test_cancelled_permission_outcome_cancels_the_turn(tmp_path: Path) -> 
         pair.client.answers = ["cancelled"]
         session_id = await pair.new_session()
         response = await pair.prompt(session_id, "write")
-        cards = _cards(pair, session_id)
+        cards = pair.client.cards(session_id)
     assert response.stop_reason == "cancelled"
     assert cards["w1"]["status"] == "failed"
     assert writer.writes == []
