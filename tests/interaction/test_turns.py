@@ -12,52 +12,10 @@ import pytest
 from hermes_acp.core import AssistantMessageStored, TextPart, ToolCallPart, ToolResultMessage, UserMessage
 from hermes_acp.errors import ProviderUnavailableError
 from hermes_acp.providers.scripted import ScriptedProvider, ScriptedReply, text_reply, tool_reply
-from tests.fakes.server import Pair, open_pair
-from tests.fakes.tools import BlockingTool, EchoTool, FailingTool, GuardedWriteTool, args
+from tests.fakes.server import open_pair
+from tests.fakes.tools import BlockingTool, EchoTool, FailingTool, GuardedWriteTool, call
 
 pytestmark = pytest.mark.anyio
-
-
-def call(call_id: str, name: str, **arguments: Any) -> ToolCallPart:
-    return ToolCallPart(id=call_id, name=name, arguments=args(**arguments))
-
-
-def tool_frames(pair: Pair, session_id: str, call_id: str) -> list[dict[str, Any]]:
-    return [
-        u
-        for u in (*pair.client.of_kind("tool_call", session_id), *pair.client.of_kind("tool_call_update", session_id))
-        if u["toolCallId"] == call_id
-    ]
-
-
-def final_state(frames: list[dict[str, Any]]) -> dict[str, Any]:
-    state: dict[str, Any] = {}
-    for frame in frames:
-        state.update({k: v for k, v in frame.items() if k != "sessionUpdate"})
-    return state
-
-
-def transcript(updates: list[dict[str, Any]]) -> dict[str, Any]:
-    """What an editor ends up showing: text per messageId, final tool cards, plans, titles."""
-    messages: dict[str, str] = {}
-    thoughts: dict[str, str] = {}
-    cards: dict[str, dict[str, Any]] = {}
-    plans: list[Any] = []
-    titles: list[str] = []
-    for u in updates:
-        kind = u["sessionUpdate"]
-        if kind == "agent_message_chunk":
-            messages[u["messageId"]] = messages.get(u["messageId"], "") + u["content"]["text"]
-        elif kind == "agent_thought_chunk":
-            thoughts[u["messageId"]] = thoughts.get(u["messageId"], "") + u["content"]["text"]
-        elif kind in ("tool_call", "tool_call_update"):
-            card = cards.setdefault(u["toolCallId"], {})
-            card.update({k: v for k, v in u.items() if k != "sessionUpdate"})
-        elif kind == "plan":
-            plans.append(u["entries"])
-        elif kind == "session_info_update":
-            titles.append(u["title"])
-    return {"messages": messages, "thoughts": thoughts, "cards": cards, "plans": plans, "titles": titles}
 
 
 async def test_streamed_turn_with_tool_calls_keeps_provider_ids_and_settles_each_call(tmp_path: Path) -> None:
@@ -72,7 +30,7 @@ async def test_streamed_turn_with_tool_calls_keeps_provider_ids_and_settles_each
         session_id = await pair.new_session()
         with anyio.fail_after(5):
             response = await pair.prompt(session_id, "echo twice")
-        frames_a = tool_frames(pair, session_id, "call_A")
+        frames_a = pair.client.tool_frames("call_A", session_id)
         chunks = pair.client.of_kind("agent_message_chunk", session_id)
         usage_updates = pair.client.of_kind("usage_update", session_id)
     assert response.stop_reason == "end_turn"
@@ -113,16 +71,14 @@ async def test_live_frames_equal_replayed_frames(tmp_path: Path) -> None:
         session_id = await pair.new_session()
         await pair.prompt(session_id, "do the things")
         await pair.client.wait_for(lambda: bool(pair.client.of_kind("session_info_update", session_id)))
-        live = [
-            u for s, u in pair.client.updates if s == session_id and u["sessionUpdate"] != "available_commands_update"
-        ]
+        live_view = pair.client.transcript(session_id)
         pair.client.clear()
         await pair.conn.close_session(session_id=session_id)
         await pair.conn.load_session(cwd=str(pair.workspace), session_id=session_id, mcp_servers=[])
         replay = [
             u for s, u in pair.client.updates if s == session_id and u["sessionUpdate"] != "available_commands_update"
         ]
-    live_view, replay_view = transcript(live), transcript(replay)
+        replay_view = pair.client.transcript(session_id)
     assert live_view == replay_view
     assert set(live_view["cards"]) == {"call_plan", "call_echo", "call_fail"}
     assert live_view["cards"]["call_fail"]["status"] == "failed"
@@ -150,7 +106,7 @@ async def test_bad_calls_fail_with_an_error_the_model_can_act_on_and_the_turn_co
     async with open_pair(tmp_path, provider=provider, tools=[EchoTool(), FailingTool()]) as pair:
         session_id = await pair.new_session()
         response = await pair.prompt(session_id, "go")
-        state = final_state(tool_frames(pair, session_id, "call_x"))
+        state = pair.client.cards(session_id)["call_x"]
     assert response.stop_reason == "end_turn"
     assert state["status"] == "failed"
     result = next(m for m in provider.requests[1].messages if isinstance(m, ToolResultMessage))
@@ -227,7 +183,7 @@ async def test_max_turn_requests_stops_a_looping_model(tmp_path: Path) -> None:
     async with open_pair(tmp_path, provider=provider, tools=[EchoTool()], config=config) as pair:
         session_id = await pair.new_session()
         response = await pair.prompt(session_id, "loop")
-        statuses = [final_state(tool_frames(pair, session_id, f"c{i}")).get("status") for i in range(3)]
+        statuses = [pair.client.cards(session_id)[f"c{i}"].get("status") for i in range(3)]
     assert response.stop_reason == "max_turn_requests"
     assert len(provider.requests) == 3
     assert statuses == ["completed"] * 3
@@ -250,7 +206,7 @@ async def test_max_tokens_with_cut_off_tool_call_settles_it_without_running(tmp_
     async with open_pair(tmp_path, provider=provider, tools=[echo]) as pair:
         session_id = await pair.new_session()
         response = await pair.prompt(session_id, "go")
-        state = final_state(tool_frames(pair, session_id, "c1"))
+        state = pair.client.cards(session_id)["c1"]
     assert response.stop_reason == "max_tokens"
     assert state["status"] == "failed"
     assert echo.runs == []
@@ -321,11 +277,13 @@ async def test_blocking_tool_streams_progress_while_running(tmp_path: Path) -> N
                 await blocker.started.wait()
             await pair.client.wait_for(
                 lambda: any(
-                    f.get("content") for f in tool_frames(pair, session_id, "b1") if f.get("status") == "in_progress"
+                    f.get("content")
+                    for f in pair.client.tool_frames("b1", session_id)
+                    if f.get("status") == "in_progress"
                 )
             )
             blocker.release.set()
-        state = final_state(tool_frames(pair, session_id, "b1"))
+        state = pair.client.cards(session_id)["b1"]
     assert state["status"] == "completed"
 
 
@@ -342,7 +300,7 @@ async def test_denied_call_is_not_run_and_settles_with_the_permission_request_id
             if u.get("toolCallId") == "w1"
         ]
         (asked,) = pair.client.permissions
-        state = final_state(tool_frames(pair, session_id, "w1"))
+        state = pair.client.cards(session_id)["w1"]
     assert writer.writes == []
     assert asked.tool_call["toolCallId"] == "w1"
     assert asked.tool_call["title"] == "Write notes.txt"
@@ -401,8 +359,8 @@ async def test_permission_timeout_denies_only_that_call(tmp_path: Path) -> None:
         with anyio.fail_after(5):
             await pair.prompt(session_id, "two writes")
         answered.set()
-        first = final_state(tool_frames(pair, session_id, "w1"))
-        second = final_state(tool_frames(pair, session_id, "w2"))
+        first = pair.client.cards(session_id)["w1"]
+        second = pair.client.cards(session_id)["w2"]
     assert first["status"] == "failed"
     assert "no answer" in first["content"][0]["content"]["text"]
     assert second["status"] == "completed"
@@ -416,7 +374,7 @@ async def test_read_only_mode_refuses_mutations_without_asking(tmp_path: Path) -
         session_id = await pair.new_session()
         await pair.conn.set_session_mode(session_id=session_id, mode_id="read_only")
         await pair.prompt(session_id, "write")
-        state = final_state(tool_frames(pair, session_id, "w1"))
+        state = pair.client.cards(session_id)["w1"]
     assert pair.client.permissions == []
     assert writer.writes == []
     assert state["status"] == "failed"
@@ -436,7 +394,7 @@ async def test_an_internal_failure_mid_turn_still_settles_every_card_and_answers
         session_id = await pair.new_session()
         with pytest.raises(RequestError) as caught:
             await pair.prompt(session_id, "go")
-        statuses = {cid: final_state(tool_frames(pair, session_id, cid)).get("status") for cid in ("c1", "c2")}
+        statuses = {cid: pair.client.cards(session_id)[cid].get("status") for cid in ("c1", "c2")}
         after = await pair.prompt(session_id, "again")
     assert caught.value.code == -32603
     assert "a bug in a reply factory" in str(caught.value)
