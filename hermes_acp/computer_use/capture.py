@@ -45,6 +45,7 @@ from .elements import (
 from .gate import NATIVE_MAX_EDGE, SessionImageGate
 from .images import Fitted, ImageDecodeError, Mark, mark_and_fit, measure
 from .results import ComputerUseRefusal, DriverReply
+from .surface import DriverSurface
 from .target import DESKTOP, SCREEN, Target, WindowRow, choose_window, window_rows
 
 __all__ = ["CaptureResult", "Capturer"]
@@ -102,25 +103,22 @@ class Capturer:
         self._cache_dir = cache_dir
 
     async def windows(self, **filters: Any) -> list[WindowRow]:
-        surface = await self._driver.ensure()
+        return await self._windows(await self._driver.ensure(), **filters)
+
+    async def _windows(self, surface: DriverSurface, **filters: Any) -> list[WindowRow]:
         reply = await self._driver.call("list_windows", surface.with_only("list_windows", filters))
         return window_rows(reply.structured)
 
     async def bind(self, *, app: str | None, pid: int | None, window_id: int | None) -> tuple[Target, WindowRow]:
         """Choose the target window (no capture). The driver's own ``app`` filter (bundle ids) is a second try."""
-        rows = await self.windows()
+        surface = await self._driver.ensure()
+        rows = await self._windows(surface)
         try:
             row = choose_window(rows, app=app, pid=pid, window_id=window_id)
         except ComputerUseRefusal:
-            surface = self._driver.surface
-            if (
-                app is None
-                or app.casefold() == DESKTOP
-                or surface is None
-                or not surface.accepts("list_windows", "app")
-            ):
+            if app is None or app.casefold() == DESKTOP or not surface.accepts("list_windows", "app"):
                 raise
-            filtered = await self.windows(app=app)
+            filtered = await self._windows(surface, app=app)
             if not filtered:
                 raise
             row = choose_window(filtered)

@@ -2,9 +2,10 @@
 
 ``DriverClient`` is what the tool talks to. On the first call it enters a ``DriverHost`` in the session's owner
 task (``OwnerRuntime.enter``); the host's supervisor task spawns the driver (``stdio_client`` + ``ClientSession``),
-initialises it, reads the raw ``tools/list`` (the SDK's models drop ``capabilities``/``risk``) into a
-``DriverSurface``, declares a session label, and keeps the connection until it is dropped or the session closes.
-Entering and exiting the SDK's task groups happens in that one supervisor task, as anyio requires.
+initialises it, reads the raw ``tools/list`` (keeping what the SDK's models drop, such as the logged
+``capability_version``) into a ``DriverSurface``, declares a session label, and keeps the connection until it
+is dropped or the session closes. Entering and exiting the SDK's task groups happens in that one supervisor
+task, as anyio requires.
 
 Calls are bounded by ``computer_use.call_timeout_s``. A timeout or a dropped transport marks the connection
 suspect: it is torn down, ``generation`` moves on (callers drop their target and element tokens), and the next
@@ -236,11 +237,8 @@ class DriverHost:
                     client_info = mcp_types.Implementation(name="hermes-acp", version=__version__)
                     session = await stack.enter_async_context(ClientSession(read, write, client_info=client_info))
                     init = await session.initialize()
-                    surface = DriverSurface.from_listing(
-                        await _list_tools(session),
-                        server_name=init.server_info.name,
-                        server_version=init.server_info.version,
-                    )
+                    listing = await _list_tools(session)
+                    surface = DriverSurface.from_listing(listing, server_version=init.server_info.version)
                     if surface.has("start_session"):
                         await _send(session, "start_session", {"session": params.label}, params.call_timeout_s)
                     scope.deadline = math.inf
@@ -248,7 +246,13 @@ class DriverHost:
                     self._want_drop = anyio.Event()
                     self._conn = _Connection(session, surface)
                     published = True
-                    _log.info("cua-driver ready", version=surface.server_version, tools=len(surface.tools))
+                    _log.info(
+                        "cua-driver ready",
+                        server=init.server_info.name,
+                        version=surface.server_version,
+                        capability_version=listing.get("capability_version"),
+                        tools=len(surface.tools),
+                    )
                     self._notify()
                     await self._want_drop.wait()
                     self._conn = None
@@ -293,7 +297,6 @@ class DriverClient:
         self._start_lock = anyio.Lock()
         self.generation = 0
         """Moves on whenever the connection is dropped as suspect: targets and tokens from before are void."""
-        self.surface: DriverSurface | None = None
         self.busy_s = 0.0
         """Total time spent waiting for the driver's answers (for overhead measurements)."""
 
@@ -311,9 +314,7 @@ class DriverClient:
                     raise DriverUnavailableError(
                         f"the desktop driver could not be attached to the session: {exc}"
                     ) from exc
-            connection = await self._host.acquire()
-        self.surface = connection.surface
-        return connection
+            return await self._host.acquire()
 
     async def call(self, tool: str, arguments: Mapping[str, Any]) -> DriverReply:
         """Call ``tool``; raises ``DriverRefusal`` for ``isError``, ``OutcomeUnknownError`` for a lost mutation."""

@@ -106,13 +106,6 @@ class DriverRefusal(ComputerUseRefusal):
         if rung:
             details["escalation"] = {"recommended": rung}
         super().__init__(f"{tool}: {message}", code=code, details=details)
-        self.tool = tool
-        self.reply = reply
-
-    @property
-    def recommended(self) -> str | None:
-        escalation = self.details.get("escalation")
-        return str(escalation["recommended"]) if isinstance(escalation, Mapping) else None
 
 
 def _recommended(escalation: Any) -> str | None:

@@ -17,7 +17,6 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 __all__ = [
     "ACTIONS",
     "DESCRIPTION",
-    "INPUT_ACTIONS",
     "INPUT_SCHEMA",
     "OBSERVATION_ACTIONS",
     "Action",
@@ -31,7 +30,6 @@ Action = Literal[
 ]  # fmt: skip
 ACTIONS: tuple[str, ...] = Action.__args__  # type: ignore[attr-defined]
 OBSERVATION_ACTIONS = frozenset({"capture", "wait", "list_apps", "list_windows", "verify_state"})
-INPUT_ACTIONS = frozenset({"click", "double_click", "right_click", "drag", "scroll", "type", "key", "set_value"})
 MAX_WAIT_S = 30.0
 
 DESCRIPTION = (

@@ -1,10 +1,9 @@
 """What the connected cua-driver accepts, read from its live ``tools/list`` (cua-driver.md §2.2, §7.1).
 
-``DriverSurface`` holds, per driver tool, the input-schema properties, the required ones, the advertised
-capabilities and risk class (when the listing carries them) and the ``readOnlyHint``. Every adaptation the
-backend makes (element token vs index + snapshot id vs bare index, ``tree_format``, ``delivery_mode``,
-``hotkey`` vs ``press_key`` modifiers, optional ``pid``/``window_id``/``session``) is decided here by
-inspecting those schemas — never by comparing version numbers, which are kept only for reports.
+``DriverSurface`` holds, per driver tool, the input-schema properties. Every adaptation the backend makes
+(element token vs index + snapshot id vs bare index, ``tree_format``, ``delivery_mode``, ``hotkey`` vs
+``press_key`` modifiers, optional ``pid``/``window_id``/``session``) is decided here by inspecting those
+schemas — never by comparing version numbers, which are kept only for reports.
 
 It deliberately knows nothing about MCP or how a call is sent; it reads plain JSON.
 """
@@ -31,10 +30,6 @@ a bare ``element_index`` (legacy), or not at all (pixels only)."""
 class DriverTool:
     name: str
     properties: frozenset[str]
-    required: frozenset[str] = frozenset()
-    capabilities: frozenset[str] = frozenset()
-    read_only_hint: bool | None = None
-    risk_class: str | None = None
 
     def accepts(self, prop: str) -> bool:
         return prop in self.properties
@@ -43,46 +38,27 @@ class DriverTool:
     def from_json(cls, raw: Mapping[str, Any]) -> DriverTool:
         schema = raw.get("inputSchema") or raw.get("input_schema") or {}
         properties = schema.get("properties") if isinstance(schema, Mapping) else None
-        required = schema.get("required") if isinstance(schema, Mapping) else None
-        annotations = raw.get("annotations") if isinstance(raw.get("annotations"), Mapping) else {}
-        risk = raw.get("risk") if isinstance(raw.get("risk"), Mapping) else {}
-        capabilities = raw.get("capabilities")
-        read_only = annotations.get("readOnlyHint") if annotations else None
         return cls(
             name=str(raw.get("name", "")),
             properties=frozenset(properties) if isinstance(properties, Mapping) else frozenset(),
-            required=frozenset(str(r) for r in required) if isinstance(required, list) else frozenset(),
-            capabilities=frozenset(str(c) for c in capabilities) if isinstance(capabilities, list) else frozenset(),
-            read_only_hint=read_only if isinstance(read_only, bool) else None,
-            risk_class=str(risk["class"]) if risk and "class" in risk else None,
         )
 
 
 @dataclass(frozen=True, slots=True)
 class DriverSurface:
     tools: Mapping[str, DriverTool] = field(default_factory=dict)
-    server_name: str | None = None
     server_version: str | None = None
     """Reported for diagnostics only; behaviour never branches on it."""
-    capability_version: str | None = None
 
     @classmethod
-    def from_listing(
-        cls, listing: Mapping[str, Any], *, server_name: str | None = None, server_version: str | None = None
-    ) -> DriverSurface:
+    def from_listing(cls, listing: Mapping[str, Any], *, server_version: str | None = None) -> DriverSurface:
         raw_tools = listing.get("tools")
         tools = {}
         for raw in raw_tools if isinstance(raw_tools, list) else []:
             if isinstance(raw, Mapping) and raw.get("name"):
                 tool = DriverTool.from_json(raw)
                 tools[tool.name] = tool
-        version = listing.get("capability_version")
-        return cls(
-            tools=tools,
-            server_name=server_name,
-            server_version=server_version,
-            capability_version=str(version) if version is not None else None,
-        )
+        return cls(tools=tools, server_version=server_version)
 
     def has(self, tool: str) -> bool:
         return tool in self.tools
@@ -91,12 +67,8 @@ class DriverSurface:
         found = self.tools.get(tool)
         return found is not None and found.accepts(prop)
 
-    def advertises(self, tool: str, capability: str) -> bool:
-        found = self.tools.get(tool)
-        return found is not None and capability in found.capabilities
-
     def element_form(self, tool: str) -> ElementForm:
-        """The element addressing ``tool`` accepts, by its input schema (capabilities can be missing: #3613)."""
+        """The element addressing ``tool`` accepts, by its input schema (never by advertised capabilities: #3613)."""
         found = self.tools.get(tool)
         if found is None:
             return "none"

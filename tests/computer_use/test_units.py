@@ -41,24 +41,10 @@ def test_element_addressing_follows_the_input_schema_not_the_version(props: list
         assert _listing(version, click=props).element_form("click") == form
 
 
-def test_capabilities_and_risk_are_read_when_the_listing_carries_them() -> None:
+def test_with_only_drops_the_arguments_a_tool_schema_does_not_list() -> None:
     surface = DriverSurface.from_listing(
-        {
-            "tools": [
-                {
-                    "name": "click",
-                    "inputSchema": {"properties": {"element_token": {}}, "required": []},
-                    "capabilities": ["accessibility.element_tokens"],
-                    "risk": {"class": "r1"},
-                    "annotations": {"readOnlyHint": False},
-                }
-            ],
-            "capability_version": "1",
-        }
+        {"tools": [{"name": "click", "inputSchema": {"properties": {"element_token": {}}, "required": []}}]}
     )
-    tool = surface.tools["click"]
-    assert surface.advertises("click", "accessibility.element_tokens")
-    assert (tool.risk_class, tool.read_only_hint, surface.capability_version) == ("r1", False, "1")
     assert surface.with_only("click", {"element_token": "s1:1", "bogus": 1}) == {"element_token": "s1:1"}
 
 
