@@ -35,13 +35,6 @@ def offered(provider: ScriptedProvider, index: int) -> list[str]:
     return [t.name for t in provider.requests[index].tools]
 
 
-def tool_results(pair: Pair, session_id: str) -> dict[str, dict[str, Any]]:
-    cards: dict[str, dict[str, Any]] = {}
-    for update in pair.client.of_kind("tool_call", session_id) + pair.client.of_kind("tool_call_update", session_id):
-        cards.setdefault(update["toolCallId"], {}).update(update)
-    return cards
-
-
 async def test_session_new_does_not_wait_for_a_server_that_never_answers(tmp_path: Path) -> None:
     silent = {"name": "silent", "command": sys.executable, "args": ["-c", "import time; time.sleep(600)"], "env": []}
     async with open_pair(tmp_path, provider=ScriptedProvider([])) as pair:
@@ -63,7 +56,7 @@ async def test_the_first_request_waits_for_servers_and_a_tool_call_goes_through(
         assert "mcp__fixture__echo" in mcp_names
         assert names[-len(mcp_names) :] == sorted(mcp_names), "MCP tools follow the built-ins, sorted by name"
         assert offered(provider, 0) == offered(provider, 1)
-        card = tool_results(pair, session_id)["c1"]
+        card = pair.client.cards(session_id)["c1"]
         assert card["status"] == "completed" and card["title"] == "fixture: Echo" and card["kind"] == "read"
         assert card["content"] == [{"type": "content", "content": {"type": "text", "text": "hi"}}]
         assert pair.client.permissions == [], "a read-only MCP tool needs no approval"
@@ -101,7 +94,7 @@ async def test_a_request_goes_out_without_a_server_still_starting_and_says_so(
         with anyio.fail_after(START_S):
             await pair.prompt(session_id, "later")
         assert "mcp__fixture__echo" in offered(provider, 1)
-        assert tool_results(pair, session_id)["e1"]["status"] == "completed"
+        assert pair.client.cards(session_id)["e1"]["status"] == "completed"
 
 
 async def test_cancel_stops_a_running_mcp_call_and_the_server_stays(tmp_path: Path) -> None:
@@ -117,7 +110,7 @@ async def test_cancel_stops_a_running_mcp_call_and_the_server_stays(tmp_path: Pa
         session_id = await new_session(pair, [stdio_spec("fixture", journal)])
 
         def running() -> bool:
-            return tool_results(pair, session_id).get("slow", {}).get("status") == "in_progress"
+            return pair.client.cards(session_id).get("slow", {}).get("status") == "in_progress"
 
         async with anyio.create_task_group() as tg:
             result: list[Any] = []
@@ -129,10 +122,10 @@ async def test_cancel_stops_a_running_mcp_call_and_the_server_stays(tmp_path: Pa
             await pair.client.wait_for(running, timeout=START_S)
             await pair.conn.cancel(session_id=session_id)
         assert result[0].stop_reason == "cancelled"
-        assert tool_results(pair, session_id)["slow"]["status"] == "failed"
+        assert pair.client.cards(session_id)["slow"]["status"] == "failed"
         with anyio.fail_after(START_S):
             await pair.prompt(session_id, "quick")
-        assert tool_results(pair, session_id)["quick"]["status"] == "completed"
+        assert pair.client.cards(session_id)["quick"]["status"] == "completed"
     assert read_journal(journal).count("start") == 1, "a cancelled call does not cost the connection"
 
 
@@ -147,7 +140,7 @@ async def test_mutating_tools_ask_first_and_read_only_mode_hides_them(tmp_path: 
             await pair.prompt(session_id, "write a note")
         [question] = pair.client.permissions
         assert question.tool_call["toolCallId"] == "n1"
-        assert tool_results(pair, session_id)["n1"]["status"] == "failed"
+        assert pair.client.cards(session_id)["n1"]["status"] == "failed"
         await pair.conn.set_session_mode(session_id=session_id, mode_id="read_only")
         with anyio.fail_after(START_S):
             await pair.prompt(session_id, "read only now")
@@ -179,11 +172,11 @@ async def test_two_sessions_with_a_same_named_server_are_isolated(tmp_path: Path
         tools_a, tools_b = offered(provider, 0), offered(provider, 2)
         assert "mcp__fixture__echo" in tools_a and "mcp__fixture__add_note" not in tools_a
         assert "mcp__fixture__add_note" in tools_b and "mcp__fixture__echo" not in tools_b
-        who_a = json.loads(tool_results(pair, session_a)["a1"]["content"][0]["content"]["text"])
-        who_b = json.loads(tool_results(pair, session_b)["b1"]["content"][0]["content"]["text"])
+        who_a = json.loads(pair.client.cards(session_a)["a1"]["content"][0]["content"]["text"])
+        who_b = json.loads(pair.client.cards(session_b)["b1"]["content"][0]["content"]["text"])
         assert (who_a["fixture_value"], who_b["fixture_value"]) == ("A", "B")
         assert who_a["pid"] != who_b["pid"]
-        assert tool_results(pair, session_b)["b2"]["status"] == "failed", "B cannot reach A's echo"
+        assert pair.client.cards(session_b)["b2"]["status"] == "failed", "B cannot reach A's echo"
         await pair.conn.close_session(session_id=session_a)
         assert not alive(who_a["pid"]) and alive(who_b["pid"]), "closing one session leaves the other's server"
     assert read_journal(journal_a).count("start") == read_journal(journal_b).count("start") == 1
