@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from hermes_acp.core import DisplayBlock, TextBlock
+from hermes_acp.core import DisplayBlock, StopReason, TextBlock
 from hermes_acp.core.modes import MODES
 
 __all__ = ["COMMANDS", "Command", "CommandOutcome", "parse_command"]
@@ -36,6 +36,8 @@ class CommandOutcome:
     text: str
     mode_changed: bool = False
     model_changed: bool = False
+    stop_reason: StopReason = "end_turn"
+    """``cancelled`` when a cancel came while the command waited its turn (it did not run)."""
 
 
 def parse_command(display: list[DisplayBlock]) -> tuple[str, str] | None:

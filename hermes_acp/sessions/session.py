@@ -1,16 +1,17 @@
 """``Session``: one live conversation — its state, its prompt queue and its cancel scopes.
 
-Prompts are serialised (DESIGN §4.11): each ``prompt`` registers its cancel scope before its first await, then
-waits its turn on a FIFO lock, so a second prompt is answered when its own turn ends. ``cancel`` cancels the running
-turn and every queued prompt (DESIGN §4.10); the next prompt is accepted at once. Mode and model live here and in
-the store; the tool surface is derived from them for every model request (DESIGN §4.6). No ACP here.
+Prompts and slash commands are serialised (DESIGN §4.11): each registers its cancel scope before its first await,
+then waits its turn on a FIFO lock, so a second prompt is answered when its own turn ends. ``cancel`` cancels the
+running turn and everything queued (DESIGN §4.10); the next prompt is accepted at once. Mode and model live here
+and in the store; the tool surface is derived from them for every model request (DESIGN §4.6). No ACP here.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 import anyio
 
@@ -50,6 +51,8 @@ from .recovery import STORE_FAILED_TEXT, recovery_events
 from .titles import title_from_prompt, title_with_model
 
 __all__ = ["Session", "SessionServices"]
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,41 +129,57 @@ class Session:
 
     async def prompt(self, display: list[DisplayBlock]) -> TurnResult:
         """Run (or queue, then run) one prompt turn. A cancel while queued or running answers ``cancelled``."""
+        result = await self._queued(lambda: self._turn(display))
+        if result is None:
+            return TurnResult(stop_reason="cancelled", usage=Usage())
+        if self.projection.title is None:
+            self.runtime.submit(self._write_title, "title")
+        return result
+
+    async def run_command(self, name: str, argument: str, display: list[DisplayBlock]) -> CommandOutcome:
+        """A slash command, queued like a prompt and stored like a turn the model never sees.
+
+        A cancel while it waits its turn answers ``cancelled`` and the command does not run."""
+        outcome = await self._queued(lambda: self._command_turn(name, argument, display))
+        return outcome or CommandOutcome("Cancelled before it ran.", stop_reason="cancelled")
+
+    async def _queued(self, work: Callable[[], Awaitable[T]]) -> T | None:
+        """Run ``work`` when the turns queued before it have ended (DESIGN §4.11); None when a cancel came first,
+        whether it was waiting or running (DESIGN §4.10). Its cancel scope is registered before the first await,
+        so a cancel that follows finds it."""
         scope = anyio.CancelScope()
         self._in_flight.append(scope)
         try:
             with scope:
                 async with self._turn_lock:
-                    self._running = True
-                    try:
-                        result = await self._run(display)
-                    finally:
-                        self._running = False
-                if self.projection.title is None:
-                    self.runtime.submit(self._write_title, "title")
-                return result
-            return TurnResult(stop_reason="cancelled", usage=Usage())
+                    return await work()
+            return None
         finally:
             self._in_flight.remove(scope)
 
-    async def run_command(self, name: str, argument: str, display: list[DisplayBlock]) -> CommandOutcome:
-        """A slash command, serialised with prompts and stored like a turn the model never sees."""
-        async with self._turn_lock:
-            outcome = await self._command(name, argument)
-            turn_id = new_turn_id()
-            text = "".join(b.text for b in display if isinstance(b, TextBlock))
-            await self.recorder.record(
-                UserPrompted(
-                    turn_id=turn_id,
-                    message_id=new_message_id(),
-                    display=display,
-                    message=UserMessage(parts=[TextPart(text=text)]),
-                    for_model=False,
-                ),
-                NoticeAdded(turn_id=turn_id, message_id=new_message_id(), text=outcome.text),
-                TurnEnded(turn_id=turn_id, stop_reason="end_turn"),
-            )
-            return outcome
+    async def _turn(self, display: list[DisplayBlock]) -> TurnResult:
+        self._running = True
+        try:
+            return await self._run(display)
+        finally:
+            self._running = False
+
+    async def _command_turn(self, name: str, argument: str, display: list[DisplayBlock]) -> CommandOutcome:
+        outcome = await self._command(name, argument)
+        turn_id = new_turn_id()
+        text = "".join(b.text for b in display if isinstance(b, TextBlock))
+        await self.recorder.record(
+            UserPrompted(
+                turn_id=turn_id,
+                message_id=new_message_id(),
+                display=display,
+                message=UserMessage(parts=[TextPart(text=text)]),
+                for_model=False,
+            ),
+            NoticeAdded(turn_id=turn_id, message_id=new_message_id(), text=outcome.text),
+            TurnEnded(turn_id=turn_id, stop_reason="end_turn"),
+        )
+        return outcome
 
     async def _command(self, name: str, argument: str) -> CommandOutcome:
         catalog = self.services.catalog

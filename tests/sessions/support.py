@@ -1,0 +1,83 @@
+"""A ``SessionManager`` on test doubles: an in-memory store, a scripted model, a client bridge that records what each
+session emits and allows every permission question. For what the wire cannot show (the session layer's own
+answers, its owner tasks)."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import anyio
+
+from hermes_acp.config import load_settings
+from hermes_acp.core import SessionEvent
+from hermes_acp.providers.catalog import ModelCatalog
+from hermes_acp.providers.registry import ProviderRegistry
+from hermes_acp.providers.scripted import ScriptedProvider
+from hermes_acp.sessions import SessionManager, SessionServices, derive_tool_surface
+from hermes_acp.storage import InMemorySessionStore
+from hermes_acp.tools.context import EditorFiles, EditorTerminals
+from hermes_acp.turns import LiveUpdate, PermissionAnswer, PermissionQuestion
+from tests.fakes.server import scripted_model
+
+__all__ = ["Bridge", "RecordingSink", "open_manager"]
+
+
+@dataclass
+class RecordingSink:
+    events: list[SessionEvent] = field(default_factory=list)
+
+    async def emit_event(self, event: SessionEvent, *, live: bool) -> None:
+        self.events.append(event)
+
+    async def emit_live(self, update: LiveUpdate) -> None:
+        return None
+
+
+class _AllowGate:
+    async def ask(self, question: PermissionQuestion) -> PermissionAnswer:
+        return "allow_once"
+
+
+@dataclass
+class Bridge:
+    sinks: dict[str, RecordingSink] = field(default_factory=dict)
+
+    def sink(self, session_id: str) -> RecordingSink:
+        return self.sinks.setdefault(session_id, RecordingSink())
+
+    def gate(self, session_id: str) -> _AllowGate:
+        return _AllowGate()
+
+    def files(self, session_id: str) -> EditorFiles | None:
+        return None
+
+    def terminals(self, session_id: str) -> EditorTerminals | None:
+        return None
+
+
+@contextlib.asynccontextmanager
+async def open_manager(
+    tmp_path: Path, provider: ScriptedProvider, *, bridge: Bridge | None = None
+) -> AsyncIterator[SessionManager]:
+    """A manager attached to a task group that ends only when every owner task has ended (a leak hangs it)."""
+    settings = load_settings({"HERMES_ACP_HOME": str(tmp_path / "home")})
+    model = scripted_model()
+    services = SessionServices(
+        settings=settings,
+        store=InMemorySessionStore(),
+        catalog=ModelCatalog([model], model.id),
+        providers=ProviderRegistry(settings, {}, overrides={provider.provider_id: provider}),
+        client=bridge or Bridge(),
+        tool_surface=derive_tool_surface,
+    )
+    manager = SessionManager(services)
+    async with anyio.create_task_group() as group:
+        manager.attach(group)
+        try:
+            yield manager
+        finally:
+            with anyio.CancelScope(shield=True):
+                await manager.aclose()

@@ -1,0 +1,42 @@
+"""The session layer's own answers: queued work and cancel (DESIGN §4.10, §4.11), titles, models."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from hermes_acp.core import DisplayBlock, TextBlock, TextPart
+from hermes_acp.providers.scripted import ScriptedProvider, ScriptedReply
+
+from .support import open_manager
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_cancel_answers_a_queued_command_cancelled_and_it_never_runs(tmp_path: Path) -> None:
+    hold = anyio.Event()
+    provider = ScriptedProvider([ScriptedReply(parts=[TextPart(text="busy for a while")], hold=hold)])
+    results: dict[str, Any] = {}
+    with anyio.fail_after(5):
+        async with open_manager(tmp_path, provider) as manager:
+            session = await manager.new_session(str(tmp_path), None, [])
+
+            async def turn() -> None:
+                results["turn"] = await session.prompt([TextBlock(text="work")])
+
+            async def command() -> None:
+                display: list[DisplayBlock] = [TextBlock(text="/mode read_only")]
+                results["command"] = await session.run_command("mode", "read_only", display)
+
+            async with anyio.create_task_group() as group:
+                group.start_soon(turn)
+                await anyio.wait_all_tasks_blocked()
+                group.start_soon(command)
+                await anyio.wait_all_tasks_blocked()
+                session.cancel()
+    assert results["turn"].stop_reason == "cancelled"
+    assert results["command"].stop_reason == "cancelled"
+    assert session.mode == "default"
