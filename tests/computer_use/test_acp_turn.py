@@ -41,15 +41,6 @@ def _clicks(request: ProviderRequest) -> ScriptedReply:
     return tool_reply(*[_call(f"click_{n}", action="click", element=index[key]) for n, key in enumerate(KEYS)])
 
 
-def _cards(client: RecordingClient, session_id: str) -> dict[str, dict[str, Any]]:
-    cards: dict[str, dict[str, Any]] = {}
-    for kind in ("tool_call", "tool_call_update"):
-        for update in client.of_kind(kind, session_id):
-            card = cards.setdefault(update["toolCallId"], {})
-            card.update({k: v for k, v in update.items() if k != "sessionUpdate"})
-    return cards
-
-
 async def test_capture_click_2_plus_3_and_verify_5_over_acp(tmp_path: Path) -> None:
     expect = [{"element": {"selector": {"role": "label"}, "value_equals": "5"}}]
     provider = ScriptedProvider(
@@ -80,7 +71,7 @@ async def test_capture_click_2_plus_3_and_verify_5_over_acp(tmp_path: Path) -> N
             session_id = await pair.new_session()
             with anyio.fail_after(30):
                 response = await pair.prompt(session_id, "Compute 2 + 3 on the calculator.")
-            cards = _cards(pair.client, session_id)
+            cards = pair.client.cards(session_id)
             permissions = list(pair.client.permissions)
         await owner.aclose()
     assert response.stop_reason == "end_turn"
