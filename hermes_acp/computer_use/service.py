@@ -4,7 +4,9 @@
 The tool is offered only when ``computer_use.driver_command`` resolves (``shutil.which`` on its first word); the
 driver itself starts lazily at the session's first computer_use call, inside the session's owner task. The
 driver's environment is ours minus credentials (provider key variables and anything named like a key, token,
-secret or password), with cua-driver's telemetry and update check off unless set explicitly. Its stderr goes to
+secret or password), with cua-driver's telemetry and update check off unless set explicitly. Both are worked
+out once per process for each command, ``PATH`` and environment (``session/new`` runs on the event loop, and
+``shutil.which`` stats the disk), so a driver installed later is seen after a restart. Its stderr goes to
 ``<home>/logs/cua-driver.log``.
 
 It deliberately knows nothing about sessions beyond the ``OwnerRuntime`` port.
@@ -12,12 +14,14 @@ It deliberately knows nothing about sessions beyond the ``OwnerRuntime`` port.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import shutil
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from types import MappingProxyType
 
 import anyio
 
@@ -37,19 +41,29 @@ _DRIVER_DEFAULTS = {"CUA_DRIVER_RS_TELEMETRY_ENABLED": "0", "CUA_DRIVER_RS_UPDAT
 
 
 def resolve_driver(command: Sequence[str], env: Mapping[str, str] | None = None) -> str | None:
-    """The absolute path of the driver executable, or None when it cannot be found."""
+    """The absolute path of the driver executable, or None when it cannot be found (cached per ``PATH``)."""
     if not command:
         return None
-    path = (env if env is not None else os.environ).get("PATH")
-    return shutil.which(command[0], path=path)
+    return _which(command[0], (env if env is not None else os.environ).get("PATH"))
 
 
-def driver_environment(env: Mapping[str, str], settings: Settings) -> dict[str, str]:
-    secrets = {p.api_key_env for p in settings.providers.values() if p.api_key_env}
-    clean = {k: v for k, v in env.items() if k not in secrets and not _SECRET_NAME.search(k)}
+@functools.lru_cache(maxsize=16)
+def _which(name: str, path: str | None) -> str | None:
+    return shutil.which(name, path=path)
+
+
+def driver_environment(env: Mapping[str, str], settings: Settings) -> Mapping[str, str]:
+    """``env`` without credentials, with the driver's defaults (cached per environment; read-only)."""
+    secrets = frozenset(p.api_key_env for p in settings.providers.values() if p.api_key_env)
+    return _clean_environment(frozenset(env.items()), secrets)
+
+
+@functools.lru_cache(maxsize=8)
+def _clean_environment(env: frozenset[tuple[str, str]], secrets: frozenset[str]) -> Mapping[str, str]:
+    clean = {k: v for k, v in env if k not in secrets and not _SECRET_NAME.search(k)}
     for name, value in _DRIVER_DEFAULTS.items():
         clean.setdefault(name, value)
-    return clean
+    return MappingProxyType(clean)
 
 
 @dataclass(frozen=True, slots=True)

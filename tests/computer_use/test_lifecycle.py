@@ -3,7 +3,9 @@ in the owner task; torn down with it; reported by --check with its path and vers
 
 from __future__ import annotations
 
+import os
 import shlex
+import shutil
 import sys
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
@@ -59,6 +61,34 @@ async def test_the_tool_is_offered_only_when_the_command_resolves(tmp_path: Path
         for s in (found, missing)
     ]
     assert states == [True, False]
+
+
+async def test_the_driver_is_looked_up_once_per_process_for_each_path_and_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    looked_up: list[str | None] = []
+    real_which = shutil.which
+
+    def counting_which(name: str, mode: int = os.F_OK | os.X_OK, path: str | None = None) -> str | None:
+        looked_up.append(path)
+        return real_which(name, mode, path)
+
+    monkeypatch.setattr(shutil, "which", counting_which)
+    settings = load_settings({"HERMES_CUA_DRIVER_CMD": shlex.join([sys.executable, "mcp"])}, home=tmp_path)
+    model = catalog_model()
+    catalog, providers = ModelCatalog([model], model.id), ProviderRegistry(settings, {})
+    first_env = {"PATH": str(tmp_path / "bin"), "SOME_API_KEY": "secret"}
+    second_env = {"PATH": str(tmp_path / "other"), "SOME_API_KEY": "secret"}
+    sessions = [
+        ComputerUse.for_session(
+            _NoOwner(), settings, model=lambda: model, catalog=catalog, providers=providers, env=env
+        )
+        for env in (first_env, dict(first_env), second_env)
+    ]
+    envs = [cu.driver._params.env for cu in sessions]
+    assert all(cu.available for cu in sessions)
+    assert looked_up == [str(tmp_path / "bin"), str(tmp_path / "other")]
+    assert envs[0] is envs[1] and "SOME_API_KEY" not in envs[0] and envs[2]["PATH"] == str(tmp_path / "other")
 
 
 async def test_check_reports_the_driver_path_and_version(tmp_path: Path) -> None:
