@@ -168,20 +168,25 @@ class SessionManager:
             raise RuntimeError("SessionManager.attach() must be called before sessions are opened")
         runtime = SessionRuntime(record.id)
         await self._task_group.start(runtime.run)
-        servers = McpServers(mcp_servers, cwd=Path(record.cwd), stderr_dir=self.services.settings.logs_dir / "mcp")
-        if servers:
-            await runtime.enter(servers.running())  # starts them; does not wait for them
-        recorder = Recorder(record.id, self.services.store, self.services.client.sink(record.id), projection)
-        extra = tuple(Path(p) for p in record.meta.get("additional_directories", []) if isinstance(p, str))
-        session = Session(
-            record,
-            recorder,
-            runtime,
-            self.services,
-            workspace=Workspace(cwd=Path(record.cwd), additional=extra),
-            mcp_servers=list(mcp_servers),
-            mcp=servers,
-        )
+        try:
+            servers = McpServers(mcp_servers, cwd=Path(record.cwd), stderr_dir=self.services.settings.logs_dir / "mcp")
+            if servers:
+                await runtime.enter(servers.running())  # starts them; does not wait for them
+            recorder = Recorder(record.id, self.services.store, self.services.client.sink(record.id), projection)
+            extra = tuple(Path(p) for p in record.meta.get("additional_directories", []) if isinstance(p, str))
+            session = Session(
+                record,
+                recorder,
+                runtime,
+                self.services,
+                workspace=Workspace(cwd=Path(record.cwd), additional=extra),
+                mcp_servers=list(mcp_servers),
+                mcp=servers,
+            )
+        except BaseException:
+            with anyio.CancelScope(shield=True):  # the owner task would outlive a session that never opened
+                await runtime.aclose()
+            raise
         self._live[record.id] = session
         self._warm_up(session)
         return session

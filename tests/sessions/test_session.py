@@ -11,7 +11,7 @@ import pytest
 from hermes_acp.core import DisplayBlock, TextBlock, TextPart
 from hermes_acp.providers.scripted import ScriptedProvider, ScriptedReply
 
-from .support import open_manager
+from .support import Bridge, RecordingSink, open_manager
 
 pytestmark = pytest.mark.anyio
 
@@ -40,3 +40,15 @@ async def test_cancel_answers_a_queued_command_cancelled_and_it_never_runs(tmp_p
     assert results["turn"].stop_reason == "cancelled"
     assert results["command"].stop_reason == "cancelled"
     assert session.mode == "default"
+
+
+class _NoSinkBridge(Bridge):
+    def sink(self, session_id: str) -> RecordingSink:
+        raise RuntimeError("no update sink for this session")
+
+
+async def test_a_session_that_fails_to_open_leaves_no_owner_task_behind(tmp_path: Path) -> None:
+    with anyio.fail_after(5):
+        async with open_manager(tmp_path, ScriptedProvider(), bridge=_NoSinkBridge()) as manager:
+            with pytest.raises(RuntimeError, match="no update sink"):
+                await manager.new_session(str(tmp_path), None, [])
