@@ -193,10 +193,8 @@ class SessionManager:
 
     def _warm_up(self, session: Session) -> None:
         """Load the session's model provider in the background (its HTTP stack costs ~0.1 s to import)."""
-        catalog = self.services.catalog
-        model_id = session.model_id or catalog.default_id
-        if model_id is not None and model_id in catalog:
-            model = catalog.get(model_id)
+        model = session.current_model()
+        if model is not None:
             session.runtime.submit(lambda: self.services.providers.warm_up(model), "warm up provider")
 
     async def _replay(self, session: Session, events: list[SessionEvent]) -> None:

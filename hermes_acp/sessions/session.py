@@ -115,6 +115,7 @@ class Session:
         return self.record.model_id
 
     def current_model(self) -> CatalogModel | None:
+        """The session's model; the catalog's default when none is stored or the stored one left the catalog."""
         catalog = self.services.catalog
         model_id = self.model_id if self.model_id in catalog else catalog.default_id
         return catalog.get(model_id) if model_id is not None else None
@@ -193,15 +194,14 @@ class Session:
                 listing = "\n".join(
                     f"- `{m.id}`" + ("" if m.usable else f" (needs {m.api_key_env})") for m in catalog.models
                 )
-                return CommandOutcome(f"Model: {self.model_id or 'none'}.\n{listing}")
-            self.services.catalog.get(argument)
-            self.record = await self.services.store.update_session(self.id, model_id=argument)
+                current = self.current_model()
+                return CommandOutcome(f"Model: {current.id if current else 'none'}.\n{listing}")
+            await self.set_model(argument)
             return CommandOutcome(f"Model set to {argument}.", model_changed=True)
         if name == "title":
             if not argument:
                 return CommandOutcome(f"Title: {self.projection.title or '(none yet)'}")
-            await self.recorder.record(TitleSet(title=argument[:200]))
-            self.record = await self.services.store.update_session(self.id, title=argument[:200])
+            await self._set_title(argument[:200])
             return CommandOutcome("Session renamed.")
         return CommandOutcome(help_text())
 
@@ -215,14 +215,13 @@ class Session:
         repairs = recovery_events(self.projection, text=STORE_FAILED_TEXT)
         if repairs:  # an earlier turn stopped on a failed write: settle what it left open, as a reload would
             await self.recorder.record(*repairs)
-        model_id = self.model_id or services.catalog.default_id
-        if model_id is None:
+        model = self.current_model()
+        if model is None:
             raise NoProviderError(
                 "no model provider is configured: set HERMES_ACP_BASE_URL and HERMES_ACP_MODEL (any"
                 " OpenAI-compatible server), or OPENAI_API_KEY / ANTHROPIC_API_KEY, or write"
                 f" {services.settings.home / 'config.toml'} (run `hermes-acp --setup`)"
             )
-        model = services.catalog.get(model_id)
         provider = services.providers.provider_for(model)
         client = services.client
         deps = TurnDeps(
@@ -257,8 +256,11 @@ class Session:
             title = await title_with_model(self.services.providers.provider_for(model), model.model, first)
         title = title or title_from_prompt(first)
         if title:
-            await self.recorder.record(TitleSet(title=title))
-            self.record = await self.services.store.update_session(self.id, title=title)
+            await self._set_title(title)
+
+    async def _set_title(self, title: str) -> None:
+        await self.recorder.record(TitleSet(title=title))
+        self.record = await self.services.store.update_session(self.id, title=title)
 
     async def set_mode(self, mode_id: str) -> None:
         if not is_mode_id(mode_id):

@@ -185,3 +185,18 @@ async def test_session_new_needs_an_absolute_existing_cwd(tmp_path: Path) -> Non
 async def test_text_prompt_block_helper_is_what_clients_send(tmp_path: Path) -> None:
     block = acp.text_block("x")
     assert block.model_dump(by_alias=True, exclude_none=True) == {"type": "text", "text": "x"}
+
+
+async def test_a_stored_model_that_left_the_catalog_falls_back_to_the_default_it_shows(tmp_path: Path) -> None:
+    provider = ScriptedProvider([text_reply("answered by the default")])
+    async with open_pair(tmp_path, provider=provider) as pair:
+        session_id = await pair.new_session()
+        await pair.conn.close_session(session_id=session_id)
+        await pair.store.update_session(session_id, model_id="gone:model")
+        loaded = await pair.conn.load_session(cwd=str(pair.workspace), session_id=session_id, mcp_servers=[])
+        with anyio.fail_after(5):
+            response = await pair.prompt(session_id, "hello")
+    shown = {o.id: o.current_value for o in loaded.config_options or []}
+    assert shown["model"] == "scripted:model"
+    assert response.stop_reason == "end_turn"
+    assert [r.model for r in provider.requests] == ["model"]
