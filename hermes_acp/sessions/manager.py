@@ -155,11 +155,12 @@ class SessionManager:
         await self.services.store.update_session(session_id, archived=True)
 
     async def aclose(self) -> None:
-        """Close every live session (process exit)."""
+        """Close every live session, all at once (process exit); each close is bounded."""
         sessions, self._live = list(self._live.values()), {}
         with anyio.CancelScope(shield=True):
-            for session in sessions:
-                await session.close()
+            async with anyio.create_task_group() as group:
+                for session in sessions:
+                    group.start_soon(session.close, name=f"close session {session.id}")
 
     async def _open(
         self, record: SessionRecord, projection: SessionProjection, mcp_servers: list[dict[str, object]]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from types import TracebackType
 from typing import Any
 
 import anyio
@@ -52,3 +53,32 @@ async def test_a_session_that_fails_to_open_leaves_no_owner_task_behind(tmp_path
         async with open_manager(tmp_path, ScriptedProvider(), bridge=_NoSinkBridge()) as manager:
             with pytest.raises(RuntimeError, match="no update sink"):
                 await manager.new_session(str(tmp_path), None, [])
+
+
+class _WaitsForTheOther:
+    """Held by one session's owner task; leaving it waits until the other session's is being left too."""
+
+    def __init__(self, name: str, own: anyio.Event, other: anyio.Event, met: list[str]) -> None:
+        self.name, self.own, self.other, self.met = name, own, other, met
+
+    async def __aenter__(self) -> _WaitsForTheOther:
+        return self
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.own.set()
+        await self.other.wait()
+        self.met.append(self.name)
+
+
+async def test_closing_the_manager_closes_its_sessions_at_once(tmp_path: Path) -> None:
+    first_leaving, second_leaving = anyio.Event(), anyio.Event()
+    met: list[str] = []
+    with anyio.fail_after(10):
+        async with open_manager(tmp_path, ScriptedProvider()) as manager:
+            first = await manager.new_session(str(tmp_path), None, [])
+            second = await manager.new_session(str(tmp_path), None, [])
+            await first.runtime.enter(_WaitsForTheOther("first", first_leaving, second_leaving, met))
+            await second.runtime.enter(_WaitsForTheOther("second", second_leaving, first_leaving, met))
+    assert sorted(met) == ["first", "second"]
