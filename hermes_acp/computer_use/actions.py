@@ -82,14 +82,15 @@ def _element_args(surface: DriverSurface, tool: str, element: Element, seen: See
 
 
 def _locate(
-    surface: DriverSurface, tool: str, p: ComputerUseInput, seen: Seen | None, *, element: int | None
+    surface: DriverSurface, tool: str, seen: Seen | None, *, element: int | None, coordinate: list[float] | None
 ) -> tuple[dict[str, Any], bool]:
+    """Where ``tool`` acts: the element's address, else the coordinate in driver pixels, else nowhere (focus)."""
     if element is not None:
         found = _element(seen, element)
         assert seen is not None
         return _element_args(surface, tool, found, seen), True
-    if p.coordinate is not None:
-        x, y = _point(seen, p.coordinate)
+    if coordinate is not None:
+        x, y = _point(seen, coordinate)
         if not surface.accepts(tool, "x"):
             raise _refuse(f"{tool}: this driver takes no coordinates for this action", "unsupported_argument")
         return {"x": x, "y": y}, False
@@ -142,12 +143,9 @@ def _keys(surface: DriverSurface, p: ComputerUseInput) -> tuple[str, dict[str, A
 
 def plan_input(p: ComputerUseInput, *, target: Target, seen: Seen | None, surface: DriverSurface) -> PlannedCall:
     """The driver call for input action ``p`` on ``target``; raises ``ComputerUseRefusal`` when it cannot go."""
-    used_element = False
     args: dict[str, Any]
     if p.action in ("click", "double_click", "right_click"):
         tool, args = _click_tool(surface, p)
-        located, used_element = _locate(surface, tool, p, seen, element=p.element)
-        args.update(located)
         if p.modifiers:
             name = "modifier" if surface.accepts(tool, "modifier") else "modifiers"
             if not surface.accepts(tool, name):
@@ -159,27 +157,20 @@ def plan_input(p: ComputerUseInput, *, target: Target, seen: Seen | None, surfac
         (tx, ty) = _centre_or_point(seen, p.to_element, p.to_coordinate)
         args = {"from_x": fx, "from_y": fy, "to_x": tx, "to_y": ty}
     elif p.action == "scroll":
-        tool = "scroll"
-        args = {"direction": p.direction, "amount": p.amount or DEFAULT_SCROLL}
-        located, used_element = _locate(surface, tool, p, seen, element=p.element)
-        args.update(located)
+        tool, args = "scroll", {"direction": p.direction, "amount": p.amount or DEFAULT_SCROLL}
     elif p.action == "type":
-        tool = "type_text"
-        args = {"text": p.text}
-        located, used_element = _locate(surface, tool, p, seen, element=p.element)
-        args.update(located)
+        tool, args = "type_text", {"text": p.text}
     elif p.action == "key":
         tool, args = _keys(surface, p)
-        if p.element is not None:
-            located, used_element = _locate(surface, tool, p, seen, element=p.element)
-            args.update(located)
     elif p.action == "set_value":
-        tool = "set_value"
-        args = {"value": p.value}
-        located, used_element = _locate(surface, tool, p, seen, element=p.element)
-        args.update(located)
+        tool, args = "set_value", {"value": p.value}
     else:
         raise _refuse(f"{p.action} is not an input action", "unsupported_action")
+    used_element = False
+    if p.action != "drag":  # a key goes to an element when one is given, never to a coordinate
+        coordinate = None if p.action == "key" else p.coordinate
+        located, used_element = _locate(surface, tool, seen, element=p.element, coordinate=coordinate)
+        args.update(located)
     if not surface.has(tool):
         raise _refuse(f"this driver has no {tool} tool", "unsupported_action")
     for name, value in (("pid", target.pid), ("window_id", target.window_id)):
