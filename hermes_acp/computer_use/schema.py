@@ -156,6 +156,8 @@ class ComputerUseInput(BaseModel):
             )
         if action == "set_value" and self.element is None:
             raise ValueError("action 'set_value' needs 'element'")
+        if self.bring_to_front and self.delivery_mode != "foreground":
+            raise ValueError('bring_to_front needs delivery_mode "foreground"')
         if action == "focus_app" and self.app is None and self.pid is None and self.window_id is None:
             raise ValueError("action 'focus_app' needs 'app', 'pid' or 'window_id'")
         if action not in ("capture", "focus_app", "list_windows") and (

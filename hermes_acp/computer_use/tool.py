@@ -1,10 +1,11 @@
 """``ComputerUseTool``: the ``computer_use`` tool of one session (the ``Tool`` seam of ``hermes_acp.tools``).
 
-Order per call: parse → hard blocks (before any approval) → approval by action class (observation needs none;
-input asks under ``computer_use:background`` or ``computer_use:foreground``, showing what will happen and the
-latest screenshot) → run. Capture binds the sticky target; input goes to it, after the ``app=`` guard; a target
-bound on an earlier driver connection is void. Input results keep transport ``ok`` apart from ``effect`` and carry
-a ``verdict``; ``capture_after`` runs only after an ``ok`` action. Calls are serialised per session.
+Order per call: parse → hard blocks (before any approval) → approval by action class (observation, and a
+``focus_app`` that only binds the target, need none; input asks under ``computer_use:background`` or
+``computer_use:foreground``, showing what will happen and the latest screenshot) → run. Capture binds the
+sticky target; input goes to it, after the ``app=`` guard; a target bound on an earlier driver connection is
+void. Input results keep transport ``ok`` apart from ``effect`` and carry a ``verdict`` (a refusal or a lost
+mutation too); ``capture_after`` runs only after an ``ok`` action. Calls are serialised per session.
 
 It deliberately knows nothing about MCP (``driver``), pixels (``images``/``gate``) or how approval is asked.
 """
@@ -95,12 +96,8 @@ class ComputerUseTool:
         for text in (parsed.text, parsed.value):
             if text is not None and parsed.action in ("type", "set_value"):
                 check_text(text)
-        if parsed.bring_to_front and parsed.delivery_mode != "foreground":
-            raise ComputerUseRefusal(
-                'bring_to_front needs delivery_mode "foreground"', code="bring_to_front_requires_foreground"
-            )
-        if parsed.action in OBSERVATION_ACTIONS:
-            return None
+        if parsed.action in OBSERVATION_ACTIONS or (parsed.action == "focus_app" and not parsed.raise_window):
+            return None  # focus_app without raise_window only binds the target: nothing on the desktop changes
         target = self._live_target()
         title = describe(parsed, target, self._desk.seen)
         lines = [title]

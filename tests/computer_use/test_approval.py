@@ -67,3 +67,12 @@ async def test_read_only_mode_allows_observation_and_denies_input(tmp_path: Path
     assert capture is None
     assert click is not None
     assert decide("read_only", click, Workspace(tmp_path), {}).decision == "deny"
+
+
+async def test_focus_app_asks_only_when_it_raises_the_window(tmp_path: Path) -> None:
+    async with open_desk(tmp_path) as desk:
+        binding = await _request(desk, action="focus_app", app="Calculator")
+        raising = await _request(desk, action="focus_app", app="Calculator", raise_window=True)
+    assert binding is None
+    assert raising is not None and raising.scope == SCOPE_FOREGROUND
+    assert decide("read_only", raising, Workspace(tmp_path), {}).decision == "deny"

@@ -55,6 +55,7 @@ def test_the_action_enum_is_the_fourteen_actions_and_the_parser_matches_the_sche
         ({"action": "click", "element": 1, "window_id": 7}, "choose a target only in capture"),
         ({"action": "wait", "seconds": 31}, "seconds"),
         ({"action": "capture", "bogus": 1}, "unknown argument"),
+        ({"action": "click", "element": 1, "bring_to_front": True}, 'bring_to_front needs delivery_mode "foreground"'),
     ],
 )
 def test_arguments_each_action_needs_are_checked(arguments: dict[str, object], problem: str) -> None:
