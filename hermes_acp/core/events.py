@@ -1,6 +1,6 @@
 """The durable session log: one event type per thing that happened in a session.
 
-The log is the truth (DESIGN §4.2). The model history (``hermes_acp.sessions.history``) and the editor transcript
+The log is the truth (DESIGN §4.2). The model history (``hermes_acp.turns.projection``) and the editor transcript
 (``hermes_acp.protocol.convert``) are both projections of it, so what an editor sees live and what it sees after
 ``session/load`` come from the same records. Events are immutable once stored; nothing here knows SQLite or ACP.
 """
@@ -103,7 +103,8 @@ class ToolCallStarted(_Event):
 
 
 class PermissionResolved(_Event):
-    """The answer to a permission question. ``remember`` carries an "always" rule to apply from now on."""
+    """The answer to a permission question; an ``allow_always`` / ``reject_always`` outcome is a rule for ``scope``
+    from now on."""
 
     kind: Literal["permission_resolved"] = "permission_resolved"
     turn_id: str

@@ -10,14 +10,13 @@ from __future__ import annotations
 import json
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = [
     "AssistantMessage",
     "AssistantPart",
     "ImagePart",
     "Message",
-    "MessageAdapter",
     "TextPart",
     "ThinkingPart",
     "ToolCallPart",
@@ -118,4 +117,3 @@ class ToolResultMessage(BaseModel):
 
 
 Message = Annotated[UserMessage | AssistantMessage | ToolResultMessage, Field(discriminator="role")]
-MessageAdapter: TypeAdapter[Message] = TypeAdapter(Message)

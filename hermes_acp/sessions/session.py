@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TypeVar
 
 import anyio
@@ -77,7 +76,7 @@ class Session:
         *,
         workspace: Workspace,
         mcp_servers: list[dict[str, object]],
-        mcp: McpServers | None = None,
+        mcp: McpServers,
     ):
         self.record = record
         self.recorder = recorder
@@ -86,7 +85,7 @@ class Session:
         self.workspace = workspace
         self.mcp_servers = mcp_servers
         """The editor's MCP server specs for this session (kept in memory only: they may carry secrets)."""
-        self.mcp = mcp if mcp is not None else McpServers([], cwd=workspace.cwd)
+        self.mcp = mcp
         """The live connections to those servers (started by the manager in the owner task)."""
         self.computer_use = ComputerUse.for_session(
             runtime,
@@ -283,7 +282,3 @@ class Session:
             async with self._turn_lock:
                 pass
         await self.runtime.aclose()
-
-    @property
-    def cwd(self) -> Path:
-        return self.workspace.cwd

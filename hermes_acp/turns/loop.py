@@ -41,7 +41,6 @@ from hermes_acp.core import (
 )
 from hermes_acp.core.ids import new_message_id, new_tool_call_id
 from hermes_acp.errors import (
-    HardBlockedError,
     PermissionDeniedError,
     ProviderAuthError,
     ProviderError,
@@ -300,12 +299,12 @@ async def _stream_response(state: TurnState, deps: TurnDeps, request: Any) -> tu
 
 def _with_unique_ids(message: AssistantMessage, used: set[str]) -> AssistantMessage:
     """Keep the provider's ids; replace only a missing id or one already used in this session (DESIGN §4.4)."""
-    seen = set(used)
+    seen: set[str] = set()
     parts: list[TextPart | ThinkingPart | ToolCallPart] = []
     changed = False
     for original in message.parts:
         part = original
-        if isinstance(part, ToolCallPart) and (not part.id or part.id in seen):
+        if isinstance(part, ToolCallPart) and (not part.id or part.id in used or part.id in seen):
             part = part.model_copy(update={"id": new_tool_call_id()})
             changed = True
         if isinstance(part, ToolCallPart):
@@ -436,8 +435,6 @@ async def _execute(item: _Prepared, state: TurnState, deps: TurnDeps, approvals:
         await deps.recorder.live(LiveToolProgress(item.call.id))
         state.running_call = item.call.id  # only now: a cancel during the permission prompt leaves it "not run"
         return await item.tool.run(item.parsed, ctx)
-    except HardBlockedError as exc:
-        return _failure(exc)
     except ToolError as exc:
         return _failure(exc)
     except TurnCancelledByClient:

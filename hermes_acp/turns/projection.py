@@ -14,11 +14,8 @@ from hermes_acp.core import (
     AssistantMessageStored,
     Message,
     PermissionResolved,
-    PlanEntry,
-    PlanUpdated,
     SessionEvent,
     TextPart,
-    ThinkingPart,
     TitleSet,
     ToolCallSettled,
     ToolCallStarted,
@@ -50,7 +47,6 @@ class SessionProjection:
     open_calls: dict[str, OpenCall] = field(default_factory=dict)
     """Announced or requested tool calls without a result yet, by id."""
     open_turns: set[str] = field(default_factory=set)
-    plan: list[PlanEntry] = field(default_factory=list)
     title: str | None = None
     first_prompt: str | None = None
 
@@ -65,9 +61,8 @@ class SessionProjection:
                 self._append_user(event.message)
             case AssistantMessageStored():
                 message = event.message
-                if event.interrupted:
-                    parts = [p for p in message.parts if isinstance(p, TextPart | ThinkingPart)]
-                    message = AssistantMessage(parts=[p for p in parts if isinstance(p, TextPart)])
+                if event.interrupted:  # what had arrived: the text is kept for the model, the reasoning is not
+                    message = AssistantMessage(parts=[p for p in message.parts if isinstance(p, TextPart)])
                 if message.parts:
                     self.history.append(message)
                 for call in message.tool_calls:
@@ -85,8 +80,6 @@ class SessionProjection:
                     self.rules[event.scope] = "allow"
                 elif event.outcome == "reject_always":
                     self.rules[event.scope] = "deny"
-            case PlanUpdated():
-                self.plan = list(event.entries)
             case TurnEnded():
                 self.open_turns.discard(event.turn_id)
             case TitleSet():
