@@ -132,7 +132,7 @@ class Session:
         result = await self._queued(lambda: self._turn(display))
         if result is None:
             return TurnResult(stop_reason="cancelled", usage=Usage())
-        if self.projection.title is None:
+        if self.projection.title is None and self.projection.first_prompt:
             self.runtime.submit(self._write_title, "title")
         return result
 

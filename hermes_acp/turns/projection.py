@@ -56,8 +56,9 @@ class SessionProjection:
                 self.open_turns.add(event.turn_id)
                 if not event.for_model:
                     return
-                if self.first_prompt is None:
-                    self.first_prompt = "".join(p.text for p in event.message.parts if isinstance(p, TextPart))
+                text = "".join(p.text for p in event.message.parts if isinstance(p, TextPart))
+                if self.first_prompt is None and text.strip():  # an image-only prompt cannot name the session
+                    self.first_prompt = text
                 self._append_user(event.message)
             case AssistantMessageStored():
                 message = event.message

@@ -44,6 +44,19 @@ async def test_images_go_natively_to_vision_models(tmp_path: Path) -> None:
     assert parts[1].data == PNG
 
 
+async def test_an_image_only_first_prompt_leaves_the_title_to_the_first_prompt_with_text(tmp_path: Path) -> None:
+    provider = ScriptedProvider([text_reply("a cat"), text_reply("Mittens")])
+    async with open_pair(tmp_path, provider=provider, models=[scripted_model(vision=True)]) as pair:
+        session_id = await pair.new_session()
+        await pair.conn.prompt(
+            session_id=session_id, prompt=[schema.ImageContentBlock(type="image", data=PNG, mime_type="image/png")]
+        )
+        await pair.prompt(session_id, "Name the cat")
+        await pair.client.wait_for(lambda: bool(pair.client.of_kind("session_info_update", session_id)))
+        titles = [u["title"] for u in pair.client.of_kind("session_info_update", session_id)]
+    assert titles == ["Name the cat"]
+
+
 async def test_images_for_a_model_without_vision_become_a_clear_note(tmp_path: Path) -> None:
     provider = ScriptedProvider([text_reply("cannot see")])
     async with open_pair(tmp_path, provider=provider) as pair:
