@@ -71,7 +71,8 @@ class UserPrompted(_Event):
     display: list[DisplayBlock]
     message: UserMessage
     for_model: bool = True
-    """False for slash commands: shown in the transcript, never sent to the model."""
+    """False for slash commands and for a prompt whose turn stopped while it was converted (e.g. a cancel while an
+    attachment read was being asked about): shown in the transcript, never sent to the model."""
 
 
 class AssistantMessageStored(_Event):

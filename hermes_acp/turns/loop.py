@@ -37,6 +37,7 @@ from hermes_acp.core import (
     ToolResultMessage,
     TurnEnded,
     Usage,
+    UserMessage,
     UserPrompted,
 )
 from hermes_acp.core.ids import new_message_id, new_tool_call_id
@@ -126,6 +127,8 @@ class TurnState:
     partial: _Partial | None = None
     running_call: str | None = None
     """The tool call executing right now (the others still open were never started)."""
+    unstored_prompt: list[DisplayBlock] | None = None
+    """The user's prompt while it is converted, before it is stored (asking about an attachment takes a while)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,6 +145,7 @@ async def run_turn(
     ``notices`` are shown to the user with the prompt (e.g. an MCP server that failed to start).
     """
     recorder = deps.recorder
+    state.unstored_prompt = display
     try:
         converted = await convert_prompt(
             display,
@@ -158,6 +162,7 @@ async def run_turn(
                 for n in [*notices, *converted.notices]
             ],
         )
+        state.unstored_prompt = None
         stop = await _loop(state, deps)
     except TurnCancelledByClient:
         await _settle_interrupted(state, deps)
@@ -467,6 +472,9 @@ async def _settle(state: TurnState, deps: TurnDeps, call: ToolCallPart, outcome:
 
 async def _settle_interrupted(state: TurnState, deps: TurnDeps) -> None:
     """Store what a broken or cancelled turn showed, and fail every call that is still open."""
+    prompt, state.unstored_prompt = state.unstored_prompt, None
+    if prompt is not None:
+        await deps.recorder.record(_kept_prompt(state, prompt))
     partial, state.partial = state.partial, None
     if partial is not None and (partial.text or partial.thinking):
         parts: list[TextPart | ThinkingPart | ToolCallPart] = []
@@ -486,6 +494,19 @@ async def _settle_interrupted(state: TurnState, deps: TurnDeps) -> None:
     events = _interrupted_settlements(state, deps)
     if events:
         await deps.recorder.record(*events)
+
+
+def _kept_prompt(state: TurnState, display: list[DisplayBlock]) -> UserPrompted:
+    """The prompt of a turn stopped while it was converted: kept in the log (a replay shows it), not for the model,
+    which never got it."""
+    text = "".join(b.text for b in display if isinstance(b, TextBlock))
+    return UserPrompted(
+        turn_id=state.turn_id,
+        message_id=new_message_id(),
+        display=display,
+        message=UserMessage(parts=[TextPart(text=text)]),
+        for_model=False,
+    )
 
 
 def _interrupted_settlements(state: TurnState, deps: TurnDeps) -> list[ToolCallSettled]:

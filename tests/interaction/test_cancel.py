@@ -129,6 +129,14 @@ async def test_cancel_while_an_attachment_read_is_asked_leaves_no_tool_result_in
         with anyio.fail_after(5):
             fresh = await pair.prompt(session_id, "fresh")
         cards = pair.client.cards(session_id)
+        await pair.conn.close_session(session_id=session_id)
+        pair.client.clear()
+        await pair.conn.load_session(cwd=str(pair.workspace), session_id=session_id, mcp_servers=[])
+        replayed_prompts = [u["content"] for u in pair.client.of_kind("user_message_chunk", session_id)]
+    assert replayed_prompts == [
+        {"type": "resource_link", "uri": outside.as_uri(), "name": "outside.txt"},
+        {"type": "text", "text": "fresh"},
+    ], "the cancelled prompt stays in the log"
     assert results["attach"].stop_reason == "cancelled"
     assert [card["status"] for card in cards.values()] == ["failed"]
     assert fresh.stop_reason == "end_turn"
