@@ -519,8 +519,8 @@ def _interrupted_settlements(state: TurnState, deps: TurnDeps) -> list[ToolCallS
 
 
 async def _settle_live_only(state: TurnState, deps: TurnDeps) -> None:
-    """The store refused a write: still settle every open card in the editor (not stored; a reload shows
-    these calls as "outcome unknown")."""
+    """The store refused a write: still settle every open card in the editor (not stored; the session's next turn,
+    or a reload, settles these calls for good as "outcome unknown")."""
     with anyio.CancelScope(shield=True), anyio.move_on_after(CLEANUP_TIMEOUT_S):
         for event in _interrupted_settlements(state, deps):
             await deps.recorder.sink.emit_event(event, live=True)
