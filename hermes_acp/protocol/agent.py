@@ -326,7 +326,7 @@ class HermesAgent:
             outcome = await session.run_command(*command, display)
             if outcome.mode_changed or outcome.model_changed:
                 await self._announce_config(session)
-            return schema.PromptResponse(stop_reason="end_turn")
+            return schema.PromptResponse(stop_reason=outcome.stop_reason)
         result = await session.prompt(display)
         usage = result.usage
         return schema.PromptResponse(

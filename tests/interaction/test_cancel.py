@@ -201,6 +201,25 @@ async def test_cancel_answers_queued_prompts_cancelled_and_the_session_takes_the
     assert len(provider.requests) == 2
 
 
+async def test_a_queued_slash_command_is_answered_cancelled_and_does_not_run(tmp_path: Path) -> None:
+    hold = anyio.Event()
+    provider = ScriptedProvider([ScriptedReply(parts=[TextPart(text="busy")], hold=hold)])
+    async with open_pair(tmp_path, provider=provider) as pair:
+        session_id = await pair.new_session()
+        results: dict[str, Any] = {}
+        with anyio.fail_after(5):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(_prompt_into, pair, session_id, "running", results)
+                await pair.client.wait_for(lambda: bool(pair.client.of_kind("agent_message_chunk", session_id)))
+                tg.start_soon(_prompt_into, pair, session_id, "/title Never set", results)
+                await anyio.wait_all_tasks_blocked()
+                await pair.conn.cancel(session_id=session_id)
+        record = await pair.store.get_session(session_id)
+    assert results["running"].stop_reason == "cancelled"
+    assert results["/title Never set"].stop_reason == "cancelled"
+    assert record is not None and record.title != "Never set"
+
+
 async def test_a_cancel_in_one_session_leaves_another_running(tmp_path: Path) -> None:
     hold = anyio.Event()
     provider = ScriptedProvider([ScriptedReply(parts=[TextPart(text="slow")], hold=hold), text_reply("fast")])
