@@ -23,7 +23,7 @@ from hermes_acp.protocol.stdio import FrontDoor, serve_streams
 from hermes_acp.sessions.manager import SessionManager
 from hermes_acp.storage.sqlite import SqliteSessionStore
 from hermes_acp.telemetry import configure_logging
-from tests.fakes.server import RawPair
+from tests.fakes.server import RawPair, socket_streams
 
 pytestmark = pytest.mark.anyio
 GOLDEN = Path(__file__).parent.parent / "golden"
@@ -33,8 +33,6 @@ REPO = Path(__file__).resolve().parent.parent.parent
 @contextlib.asynccontextmanager
 async def held_server(tmp_path: Path, config: str) -> AsyncIterator[tuple[RawPair, threading.Event]]:
     """The production ``run_connection`` over a socketpair, with the heavy load held until ``release`` is set."""
-    import asyncio
-
     home = tmp_path / "home"
     home.mkdir()
     (home / "config.toml").write_text(config)
@@ -45,26 +43,20 @@ async def held_server(tmp_path: Path, config: str) -> AsyncIterator[tuple[RawPai
             raise TimeoutError("the test never released the server load")
         load_server()
 
-    agent_sock, client_sock = socket.socketpair()
-    agent_reader, agent_writer = await asyncio.open_connection(sock=agent_sock)
-    client_reader, client_writer = await asyncio.open_connection(sock=client_sock)
     env = {"HERMES_ACP_HOME": str(home), "PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO)}
     try:
-        async with anyio.create_task_group() as tg:
-            runner = partial(run_connection, load=held_load)
-            tg.start_soon(serve_streams, agent_reader, agent_writer, lambda: runner, env)
-            try:
-                yield RawPair(client_reader, client_writer), release
-            finally:
-                release.set()
-                client_writer.close()
-                agent_writer.close()
-                tg.cancel_scope.cancel()
+        async with socket_streams() as (agent_reader, agent_writer, client_reader, client_writer):
+            async with anyio.create_task_group() as tg:
+                runner = partial(run_connection, load=held_load)
+                tg.start_soon(serve_streams, agent_reader, agent_writer, lambda: runner, env)
+                try:
+                    yield RawPair(client_reader, client_writer), release
+                finally:
+                    release.set()
+                    client_writer.close()
+                    agent_writer.close()
+                    tg.cancel_scope.cancel()
     finally:
-        for writer in (agent_writer, client_writer):
-            writer.close()
-            with contextlib.suppress(OSError, ConnectionError):
-                await writer.wait_closed()
         configure_logging(None, "warning")  # the server logged to a file under ``home``; close it
 
 
