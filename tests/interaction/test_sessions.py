@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import acp
 import anyio
 import pytest
 from acp import RequestError
@@ -180,11 +179,6 @@ async def test_session_new_needs_an_absolute_existing_cwd(tmp_path: Path) -> Non
                 await pair.conn.new_session(cwd=cwd, mcp_servers=[])
             assert caught.value.code == -32602
             assert "cwd" in str(caught.value) and needle in str(caught.value)
-
-
-async def test_text_prompt_block_helper_is_what_clients_send(tmp_path: Path) -> None:
-    block = acp.text_block("x")
-    assert block.model_dump(by_alias=True, exclude_none=True) == {"type": "text", "text": "x"}
 
 
 async def test_a_stored_model_that_left_the_catalog_falls_back_to_the_default_it_shows(tmp_path: Path) -> None:
