@@ -37,8 +37,6 @@ class RecordingClient(BareClient):
     answers: list[str] = field(default_factory=list)
     """Option ids to answer permission requests with, in order; "cancelled" answers with the cancelled outcome."""
     on_permission: Callable[[PermissionCall], Awaitable[str]] | None = None
-    permission_asked: anyio.Event = field(default_factory=anyio.Event)
-    """Set by the next permission request (then replaced by a fresh event)."""
     arrived: anyio.Event = field(default_factory=anyio.Event)
     """Set by the next update or permission request (then replaced by a fresh event); ``wait_for`` waits on it."""
 
@@ -59,8 +57,6 @@ class RecordingClient(BareClient):
             [o.model_dump(mode="json", by_alias=True, exclude_none=True) for o in options],
         )
         self.permissions.append(call)
-        self.permission_asked.set()
-        self.permission_asked = anyio.Event()
         self._arrived()
         if self.on_permission is not None:
             answer = await self.on_permission(call)

@@ -91,7 +91,7 @@ async def test_cancel_withdraws_a_pending_permission_request(tmp_path: Path) -> 
         async with anyio.create_task_group() as tg:
             tg.start_soon(_prompt_into, pair, session_id, "write", results)
             with anyio.fail_after(5):
-                await pair.client.permission_asked.wait()
+                await pair.client.wait_for(lambda: bool(pair.client.permissions))
             await pair.conn.cancel(session_id=session_id)
         cards = pair.client.cards(session_id)
         never.set()
@@ -123,7 +123,7 @@ async def test_cancel_while_an_attachment_read_is_asked_leaves_no_tool_result_in
         async with anyio.create_task_group() as tg:
             tg.start_soon(attach)
             with anyio.fail_after(5):
-                await pair.client.permission_asked.wait()
+                await pair.client.wait_for(lambda: bool(pair.client.permissions))
             await pair.conn.cancel(session_id=session_id)
         never.set()
         with anyio.fail_after(5):
