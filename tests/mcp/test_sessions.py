@@ -13,17 +13,13 @@ import anyio
 import pytest
 
 from fixtures.mcp_server import read_journal, stdio_spec
-from hermes_acp.core import ToolCallPart
 from hermes_acp.providers.scripted import ScriptedProvider, text_reply, tool_reply
 from tests.fakes.agent_process import servers as acp_servers
 from tests.fakes.server import Pair, open_pair
+from tests.fakes.tools import call
 from tests.mcp.support import START_S, alive
 
 pytestmark = pytest.mark.anyio
-
-
-def call(call_id: str, name: str, **arguments: Any) -> ToolCallPart:
-    return ToolCallPart(id=call_id, name=name, arguments=json.dumps(arguments))
 
 
 async def new_session(pair: Pair, specs: list[dict[str, Any]]) -> str:
