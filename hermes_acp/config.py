@@ -18,6 +18,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from hermes_acp.errors import ConfigError
+from hermes_acp.home import default_home
 
 __all__ = [
     "AgentSettings",
@@ -25,7 +26,6 @@ __all__ = [
     "ModelEntry",
     "ProviderSettings",
     "Settings",
-    "default_home",
     "load_settings",
 ]
 
@@ -165,11 +165,6 @@ class Settings(_FileSettings):
     @property
     def cache_dir(self) -> Path:
         return self.home / "cache"
-
-
-def default_home(env: Mapping[str, str]) -> Path:
-    raw = env.get("HERMES_ACP_HOME")
-    return Path(raw).expanduser() if raw else Path.home() / ".hermes-acp"
 
 
 def load_settings(

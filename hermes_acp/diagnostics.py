@@ -16,8 +16,9 @@ from pathlib import Path
 import anyio
 
 from hermes_acp.computer_use import check_driver
-from hermes_acp.config import Settings, default_home, load_settings
+from hermes_acp.config import Settings, load_settings
 from hermes_acp.errors import ConfigError, StorageError
+from hermes_acp.home import default_home
 from hermes_acp.providers.catalog import ModelCatalog
 from hermes_acp.storage.sqlite import SqliteSessionStore
 from hermes_acp.version import __version__

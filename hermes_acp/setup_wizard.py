@@ -13,8 +13,9 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from hermes_acp.config import default_home, load_settings
+from hermes_acp.config import load_settings
 from hermes_acp.errors import ConfigError
+from hermes_acp.home import default_home
 
 __all__ = ["render_config", "run_setup"]
 

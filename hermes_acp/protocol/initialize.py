@@ -13,9 +13,9 @@ from __future__ import annotations
 import os
 import tomllib
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
+from hermes_acp.home import default_home
 from hermes_acp.version import __version__
 
 __all__ = ["SUPPORTED_PROTOCOL_VERSIONS", "auth_methods", "initialize_result", "negotiate_version"]
@@ -90,9 +90,8 @@ def _key_variables(env: Mapping[str, str]) -> dict[str, str]:
     variables = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
     if env.get("HERMES_ACP_BASE_URL"):
         variables["custom"] = "HERMES_ACP_API_KEY"
-    home = Path(env["HERMES_ACP_HOME"]).expanduser() if env.get("HERMES_ACP_HOME") else Path.home() / ".hermes-acp"
     try:
-        raw = tomllib.loads((home / "config.toml").read_text(encoding="utf-8"))
+        raw = tomllib.loads((default_home(env) / "config.toml").read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return variables
     providers = raw.get("providers")
