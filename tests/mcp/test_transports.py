@@ -14,9 +14,9 @@ from hermes_acp.mcp_client import McpTimeouts, McpUnavailableError
 from hermes_acp.providers.scripted import ScriptedProvider, text_reply, tool_reply
 from tests.fakes.agent_process import servers as acp_servers
 from tests.fakes.server import open_pair
+from tests.fakes.tools import call
 from tests.mcp.gateway import gateway
 from tests.mcp.support import START_S, find_tool, run_tool, running, text_of
-from tests.mcp.test_sessions import call, tool_results
 
 pytestmark = pytest.mark.anyio
 
@@ -102,7 +102,7 @@ async def test_an_http_server_from_the_editor_works_in_a_session(tmp_path: Path)
         )
         with anyio.fail_after(START_S):
             await pair.prompt(response.session_id, "call it")
-        result = tool_results(pair, response.session_id)["h1"]
+        result = pair.client.cards(response.session_id)["h1"]
         assert result["status"] == "completed"
         assert result["content"][0]["content"]["text"] == "via http"
 
