@@ -20,7 +20,7 @@ from .remote_tools import McpTool, UtilityTool
 from .schema import normalise_schema
 from .servers import READY_WAIT_S, McpServers
 from .specs import HttpSpec, ServerSpec, StdioSpec, UnusableSpec, parse_specs
-from .untrusted import MAX_RESULT_CHARS, public_meta, strip_unicode_tags
+from .untrusted import MAX_RESULT_CHARS, public_meta
 
 __all__ = [
     "CALL_TIMEOUT_S",
@@ -45,5 +45,4 @@ __all__ = [
     "normalise_schema",
     "parse_specs",
     "public_meta",
-    "strip_unicode_tags",
 ]

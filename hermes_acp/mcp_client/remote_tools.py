@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final, Literal
 
+from hermes_acp.core.sanitize import clean_text
 from hermes_acp.errors import ToolInputError
 from hermes_acp.tools.base import Presentation, ToolOutcome
 from hermes_acp.tools.context import ApprovalRequest, ToolContext
@@ -23,7 +24,6 @@ from hermes_acp.tools.context import ApprovalRequest, ToolContext
 from .connection import ServerConnection
 from .results import outcome_from_result, outcome_from_text
 from .schema import normalise_schema
-from .untrusted import strip_unicode_tags
 
 __all__ = ["MAX_DESCRIPTION_CHARS", "UTILITY_TOOLS", "McpTool", "Utility", "UtilityTool"]
 
@@ -36,7 +36,7 @@ UTILITY_TOOLS: dict[str, tuple[Utility, ...]] = {
 
 
 def _description(text: str) -> str:
-    clean = strip_unicode_tags(text).strip()
+    clean = clean_text(text).strip()
     return clean if len(clean) <= MAX_DESCRIPTION_CHARS else clean[: MAX_DESCRIPTION_CHARS - 1] + "…"
 
 
@@ -57,7 +57,7 @@ class McpTool:
         assert isinstance(annotations, Mapping)
         self.read_only: Final = annotations.get("readOnlyHint") is True
         title = annotations.get("title") or remote.get("title") or self.remote_name
-        self.title: Final = strip_unicode_tags(str(title))
+        self.title: Final = clean_text(str(title))
         self.description: Final = _description(str(remote.get("description") or self.title))
         self.input_schema: Final = normalise_schema(remote.get("inputSchema"))
 

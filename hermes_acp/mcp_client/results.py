@@ -1,12 +1,12 @@
 """An MCP ``tools/call`` result (its wire shape, a dict) as a ``ToolOutcome``: parts for the model, blocks for the
 editor, ``raw_output`` for the record.
 
-Text (and text resources) is cleaned of Unicode TAG characters and capped (``untrusted``); the model is told when
-text was cut. Images are saved under ``<cache_dir>/images/``: the model gets an ``ImagePart`` labelled with the
-saved path (the request builder turns it into a note for models without vision), the editor an ``ImageBlock``.
-Audio, binary resources and unknown blocks become one-line markers. ``structuredContent`` is shown to the model
-only when the result has no text. ``raw_output`` carries ``structuredContent`` and the ``_meta`` keys that are not
-reserved by MCP. ``isError`` makes a failed outcome. Nothing here knows the mcp SDK.
+Text (and text resources) is cleaned by the one sanitizer (``core.sanitize``) and capped (``untrusted``); the model
+is told when text was cut. Images are saved under ``<cache_dir>/images/``: the model gets an ``ImagePart`` labelled
+with the saved path (the request builder turns it into a note for models without vision), the editor an
+``ImageBlock``. Audio, binary resources and unknown blocks become one-line markers. ``structuredContent`` is shown
+to the model only when the result has no text. ``raw_output`` carries ``structuredContent`` and the ``_meta`` keys
+that are not reserved by MCP. ``isError`` makes a failed outcome. Nothing here knows the mcp SDK.
 """
 
 from __future__ import annotations
@@ -17,12 +17,13 @@ from pathlib import Path
 from typing import Any
 
 from hermes_acp.core import DisplayBlock, ImageBlock, ImagePart, ResourceBlock, ResourceLinkBlock, TextBlock, TextPart
+from hermes_acp.core.sanitize import clean_text
 from hermes_acp.tools._text import cap_middle
 from hermes_acp.tools.base import ToolOutcome
 from hermes_acp.tools.context import ImageGate
 
 from .images import decode_image, save_image
-from .untrusted import MAX_RESULT_CHARS, RESULT_HEAD_SHARE, public_meta, strip_unicode_tags
+from .untrusted import MAX_RESULT_CHARS, RESULT_HEAD_SHARE, public_meta
 
 __all__ = ["MAX_IMAGE_BYTES", "outcome_from_result", "outcome_from_text"]
 
@@ -50,7 +51,7 @@ async def outcome_from_result(
             await _convert_block(block, cache_dir, texts, images, blocks)
     structured = result.get("structuredContent")
     if not texts and structured is not None:
-        texts.append(strip_unicode_tags(json.dumps(structured, ensure_ascii=False)))
+        texts.append(clean_text(json.dumps(structured, ensure_ascii=False)))
     failed = bool(result.get("isError"))
     if not texts and not images:
         texts.append("(the tool reported an error without details)" if failed else "(no output)")
@@ -75,7 +76,7 @@ async def outcome_from_result(
 
 def outcome_from_text(text: str, *, raw_output: Any = None, limit: int = MAX_RESULT_CHARS) -> ToolOutcome:
     """A plain text outcome (resource and prompt helpers), cleaned and capped like tool results."""
-    capped, _ = cap_middle(strip_unicode_tags(text), limit, head_share=RESULT_HEAD_SHARE)
+    capped, _ = cap_middle(clean_text(text), limit, head_share=RESULT_HEAD_SHARE)
     return ToolOutcome.text(capped, raw_output=raw_output)
 
 
@@ -88,14 +89,14 @@ async def _convert_block(
 ) -> None:
     kind = block.get("type")
     if kind == "text":
-        texts.append(strip_unicode_tags(str(block.get("text", ""))))
+        texts.append(clean_text(str(block.get("text", ""))))
     elif kind == "image":
         await _image(block, cache_dir, texts, images, blocks)
     elif kind == "resource":
         _embedded(block.get("resource"), texts, blocks)
     elif kind == "resource_link":
         uri = str(block.get("uri", ""))
-        name = strip_unicode_tags(str(block.get("name") or uri))
+        name = clean_text(str(block.get("name") or uri))
         texts.append(f"[resource link: {uri} ({name})]")
         media = block.get("mimeType")
         blocks.append(ResourceLinkBlock(uri=uri, name=name, media_type=media if isinstance(media, str) else None))
@@ -140,7 +141,7 @@ def _embedded(resource: object, texts: list[str], blocks: list[DisplayBlock]) ->
     media_type = media if isinstance(media, str) else None
     text = resource.get("text")
     if isinstance(text, str):
-        clean = strip_unicode_tags(text)
+        clean = clean_text(text)
         texts.append(f"[resource {uri}]\n{clean}")
         blocks.append(ResourceBlock(uri=uri, media_type=media_type, text=clean))
         return

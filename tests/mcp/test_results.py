@@ -9,7 +9,8 @@ import pytest
 
 from fixtures.mcp_server import ENGLAND_FLAG, HIDDEN_TAGS, solid_png
 from hermes_acp.core import ImageBlock, ImagePart, ResourceBlock, ResourceLinkBlock, TextBlock, TextPart
-from hermes_acp.mcp_client import parse_specs, public_meta, strip_unicode_tags
+from hermes_acp.core.sanitize import clean_text
+from hermes_acp.mcp_client import parse_specs, public_meta
 from hermes_acp.mcp_client.images import MAX_SAVED_IMAGES
 from hermes_acp.mcp_client.results import outcome_from_result
 from hermes_acp.mcp_client.specs import HttpSpec, StdioSpec, UnusableSpec
@@ -22,14 +23,14 @@ pytestmark = pytest.mark.anyio
 def test_tag_characters_are_stripped_but_subdivision_flags_survive() -> None:
     scotland = "\U0001f3f4" + "".join(chr(0xE0000 + ord(c)) for c in "gbsct") + "\U000e007f"
     text = f"England {ENGLAND_FLAG}, Scotland {scotland}.{HIDDEN_TAGS} Done"
-    assert strip_unicode_tags(text) == f"England {ENGLAND_FLAG}, Scotland {scotland}. Done"
+    assert clean_text(text) == f"England {ENGLAND_FLAG}, Scotland {scotland}. Done"
     # Tags glued after a valid flag are removed; the flag stays whole.
-    assert strip_unicode_tags(ENGLAND_FLAG + HIDDEN_TAGS) == ENGLAND_FLAG
+    assert clean_text(ENGLAND_FLAG + HIDDEN_TAGS) == ENGLAND_FLAG
     # Tag letters without the black flag, or without CANCEL TAG, are not a flag.
     bare = "".join(chr(0xE0000 + ord(c)) for c in "gbeng") + "\U000e007f"
-    assert strip_unicode_tags("x" + bare) == "x"
-    assert strip_unicode_tags("\U0001f3f4" + bare[:-1]) == "\U0001f3f4"
-    assert strip_unicode_tags("plain") == "plain"
+    assert clean_text("x" + bare) == "x"
+    assert clean_text("\U0001f3f4" + bare[:-1]) == "\U0001f3f4"
+    assert clean_text("plain") == "plain"
 
 
 def test_reserved_meta_prefixes_are_dropped() -> None:
