@@ -1,10 +1,12 @@
 """The composition root: builds the store, the model catalog and providers, and serves one client connection.
 
-``run_connection`` is what the front door runs. It starts light: with only the configuration, the store and the
-catalog loaded, it lets the front door answer an early ``session/new`` (``protocol/early.py``) while the acp SDK and
-the rest of the server load in a worker thread. Then ``serve_app`` owns the root task group in which every
-session's owner task lives, and on the way out closes every session (their MCP servers and drivers), the
-providers and the store, shielded and bounded. The heavy modules are imported inside the functions on purpose.
+``run_connection`` is what ``protocol.stdio`` runs once this module has loaded (in a worker thread, while
+``initialize`` is already answered). It reads the configuration, opens the store, installs the agent's routes on
+the dispatcher, and serves until the client has gone. ``serve_app`` owns the root task group in which every
+session's owner task lives, and on the way out closes every session (turns settled, MCP servers, drivers and
+commands stopped), the providers and the store, shielded and bounded so that the process exits within two seconds
+of the client leaving. A configuration or store that cannot be used still serves ``initialize`` and answers every
+session request with the reason.
 """
 
 from __future__ import annotations
@@ -13,35 +15,31 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 import anyio
-import anyio.to_thread
 
 from hermes_acp.config import Settings, load_settings
 from hermes_acp.errors import ConfigError, HermesError, StorageError
-from hermes_acp.protocol.early import EarlySessions
-from hermes_acp.protocol.stdio import FrontDoor
+from hermes_acp.protocol.agent import AgentParts, HermesAgent
+from hermes_acp.protocol.client_bridge import AcpClientBridge
+from hermes_acp.protocol.dispatcher import Dispatcher
+from hermes_acp.protocol.initialize import Handshake
 from hermes_acp.providers.catalog import ModelCatalog
+from hermes_acp.providers.registry import ProviderRegistry
 from hermes_acp.storage.base import SessionStore
 from hermes_acp.storage.sqlite import SqliteSessionStore
+from hermes_acp.telemetry import configure_logging, get_logger, register_secret
 from hermes_acp.version import __version__
 
 if TYPE_CHECKING:
-    from hermes_acp.providers.registry import ProviderRegistry
-    from hermes_acp.sessions import Session
+    from hermes_acp.sessions import Session, SessionManager
     from hermes_acp.tools.base import Tool
 
-__all__ = ["SHUTDOWN_TIMEOUT_S", "load_server", "run_connection", "serve_app"]
+__all__ = ["SHUTDOWN_TIMEOUT_S", "run_connection", "serve_app"]
 
-SHUTDOWN_TIMEOUT_S = 10.0
-
-
-def load_server() -> None:
-    """Import the acp SDK (the fast way) and everything ``serve_app`` uses; runs in a worker thread."""
-    from hermes_acp.protocol.sdk_import import import_sdk
-
-    import_sdk("hermes_acp.protocol.connection", "hermes_acp.providers.registry", "hermes_acp.telemetry")
+SHUTDOWN_TIMEOUT_S = 1.5
+"""Bound on closing every session once the client has gone (turns are already cancelled by then)."""
 
 
-async def run_connection(door: FrontDoor, env: Mapping[str, str], *, load: Callable[[], None] = load_server) -> None:
+async def run_connection(dispatcher: Dispatcher, handshake: Handshake, env: Mapping[str, str]) -> None:
     settings: Settings | None = None
     failure: HermesError | None = None
     catalog: ModelCatalog | None = None
@@ -52,32 +50,25 @@ async def run_connection(door: FrontDoor, env: Mapping[str, str], *, load: Calla
         store = await SqliteSessionStore.open(settings.state_db)
     except (ConfigError, StorageError) as exc:
         failure = exc
-    if store is not None and catalog is not None:
-        await door.open_early(EarlySessions(store, catalog))
-    try:
-        await anyio.to_thread.run_sync(load)
-    except BaseException:
-        with anyio.CancelScope(shield=True):
-            await door.close_early()
-            if store is not None:
-                await store.aclose()
-        raise
-    from hermes_acp.protocol.connection import serve_agent
-    from hermes_acp.providers.registry import ProviderRegistry
-    from hermes_acp.telemetry import configure_logging, get_logger, register_secret
-
-    configure_logging(settings.logs_dir if settings else None, settings.logging.level if settings else "info")
+    configure_logging(
+        settings.logs_dir if settings else None,
+        settings.logging.level if settings else "info",
+        stderr_level=_stderr_level(settings, env),
+    )
     log = get_logger("hermes_acp")
+    bridge = AcpClientBridge(dispatcher, handshake)
     if settings is None or catalog is None or store is None:
         log.error("hermes-acp cannot serve sessions", error=str(failure))
-        await serve_agent(door, None, startup_error=failure)
+        dispatcher.add_routes(HermesAgent(None, bridge, startup_error=failure).routes(), complete=True)
+        await dispatcher.finished.wait()
         return
     log.info("hermes-acp serving", version=__version__, home=str(settings.home), config=str(settings.config_file))
     for provider in settings.providers.values():
         if provider.api_key_env:
             register_secret(env.get(provider.api_key_env))
     await serve_app(
-        door,
+        dispatcher,
+        bridge,
         settings=settings,
         env=env,
         catalog=catalog,
@@ -86,8 +77,16 @@ async def run_connection(door: FrontDoor, env: Mapping[str, str], *, load: Calla
     )
 
 
+def _stderr_level(settings: Settings | None, env: Mapping[str, str]) -> str:
+    """``--verbose`` (``HERMES_ACP_VERBOSE``) shows everything on stderr; else ``[logging] stderr_level``."""
+    if env.get("HERMES_ACP_VERBOSE"):
+        return "debug"
+    return settings.logging.stderr_level if settings else "warning"
+
+
 async def serve_app(
-    door: FrontDoor,
+    dispatcher: Dispatcher,
+    bridge: AcpClientBridge,
     *,
     settings: Settings,
     env: Mapping[str, str],
@@ -96,11 +95,7 @@ async def serve_app(
     store: SessionStore,
     tool_surface: Callable[[Session], Sequence[Tool]] | None = None,
 ) -> None:
-    """Serve one client with these parts; closes sessions, providers and the store on the way out."""
-    from hermes_acp.protocol.agent import AgentParts
-    from hermes_acp.protocol.connection import serve_agent
-    from hermes_acp.sessions import SessionManager
-
+    """Serve one client with these parts until it has gone; then close sessions, providers and the store."""
     managers: list[SessionManager] = []
     try:
         async with anyio.create_task_group() as task_group:
@@ -118,8 +113,9 @@ async def serve_app(
                 attach=attach,
                 tool_surface=tool_surface,
             )
+            dispatcher.add_routes(HermesAgent(parts, bridge).routes(), complete=True)
             try:
-                await serve_agent(door, parts)
+                await dispatcher.finished.wait()
             finally:
                 with anyio.CancelScope(shield=True), anyio.move_on_after(SHUTDOWN_TIMEOUT_S):
                     for manager in managers:

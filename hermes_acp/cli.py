@@ -1,14 +1,15 @@
 """The ``hermes-acp`` command: serve ACP on stdio (default), ``--check``, ``--version``, ``--setup``.
 
-Serving must answer ``initialize`` fast, so this module imports almost nothing; the server's heavy half is loaded
-by the front door in a worker thread (``_load_runner``). Only this module (and the interactive check and setup)
-may print; in serve mode stdout belongs to the protocol.
+Serving must answer ``initialize`` fast, so this module imports almost nothing; the rest of the server is loaded in
+a worker thread while the dispatcher already answers (``_load_app``). Only this module (and the interactive check
+and setup) may print; in serve mode stdout belongs to the protocol.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
@@ -16,7 +17,7 @@ from typing import TYPE_CHECKING
 from hermes_acp.version import __version__
 
 if TYPE_CHECKING:
-    from hermes_acp.protocol.stdio import ConnectionRunner
+    from hermes_acp.protocol.stdio import AppRunner
 
 __all__ = ["main"]
 
@@ -31,10 +32,13 @@ def _parser() -> argparse.ArgumentParser:
     group.add_argument("--check", action="store_true", help="print a readable report and exit 0 if it can serve")
     group.add_argument("--version", action="store_true", help="print the version and exit")
     group.add_argument("--setup", action="store_true", help="interactive setup of a model provider")
+    parser.add_argument(
+        "--verbose", action="store_true", help="log everything to stderr too (by default only warnings and errors)"
+    )
     return parser
 
 
-def _load_runner() -> ConnectionRunner:
+def _load_app() -> AppRunner:
     # structlog's console renderer imports rich when it is installed (mcp pulls it in); the server only writes
     # JSON, and skipping rich cuts a quarter of a second from start-up.
     sys.modules.setdefault("rich", None)  # type: ignore[arg-type]
@@ -56,7 +60,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         from hermes_acp.setup_wizard import run_setup
 
         sys.exit(run_setup(print, input))
+    if args.verbose:
+        os.environ["HERMES_ACP_VERBOSE"] = "1"
     from hermes_acp.protocol.stdio import serve_stdio
 
     with contextlib.suppress(KeyboardInterrupt):
-        serve_stdio(_load_runner)
+        serve_stdio(_load_app)

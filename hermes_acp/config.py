@@ -124,6 +124,9 @@ class ComputerUseSettings(_Section):
 
 class LoggingSettings(_Section):
     level: Literal["debug", "info", "warning", "error"] = "info"
+    """What the log file keeps."""
+    stderr_level: Literal["debug", "info", "warning", "error"] = "warning"
+    """What stderr shows (some editors show every stderr line as an error); ``--verbose`` shows everything."""
 
 
 class _FileSettings(_Section):

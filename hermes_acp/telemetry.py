@@ -1,7 +1,7 @@
 """Logging: structlog JSON lines on stderr and in ``$HERMES_ACP_HOME/logs/``, secrets redacted.
 
 stdout is the protocol channel, so nothing here ever writes to it. ``configure_logging`` must run before anything
-logs; it also routes the stdlib loggers (``acp``, ``mcp``, the root logger the acp SDK logs to) through the same
+logs; it also routes the stdlib loggers (``mcp``, ``httpx``, our own protocol layer's) through the same
 JSON formatter. Known secret values (API keys read from the environment) are registered with ``register_secret``
 and replaced wherever they appear. This module configures logging; it knows nothing about sessions or protocols.
 """
@@ -59,9 +59,15 @@ def _redact_processor(_logger: Any, _method: str, event_dict: MutableMapping[str
     return {k: redact(v, None if k == "event" else k) for k, v in event_dict.items()}
 
 
-def configure_logging(logs_dir: Path | None, level: str = "info") -> None:
-    """Send structlog and stdlib logging, as JSON, to stderr and (when given) a rotating file in ``logs_dir``."""
-    numeric = logging.getLevelNamesMapping().get(level.upper(), logging.INFO)
+def configure_logging(logs_dir: Path | None, level: str = "info", *, stderr_level: str = "warning") -> None:
+    """Send structlog and stdlib logging, as JSON, to stderr and (when given) a rotating file in ``logs_dir``.
+
+    The file keeps everything at ``level`` and above; stderr only ``stderr_level`` and above (some editors show
+    every stderr line as an error)."""
+    names = logging.getLevelNamesMapping()
+    file_level = names.get(level.upper(), logging.INFO)
+    console_level = names.get(stderr_level.upper(), logging.WARNING)
+    numeric = min(file_level, console_level)
     shared: list[Any] = [
         structlog.contextvars.merge_contextvars,
         structlog.stdlib.add_log_level,
@@ -77,18 +83,20 @@ def configure_logging(logs_dir: Path | None, level: str = "info") -> None:
             structlog.processors.JSONRenderer(),
         ],
     )
-    handlers: list[logging.Handler] = [logging.StreamHandler(sys.stderr)]
+    console = logging.StreamHandler(sys.stderr)
+    console.setLevel(console_level)
+    handlers: list[logging.Handler] = [console]
     if logs_dir is not None:
         try:
             logs_dir.mkdir(parents=True, exist_ok=True)
-            handlers.append(
-                logging.handlers.RotatingFileHandler(
-                    logs_dir / "hermes-acp.log",
-                    maxBytes=_LOG_FILE_BYTES,
-                    backupCount=_LOG_FILE_COUNT,
-                    encoding="utf-8",
-                )
+            log_file = logging.handlers.RotatingFileHandler(
+                logs_dir / "hermes-acp.log",
+                maxBytes=_LOG_FILE_BYTES,
+                backupCount=_LOG_FILE_COUNT,
+                encoding="utf-8",
             )
+            log_file.setLevel(file_level)
+            handlers.append(log_file)
         except OSError as exc:
             sys.stderr.write(f"hermes-acp: cannot write logs to {logs_dir}: {exc}\n")
     root = logging.getLogger()
@@ -99,7 +107,6 @@ def configure_logging(logs_dir: Path | None, level: str = "info") -> None:
         handler.setFormatter(formatter)
         root.addHandler(handler)
     root.setLevel(numeric)
-    logging.getLogger("acp").setLevel(numeric)
     logging.getLogger("mcp").setLevel(max(numeric, logging.INFO))
     for noisy in ("httpx", "httpcore"):
         logging.getLogger(noisy).setLevel(max(numeric, logging.WARNING))

@@ -61,6 +61,22 @@ class BareClient:
     async def complete_elicitation(self, elicitation_id: str, **kwargs: Any) -> None:
         return None
 
+    async def connect_mcp(self, server_id: str, **kwargs: Any) -> schema.ConnectMcpResponse:
+        raise RequestError.method_not_found("mcp/connect")
+
+    async def disconnect_mcp(self, connection_id: str, **kwargs: Any) -> schema.DisconnectMcpResponse:
+        raise RequestError.method_not_found("mcp/disconnect")
+
+    async def mcp_message(
+        self, connection_id: str, method: str, params: dict[str, Any] | None = None, **kwargs: Any
+    ) -> Any:
+        raise RequestError.method_not_found("mcp/message")
+
+    async def notify_mcp(
+        self, connection_id: str, method: str, params: dict[str, Any] | None = None, **kwargs: Any
+    ) -> None:
+        return None
+
     async def ext_method(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         raise RequestError.method_not_found(f"_{method}")
 

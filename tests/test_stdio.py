@@ -10,10 +10,10 @@ import json
 import signal
 from pathlib import Path
 
-import acp
 import anyio
 import pytest
 
+from tests.fakes.acp_client import text_block
 from tests.fakes.agent_process import spawn_agent
 
 pytestmark = pytest.mark.anyio
@@ -27,7 +27,7 @@ async def test_real_process_speaks_only_json_rpc_and_survives_sigkill(tmp_path: 
             init = await agent.initialize()
             first = await agent.new_session()
             second = await agent.new_session()
-            await agent.conn.prompt(session_id=first, prompt=[acp.text_block("/title Survives a kill")])
+            await agent.conn.prompt(session_id=first, prompt=[text_block("/title Survives a kill")])
         agent.process.send_signal(signal.SIGKILL)
         with anyio.fail_after(10):
             await agent.process.wait()

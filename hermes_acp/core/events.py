@@ -166,6 +166,8 @@ class TitleSet(_Event):
 
     kind: Literal["title_set"] = "title_set"
     title: str
+    updated_at: str | None = None
+    """When the title was set (ISO 8601); absent in logs written before it was recorded."""
 
 
 SessionEvent = Annotated[

@@ -17,6 +17,9 @@ streams; file names; fetched attachments; frames) can carry characters a reader 
   event holding one fails to write. A pair of surrogates becomes the character it encodes; a lone one becomes
   U+FFFD.
 
+``clean_surrogates`` applies only the surrogate rule, at any depth: for text that must round-trip unchanged
+otherwise (a file's content read through the editor and written back), where removing a character would corrupt it.
+
 ``clean_text`` is the hot path: ASCII and ordinary text come back as the same object after one regex search.
 ``sanitize_text`` / ``sanitize_json`` also say what was removed (``Removals``), for the caller to log: this module
 logs nothing and knows nothing of where the text came from.
@@ -29,7 +32,15 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-__all__ = ["RemovalKind", "Removals", "clean_json", "clean_text", "sanitize_json", "sanitize_text"]
+__all__ = [
+    "RemovalKind",
+    "Removals",
+    "clean_json",
+    "clean_surrogates",
+    "clean_text",
+    "sanitize_json",
+    "sanitize_text",
+]
 
 RemovalKind = Literal["tag", "bidi", "variation_selector", "zero_width", "surrogate"]
 
@@ -68,6 +79,17 @@ def clean_text(text: str) -> str:
 def clean_json(value: Any) -> Any:
     """``value`` (JSON-like: dicts, lists, strings, numbers) with every string and key cleaned."""
     return sanitize_json(value)[0]
+
+
+def clean_surrogates(value: Any) -> Any:
+    """``value`` (a string or JSON-like data) with lone surrogates made U+FFFD and pairs joined; nothing else."""
+    if isinstance(value, str):
+        return _join_surrogates(value, Removals()) if _SURROGATE.search(value) else value
+    if isinstance(value, dict):
+        return {clean_surrogates(k) if isinstance(k, str) else k: clean_surrogates(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [clean_surrogates(v) for v in value]
+    return value
 
 
 def sanitize_text(text: str) -> tuple[str, Removals]:

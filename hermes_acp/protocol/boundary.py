@@ -1,23 +1,18 @@
-"""The one place where our exceptions become JSON-RPC errors, and where post-response work is queued.
+"""Our exceptions as JSON-RPC errors: the mapping the dispatcher's single exception → wire boundary applies.
 
-``ErrorBoundary`` wraps the SDK's message router: every request and notification passes through it, so every
-error — ours (``HermesError``), pydantic's (invalid params), or an unexpected bug — becomes the right JSON-RPC
-error with a message that says what was wrong (DESIGN §4.9). Nothing answers ``null`` instead of an error.
+Every error — ours (``HermesError``), a client's error answer we pass on, or an unexpected bug — becomes the right
+JSON-RPC error object with a message that says what was wrong: -32602 naming the field, the ACP resource-not-found
+(-32002) naming the session, auth_required (-32000) saying what to configure, -32603 for the rest. Nothing answers
+``null`` instead of an error. Invalid params arrive here already translated (``wire.parse``), so this module knows
+no pydantic and loads in no time.
 
-``after_response`` lets a handler schedule work that must happen *after* its response is on the wire (e.g.
-``available_commands_update`` after ``session/new``, which JetBrains requires): the callbacks are kept in a context
-variable of the request's task and run by the front door right after it writes that response.
+``ClientRequestError`` is also the error a request *we* sent raises when the client answers with an error.
 """
 
 from __future__ import annotations
 
-import contextvars
-from collections.abc import Awaitable, Callable
+import logging
 from typing import Any
-
-import structlog
-from acp.exceptions import RequestError
-from pydantic import ValidationError
 
 from hermes_acp.errors import (
     ConfigError,
@@ -28,106 +23,64 @@ from hermes_acp.errors import (
     SessionNotFoundError,
 )
 
-__all__ = [
-    "AUTH_REQUIRED",
-    "RESOURCE_NOT_FOUND",
-    "ErrorBoundary",
-    "after_response",
-    "take_after_response",
-    "to_wire",
-]
+__all__ = ["AUTH_REQUIRED", "CANCELLED", "RESOURCE_NOT_FOUND", "ClientRequestError", "to_wire"]
 
 AUTH_REQUIRED = -32000
 RESOURCE_NOT_FOUND = -32002
-_log = structlog.get_logger("hermes_acp.protocol")
-_after_response: contextvars.ContextVar[list[Callable[[], Awaitable[None]]] | None] = contextvars.ContextVar(
-    "hermes_acp_after_response", default=None
-)
-
-Router = Callable[[str, Any, bool], Awaitable[Any]]
+CANCELLED: dict[str, Any] = {"code": -32800, "message": "Request cancelled"}
+_log = logging.getLogger("hermes_acp.protocol")
 
 
-def after_response(callback: Callable[[], Awaitable[None]]) -> None:
-    """Run ``callback`` once the current request's response has been written."""
-    pending = _after_response.get()
-    if pending is None:
-        raise RuntimeError("after_response() called outside a request handler")
-    pending.append(callback)
+class ClientRequestError(Exception):
+    """A JSON-RPC error: one a handler raises as is, or the client's answer to a request we sent."""
+
+    def __init__(self, code: int, message: str, data: Any = None):
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.data = data
+
+    @classmethod
+    def from_error(cls, error: dict[str, Any]) -> ClientRequestError:
+        code = error.get("code")
+        return cls(
+            code if isinstance(code, int) and not isinstance(code, bool) else -32603,
+            str(error.get("message") or "no message"),
+            error.get("data"),
+        )
+
+    def describe(self) -> str:
+        detail = f": {self.data}" if self.data not in (None, "", {}) else ""
+        return f"{self.message}{detail} (error {self.code})"
 
 
-def take_after_response() -> list[Callable[[], Awaitable[None]]]:
-    """The callbacks queued by the current task's request (and forget them)."""
-    pending = _after_response.get()
-    if not pending:
-        return []
-    _after_response.set(None)
-    return pending
-
-
-class ErrorBoundary:
-    """Wraps the SDK router; installed in place of it by ``HermesAgent.on_connect``."""
-
-    def __init__(self, router: Router):
-        self._router = router
-
-    async def __call__(self, method: str, params: Any, is_notification: bool) -> Any:
-        if not is_notification:
-            _after_response.set([])
-        try:
-            return await self._router(method, params, is_notification)
-        except Exception as exc:
-            error = to_wire(exc, method)
-            if is_notification:
-                _log.warning("notification failed", method=method, error=str(error))
-                return None
-            raise error from exc
-
-
-def to_wire(exc: BaseException, method: str) -> RequestError:
-    """Map any exception to the JSON-RPC error a client should see."""
+def to_wire(exc: BaseException, method: str) -> dict[str, Any]:
+    """The JSON-RPC error object a client should see for ``exc`` raised while handling ``method``."""
     match exc:
-        case RequestError() if exc.code == -32601:
-            return RequestError(-32601, f"Method not found: {method}", {"method": method})
-        case RequestError():
-            return exc
-        case ValidationError():
-            problems = [_problem(e) for e in exc.errors(include_url=False)]
-            message = "Invalid params: " + "; ".join(f"{p['field']}: {p['message']}" for p in problems)
-            return RequestError(-32602, message, {"errors": problems})
+        case ClientRequestError():
+            return _error(exc.code, exc.message, exc.data)
         case InvalidParamsError():
             data: dict[str, Any] = {**exc.data}
             if exc.field:
                 data["field"] = exc.field
-            return RequestError(-32602, f"Invalid params: {exc}", data or None)
+            return _error(-32602, f"Invalid params: {exc}", data or None)
         case SessionNotFoundError():
-            return RequestError(RESOURCE_NOT_FOUND, str(exc), {"sessionId": exc.session_id, "uri": exc.session_id})
+            return _error(RESOURCE_NOT_FOUND, str(exc), {"sessionId": exc.session_id, "uri": exc.session_id})
         case ProviderAuthError():
-            return RequestError(AUTH_REQUIRED, f"Authentication required: {exc}", {"provider": exc.provider})
+            return _error(AUTH_REQUIRED, f"Authentication required: {exc}", {"provider": exc.provider})
         case SessionBusyError():
-            return RequestError(-32603, str(exc), {"reason": "busy"})
+            return _error(-32603, str(exc), {"reason": "busy"})
         case ConfigError():
-            return RequestError(-32603, f"hermes-acp configuration error: {exc}", {"reason": "config"})
+            return _error(-32603, f"hermes-acp configuration error: {exc}", {"reason": "config"})
         case HermesError():
-            return RequestError(-32603, f"{type(exc).__name__}: {exc}", {"error": type(exc).__name__})
+            return _error(-32603, f"{type(exc).__name__}: {exc}", {"error": type(exc).__name__})
         case _:
-            _log.error("unexpected error", method=method, exc_info=exc)
-            return RequestError(-32603, f"Internal error while handling {method}: {type(exc).__name__}: {exc}")
+            _log.error("unexpected error while handling %s", method, exc_info=exc)
+            return _error(-32603, f"Internal error while handling {method}: {type(exc).__name__}: {exc}")
 
 
-def _problem(error: Any) -> dict[str, str]:
-    field = ""
-    for part in error.get("loc", ()):
-        field += f"[{part}]" if isinstance(part, int) else (f".{part}" if field else str(part))
-    field = field or "params"
-    message = str(error.get("msg", "invalid"))
-    if error.get("type") == "missing":
-        message = "required"
-    return {"field": _camel(field), "message": message}
-
-
-def _camel(dotted: str) -> str:
-    def one(part: str) -> str:
-        head, *rest = part.split("_")
-        return head + "".join(w.title() for w in rest)
-
-    return ".".join(one(p) for p in dotted.split("."))
+def _error(code: int, message: str, data: Any = None) -> dict[str, Any]:
+    error: dict[str, Any] = {"code": code, "message": message}
+    if data is not None:
+        error["data"] = data
+    return error

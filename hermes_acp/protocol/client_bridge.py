@@ -1,23 +1,33 @@
-"""The session layer's view of the ACP client: update sink, permission gate, editor files and terminals.
+"""The session layer's view of the ACP client: update sink, notices, permission gate, editor files, terminals and
+questions to the user.
 
-``AcpClientBridge`` implements ``hermes_acp.sessions.ClientBridge`` over the agent-side connection. Updates are
-awaited in order (no fire-and-forget); a closed connection is tolerated (the update is dropped and logged, the turn
-still settles and stores everything). Permission answers map to our four outcomes; an unknown option id counts as
-a refusal.
+``AcpClientBridge`` implements ``hermes_acp.sessions.ClientBridge`` over the dispatcher. Updates are awaited in
+order (no fire-and-forget); a closed connection is tolerated (the update is dropped and logged, the turn still
+settles and stores everything). What the client advertised in ``initialize`` (``capabilities``) decides what is
+offered: its file system and terminals, ``notice`` updates instead of agent text, the ``ask_user`` tool.
+
+Permission answers map to our four outcomes; an unknown option id counts as a refusal, and a client that answers
+with a JSON-RPC error refuses that call with its reason (the turn goes on).
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 import structlog
-from acp import schema
-from acp.agent.connection import AgentSideConnection
 
 from hermes_acp.core import SessionEvent
-from hermes_acp.tools.context import EditorFiles, EditorTerminals
+from hermes_acp.core.notice import Notice
+from hermes_acp.errors import InvalidParamsError, PermissionDeniedError
+from hermes_acp.tools.context import EditorFiles, EditorTerminals, Elicitor
 from hermes_acp.turns.ports import LiveUpdate, PermissionAnswer, PermissionQuestion
 
-from .convert import SessionUpdate, event_updates, live_update, tool_content, tool_locations
-from .editor import AcpEditorFiles, AcpEditorTerminals
+from .boundary import ClientRequestError
+from .convert import event_updates, live_update, notice_update, tool_content, tool_locations
+from .dispatcher import Dispatcher
+from .editor import AcpEditorFiles, AcpEditorTerminals, AcpElicitor
+from .initialize import Handshake
+from .wire import ClientCapabilities, InitializeParams, PermissionResult, SelectedOutcome, parse
 
 __all__ = ["AcpClientBridge", "AcpPermissionGate", "AcpUpdateSink"]
 
@@ -31,93 +41,122 @@ _OPTION_NAMES: dict[PermissionAnswer, str] = {
 
 
 class AcpUpdateSink:
-    def __init__(self, conn: AgentSideConnection, session_id: str):
-        self._conn = conn
+    def __init__(self, bridge: AcpClientBridge, session_id: str):
+        self._bridge = bridge
         self._session_id = session_id
 
     async def emit_event(self, event: SessionEvent, *, live: bool) -> None:
         for update in event_updates(event, live=live):
-            await self._send(update)
+            await self.send(update)
 
     async def emit_live(self, update: LiveUpdate) -> None:
-        await self._send(live_update(update))
+        await self.send(live_update(update))
 
-    async def _send(
-        self,
-        update: SessionUpdate | schema.CurrentModeUpdate | schema.ConfigOptionUpdate | schema.AvailableCommandsUpdate,
-    ) -> None:
+    async def notice(self, notice: Notice) -> bool:
+        if not self._bridge.capabilities.notices:
+            return False
+        await self.send(notice_update(notice))
+        return True
+
+    async def send(self, update: dict[str, Any]) -> None:
         try:
-            await self._conn.session_update(session_id=self._session_id, update=update)
+            await self._bridge.dispatcher.notify("session/update", {"sessionId": self._session_id, "update": update})
         except ConnectionError:
-            _log.warning("client connection closed; update dropped", session_id=self._session_id)
+            _log.info("client connection closed; update dropped", session_id=self._session_id)
 
 
 class AcpPermissionGate:
-    def __init__(self, conn: AgentSideConnection, session_id: str):
-        self._conn = conn
+    def __init__(self, dispatcher: Dispatcher, session_id: str):
+        self._dispatcher = dispatcher
         self._session_id = session_id
 
     async def ask(self, question: PermissionQuestion) -> PermissionAnswer:
         answers: list[PermissionAnswer] = ["allow_once", "reject_once"]
         if question.offer_always:
             answers = ["allow_once", "allow_always", "reject_once", "reject_always"]
-        options = [schema.PermissionOption(option_id=a, name=_OPTION_NAMES[a], kind=a) for a in answers]
-        tool_call = schema.ToolCallUpdate(
-            tool_call_id=question.tool_call_id,
-            title=question.title,
-            kind=question.kind,
-            status="pending",
-            raw_input=question.raw_input,
-            content=tool_content(question.content) or None,
-            locations=tool_locations(question.locations),
-        )
+        tool_call: dict[str, Any] = {
+            "toolCallId": question.tool_call_id,
+            "title": question.title,
+            "kind": question.kind,
+            "status": "pending",
+        }
+        if question.raw_input is not None:
+            tool_call["rawInput"] = question.raw_input
+        content = tool_content(question.content)
+        if content:
+            tool_call["content"] = content
+        locations = tool_locations(question.locations)
+        if locations:
+            tool_call["locations"] = locations
+        params = {
+            "sessionId": self._session_id,
+            "toolCall": tool_call,
+            "options": [{"optionId": a, "name": _OPTION_NAMES[a], "kind": a} for a in answers],
+        }
         try:
-            response = await self._conn.request_permission(
-                session_id=self._session_id, tool_call=tool_call, options=options
-            )
+            raw = await self._dispatcher.request("session/request_permission", params, wait_s=None)
         except ConnectionError:
             return "cancelled"
-        outcome = response.outcome
-        if isinstance(outcome, schema.DeniedOutcome):
+        except ClientRequestError as exc:
+            _log.warning("the client answered a permission request with an error", error=exc.describe())
+            raise PermissionDeniedError(
+                f"the editor could not ask the user ({exc.describe()}); the call was not run"
+            ) from exc
+        try:
+            outcome = parse(PermissionResult, raw).outcome
+        except InvalidParamsError as exc:
+            raise PermissionDeniedError(f"the editor's answer to the permission request was unreadable: {exc}") from exc
+        if not isinstance(outcome, SelectedOutcome):
             return "cancelled"
-        chosen = outcome.option_id
         for answer in answers:
-            if chosen == answer:
+            if outcome.option_id == answer:
                 return answer
-        _log.warning("permission answer with an option we did not offer", option=chosen, session_id=self._session_id)
+        _log.warning("permission answer with an option we did not offer", option=outcome.option_id)
         return "reject_once"
 
 
 class AcpClientBridge:
-    """Per connection: builds each session's sink and gate; offers fs/terminals when the client advertised them."""
+    """Per connection: builds each session's sink and gate; offers what the client advertised."""
 
-    def __init__(self, conn: AgentSideConnection):
-        self._conn = conn
-        self.capabilities: schema.ClientCapabilities = schema.ClientCapabilities()
+    def __init__(self, dispatcher: Dispatcher, handshake: Handshake):
+        self.dispatcher = dispatcher
+        self._handshake = handshake
+        self._read_from: dict[str, Any] | None = None
+        self._capabilities = ClientCapabilities()
+
+    @property
+    def capabilities(self) -> ClientCapabilities:
+        """What the client advertised in its (latest) ``initialize``; nothing before it has sent one."""
+        params = self._handshake.params
+        if params is not self._read_from:
+            self._read_from = params
+            try:
+                self._capabilities = parse(InitializeParams, params).client_capabilities
+            except InvalidParamsError:
+                self._capabilities = ClientCapabilities()
+        return self._capabilities
 
     def sink(self, session_id: str) -> AcpUpdateSink:
-        return AcpUpdateSink(self._conn, session_id)
+        return AcpUpdateSink(self, session_id)
 
     def gate(self, session_id: str) -> AcpPermissionGate:
-        return AcpPermissionGate(self._conn, session_id)
+        return AcpPermissionGate(self.dispatcher, session_id)
 
     def files(self, session_id: str) -> EditorFiles | None:
         """The client's ``fs/*`` when it advertised either method (the other one then runs on the local disk)."""
         fs = self.capabilities.fs
-        can_read = bool(fs and fs.read_text_file)
-        can_write = bool(fs and fs.write_text_file)
-        if not (can_read or can_write):
+        if not (fs.read_text_file or fs.write_text_file):
             return None
-        return AcpEditorFiles(self._conn, session_id, can_read=can_read, can_write=can_write)
+        return AcpEditorFiles(self.dispatcher, session_id, can_read=fs.read_text_file, can_write=fs.write_text_file)
 
     def terminals(self, session_id: str) -> EditorTerminals | None:
         """The client's ``terminal/*`` when it advertised ``terminal``."""
-        return AcpEditorTerminals(self._conn, session_id) if self.capabilities.terminal else None
+        return AcpEditorTerminals(self.dispatcher, session_id) if self.capabilities.terminal else None
 
-    async def send(
-        self,
-        session_id: str,
-        update: SessionUpdate | schema.CurrentModeUpdate | schema.ConfigOptionUpdate | schema.AvailableCommandsUpdate,
-    ) -> None:
+    def elicitor(self, session_id: str) -> Elicitor | None:
+        """Questions to the user (``elicitation/create``, form mode) when the client advertised ``elicitation.form``."""
+        return AcpElicitor(self.dispatcher, session_id) if self.capabilities.elicitation_form else None
+
+    async def send(self, session_id: str, update: dict[str, Any]) -> None:
         """A session-level update outside any turn (mode, config options, commands)."""
-        await AcpUpdateSink(self._conn, session_id)._send(update)
+        await self.sink(session_id).send(update)

@@ -1,18 +1,19 @@
-"""Pure conversions between ACP wire shapes and our neutral types.
+"""Pure conversions between ACP wire shapes (plain JSON) and our neutral types.
 
-- prompt content blocks → ``DisplayBlock``s (what the user sent, stored verbatim for replay);
+- prompt content blocks (``wire.ContentBlock``) → ``DisplayBlock``s (what the user sent, stored verbatim);
 - stored session events → ``session/update`` payloads, one ``match`` over the event union. The same function
-  renders a live turn and a ``session/load`` replay; ``live=True`` only skips what was already streamed as
-  chunks (the assistant's text and thoughts) and the user's own prompt, which the client shows itself;
-- transient live updates → ``session/update`` payloads.
-No I/O here.
+  renders a live turn and a ``session/load`` replay; ``live=True`` only skips what was already streamed as chunks
+  (the assistant's text and thoughts) and the user's own prompt, which the client shows itself. A replay never
+  names a client terminal: that terminal died with the process that created it (an editor drops updates naming an
+  unknown terminal), and the command's output is stored beside it as text;
+- transient live updates and notices → ``session/update`` payloads.
+
+Every ``tool_call`` carries ``name``: the tool's programmatic name as the model was offered it. No I/O here.
 """
 
 from __future__ import annotations
 
-from typing import assert_never
-
-from acp import schema
+from typing import Any, assert_never
 
 from hermes_acp.core import (
     AssistantMessageStored,
@@ -37,216 +38,201 @@ from hermes_acp.core import (
     TurnEnded,
     UserPrompted,
 )
+from hermes_acp.core.notice import Notice
 from hermes_acp.turns.ports import LiveTextChunk, LiveThoughtChunk, LiveToolProgress, LiveUpdate
 
+from .wire import AudioContent, ContentBlock, EmbeddedResourceContent, ImageContent, ResourceLinkContent, TextContent
+
 __all__ = [
-    "SessionUpdate",
     "content_block",
     "event_updates",
     "live_update",
+    "notice_update",
     "prompt_to_display",
     "tool_content",
     "tool_locations",
 ]
 
-PromptBlock = (
-    schema.TextContentBlock
-    | schema.ImageContentBlock
-    | schema.AudioContentBlock
-    | schema.ResourceContentBlock
-    | schema.EmbeddedResourceContentBlock
-)
-SessionUpdate = (
-    schema.UserMessageChunk
-    | schema.AgentMessageChunk
-    | schema.AgentThoughtChunk
-    | schema.ToolCallStart
-    | schema.ToolCallProgress
-    | schema.AgentPlanUpdate
-    | schema.SessionInfoUpdate
-    | schema.UsageUpdate
-)
-ToolContent = schema.ContentToolCallContent | schema.FileEditToolCallContent | schema.TerminalToolCallContent
+Update = dict[str, Any]
+"""One ``session/update``'s ``update`` object."""
 
 
-def prompt_to_display(blocks: list[PromptBlock]) -> list[DisplayBlock]:
+def prompt_to_display(blocks: list[ContentBlock]) -> list[DisplayBlock]:
     out: list[DisplayBlock] = []
     for block in blocks:
-        if isinstance(block, schema.TextContentBlock):
-            out.append(TextBlock(text=block.text))
-        elif isinstance(block, schema.ImageContentBlock):
-            out.append(ImageBlock(media_type=block.mime_type, data=block.data, uri=block.uri))
-        elif isinstance(block, schema.AudioContentBlock):
-            out.append(AudioBlock(media_type=block.mime_type, data=block.data))
-        elif isinstance(block, schema.ResourceContentBlock):
-            out.append(ResourceLinkBlock(uri=block.uri, name=block.name, media_type=block.mime_type))
-        else:
-            resource = block.resource
-            if isinstance(resource, schema.TextResourceContents):
-                out.append(ResourceBlock(uri=resource.uri, media_type=resource.mime_type, text=resource.text))
-            else:
-                out.append(ResourceBlock(uri=resource.uri, media_type=resource.mime_type, blob=resource.blob))
+        match block:
+            case TextContent():
+                out.append(TextBlock(text=block.text))
+            case ImageContent():
+                out.append(ImageBlock(media_type=block.mime_type, data=block.data, uri=block.uri))
+            case AudioContent():
+                out.append(AudioBlock(media_type=block.mime_type, data=block.data))
+            case ResourceLinkContent():
+                out.append(ResourceLinkBlock(uri=block.uri, name=block.name, media_type=block.mime_type))
+            case EmbeddedResourceContent():
+                resource = block.resource
+                text, blob = (resource.text, None) if hasattr(resource, "text") else (None, resource.blob)
+                out.append(ResourceBlock(uri=resource.uri, media_type=resource.mime_type, text=text, blob=blob))
+            case _:
+                assert_never(block)
     return out
 
 
-def content_block(block: DisplayBlock) -> PromptBlock:
+def _text(text: str) -> dict[str, Any]:
+    return {"type": "text", "text": text}
+
+
+def content_block(block: DisplayBlock) -> dict[str, Any]:
     """A display block as an ACP content block (diffs and terminals become text here)."""
     match block:
         case TextBlock():
-            return schema.TextContentBlock(type="text", text=block.text)
+            return _text(block.text)
         case ImageBlock():
-            return schema.ImageContentBlock(type="image", data=block.data, mime_type=block.media_type, uri=block.uri)
+            return _drop_none({"type": "image", "data": block.data, "mimeType": block.media_type, "uri": block.uri})
         case AudioBlock():
-            return schema.AudioContentBlock(type="audio", data=block.data, mime_type=block.media_type)
+            return {"type": "audio", "data": block.data, "mimeType": block.media_type}
         case ResourceLinkBlock():
-            return schema.ResourceContentBlock(
-                type="resource_link", uri=block.uri, name=block.name, mime_type=block.media_type
+            return _drop_none(
+                {"type": "resource_link", "uri": block.uri, "name": block.name, "mimeType": block.media_type}
             )
         case ResourceBlock():
-            contents: schema.TextResourceContents | schema.BlobResourceContents
+            contents = {"uri": block.uri, "mimeType": block.media_type}
             if block.text is not None:
-                contents = schema.TextResourceContents(uri=block.uri, mime_type=block.media_type, text=block.text)
+                contents["text"] = block.text
             else:
-                contents = schema.BlobResourceContents(uri=block.uri, mime_type=block.media_type, blob=block.blob or "")
-            return schema.EmbeddedResourceContentBlock(type="resource", resource=contents)
+                contents["blob"] = block.blob or ""
+            return {"type": "resource", "resource": _drop_none(contents)}
         case DiffBlock():
-            return schema.TextContentBlock(type="text", text=f"diff {block.path}")
+            return _text(f"diff {block.path}")
         case TerminalBlock():
-            return schema.TextContentBlock(type="text", text=f"terminal {block.terminal_id}")
+            return _text(f"terminal {block.terminal_id}")
         case _:
             assert_never(block)
 
 
-def tool_content(blocks: list[DisplayBlock]) -> list[ToolContent]:
-    out: list[ToolContent] = []
+def tool_content(blocks: list[DisplayBlock], *, live: bool = True) -> list[dict[str, Any]]:
+    """Tool-call content; a replay (``live=False``) leaves out client terminals (see the module docstring)."""
+    out: list[dict[str, Any]] = []
     for block in blocks:
         if isinstance(block, DiffBlock):
-            out.append(
-                schema.FileEditToolCallContent(
-                    type="diff", path=block.path, old_text=block.old_text, new_text=block.new_text
-                )
-            )
+            diff: dict[str, Any] = {"type": "diff", "path": block.path, "newText": block.new_text}
+            if block.old_text is not None:
+                diff["oldText"] = block.old_text
+            out.append(diff)
         elif isinstance(block, TerminalBlock):
-            out.append(schema.TerminalToolCallContent(type="terminal", terminal_id=block.terminal_id))
+            if live:
+                out.append({"type": "terminal", "terminalId": block.terminal_id})
         else:
-            out.append(schema.ContentToolCallContent(type="content", content=content_block(block)))
+            out.append({"type": "content", "content": content_block(block)})
     return out
 
 
-def tool_locations(locations: list[Location]) -> list[schema.ToolCallLocation] | None:
-    return [schema.ToolCallLocation(path=loc.path, line=loc.line) for loc in locations] or None
+def tool_locations(locations: list[Location]) -> list[dict[str, Any]] | None:
+    return [_drop_none({"path": loc.path, "line": loc.line}) for loc in locations] or None
 
 
-def event_updates(event: SessionEvent, *, live: bool) -> list[SessionUpdate]:
+def event_updates(event: SessionEvent, *, live: bool) -> list[Update]:
     match event:
         case UserPrompted():
             if live:
                 return []
             return [
-                schema.UserMessageChunk(
-                    session_update="user_message_chunk", content=content_block(b), message_id=event.message_id
-                )
+                {"sessionUpdate": "user_message_chunk", "content": content_block(b), "messageId": event.message_id}
                 for b in event.display
             ]
         case AssistantMessageStored():
-            updates: list[SessionUpdate] = []
+            updates: list[Update] = []
             if not live:
                 thought = "".join(p.text for p in event.message.parts if isinstance(p, ThinkingPart) and p.text)
                 text = "".join(p.text for p in event.message.parts if isinstance(p, TextPart))
                 if thought:
-                    updates.append(
-                        schema.AgentThoughtChunk(
-                            session_update="agent_thought_chunk",
-                            content=schema.TextContentBlock(type="text", text=thought),
-                            message_id=event.message_id,
-                        )
-                    )
+                    updates.append(_chunk("agent_thought_chunk", thought, event.message_id))
                 if text:
-                    updates.append(
-                        schema.AgentMessageChunk(
-                            session_update="agent_message_chunk",
-                            content=schema.TextContentBlock(type="text", text=text),
-                            message_id=event.message_id,
-                        )
-                    )
+                    updates.append(_chunk("agent_message_chunk", text, event.message_id))
             if event.usage is not None and event.context_window:
                 updates.append(
-                    schema.UsageUpdate(
-                        session_update="usage_update",
-                        used=event.usage.input_tokens,
-                        size=event.context_window,
-                    )
+                    {"sessionUpdate": "usage_update", "used": event.usage.input_tokens, "size": event.context_window}
                 )
             return updates
         case ToolCallStarted():
             return [
-                schema.ToolCallStart(
-                    session_update="tool_call",
-                    tool_call_id=event.tool_call_id,
-                    title=event.title,
-                    kind=event.tool_kind,
-                    status="pending",
-                    raw_input=event.raw_input,
-                    locations=tool_locations(event.locations),
-                    content=tool_content(event.content) or None,
+                _drop_none(
+                    {
+                        "sessionUpdate": "tool_call",
+                        "toolCallId": event.tool_call_id,
+                        "name": event.name,
+                        "title": event.title,
+                        "kind": event.tool_kind,
+                        "status": "pending",
+                        "rawInput": event.raw_input,
+                        "locations": tool_locations(event.locations),
+                        "content": tool_content(event.content, live=live) or None,
+                    }
                 )
             ]
         case ToolCallSettled():
             return [
-                schema.ToolCallProgress(
-                    session_update="tool_call_update",
-                    tool_call_id=event.tool_call_id,
-                    status=event.status,
-                    content=tool_content(event.content),
-                    raw_output=event.raw_output,
+                _drop_none(
+                    {
+                        "sessionUpdate": "tool_call_update",
+                        "toolCallId": event.tool_call_id,
+                        "status": event.status,
+                        "content": tool_content(event.content, live=live),
+                        "rawOutput": event.raw_output,
+                    }
                 )
             ]
         case PlanUpdated():
-            return [
-                schema.AgentPlanUpdate(
-                    session_update="plan",
-                    entries=[
-                        schema.PlanEntry(content=e.content, priority=e.priority, status=e.status) for e in event.entries
-                    ],
-                )
-            ]
+            entries = [{"content": e.content, "priority": e.priority, "status": e.status} for e in event.entries]
+            return [{"sessionUpdate": "plan", "entries": entries}]
         case NoticeAdded():
+            return [_chunk("agent_message_chunk", event.text, event.message_id)]
+        case TitleSet():
             return [
-                schema.AgentMessageChunk(
-                    session_update="agent_message_chunk",
-                    content=schema.TextContentBlock(type="text", text=event.text),
-                    message_id=event.message_id,
+                _drop_none(
+                    {"sessionUpdate": "session_info_update", "title": event.title, "updatedAt": event.updated_at}
                 )
             ]
-        case TitleSet():
-            return [schema.SessionInfoUpdate(session_update="session_info_update", title=event.title)]
         case PermissionResolved() | TurnEnded():
             return []
         case _:
             assert_never(event)
 
 
-def live_update(update: LiveUpdate) -> SessionUpdate:
+def live_update(update: LiveUpdate) -> Update:
     match update:
         case LiveTextChunk():
-            return schema.AgentMessageChunk(
-                session_update="agent_message_chunk",
-                content=schema.TextContentBlock(type="text", text=update.text),
-                message_id=update.message_id,
-            )
+            return _chunk("agent_message_chunk", update.text, update.message_id)
         case LiveThoughtChunk():
-            return schema.AgentThoughtChunk(
-                session_update="agent_thought_chunk",
-                content=schema.TextContentBlock(type="text", text=update.text),
-                message_id=update.message_id,
-            )
+            return _chunk("agent_thought_chunk", update.text, update.message_id)
         case LiveToolProgress():
-            content = tool_content(update.content) if update.content is not None else None
-            return schema.ToolCallProgress(
-                session_update="tool_call_update",
-                tool_call_id=update.tool_call_id,
-                status="in_progress",
-                content=content,
-            )
+            progress: Update = {
+                "sessionUpdate": "tool_call_update",
+                "toolCallId": update.tool_call_id,
+                "status": "in_progress",
+            }
+            if update.content is not None:
+                progress["content"] = tool_content(update.content)
+            return progress
         case _:
             assert_never(update)
+
+
+def notice_update(notice: Notice) -> Update:
+    """A ``notice`` update (only for clients that advertised ``session.notices``; never stored or replayed)."""
+    return _drop_none(
+        {
+            "sessionUpdate": "notice",
+            "severity": notice.severity,
+            "title": notice.title,
+            "description": notice.description,
+        }
+    )
+
+
+def _chunk(kind: str, text: str, message_id: str) -> Update:
+    return {"sessionUpdate": kind, "content": _text(text), "messageId": message_id}
+
+
+def _drop_none(values: dict[str, Any]) -> dict[str, Any]:
+    return {key: value for key, value in values.items() if value is not None}

@@ -1,5 +1,6 @@
-"""The editor's file system and terminals over ACP: ``fs/read_text_file``, ``fs/write_text_file`` and
-``terminal/*`` behind the tools' ``EditorFiles`` / ``EditorTerminals`` ports, for one session.
+"""The editor's file system, terminals and questions to the user over ACP: ``fs/read_text_file``,
+``fs/write_text_file``, ``terminal/*`` and ``elicitation/create`` behind the tools' ``EditorFiles``,
+``EditorTerminals`` and ``Elicitor`` ports, for one session.
 
 The bridge builds these only for what the client advertised; a client that offers just one of the two ``fs``
 methods gets the other done on the local disk (``hermes_acp.tools.DISK``). Every request is bounded; an error the
@@ -10,40 +11,59 @@ Nothing here decides which paths go to the editor or whether a call is allowed.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
-import anyio
-from acp import RequestError, schema
-from acp.agent.connection import AgentSideConnection
+from pydantic import BaseModel
 
-from hermes_acp.errors import OutcomeUnknownError, ToolError
+from hermes_acp.errors import InvalidParamsError, OutcomeUnknownError, ToolError
 from hermes_acp.tools import DISK, EditorFiles, TerminalExit
+from hermes_acp.tools.context import ElicitationAnswer
 
-__all__ = ["FS_TIMEOUT_S", "TERMINAL_TIMEOUT_S", "AcpEditorFiles", "AcpEditorTerminals"]
+from .boundary import RESOURCE_NOT_FOUND, ClientRequestError
+from .dispatcher import Dispatcher
+from .wire import (
+    CreateTerminalResult,
+    ElicitationResult,
+    ReadTextFileResult,
+    TerminalExitResult,
+    TerminalOutputResult,
+    parse,
+)
+
+__all__ = [
+    "ELICITATION_TIMEOUT_S",
+    "FS_TIMEOUT_S",
+    "TERMINAL_TIMEOUT_S",
+    "AcpEditorFiles",
+    "AcpEditorTerminals",
+    "AcpElicitor",
+]
 
 FS_TIMEOUT_S = 30.0
 TERMINAL_TIMEOUT_S = 30.0
 """Bound on every terminal request except ``wait_for_exit`` (the tool bounds that with the command's time limit)."""
-T = TypeVar("T")
+ELICITATION_TIMEOUT_S = 600.0
+"""How long a question to the user may stay open (the turn's cancel ends it sooner)."""
+R = TypeVar("R", bound=BaseModel)
 
 
-def _describe(exc: RequestError) -> str:
-    detail = f": {exc.data}" if exc.data else ""
-    return f"{exc}{detail} (error {exc.code})"
-
-
-async def _call(method: str, target: str, call: Awaitable[T], *, timeout_s: float | None, mutating: bool = False) -> T:
+async def _call(
+    dispatcher: Dispatcher,
+    method: str,
+    params: dict[str, Any],
+    target: str,
+    result: type[R] | None,
+    *,
+    timeout_s: float | None,
+    mutating: bool = False,
+) -> R | None:
     try:
-        if timeout_s is None:
-            return await call
-        with anyio.fail_after(timeout_s):
-            return await call
-    except RequestError as exc:
-        if exc.code == -32002:
+        raw = await dispatcher.request(method, params, wait_s=timeout_s)
+    except ClientRequestError as exc:
+        if exc.code == RESOURCE_NOT_FOUND:
             raise ToolError(f"the editor says {target} does not exist ({method})") from exc
-        raise ToolError(f"the editor refused {method} for {target}: {_describe(exc)}") from exc
+        raise ToolError(f"the editor refused {method} for {target}: {exc.describe()}") from exc
     except ConnectionError as exc:
         raise ToolError(f"the editor connection closed during {method} for {target}") from exc
     except TimeoutError as exc:
@@ -54,13 +74,19 @@ async def _call(method: str, target: str, call: Awaitable[T], *, timeout_s: floa
                 code="timeout_outcome_unknown",
             ) from exc
         raise ToolError(message) from exc
+    if result is None:
+        return None
+    try:
+        return parse(result, raw)
+    except InvalidParamsError as exc:
+        raise ToolError(f"the editor's answer to {method} for {target} is unreadable: {exc}") from exc
 
 
 class AcpEditorFiles:
     """``EditorFiles`` for one session; methods the client did not advertise fall back to the local disk."""
 
-    def __init__(self, conn: AgentSideConnection, session_id: str, *, can_read: bool, can_write: bool):
-        self._conn = conn
+    def __init__(self, dispatcher: Dispatcher, session_id: str, *, can_read: bool, can_write: bool):
+        self._dispatcher = dispatcher
         self._session_id = session_id
         self._can_read = can_read
         self._can_write = can_write
@@ -69,28 +95,28 @@ class AcpEditorFiles:
     async def read_text(self, path: Path, *, line: int | None = None, limit: int | None = None) -> str:
         if not self._can_read:
             return await self._disk.read_text(path, line=line, limit=limit)
+        params: dict[str, Any] = {"sessionId": self._session_id, "path": str(path)}
+        if line is not None:
+            params["line"] = line
+        if limit is not None:
+            params["limit"] = limit
         response = await _call(
-            "fs/read_text_file",
-            str(path),
-            self._conn.read_text_file(session_id=self._session_id, path=str(path), line=line, limit=limit),
-            timeout_s=FS_TIMEOUT_S,
+            self._dispatcher, "fs/read_text_file", params, str(path), ReadTextFileResult, timeout_s=FS_TIMEOUT_S
         )
+        assert response is not None
         return response.content
 
     async def write_text(self, path: Path, content: str) -> None:
         if not self._can_write:
             await self._disk.write_text(path, content)
             return
+        params = {"sessionId": self._session_id, "path": str(path), "content": content}
         await _call(
-            "fs/write_text_file",
-            str(path),
-            self._conn.write_text_file(session_id=self._session_id, path=str(path), content=content),
-            timeout_s=FS_TIMEOUT_S,
-            mutating=True,
+            self._dispatcher, "fs/write_text_file", params, str(path), None, timeout_s=FS_TIMEOUT_S, mutating=True
         )
 
 
-def _exit(status: schema.TerminalExitStatus | None) -> TerminalExit | None:
+def _exit(status: TerminalExitResult | None) -> TerminalExit | None:
     if status is None:
         return None
     return TerminalExit(exit_code=status.exit_code, signal=status.signal)
@@ -99,58 +125,101 @@ def _exit(status: schema.TerminalExitStatus | None) -> TerminalExit | None:
 class AcpEditorTerminals:
     """``EditorTerminals`` for one session (the client advertised ``terminal``)."""
 
-    def __init__(self, conn: AgentSideConnection, session_id: str):
-        self._conn = conn
+    def __init__(self, dispatcher: Dispatcher, session_id: str):
+        self._dispatcher = dispatcher
         self._session_id = session_id
+
+    def _params(self, terminal_id: str) -> dict[str, Any]:
+        return {"sessionId": self._session_id, "terminalId": terminal_id}
 
     async def create(
         self, command: str, args: list[str], *, cwd: Path, env: dict[str, str], output_byte_limit: int
     ) -> str:
+        params = {
+            "sessionId": self._session_id,
+            "command": command,
+            "args": args,
+            "cwd": str(cwd),
+            "env": [{"name": k, "value": v} for k, v in env.items()],
+            "outputByteLimit": output_byte_limit,
+        }
         response = await _call(
-            "terminal/create",
-            command,
-            self._conn.create_terminal(
-                session_id=self._session_id,
-                command=command,
-                args=args,
-                cwd=str(cwd),
-                env=[schema.EnvVariable(name=k, value=v) for k, v in env.items()],
-                output_byte_limit=output_byte_limit,
-            ),
-            timeout_s=TERMINAL_TIMEOUT_S,
+            self._dispatcher, "terminal/create", params, command, CreateTerminalResult, timeout_s=TERMINAL_TIMEOUT_S
         )
+        assert response is not None
         return response.terminal_id
 
     async def output(self, terminal_id: str) -> tuple[str, bool, TerminalExit | None]:
         response = await _call(
+            self._dispatcher,
             "terminal/output",
+            self._params(terminal_id),
             f"terminal {terminal_id}",
-            self._conn.terminal_output(session_id=self._session_id, terminal_id=terminal_id),
+            TerminalOutputResult,
             timeout_s=TERMINAL_TIMEOUT_S,
         )
+        assert response is not None
         return response.output, response.truncated, _exit(response.exit_status)
 
     async def wait_for_exit(self, terminal_id: str) -> TerminalExit:
         response = await _call(
+            self._dispatcher,
             "terminal/wait_for_exit",
+            self._params(terminal_id),
             f"terminal {terminal_id}",
-            self._conn.wait_for_terminal_exit(session_id=self._session_id, terminal_id=terminal_id),
+            TerminalExitResult,
             timeout_s=None,
         )
+        assert response is not None
         return TerminalExit(exit_code=response.exit_code, signal=response.signal)
 
     async def kill(self, terminal_id: str) -> None:
         await _call(
+            self._dispatcher,
             "terminal/kill",
+            self._params(terminal_id),
             f"terminal {terminal_id}",
-            self._conn.kill_terminal(session_id=self._session_id, terminal_id=terminal_id),
+            None,
             timeout_s=TERMINAL_TIMEOUT_S,
         )
 
     async def release(self, terminal_id: str) -> None:
         await _call(
+            self._dispatcher,
             "terminal/release",
+            self._params(terminal_id),
             f"terminal {terminal_id}",
-            self._conn.release_terminal(session_id=self._session_id, terminal_id=terminal_id),
+            None,
             timeout_s=TERMINAL_TIMEOUT_S,
         )
+
+
+class AcpElicitor:
+    """``Elicitor`` for one session (the client advertised ``elicitation.form``): a form-mode question tied to the
+    session and the tool call that asks it."""
+
+    def __init__(self, dispatcher: Dispatcher, session_id: str):
+        self._dispatcher = dispatcher
+        self._session_id = session_id
+
+    async def ask(self, message: str, schema: dict[str, Any], *, tool_call_id: str | None) -> ElicitationAnswer:
+        params: dict[str, Any] = {
+            "sessionId": self._session_id,
+            "mode": "form",
+            "message": message,
+            "requestedSchema": schema,
+        }
+        if tool_call_id is not None:
+            params["toolCallId"] = tool_call_id
+        response = await _call(
+            self._dispatcher,
+            "elicitation/create",
+            params,
+            "a question to the user",
+            ElicitationResult,
+            timeout_s=ELICITATION_TIMEOUT_S,
+        )
+        assert response is not None
+        if response.action == "accept":
+            return ElicitationAnswer(action="accept", content=response.content or {})
+        return ElicitationAnswer(action="decline" if response.action == "decline" else "cancel")

@@ -1,16 +1,23 @@
-"""The ``initialize`` answer, built as plain JSON without importing the acp SDK.
+"""``initialize``: the handshake, answered as plain JSON before the rest of the server has loaded.
 
-The front door (``stdio.py``) answers ``initialize`` from here while the SDK still loads in the background, so an
-editor gets its answer in milliseconds. The shapes follow the ACP schema (v1.19 as shipped in the pinned SDK);
-a golden test pins them and a test validates them against the SDK's own models. Capabilities are objects, never
-booleans, where the schema says so (JetBrains rejects booleans). This module reads the environment and the raw
-config file only to list authentication methods; it never fails: a broken config is reported later, in session
-requests and by ``--check``.
+``Handshake`` is the route the dispatcher has from the start: it answers ``initialize`` in milliseconds and keeps
+what the client said (its capabilities decide notices, compaction updates, the editor's file system and terminals,
+and the ``ask_user`` tool). The shapes follow the official ACP schema (``@agentclientprotocol/sdk`` 2.4.0);
+capabilities are objects, never booleans, where the schema says so (JetBrains rejects booleans).
+
+Authentication methods: ``hermes-setup`` runs ``hermes-acp --setup`` in a terminal (``type: terminal`` for clients
+that advertise ``auth.terminal``; otherwise the default agent type with the legacy ``_meta["terminal-auth"]``,
+naming the running executable by absolute path, since an editor that launched us by path may not find a bare
+``hermes-acp``), and ``hermes-env`` says which environment variables enable which provider. This module reads the
+environment and the raw config file only for that; it never fails: a broken config is reported later, in session
+requests and by ``--check``. It imports neither pydantic nor the rest of the server.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
+import sys
 import tomllib
 from collections.abc import Mapping
 from typing import Any
@@ -18,10 +25,38 @@ from typing import Any
 from hermes_acp.home import default_home
 from hermes_acp.version import __version__
 
-__all__ = ["SUPPORTED_PROTOCOL_VERSIONS", "auth_methods", "initialize_result", "negotiate_version"]
+from .boundary import ClientRequestError
+from .dispatcher import RequestContext, Route
+
+__all__ = [
+    "ENV_METHOD_ID",
+    "SETUP_METHOD_ID",
+    "SUPPORTED_PROTOCOL_VERSIONS",
+    "Handshake",
+    "auth_methods",
+    "initialize_result",
+    "key_variables",
+    "negotiate_version",
+]
 
 SUPPORTED_PROTOCOL_VERSIONS = (1,)
 SETUP_METHOD_ID = "hermes-setup"
+ENV_METHOD_ID = "hermes-env"
+
+
+class Handshake:
+    """The ``initialize`` route, and what the client said in it (None until it has)."""
+
+    def __init__(self, env: Mapping[str, str]):
+        self._env = env
+        self.params: dict[str, Any] | None = None
+        self.route = Route("initialize", self._answer)
+
+    async def _answer(self, ctx: RequestContext, raw: Any) -> dict[str, Any]:
+        if not isinstance(raw, dict) or "protocolVersion" not in raw:
+            raise ClientRequestError(-32602, "Invalid params: protocolVersion: required (an integer, e.g. 1)")
+        self.params = raw
+        return initialize_result(raw, self._env)
 
 
 def negotiate_version(requested: object) -> int:
@@ -55,13 +90,14 @@ def initialize_result(params: Mapping[str, Any], env: Mapping[str, str] | None =
                 "delete": {},
                 "additionalDirectories": {},
             },
+            "auth": {"logout": {}},
         },
         "authMethods": auth_methods(env, terminal_auth=terminal_auth),
     }
 
 
 def auth_methods(env: Mapping[str, str], *, terminal_auth: bool) -> list[dict[str, Any]]:
-    """The terminal setup method, plus one env-var method per provider that reads its key from a variable."""
+    """The terminal setup method, and the environment method whose description names each provider's variable."""
     setup: dict[str, Any] = {
         "id": SETUP_METHOD_ID,
         "name": "Set up Hermes ACP",
@@ -70,22 +106,28 @@ def auth_methods(env: Mapping[str, str], *, terminal_auth: bool) -> list[dict[st
     if terminal_auth:
         setup.update(type="terminal", args=["--setup"])
     else:
-        setup["_meta"] = {"terminal-auth": {"label": "Set up Hermes ACP", "command": "hermes-acp", "args": ["--setup"]}}
-    methods = [setup]
-    for provider_id, variable in _key_variables(env).items():
-        methods.append(
-            {
-                "type": "env_var",
-                "id": f"env:{provider_id}",
-                "name": f"{provider_id} API key",
-                "description": f"Set {variable} in the agent's environment to use the {provider_id} provider.",
-                "vars": [{"name": variable, "label": f"{provider_id} API key", "secret": True}],
-            }
-        )
-    return methods
+        command, args = _setup_command()
+        setup["_meta"] = {"terminal-auth": {"label": "Set up Hermes ACP", "command": command, "args": args}}
+    variables = key_variables(env)
+    named = "; ".join(f"{variable} for {provider}" for provider, variable in sorted(variables.items()))
+    from_env = {
+        "id": ENV_METHOD_ID,
+        "name": "API key in the environment",
+        "description": f"Set a provider's key in the agent's environment, then restart the agent: {named}.",
+    }
+    return [setup, from_env]
 
 
-def _key_variables(env: Mapping[str, str]) -> dict[str, str]:
+def _setup_command() -> tuple[str, list[str]]:
+    """The running executable by absolute path, and the arguments that run the setup with it."""
+    launched = sys.argv[0] if sys.argv and sys.argv[0] else ""
+    if not launched or launched.endswith(".py") or launched == "-c" or os.path.basename(launched) == "__main__.py":
+        return os.path.abspath(sys.executable), ["-m", "hermes_acp", "--setup"]
+    found = launched if os.sep in launched else shutil.which(launched)
+    return os.path.abspath(found or launched), ["--setup"]
+
+
+def key_variables(env: Mapping[str, str]) -> dict[str, str]:
     """provider id → the env var holding its key, from config.toml (read raw) and the quick-start variables."""
     variables = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
     if env.get("HERMES_ACP_BASE_URL"):

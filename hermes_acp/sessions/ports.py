@@ -1,14 +1,15 @@
 """What the session layer needs from the client connection, as one port.
 
-``ClientBridge`` hands each session its update sink, its permission gate, and the editor's file system and
-terminals when the client advertised them. ``hermes_acp.protocol`` implements it over ACP; tests use doubles.
+``ClientBridge`` hands each session its update sink, its permission gate, and the editor's file system, terminals
+and questions to the user when the client advertised them. ``hermes_acp.protocol`` implements it over ACP; tests
+use doubles.
 """
 
 from __future__ import annotations
 
 from typing import Protocol
 
-from hermes_acp.tools.context import EditorFiles, EditorTerminals
+from hermes_acp.tools.context import EditorFiles, EditorTerminals, Elicitor
 from hermes_acp.turns.ports import PermissionGate, UpdateSink
 
 __all__ = ["ClientBridge"]
@@ -22,3 +23,5 @@ class ClientBridge(Protocol):
     def files(self, session_id: str) -> EditorFiles | None: ...
 
     def terminals(self, session_id: str) -> EditorTerminals | None: ...
+
+    def elicitor(self, session_id: str) -> Elicitor | None: ...

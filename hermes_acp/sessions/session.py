@@ -31,11 +31,12 @@ from hermes_acp.core import (
 )
 from hermes_acp.core.ids import new_message_id, new_turn_id
 from hermes_acp.core.modes import MODES
+from hermes_acp.core.notice import Notice
 from hermes_acp.errors import NoProviderError, SessionBusyError, UnknownModeError
 from hermes_acp.mcp_client import McpServers
 from hermes_acp.providers.catalog import CatalogModel, ModelCatalog
 from hermes_acp.providers.registry import ProviderRegistry
-from hermes_acp.storage.base import SessionRecord, SessionStore
+from hermes_acp.storage.base import SessionRecord, SessionStore, utc_now
 from hermes_acp.tools.base import Tool
 from hermes_acp.tools.context import Workspace
 from hermes_acp.turns.loop import TurnDeps, TurnResult, TurnState, run_turn
@@ -96,6 +97,8 @@ class Session:
         )
         """The session's computer_use tool (offered when the driver command resolves; the driver starts lazily in
         the owner task at the first call) and its image gate, which every image passes."""
+        self.elicitor = services.client.elicitor(record.id)
+        """Questions to the user through the editor (the ``ask_user`` tool), when the client can ask them."""
         self._turn_lock = anyio.Lock()
         self._in_flight: list[anyio.CancelScope] = []
         self._running = False
@@ -241,7 +244,12 @@ class Session:
             images=self.computer_use.gate,
         )
         notices = await self.mcp.prepare_turn()  # bounded: servers still starting are reported, not awaited
-        return await run_turn(TurnState(turn_id=new_turn_id()), deps, display, notices=notices)
+        texts = await self._show_notices([Notice("warning", text.removeprefix("⚠ ")) for text in notices])
+        return await run_turn(TurnState(turn_id=new_turn_id()), deps, display, notices=texts)
+
+    async def _show_notices(self, notices: Sequence[Notice]) -> list[str]:
+        """Show each notice live where the client takes notices; the texts of the others, to store with the turn."""
+        return [notice.as_text() for notice in notices if not await self.recorder.sink.notice(notice)]
 
     async def _write_title(self) -> None:
         """After the first turn, off the prompt's path: from the prompt text, or by ``agent.title_model``."""
@@ -258,7 +266,7 @@ class Session:
             await self._set_title(title)
 
     async def _set_title(self, title: str) -> None:
-        await self.recorder.record(TitleSet(title=title))
+        await self.recorder.record(TitleSet(title=title, updated_at=utc_now()))
         self.record = await self.services.store.update_session(self.id, title=title)
 
     async def set_mode(self, mode_id: str) -> None:

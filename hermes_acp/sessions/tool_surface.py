@@ -1,7 +1,8 @@
 """The tool surface of a session, derived from its state before every model request (DESIGN §4.6).
 
-Built-in tools allowed by the mode come first, in their fixed order, then the session's MCP tools sorted by name
-(``read_only`` mode keeps only those with ``readOnlyHint``), then ``computer_use`` when a driver is available.
+Built-in tools allowed by the mode come first, in their fixed order, then ``ask_user`` when the editor can ask the
+user questions, then the session's MCP tools sorted by name (``read_only`` mode keeps only those with
+``readOnlyHint``), then ``computer_use`` when a driver is available.
 Nothing is remembered between requests, so a model or mode switch cannot lose a tool; and the same state gives
 byte-identical schemas (prompt caches depend on it).
 """
@@ -13,6 +14,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from hermes_acp.tools import builtin_tools
+from hermes_acp.tools.ask_user import AskUserTool
 from hermes_acp.tools.base import Tool
 
 if TYPE_CHECKING:
@@ -28,7 +30,8 @@ def _builtins() -> tuple[Tool, ...]:
 
 def derive_tool_surface(session: Session) -> Sequence[Tool]:
     mode = session.mode
-    tools = [tool for tool in (*_builtins(), *session.mcp.tools()) if mode != "read_only" or tool.read_only]
+    asking: tuple[Tool, ...] = (AskUserTool(session.elicitor),) if session.elicitor is not None else ()
+    tools = [tool for tool in (*_builtins(), *asking, *session.mcp.tools()) if mode != "read_only" or tool.read_only]
     if session.computer_use.available:
         tools.append(session.computer_use.tool)  # in read_only too: observation is allowed, the policy denies input
     return tools

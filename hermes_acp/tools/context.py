@@ -20,6 +20,8 @@ __all__ = [
     "ApprovalRequest",
     "EditorFiles",
     "EditorTerminals",
+    "ElicitationAnswer",
+    "Elicitor",
     "GatedImages",
     "ImageGate",
     "ImageRoute",
@@ -100,6 +102,22 @@ class EditorTerminals(Protocol):
     async def kill(self, terminal_id: str) -> None: ...
 
     async def release(self, terminal_id: str) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class ElicitationAnswer:
+    """The user's answer to a question: ``accept`` with the form's ``content``, ``decline`` or ``cancel``."""
+
+    action: Literal["accept", "decline", "cancel"]
+    content: dict[str, Any] | None = None
+
+
+class Elicitor(Protocol):
+    """Questions to the user through the editor (ACP ``elicitation/create``, form mode)."""
+
+    async def ask(self, message: str, schema: dict[str, Any], *, tool_call_id: str | None) -> ElicitationAnswer:
+        """Ask ``message`` with a form of primitive fields (``schema``); raises ``ToolError`` when it cannot."""
+        ...
 
 
 ImageRoute = Literal["native", "auxiliary", "text"]

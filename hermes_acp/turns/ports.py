@@ -11,12 +11,14 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from hermes_acp.core import DisplayBlock, Location, SessionEvent, ToolKind
+from hermes_acp.core.notice import Notice
 
 __all__ = [
     "LiveTextChunk",
     "LiveThoughtChunk",
     "LiveToolProgress",
     "LiveUpdate",
+    "Notice",
     "PermissionAnswer",
     "PermissionGate",
     "PermissionQuestion",
@@ -55,6 +57,10 @@ class UpdateSink(Protocol):
         ...
 
     async def emit_live(self, update: LiveUpdate) -> None: ...
+
+    async def notice(self, notice: Notice) -> bool:
+        """Show ``notice`` live; False when the client does not take notices (the caller stores its text)."""
+        ...
 
 
 PermissionAnswer = Literal["allow_once", "allow_always", "reject_once", "reject_always", "cancelled"]

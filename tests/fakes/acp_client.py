@@ -16,9 +16,14 @@ from acp import schema
 
 from probes.bare_client import BareClient
 
-__all__ = ["PermissionCall", "RecordingClient"]
+__all__ = ["PermissionCall", "RecordingClient", "text_block"]
 
 _CARD_KINDS = ("tool_call", "tool_call_update")
+
+
+def text_block(text: str) -> schema.TextContentBlock:
+    """A prompt's text content block."""
+    return schema.TextContentBlock(type="text", text=text)
 
 
 @dataclass

@@ -28,7 +28,7 @@ from acp.client.connection import ClientSideConnection
 from fixtures.model_server import ModelServer, RequestRecord, serve_model_server
 from probes.agent import stop_agent
 
-from .acp_client import RecordingClient
+from .acp_client import RecordingClient, text_block
 
 __all__ = ["EXIT_TIMEOUT_S", "MODEL", "MODEL_2", "REPO", "AgentProcess", "spawn_agent"]
 
@@ -73,7 +73,7 @@ class AgentProcess:
 
     async def prompt(self, session_id: str, text: str, *, timeout: float = TURN_TIMEOUT_S) -> Any:
         with anyio.fail_after(timeout):
-            return await self.conn.prompt(session_id=session_id, prompt=[acp.text_block(text)])
+            return await self.conn.prompt(session_id=session_id, prompt=[text_block(text)])
 
     async def request(self, method: str, params: dict[str, Any], *, timeout: float = START_TIMEOUT_S) -> Any:
         """A raw JSON-RPC request (for methods the SDK client lacks, e.g. ``session/set_model``)."""

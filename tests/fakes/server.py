@@ -19,7 +19,10 @@ from acp.client.connection import ClientSideConnection
 
 from hermes_acp.app import serve_app
 from hermes_acp.config import Settings, load_settings
-from hermes_acp.protocol.stdio import FrontDoor, serve_streams
+from hermes_acp.protocol.client_bridge import AcpClientBridge
+from hermes_acp.protocol.dispatcher import Dispatcher
+from hermes_acp.protocol.initialize import Handshake
+from hermes_acp.protocol.stdio import AppRunner, serve_streams
 from hermes_acp.providers.base import ModelProvider
 from hermes_acp.providers.catalog import CatalogModel, ModelCatalog
 from hermes_acp.providers.registry import ProviderRegistry
@@ -29,7 +32,7 @@ from hermes_acp.storage.base import SessionStore
 from hermes_acp.storage.sqlite import SqliteSessionStore
 from hermes_acp.tools.base import Tool
 
-from .acp_client import RecordingClient
+from .acp_client import RecordingClient, text_block
 
 __all__ = ["Pair", "RawPair", "open_pair", "open_raw", "scripted_model", "socket_streams"]
 
@@ -73,7 +76,7 @@ class Pair:
 
     async def prompt(self, session_id: str, text: str, *, timeout: float = TURN_TIMEOUT_S) -> Any:
         with anyio.fail_after(timeout):
-            return await self.conn.prompt(session_id=session_id, prompt=[acp.text_block(text)])
+            return await self.conn.prompt(session_id=session_id, prompt=[text_block(text)])
 
 
 def _settings(tmp_path: Path, config: str | None, env: Mapping[str, str]) -> Settings:
@@ -126,9 +129,10 @@ async def _running_server(
     def tool_surface(session: Session) -> Sequence[Tool]:
         return [*derive_tool_surface(session), *tools]
 
-    async def runner(door: FrontDoor, _env: Mapping[str, str]) -> None:
+    async def runner(dispatcher: Dispatcher, handshake: Handshake, _env: Mapping[str, str]) -> None:
         await serve_app(
-            door,
+            dispatcher,
+            AcpClientBridge(dispatcher, handshake),
             settings=settings,
             env=env,
             catalog=catalog,
@@ -137,8 +141,11 @@ async def _running_server(
             tool_surface=tool_surface,
         )
 
+    def load() -> AppRunner:
+        return runner
+
     async with anyio.create_task_group() as tg:
-        tg.start_soon(serve_streams, agent_reader, agent_writer, lambda: runner, dict(env))
+        tg.start_soon(serve_streams, agent_reader, agent_writer, load, dict(env))
         try:
             yield settings, store
         finally:

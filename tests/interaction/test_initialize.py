@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -21,6 +23,10 @@ async def test_initialize_answer_matches_golden(tmp_path: Path) -> None:
         response = await raw.response(1)
     result = response["result"]
     result["agentInfo"]["version"] = "<version>"
+    terminal_auth = result["authMethods"][0]["_meta"]["terminal-auth"]
+    assert os.path.isabs(terminal_auth["command"]), "an editor that launched us by path must find the setup too"
+    assert terminal_auth["args"][-1] == "--setup"
+    terminal_auth.update(command="<the running executable>", args=["<…>", "--setup"])
     assert result == json.loads((GOLDEN / "initialize.json").read_text())
 
 
@@ -43,7 +49,8 @@ async def test_sdk_client_reads_the_answer(tmp_path: Path) -> None:
     assert response.agent_info.title
     caps = response.agent_capabilities
     assert caps is not None and caps.session_capabilities is not None
-    assert caps.session_capabilities.fork is not None and caps.session_capabilities.resume is not None
+    assert caps.session_capabilities.resume is not None and caps.session_capabilities.delete is not None
+    assert caps.auth is not None and caps.auth.logout is not None
 
 
 @pytest.mark.parametrize(("requested", "answered"), [(1, 1), (7, 1), (0, 1), ("2024-11-05", 1), (True, 1)])
@@ -66,18 +73,37 @@ def test_terminal_auth_method_when_client_supports_it_else_legacy_meta() -> None
     assert setup["type"] == "terminal" and setup["args"] == ["--setup"]
     legacy = initialize_result({"protocolVersion": 1}, env={})["authMethods"][0]
     assert "type" not in legacy
-    assert legacy["_meta"]["terminal-auth"]["args"] == ["--setup"]
+    assert legacy["_meta"]["terminal-auth"]["args"][-1] == "--setup"
 
 
-def test_env_var_methods_name_each_provider_variable(tmp_path: Path) -> None:
+def test_the_agent_method_names_each_provider_variable_and_no_env_var_type_is_left(tmp_path: Path) -> None:
     home = tmp_path / "home"
     home.mkdir()
     (home / "config.toml").write_text(
         '[providers.corp]\nkind = "openai"\nbase_url = "http://x"\napi_key_env = "CORP_KEY"\n'
     )
     methods = initialize_result({"protocolVersion": 1}, env={"HERMES_ACP_HOME": str(home)})["authMethods"]
-    variables = {m["id"]: m["vars"][0]["name"] for m in methods if m.get("type") == "env_var"}
-    assert variables == {"env:openai": "OPENAI_API_KEY", "env:anthropic": "ANTHROPIC_API_KEY", "env:corp": "CORP_KEY"}
+    assert [m.get("type") for m in methods] == [None, None], "only the agent type (and terminal) exist in the schema"
+    from_env = methods[1]
+    assert from_env["id"] == "hermes-env"
+    for needle in ("OPENAI_API_KEY for openai", "ANTHROPIC_API_KEY for anthropic", "CORP_KEY for corp"):
+        assert needle in from_env["description"]
+
+
+def test_the_setup_command_is_the_running_executable_by_absolute_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sys, "argv", ["hermes-acp"])
+    monkeypatch.setenv("PATH", str(Path(sys.executable).parent))
+    assert (Path(sys.executable).parent / "hermes-acp").exists(), "the venv has the console script"
+    command = initialize_result({"protocolVersion": 1}, env={})["authMethods"][0]["_meta"]["terminal-auth"]
+    assert command == {
+        "label": "Set up Hermes ACP",
+        "command": str(Path(sys.executable).parent / "hermes-acp"),
+        "args": ["--setup"],
+    }
+    monkeypatch.setattr(sys, "argv", [str(Path("hermes_acp") / "__main__.py")])
+    module = initialize_result({"protocolVersion": 1}, env={})["authMethods"][0]["_meta"]["terminal-auth"]
+    assert module["command"] == os.path.abspath(sys.executable)
+    assert module["args"] == ["-m", "hermes_acp", "--setup"]
 
 
 async def test_initialize_without_protocol_version_is_invalid_params(tmp_path: Path) -> None:

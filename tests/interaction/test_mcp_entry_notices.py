@@ -1,5 +1,5 @@
-"""MCP entries the acp SDK skips (malformed, or of a kind we cannot run) are not lost: the session's first turn
-tells the user, in the editor's order, which server was not started and why."""
+"""MCP entries that cannot be used (not an object, malformed, or of a kind we cannot run) are not lost: the session's
+first turn tells the user, in the editor's order, which server was not started and why, and the session works."""
 
 from __future__ import annotations
 
@@ -27,9 +27,10 @@ async def _texts_until_response(raw: RawPair, request_id: int) -> list[str]:
 
 async def test_skipped_entries_are_reported_in_the_session_in_the_editors_order(tmp_path: Path) -> None:
     servers = [
-        {"command": "x", "args": [], "env": []},
+        5,
         {"type": "acp", "name": "inproc", "serverId": "s-1"},
-        {"name": "half", "command": "true"},
+        {"name": "nocmd", "args": [], "env": []},
+        {"name": "badargs", "command": "x", "args": "--flag", "env": []},
     ]
     async with open_raw(tmp_path, provider=ScriptedProvider([text_reply("Ready.")])) as raw:
         await raw.send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1}})
@@ -41,8 +42,9 @@ async def test_skipped_entries_are_reported_in_the_session_in_the_editors_order(
         await raw.send({"jsonrpc": "2.0", "id": 3, "method": "session/prompt", "params": prompt})
         texts = await _texts_until_response(raw, 3)
     assert texts == [
-        "⚠ MCP server 'server1' was not started: its entry cannot be read (no string 'name').",
+        "⚠ MCP server 'server1' was not started: its entry cannot be read (the entry is not an object).",
         "⚠ MCP server 'inproc' was not started: MCP servers of type 'acp' are not supported (stdio, http and sse are).",
-        "⚠ MCP server 'half' was not started: its entry cannot be read ('args' must be a list of strings).",
+        "⚠ MCP server 'nocmd' was not started: a stdio server needs a command.",
+        "⚠ MCP server 'badargs' was not started: args must be a list of strings.",
         "Ready.",
     ]

@@ -13,12 +13,13 @@ import anyio
 
 from hermes_acp.config import load_settings
 from hermes_acp.core import SessionEvent
+from hermes_acp.core.notice import Notice
 from hermes_acp.providers.catalog import ModelCatalog
 from hermes_acp.providers.registry import ProviderRegistry
 from hermes_acp.providers.scripted import ScriptedProvider
 from hermes_acp.sessions import SessionManager, SessionServices, derive_tool_surface
 from hermes_acp.storage import InMemorySessionStore
-from hermes_acp.tools.context import EditorFiles, EditorTerminals
+from hermes_acp.tools.context import EditorFiles, EditorTerminals, Elicitor
 from hermes_acp.turns import LiveUpdate, PermissionAnswer, PermissionQuestion
 from tests.fakes.server import scripted_model
 
@@ -28,12 +29,17 @@ __all__ = ["Bridge", "RecordingSink", "open_manager"]
 @dataclass
 class RecordingSink:
     events: list[SessionEvent] = field(default_factory=list)
+    notices: list[Notice] = field(default_factory=list)
 
     async def emit_event(self, event: SessionEvent, *, live: bool) -> None:
         self.events.append(event)
 
     async def emit_live(self, update: LiveUpdate) -> None:
         return None
+
+    async def notice(self, notice: Notice) -> bool:
+        self.notices.append(notice)
+        return True
 
 
 class _AllowGate:
@@ -55,6 +61,9 @@ class Bridge:
         return None
 
     def terminals(self, session_id: str) -> EditorTerminals | None:
+        return None
+
+    def elicitor(self, session_id: str) -> Elicitor | None:
         return None
 
 

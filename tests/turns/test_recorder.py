@@ -7,6 +7,7 @@ import anyio
 import pytest
 
 from hermes_acp.core import NoticeAdded, SessionEvent, TurnEnded
+from hermes_acp.core.notice import Notice
 from hermes_acp.storage import InMemorySessionStore, SessionRecord, utc_now
 from hermes_acp.turns import LiveTextChunk, LiveUpdate, Recorder, SessionProjection
 from hermes_acp.turns import recorder as recorder_module
@@ -28,6 +29,9 @@ class StuckSink:
     async def emit_live(self, update: LiveUpdate) -> None:
         self.attempts.append(type(update).__name__)
         await self.unstick.wait()
+
+    async def notice(self, notice: Notice) -> bool:
+        return False
 
 
 async def _recorder(sink: StuckSink) -> tuple[Recorder, InMemorySessionStore]:

@@ -1,0 +1,336 @@
+"""The ACP messages we read, as small pydantic models: request params from the client, and its answers to ours.
+
+They follow the official schema of ``@agentclientprotocol/sdk`` 2.4.0 (``schema/v1/schema.json``) for the fields we
+use, with its leniency: unknown fields are ignored; capabilities and optional fields that cannot be read fall back
+to their defaults (the schema's ``x-deserialize-default-on-error``), because a client's odd capability must not
+break a session. Required fields are checked strictly, and ``parse`` turns every problem into an
+``InvalidParamsError`` naming the field in the client's spelling (``sessionId``, ``prompt[0].text``).
+
+Why our own models and not the acp SDK's: importing ``acp.schema`` costs 1.3–1.8 s here (some 280 models), and
+``initialize``, ``session/new``, ``session/prompt`` and ``session/load`` must not wait for it. The SDK's own client
+talks to the server in the test suite, and every frame is validated against the official JSON schema in CI, so
+these models cannot drift from the protocol unnoticed. What we send is built as plain JSON (``convert``,
+``session_view``, ``initialize``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Annotated, Any, Literal, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError, WrapValidator
+
+from hermes_acp.errors import InvalidParamsError
+
+__all__ = [
+    "AuthenticateParams",
+    "CancelParams",
+    "ClientCapabilities",
+    "ContentBlock",
+    "CreateTerminalResult",
+    "ElicitationResult",
+    "InitializeParams",
+    "ListSessionsParams",
+    "LoadSessionParams",
+    "NewSessionParams",
+    "PermissionResult",
+    "PromptParams",
+    "ReadTextFileResult",
+    "ResumeSessionParams",
+    "SessionIdParams",
+    "SetConfigOptionParams",
+    "SetModeParams",
+    "SetModelParams",
+    "TerminalExitResult",
+    "TerminalOutputResult",
+    "parse",
+]
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def _default_on_error(default: Any) -> WrapValidator:
+    """For fields the schema marks ``x-deserialize-default-on-error``: a value that cannot be read is ``default``."""
+
+    def validate(value: Any, handler: Any) -> Any:
+        try:
+            return handler(value)
+        except ValidationError:
+            return default
+
+    return WrapValidator(validate)
+
+
+Lenient = _default_on_error(None)
+
+
+class _Wire(BaseModel):
+    model_config = ConfigDict(populate_by_name=True, extra="ignore", frozen=True, defer_build=True)
+
+
+def parse(model: type[M], raw: Any) -> M:
+    """``raw`` params as ``model``; missing params read as ``{}``; any problem is an ``InvalidParamsError``."""
+    try:
+        return model.model_validate({} if raw is None else raw)
+    except ValidationError as exc:
+        problems = [_problem(error) for error in exc.errors(include_url=False, include_context=False)]
+        message = "; ".join(f"{p['field']}: {p['message']}" for p in problems)
+        raise InvalidParamsError(message, data={"errors": problems}) from None
+
+
+def _problem(error: Any) -> dict[str, str]:
+    field = ""
+    for part in error.get("loc", ()):
+        if isinstance(part, int):
+            field += f"[{part}]"
+        elif not str(part).startswith("~"):  # a tagged union's member (see ``_tagged``), not a field
+            field += f".{part}" if field else str(part)
+    message = "required" if error.get("type") == "missing" else str(error.get("msg", "invalid"))
+    return {"field": field or "params", "message": message}
+
+
+# -- capabilities ---------------------------------------------------------------------------------------------
+
+
+class _Capability(_Wire):
+    """An object whose presence is the capability (``{}``); its fields are extensions we do not read."""
+
+
+class FileSystemCapabilities(_Wire):
+    read_text_file: Annotated[bool, _default_on_error(False)] = Field(False, alias="readTextFile")
+    write_text_file: Annotated[bool, _default_on_error(False)] = Field(False, alias="writeTextFile")
+
+
+class ClientSessionCapabilities(_Wire):
+    compaction: Annotated[_Capability | None, Lenient] = None
+    notices: Annotated[_Capability | None, Lenient] = None
+    config_options: Annotated[dict[str, Any] | None, Lenient] = Field(None, alias="configOptions")
+
+
+class ElicitationCapabilities(_Wire):
+    form: Annotated[_Capability | None, Lenient] = None
+    url: Annotated[_Capability | None, Lenient] = None
+
+
+class AuthCapabilities(_Wire):
+    terminal: Annotated[bool, _default_on_error(False)] = False
+
+
+class ClientCapabilities(_Wire):
+    fs: Annotated[FileSystemCapabilities, _default_on_error(FileSystemCapabilities())] = FileSystemCapabilities()
+    terminal: Annotated[bool, _default_on_error(False)] = False
+    session: Annotated[ClientSessionCapabilities, _default_on_error(ClientSessionCapabilities())] = (
+        ClientSessionCapabilities()
+    )
+    elicitation: Annotated[ElicitationCapabilities, _default_on_error(ElicitationCapabilities())] = (
+        ElicitationCapabilities()
+    )
+    auth: Annotated[AuthCapabilities, _default_on_error(AuthCapabilities())] = AuthCapabilities()
+
+    @property
+    def notices(self) -> bool:
+        return self.session.notices is not None
+
+    @property
+    def compaction(self) -> bool:
+        return self.session.compaction is not None
+
+    @property
+    def elicitation_form(self) -> bool:
+        return self.elicitation.form is not None
+
+
+class InitializeParams(_Wire):
+    protocol_version: Any = Field(alias="protocolVersion")
+    client_capabilities: Annotated[ClientCapabilities, _default_on_error(ClientCapabilities())] = Field(
+        ClientCapabilities(), alias="clientCapabilities"
+    )
+
+
+# -- prompt content -------------------------------------------------------------------------------------------
+
+
+class TextContent(_Wire):
+    type: Literal["text"]
+    text: str
+
+
+class ImageContent(_Wire):
+    type: Literal["image"]
+    data: str
+    mime_type: str = Field(alias="mimeType")
+    uri: str | None = None
+
+
+class AudioContent(_Wire):
+    type: Literal["audio"]
+    data: str
+    mime_type: str = Field(alias="mimeType")
+
+
+class ResourceLinkContent(_Wire):
+    type: Literal["resource_link"]
+    uri: str
+    name: str
+    mime_type: str | None = Field(None, alias="mimeType")
+
+
+class TextResource(_Wire):
+    uri: str
+    text: str
+    mime_type: str | None = Field(None, alias="mimeType")
+
+
+class BlobResource(_Wire):
+    uri: str
+    blob: str
+    mime_type: str | None = Field(None, alias="mimeType")
+
+
+def _resource_kind(value: Any) -> str:
+    has_text = "text" in value if isinstance(value, dict) else isinstance(value, TextResource)
+    return "~text" if has_text else "~blob"
+
+
+class EmbeddedResourceContent(_Wire):
+    type: Literal["resource"]
+    resource: Annotated[
+        Annotated[TextResource, Tag("~text")] | Annotated[BlobResource, Tag("~blob")], Discriminator(_resource_kind)
+    ]
+
+
+def _tag(key: str) -> Callable[[Any], str | None]:
+    """A tagged union's discriminator whose tags start with ``~``, so ``_problem`` can leave them out of field
+    names (``prompt[0].text``, not ``prompt[0].text.text``)."""
+
+    def tag(value: Any) -> str | None:
+        found = value.get(key) if isinstance(value, dict) else getattr(value, key, None)
+        return f"~{found}" if isinstance(found, str) else None
+
+    return tag
+
+
+ContentBlock = Annotated[
+    Annotated[TextContent, Tag("~text")]
+    | Annotated[ImageContent, Tag("~image")]
+    | Annotated[AudioContent, Tag("~audio")]
+    | Annotated[ResourceLinkContent, Tag("~resource_link")]
+    | Annotated[EmbeddedResourceContent, Tag("~resource")],
+    Discriminator(
+        _tag("type"),
+        custom_error_type="content_type",
+        custom_error_message="'type' must be one of text, image, audio, resource_link, resource",
+    ),
+]
+
+
+# -- session methods ------------------------------------------------------------------------------------------
+
+
+class SessionIdParams(_Wire):
+    """``session/close``, ``session/delete``, ``session/cancel``."""
+
+    session_id: str = Field(alias="sessionId")
+
+
+CancelParams = SessionIdParams
+
+
+class NewSessionParams(_Wire):
+    cwd: str
+    mcp_servers: list[Any] = Field(alias="mcpServers")
+    """Raw entries: each is read (or reported as not started) by the MCP client, so a bad one loses only itself."""
+    additional_directories: list[str] | None = Field(None, alias="additionalDirectories")
+
+
+class LoadSessionParams(NewSessionParams):
+    session_id: str = Field(alias="sessionId")
+
+
+class ResumeSessionParams(_Wire):
+    """``session/resume`` and ``session/fork``: like load, with ``mcpServers`` optional."""
+
+    session_id: str = Field(alias="sessionId")
+    cwd: str
+    mcp_servers: list[Any] | None = Field(None, alias="mcpServers")
+    additional_directories: list[str] | None = Field(None, alias="additionalDirectories")
+
+
+class ListSessionsParams(_Wire):
+    cwd: str | None = None
+    cursor: str | None = None
+
+
+class SetModeParams(_Wire):
+    session_id: str = Field(alias="sessionId")
+    mode_id: str = Field(alias="modeId")
+
+
+class SetConfigOptionParams(_Wire):
+    session_id: str = Field(alias="sessionId")
+    config_id: str = Field(alias="configId")
+    value: str | bool
+
+
+class SetModelParams(_Wire):
+    """The legacy ``session/set_model`` (gone from the schema; JetBrains still sends it)."""
+
+    session_id: str = Field(alias="sessionId")
+    model_id: str = Field(alias="modelId")
+
+
+class PromptParams(_Wire):
+    session_id: str = Field(alias="sessionId")
+    prompt: list[ContentBlock]
+
+
+class AuthenticateParams(_Wire):
+    method_id: str = Field(alias="methodId")
+
+
+# -- the client's answers to our requests ---------------------------------------------------------------------
+
+
+class SelectedOutcome(_Wire):
+    outcome: Literal["selected"]
+    option_id: str = Field(alias="optionId")
+
+
+class CancelledOutcome(_Wire):
+    outcome: Literal["cancelled"]
+
+
+class PermissionResult(_Wire):
+    outcome: Annotated[
+        Annotated[SelectedOutcome, Tag("~selected")] | Annotated[CancelledOutcome, Tag("~cancelled")],
+        Discriminator(
+            _tag("outcome"),
+            custom_error_type="permission_outcome",
+            custom_error_message="'outcome' must be selected or cancelled",
+        ),
+    ]
+
+
+class ReadTextFileResult(_Wire):
+    content: str
+
+
+class CreateTerminalResult(_Wire):
+    terminal_id: str = Field(alias="terminalId")
+
+
+class TerminalExitResult(_Wire):
+    exit_code: int | None = Field(None, alias="exitCode")
+    signal: str | None = None
+
+
+class TerminalOutputResult(_Wire):
+    output: str
+    truncated: bool = False
+    exit_status: TerminalExitResult | None = Field(None, alias="exitStatus")
+
+
+class ElicitationResult(_Wire):
+    action: str
+    """``accept`` (with ``content``), ``decline`` or ``cancel``; anything else reads as ``cancel``."""
+    content: dict[str, Any] | None = None
