@@ -1,7 +1,9 @@
 """``RecordingClient``: an ACP client double that records every update and answers permission questions.
 
 It is typed against ``acp.interfaces.Client``. Permission answers come from ``answers`` (option ids, used in
-order) or from ``on_permission`` (which may wait, e.g. on an event, to hold a request open for cancel tests).
+order; ``"cancelled"`` answers the cancelled outcome and ``"error"`` a JSON-RPC error) or from ``on_permission``
+(which may wait, e.g. on an event, to hold a request open for cancel tests). Questions (``elicitation/create``) are
+recorded and answered from ``elicitation_answers`` (``{"action": ..., "content": ...}``), by default cancelled.
 ``cards`` and ``transcript`` fold the recorded frames into what an editor ends up showing.
 """
 
@@ -12,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
-from acp import schema
+from acp import RequestError, schema
 
 from probes.bare_client import BareClient
 
@@ -42,6 +44,10 @@ class RecordingClient(BareClient):
     answers: list[str] = field(default_factory=list)
     """Option ids to answer permission requests with, in order; "cancelled" answers with the cancelled outcome."""
     on_permission: Callable[[PermissionCall], Awaitable[str]] | None = None
+    elicitations: list[dict[str, Any]] = field(default_factory=list)
+    """Every ``elicitation/create``: its message, the SDK's name for its mode (``kind``) and the mode's fields
+    (session, tool call, requested schema)."""
+    elicitation_answers: list[dict[str, Any]] = field(default_factory=list)
     arrived: anyio.Event = field(default_factory=anyio.Event)
     """Set by the next update or permission request (then replaced by a fresh event); ``wait_for`` waits on it."""
 
@@ -71,7 +77,20 @@ class RecordingClient(BareClient):
             answer = "reject_once"
         if answer == "cancelled":
             return schema.RequestPermissionResponse(outcome=schema.DeniedOutcome(outcome="cancelled"))
+        if answer == "error":
+            raise RequestError(-32603, "the permission dialog failed to open")
         return schema.RequestPermissionResponse(outcome=schema.AllowedOutcome(outcome="selected", option_id=answer))
+
+    async def create_elicitation(self, message: str, mode: Any, **kwargs: Any) -> Any:
+        fields = mode.model_dump(mode="json", by_alias=True, exclude_none=True)
+        self.elicitations.append({"message": message, "kind": type(mode).__name__, **fields})
+        self._arrived()
+        answer = self.elicitation_answers.pop(0) if self.elicitation_answers else {"action": "cancel"}
+        if answer["action"] == "accept":
+            return schema.AcceptElicitationResponse(action="accept", content=answer.get("content"))
+        if answer["action"] == "decline":
+            return schema.DeclineElicitationResponse(action="decline")
+        return schema.CancelElicitationResponse(action="cancel")
 
     def kinds(self, session_id: str | None = None) -> list[str]:
         return [u["sessionUpdate"] for s, u in self.updates if session_id is None or s == session_id]

@@ -15,6 +15,7 @@ from typing import Any
 
 import acp
 import anyio
+from acp import schema
 from acp.client.connection import ClientSideConnection
 
 from hermes_acp.app import serve_app
@@ -69,14 +70,32 @@ class Pair:
     provider: ScriptedProvider | None
     workspace: Path
 
-    async def new_session(self, cwd: Path | None = None, *, timeout: float = SESSION_TIMEOUT_S, **kwargs: Any) -> str:
+    async def new_session(
+        self,
+        cwd: Path | None = None,
+        *,
+        timeout: float = SESSION_TIMEOUT_S,
+        mcp_servers: list[dict[str, Any]] | None = None,
+        **kwargs: Any,
+    ) -> str:
+        """A session in ``cwd`` (default: the workspace); ``mcp_servers`` are raw entries, as an editor sends them."""
+        servers = [_server_model(entry) for entry in mcp_servers or []]
         with anyio.fail_after(timeout):
-            response = await self.conn.new_session(cwd=str(cwd or self.workspace), mcp_servers=[], **kwargs)
+            response = await self.conn.new_session(cwd=str(cwd or self.workspace), mcp_servers=servers, **kwargs)
         return response.session_id
 
     async def prompt(self, session_id: str, text: str, *, timeout: float = TURN_TIMEOUT_S) -> Any:
         with anyio.fail_after(timeout):
             return await self.conn.prompt(session_id=session_id, prompt=[text_block(text)])
+
+
+def _server_model(entry: dict[str, Any]) -> Any:
+    kind = entry.get("type")
+    if kind == "http":
+        return schema.HttpMcpServer.model_validate(entry)
+    if kind == "sse":
+        return schema.SseMcpServer.model_validate(entry)
+    return schema.McpServerStdio.model_validate(entry)
 
 
 def _settings(tmp_path: Path, config: str | None, env: Mapping[str, str]) -> Settings:

@@ -185,3 +185,64 @@ async def test_prompt_without_any_provider_answers_auth_required_naming_what_to_
     assert error["error"]["code"] == -32000
     assert "HERMES_ACP_BASE_URL" in error["error"]["message"]
     assert "--setup" in error["error"]["message"]
+
+
+async def test_deep_nesting_is_refused_before_decoding_and_the_server_keeps_serving(tmp_path: Path) -> None:
+    async with open_raw(tmp_path) as raw:
+        await _initialize(raw)
+        await raw.send(
+            b'{"jsonrpc": "2.0", "id": 1, "method": "session/list", "params": {"x": '
+            + b"[" * 1000
+            + b"]" * 1000
+            + b"}}\n"
+        )
+        refused = await raw.receive()
+        await raw.send(b"[" * 100_000 + b"\n")
+        unbalanced = await raw.receive()
+        shallow = {"jsonrpc": "2.0", "id": 2, "method": "session/list", "params": {"_meta": {"x": [[[[1]]]]}}}
+        await raw.send(shallow)
+        still_serving = await raw.response(2)
+    assert refused["error"]["code"] == -32600
+    assert "nested 1002 levels deep" in refused["error"]["message"]
+    assert unbalanced["error"]["code"] == -32600
+    assert still_serving["result"] == {"sessions": []}
+
+
+async def test_params_the_schema_lets_a_client_omit_may_be_omitted(tmp_path: Path) -> None:
+    async with open_raw(tmp_path) as raw:
+        await _initialize(raw)
+        await raw.send({"jsonrpc": "2.0", "id": 1, "method": "session/list"})
+        listed = await raw.response(1)
+        await raw.send({"jsonrpc": "2.0", "id": 2, "method": "session/list", "params": None})
+        with_null = await raw.response(2)
+        await raw.send({"jsonrpc": "2.0", "id": 3, "method": "logout"})
+        logged_out = await raw.response(3)
+    assert listed["result"] == {"sessions": []}
+    assert with_null["result"] == {"sessions": []}
+    assert logged_out["result"] == {}
+
+
+async def test_lone_surrogates_in_ids_methods_and_prompts_are_answered(tmp_path: Path) -> None:
+    provider = ScriptedProvider([text_reply("read you")])
+    async with open_raw(tmp_path, provider=provider) as raw:
+        await _initialize(raw)
+        await raw.send(b'{"jsonrpc": "2.0", "id": "x\\ud800", "method": "session/list", "params": {}}\n')
+        by_id = await raw.receive()
+        await raw.send(b'{"jsonrpc": "2.0", "id": 2, "method": "session/\\udfff", "params": {}}\n')
+        by_method = await raw.response(2)
+        session_id = await _new_session(raw, tmp_path)
+        prompt = b'[{"type": "text", "text": "split \\ud83d emoji and a pair \\ud83d\\ude00"}]'
+        await raw.send(
+            b'{"jsonrpc": "2.0", "id": 3, "method": "session/prompt", "params": {"sessionId": "'
+            + session_id.encode()
+            + b'", "prompt": '
+            + prompt
+            + b"}}\n"
+        )
+        answered = await raw.response(3)
+    assert by_id["id"] == "x\ud800", "the answer names the request exactly as the client wrote it"
+    assert by_id["result"] == {"sessions": []}
+    assert by_method["error"]["code"] == -32601
+    assert answered["result"]["stopReason"] == "end_turn"
+    sent = provider.requests[0].messages[-1].parts[0]
+    assert getattr(sent, "text", None) == "split \ufffd emoji and a pair 😀"
