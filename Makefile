@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: all venv test lint typecheck layers pytest demo bench clean
+.PHONY: all venv test lint typecheck layers acp-schema pytest demo bench clean
 
 all: test
 
@@ -27,10 +27,15 @@ typecheck: $(STAMP)
 layers: $(STAMP)
 	$(VENV)/bin/lint-imports
 
+# The official ACP schema every recorded frame is checked against (fetched with npm; skipped without it).
+acp-schema:
+	@if command -v npm >/dev/null 2>&1; then bash .ci/acp-schema-setup.sh; \
+	else echo "acp-schema: npm not found, so frames are not checked against the ACP schema"; fi
+
 pytest: $(STAMP)
 	$(PY) -m pytest $(PYTEST_ARGS)
 
-test: lint typecheck layers pytest
+test: lint typecheck layers acp-schema pytest
 
 demo: $(STAMP)
 	$(PY) -m probes.demo

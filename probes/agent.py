@@ -154,8 +154,9 @@ async def spawn_agent(
         )
     assert process.stdin is not None
     assert process.stdout is not None
-    conn = acp.connect_to_agent(client, process.stdin, process.stdout, use_unstable_protocol=True)
-    conn._conn.add_observer(client.observe)  # pinned SDK 0.12.1: raw frames for the caps check
+    conn = acp.connect_to_agent(
+        client, process.stdin, process.stdout, use_unstable_protocol=True, observers=[client.observe]
+    )
     agent = AgentProcess(conn=conn, process=process, client=client, spawned_at=started)
     try:
         if initialize:

@@ -29,6 +29,7 @@ from fixtures.model_server import ModelServer, RequestRecord, serve_model_server
 from probes.agent import stop_agent
 
 from .acp_client import RecordingClient, text_block
+from .acp_schema import FrameLog
 
 __all__ = ["EXIT_TIMEOUT_S", "MODEL", "MODEL_2", "REPO", "AgentProcess", "spawn_agent"]
 
@@ -177,7 +178,10 @@ async def spawn_agent(
         assert process.stdin is not None
         tee = asyncio.StreamReader(limit=FRAME_LIMIT)
         recording = client or RecordingClient()
-        conn = acp.connect_to_agent(recording, process.stdin, tee, use_unstable_protocol=True)
+        frames = FrameLog()
+        conn = acp.connect_to_agent(
+            recording, process.stdin, tee, use_unstable_protocol=True, observers=[frames.observe]
+        )
         agent = AgentProcess(conn, process, recording, model, home, workspace, stderr_path)
 
         async def copy_stdout() -> None:
@@ -197,3 +201,4 @@ async def spawn_agent(
                 await stop_agent(process, EXIT_TIMEOUT_S)
                 with anyio.CancelScope(shield=True):
                     await conn.close()
+        frames.check()

@@ -9,7 +9,7 @@ import contextlib
 import json
 import socket
 from collections.abc import AsyncIterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +34,7 @@ from hermes_acp.storage.sqlite import SqliteSessionStore
 from hermes_acp.tools.base import Tool
 
 from .acp_client import RecordingClient, text_block
+from .acp_schema import FrameLog
 
 __all__ = ["Pair", "RawPair", "open_pair", "open_raw", "scripted_model", "socket_streams"]
 
@@ -202,7 +203,10 @@ async def open_pair(
             tools=tools,
         ) as (settings, store),
     ):
-        conn = acp.connect_to_agent(client, client_writer, client_reader, use_unstable_protocol=True)
+        frames = FrameLog()
+        conn = acp.connect_to_agent(
+            client, client_writer, client_reader, use_unstable_protocol=True, observers=[frames.observe]
+        )
         try:
             if initialize:
                 with anyio.fail_after(5):
@@ -213,6 +217,7 @@ async def open_pair(
             yield Pair(conn, client, settings, store, provider, workspace)
         finally:
             await conn.close()
+        frames.check()
 
 
 @dataclass
@@ -221,8 +226,13 @@ class RawPair:
 
     reader: asyncio.StreamReader
     writer: asyncio.StreamWriter
+    frames: FrameLog = field(default_factory=FrameLog)
+    """What the server wrote (checked against the ACP schema when the pair closes; what the test writes may be
+    malformed on purpose)."""
 
     async def send(self, payload: bytes | dict[str, Any]) -> None:
+        if isinstance(payload, dict):
+            self.frames.add("to_agent", payload)
         data = payload if isinstance(payload, bytes) else json.dumps(payload).encode() + b"\n"
         self.writer.write(data)
         await self.writer.drain()
@@ -233,6 +243,7 @@ class RawPair:
         assert line, "the server closed the connection"
         message = json.loads(line)
         assert isinstance(message, dict)
+        self.frames.add("to_client", message)
         return message
 
     async def response(self, request_id: Any, timeout: float = 5.0) -> dict[str, Any]:
@@ -250,4 +261,6 @@ async def open_raw(tmp_path: Path, *, provider: ScriptedProvider | None = None) 
         socket_streams() as (agent_reader, agent_writer, client_reader, client_writer),
         _running_server(tmp_path, agent_reader, agent_writer, provider=provider, models=None, config=None, env={}),
     ):
-        yield RawPair(client_reader, client_writer)
+        raw = RawPair(client_reader, client_writer)
+        yield raw
+        raw.frames.check(only="to_client")

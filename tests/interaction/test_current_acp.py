@@ -15,8 +15,8 @@ from tests.fakes.server import open_pair, scripted_model
 from tests.fakes.tools import args
 
 pytestmark = pytest.mark.anyio
-NOTICES = {"session": {"notices": {}}}
-ELICITATION = {"elicitation": {"form": {}}}
+NOTICES: dict[str, Any] = {"session": {"notices": {}}}
+ELICITATION: dict[str, Any] = {"elicitation": {"form": {}}}
 UNUSABLE_SERVER = {"name": "ghost", "command": "no-such-command-anywhere", "args": [], "env": []}
 
 
@@ -127,7 +127,8 @@ async def test_logout_is_advertised_and_answers(tmp_path: Path) -> None:
     async with open_pair(tmp_path, initialize=False) as pair:
         init = await pair.conn.initialize(protocol_version=1)
         response = await pair.conn.logout()
-    assert init.agent_capabilities is not None and init.agent_capabilities.auth.logout is not None
+    auth = init.agent_capabilities.auth if init.agent_capabilities else None
+    assert auth is not None and auth.logout is not None
     assert response is not None
 
 

@@ -162,7 +162,7 @@ async def test_delete_hides_from_list_but_keeps_history(tmp_path: Path) -> None:
     async with open_pair(tmp_path, provider=ScriptedProvider([text_reply("kept")])) as pair:
         session_id = await pair.new_session()
         await pair.prompt(session_id, "remember this")
-        await pair.conn._conn.send_request("session/delete", {"sessionId": session_id})
+        await pair.conn.delete_session(session_id=session_id)
         listed = await pair.conn.list_sessions()
         events = await pair.store.load_events(session_id)
         pair.client.clear()
