@@ -55,12 +55,26 @@ class ProbeClient(BareClient):
     """Set by the first output of a turn (text, thought, tool call, plan); reset before each prompt."""
     incoming_frames: int = 0
     raw_initialize: dict[str, Any] | None = None
+    sent_requests: dict[Any, tuple[float, str]] = field(default_factory=dict)
+    """id → (when, method) of every request the client sent (the SDK's own ids)."""
+    answered: dict[Any, float] = field(default_factory=dict)
+    """id → when the answer to that request of ours arrived (also for requests the SDK abandoned)."""
+    frame_arrived: anyio.Event = field(default_factory=anyio.Event)
+    """Set by the next incoming frame (then replaced by a fresh event)."""
     """The ``initialize`` result exactly as it came over the wire (the SDK's models would hide booleans)."""
 
     def observe(self, event: Any) -> None:
-        """Stream observer of the SDK connection: counts frames and keeps the raw initialize answer."""
+        """Stream observer of the SDK connection: counts frames, times requests and their answers, and keeps the
+        raw initialize answer."""
+        message = event.message
         if getattr(event.direction, "value", "") != "incoming":
+            if "method" in message and "id" in message:
+                self.sent_requests[message["id"]] = (time.perf_counter(), message["method"])
             return
+        if "method" not in message and message.get("id") in self.sent_requests:
+            self.answered[message["id"]] = time.perf_counter()
+        self.frame_arrived.set()
+        self.frame_arrived = anyio.Event()
         self.incoming_frames += 1
         result = event.message.get("result")
         if self.raw_initialize is None and isinstance(result, dict) and "protocolVersion" in result:

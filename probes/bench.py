@@ -86,7 +86,10 @@ SCENARIO: dict[str, Any] = {
 
 
 def _config(base_url: str) -> str:
-    return f'[providers.bench]\nkind = "openai"\nbase_url = "{base_url}/v1"\nmodels = ["bench-model"]\n'
+    return (
+        '[model]\ndefault = "bench:bench-model"\n'
+        f'[providers.bench]\nkind = "openai"\nbase_url = "{base_url}/v1"\nmodels = ["bench-model", "bench-model-2"]\n'
+    )
 
 
 def _text(text: str) -> list[Any]:
@@ -103,6 +106,7 @@ async def cold_start(bench: Bench, runs: int) -> list[Row]:
     initialize: list[float] = []
     first_new: list[float] = []
     first_chunk: list[float] = []
+    cold_turn: list[float] = []
     later_new: list[float] = []
     for _ in range(runs):
         async with bench.spawn() as agent:
@@ -111,20 +115,185 @@ async def cold_start(bench: Bench, runs: int) -> list[Row]:
             first_new.append((time.perf_counter() - agent.spawned_at) * 1000)
             agent.client.reset_first_update()
             async with anyio.create_task_group() as tg:
+                sent = time.perf_counter()
                 tg.start_soon(_prompt, agent, session_id, "hello")
                 with anyio.fail_after(30):
                     await agent.client.first_update.wait()
                 first_chunk.append((time.perf_counter() - agent.spawned_at) * 1000)
+                cold_turn.append((time.perf_counter() - sent) * 1000)
             for _ in range(5):
                 t0 = time.perf_counter()
                 await _new(agent, bench)
                 later_new.append((time.perf_counter() - t0) * 1000)
     return [
-        Row("cold start → initialize response", _ms(initialize), f"median of {runs} spawns (goal ≤ 250 ms)"),
-        Row("cold start → first session/new answered", _ms(first_new), "goal ≤ 700 ms"),
+        Row("cold start → initialize response", _ms(initialize), f"median of {runs} spawns (goal ≤ 150 ms)"),
+        Row("cold start → first session/new answered", _ms(first_new), "goal ≤ 450 ms"),
+        Row(
+            "cold first turn: prompt → first chunk",
+            _ms(cold_turn),
+            "prompt right after the first session/new, as `acpx exec`; 0 ms model; goal ≤ 300 ms",
+        ),
         Row("cold start → first chunk of the first prompt", _ms(first_chunk), "spawn, initialize, new, prompt"),
         Row("session/new (warm, no MCP server)", _ms(later_new), "goal ≤ 20 ms"),
     ]
+
+
+async def model_switch(bench: Bench, runs: int) -> list[Row]:
+    """Zed switches the model right after the first session/new: the first switch of a fresh process, then later."""
+    first: list[float] = []
+    later: list[float] = []
+    for _ in range(runs):
+        async with bench.spawn() as agent:
+            session_id = await _new(agent, bench)
+            for i, target in enumerate(["bench:bench-model-2", "bench:bench-model", "bench:bench-model-2"]):
+                started = time.perf_counter()
+                with anyio.fail_after(30):
+                    await agent.conn.set_config_option(config_id="model", session_id=session_id, value=target)
+                (first if i == 0 else later).append((time.perf_counter() - started) * 1000)
+    return [
+        Row("first model switch of a process", _ms(first), f"right after the first session/new; median of {runs}"),
+        Row("later model switches", _ms(later), "set_config_option model"),
+    ]
+
+
+async def fresh_load(bench: Bench, runs: int) -> list[Row]:
+    """session/load of a short session (5 turns) in a fresh process: right after initialize (it waits for the
+    server to load) and once the server is up."""
+    session_id = await _stored_session(bench, turns=5)
+    right_after: list[float] = []
+    when_ready: list[float] = []
+    for _ in range(runs):
+        for ready in (False, True):
+            async with bench.spawn() as agent:
+                if ready:
+                    with anyio.fail_after(30):
+                        await agent.conn.list_sessions()
+                started = time.perf_counter()
+                with anyio.fail_after(60):
+                    await agent.conn.load_session(cwd=str(bench.workspace), session_id=session_id, mcp_servers=[])
+                (when_ready if ready else right_after).append((time.perf_counter() - started) * 1000)
+    return [
+        Row("session/load of a short session, fresh process", _ms(when_ready), "15 events; server up; goal ≤ 50 ms"),
+        Row("session/load right after initialize", _ms(right_after), "fresh process; includes the server's own load"),
+    ]
+
+
+async def cancel_request(bench: Bench, runs: int) -> list[Row]:
+    """The SDK 1.0 client sends ``$/cancel_request`` when a caller stops waiting for a prompt: time to the answer."""
+    latencies: list[float] = []
+    async with bench.spawn() as agent:
+        session_id = await _new(agent, bench)
+        for _ in range(runs):
+            agent.client.reset_first_update()
+            with anyio.fail_after(30):
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(_prompt, agent, session_id, "cancel-me")
+                    await agent.client.first_update.wait()
+                    (prompt_id,) = [
+                        i
+                        for i, (_, m) in agent.client.sent_requests.items()
+                        if m == "session/prompt" and i not in agent.client.answered
+                    ][-1:]
+                    cancelled = time.perf_counter()
+                    tg.cancel_scope.cancel()
+                while prompt_id not in agent.client.answered:
+                    await agent.client.frame_arrived.wait()
+            latencies.append((agent.client.answered[prompt_id] - cancelled) * 1000)
+    return [Row("$/cancel_request of a prompt → answered", _ms(latencies), f"median of {runs}; the turn settles first")]
+
+
+async def shutdown(bench: Bench, runs: int) -> list[Row]:
+    """From SIGTERM (or stdin's EOF) with a command running to the process's exit: turns settled, children gone."""
+    bench.server.set_scenario(load_scenario(_LONG_COMMAND))
+    times: dict[str, list[float]] = {"SIGTERM": [], "EOF": []}
+    try:
+        for _ in range(runs):
+            for how, values in times.items():
+                async with bench.spawn() as agent:
+                    session_id = await _new(agent, bench)
+                    with anyio.fail_after(30):
+                        await agent.conn.set_session_mode(session_id=session_id, mode_id="dont_ask")
+                    agent.client.reset_first_update()
+                    async with anyio.create_task_group() as tg:
+                        tg.start_soon(_prompt, agent, session_id, "start the long command")
+                        with anyio.fail_after(30):
+                            await agent.client.first_update.wait()
+                        started = time.perf_counter()
+                        if how == "SIGTERM":
+                            agent.process.terminate()
+                        else:
+                            assert agent.process.stdin is not None
+                            agent.process.stdin.close()
+                        with anyio.fail_after(30):
+                            await agent.process.wait()
+                        values.append((time.perf_counter() - started) * 1000)
+                        tg.cancel_scope.cancel()
+    finally:
+        bench.server.set_scenario(load_scenario(SCENARIO))
+    return [
+        Row(f"shutdown on {how} with a command running", _ms(values), "to the process's exit; goal ≤ 2 s")
+        for how, values in times.items()
+    ]
+
+
+_LONG_COMMAND: dict[str, Any] = {
+    "name": "bench-long-command",
+    "responses": [
+        {
+            "match": {"last_message_contains": "start the long command"},
+            "repeat": True,
+            "steps": [{"tool_call": {"name": "terminal", "arguments": {"command": "sleep 60", "timeout_s": 120}}}],
+        },
+        {"repeat": True, "steps": [{"text": "Done."}]},
+    ],
+}
+
+
+async def _stored_session(bench: Bench, turns: int) -> str:
+    """A session of ``turns`` question/answer turns written straight into the store."""
+    from hermes_acp.core import (
+        AssistantMessage,
+        AssistantMessageStored,
+        TextBlock,
+        TextPart,
+        TurnEnded,
+        Usage,
+        UserMessage,
+        UserPrompted,
+    )
+    from hermes_acp.storage import SessionRecord, SqliteSessionStore, utc_now
+
+    store = await SqliteSessionStore.open(bench.home / "state.db")
+    now = utc_now()
+    session_id = f"bench-{turns}-turns-{time.time_ns()}"
+    await store.create_session(
+        SessionRecord(
+            id=session_id, cwd=str(bench.workspace.resolve()), created_at=now, updated_at=now, mode_id="default"
+        )
+    )
+    batch: list[Any] = []
+    for turn in range(turns):
+        question = f"question {turn}: what does line {turn} of the parser do?"
+        batch += [
+            UserPrompted(
+                turn_id=f"t{turn}",
+                message_id=f"u{turn}",
+                display=[TextBlock(text=question)],
+                message=UserMessage(parts=[TextPart(text=question)]),
+            ),
+            AssistantMessageStored(
+                turn_id=f"t{turn}",
+                message_id=f"a{turn}",
+                message=AssistantMessage(parts=[TextPart(text=f"Line {turn} tokenises the input. " * 4)]),
+                model_id="bench:bench-model",
+                usage=Usage(input_tokens=900 + turn, output_tokens=40),
+                context_window=128_000,
+            ),
+            TurnEnded(turn_id=f"t{turn}", stop_reason="end_turn"),
+        ]
+    await store.append_events(session_id, batch)
+    await store.aclose()
+    return session_id
 
 
 async def session_new_with_mcp(bench: Bench, runs: int) -> list[Row]:
@@ -215,6 +384,7 @@ async def computer_use_overhead(bench: Bench) -> list[Row]:
 
 async def first_chunk_overhead(bench: Bench, turns: int) -> list[Row]:
     overheads: list[float] = []
+    latencies: list[float] = []
     async with bench.spawn() as agent:
         session_id = await _new(agent, bench)
         await _prompt(agent, session_id, "warm up")
@@ -230,8 +400,10 @@ async def first_chunk_overhead(bench: Bench, turns: int) -> list[Row]:
             record = bench.server.requests()[before]
             server_ttft = (record.first_token_monotonic or record.received_monotonic) - record.received_monotonic
             overheads.append((seen - sent) * 1000 - server_ttft * 1000)
+            latencies.append((seen - sent) * 1000)
     return [
-        Row("agent overhead to first chunk", _ms(overheads), f"probe latency − fixture TTFT, median of {turns} turns")
+        Row("warm turn: prompt → first chunk", _ms(latencies), f"0 ms model; median of {turns} turns; goal ≤ 10 ms"),
+        Row("agent overhead to first chunk", _ms(overheads), f"probe latency − fixture TTFT, median of {turns} turns"),
     ]
 
 
@@ -285,55 +457,14 @@ async def memory(bench: Bench) -> list[Row]:
 
 
 async def replay(bench: Bench, events: int) -> list[Row]:
-    from hermes_acp.core import (
-        AssistantMessage,
-        AssistantMessageStored,
-        TextBlock,
-        TextPart,
-        TurnEnded,
-        Usage,
-        UserMessage,
-        UserPrompted,
-    )
-    from hermes_acp.storage import SessionRecord, SqliteSessionStore, utc_now
-
-    store = await SqliteSessionStore.open(bench.home / "state.db")
-    now = utc_now()
-    session_id = f"bench-replay-{time.time_ns()}"
-    await store.create_session(
-        SessionRecord(
-            id=session_id, cwd=str(bench.workspace.resolve()), created_at=now, updated_at=now, mode_id="default"
-        )
-    )
-    batch: list[Any] = []
-    for turn in range(events // 3):
-        question = f"question {turn}: what does line {turn} of the parser do?"
-        batch += [
-            UserPrompted(
-                turn_id=f"t{turn}",
-                message_id=f"u{turn}",
-                display=[TextBlock(text=question)],
-                message=UserMessage(parts=[TextPart(text=question)]),
-            ),
-            AssistantMessageStored(
-                turn_id=f"t{turn}",
-                message_id=f"a{turn}",
-                message=AssistantMessage(parts=[TextPart(text=f"Line {turn} tokenises the input. " * 4)]),
-                model_id="bench:bench-model",
-                usage=Usage(input_tokens=900 + turn, output_tokens=40),
-                context_window=128_000,
-            ),
-            TurnEnded(turn_id=f"t{turn}", stop_reason="end_turn"),
-        ]
-    await store.append_events(session_id, batch)
-    await store.aclose()
+    session_id = await _stored_session(bench, turns=events // 3)
     async with bench.spawn() as agent:
         started = time.perf_counter()
         with anyio.fail_after(60):
             await agent.conn.load_session(cwd=str(bench.workspace), session_id=session_id, mcp_servers=[])
         elapsed = (time.perf_counter() - started) * 1000
         frames = len(agent.client.of(session_id))
-    return [Row(f"session/load replay of {len(batch)} events", f"{elapsed:.0f} ms", f"{frames} updates received")]
+    return [Row(f"session/load replay of {events // 3 * 3} events", f"{elapsed:.0f} ms", f"{frames} updates received")]
 
 
 async def cancel_latency(bench: Bench, runs: int) -> list[Row]:
@@ -380,20 +511,24 @@ def _ms(values: list[float]) -> str:
     return f"{statistics.median(values):.1f} ms (min {min(values):.1f})"
 
 
-ROWS: list[Callable[[Bench], Awaitable[list[Row]]]] = [
-    lambda b: cold_start(b, 5),
-    lambda b: session_new_with_mcp(b, 10),
-    lambda b: first_chunk_overhead(b, 10),
-    chunk_rate,
-    request_size,
-    memory,
-    lambda b: replay(b, 2000),
-    lambda b: cancel_latency(b, 10),
-    computer_use_overhead,
-]
+ROWS: dict[str, Callable[[Bench], Awaitable[list[Row]]]] = {
+    "cold_start": lambda b: cold_start(b, 5),
+    "model_switch": lambda b: model_switch(b, 5),
+    "fresh_load": lambda b: fresh_load(b, 5),
+    "cancel_request": lambda b: cancel_request(b, 10),
+    "shutdown": lambda b: shutdown(b, 3),
+    "session_new_with_mcp": lambda b: session_new_with_mcp(b, 10),
+    "first_chunk": lambda b: first_chunk_overhead(b, 10),
+    "chunk_rate": chunk_rate,
+    "request_size": request_size,
+    "memory": memory,
+    "replay": lambda b: replay(b, 2000),
+    "cancel_latency": lambda b: cancel_latency(b, 10),
+    "computer_use": computer_use_overhead,
+}
 
 
-async def run_bench() -> list[Row]:
+async def run_bench(only: list[str] | None = None) -> list[Row]:
     rows: list[Row] = []
     with tempfile.TemporaryDirectory(prefix="hermes-bench-") as tmp:
         root = Path(tmp)
@@ -404,8 +539,9 @@ async def run_bench() -> list[Row]:
             workspace = root / "workspace"
             workspace.mkdir()
             bench = Bench(server.base_url, home, workspace, server)
-            for row in ROWS:
-                rows.extend(await row(bench))
+            for name, row in ROWS.items():
+                if not only or name in only:
+                    rows.extend(await row(bench))
     return rows
 
 
@@ -423,8 +559,11 @@ def render(rows: list[Row]) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="probes.bench", description=__doc__)
     parser.add_argument("--no-notes", action="store_true", help="print only; do not append to NOTES.md")
+    parser.add_argument("--only", action="append", choices=sorted(ROWS), help="run only this row group (repeatable)")
     args = parser.parse_args(argv)
-    rows = anyio.run(run_bench)
+    rows = anyio.run(run_bench, args.only)
+    if args.only:
+        args.no_notes = True  # NOTES.md keeps whole tables
     table = render(rows)
     print(table)
     if not args.no_notes:

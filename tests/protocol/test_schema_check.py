@@ -63,7 +63,13 @@ def test_bad_frames_are_named(frame: tuple[Direction, dict[str, Any]]) -> None:
 
 
 def test_an_answer_is_checked_against_what_it_answers() -> None:
-    asked = ("to_agent", {"jsonrpc": "2.0", "id": 3, "method": "session/list", "params": {}})
-    answer = ("to_client", {"jsonrpc": "2.0", "id": 3, "result": {"sessions": [{"cwd": "/w"}]}})
+    asked: tuple[Direction, dict[str, Any]] = (
+        "to_agent",
+        {"jsonrpc": "2.0", "id": 3, "method": "session/list", "params": {}},
+    )
+    answer: tuple[Direction, dict[str, Any]] = (
+        "to_client",
+        {"jsonrpc": "2.0", "id": 3, "result": {"sessions": [{"cwd": "/w"}]}},
+    )
     (problem,) = _problems(asked, answer)
     assert "ListSessionsResponse" in problem and "sessionId" in problem
