@@ -17,6 +17,8 @@ streams; file names; fetched attachments; frames) can carry characters a reader 
   event holding one fails to write. A pair of surrogates becomes the character it encodes; a lone one becomes
   U+FFFD.
 
+``join_surrogates`` does only the last step, for text that must otherwise stay as it came.
+
 ``clean_text`` is the hot path: ASCII and ordinary text come back as the same object after one regex search.
 ``sanitize_text`` / ``sanitize_json`` also say what was removed (``Removals``), for the caller to log: this module
 logs nothing and knows nothing of where the text came from.
@@ -29,7 +31,15 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-__all__ = ["RemovalKind", "Removals", "clean_json", "clean_text", "sanitize_json", "sanitize_text"]
+__all__ = [
+    "RemovalKind",
+    "Removals",
+    "clean_json",
+    "clean_text",
+    "join_surrogates",
+    "sanitize_json",
+    "sanitize_text",
+]
 
 RemovalKind = Literal["tag", "bidi", "variation_selector", "zero_width", "surrogate"]
 
@@ -115,6 +125,12 @@ def sanitize_text(text: str) -> tuple[str, Removals]:
         removals.counts[kind] += 1
         i += 1
     return "".join(out), removals
+
+
+def join_surrogates(text: str) -> str:
+    """``text`` with surrogate pairs joined and lone surrogates made U+FFFD, and nothing else changed: for text that
+    must otherwise stay exactly as received (signed model reasoning goes back to the model byte for byte)."""
+    return _join_surrogates(text, Removals()) if _SURROGATE.search(text) is not None else text
 
 
 def sanitize_json(value: Any) -> tuple[Any, Removals]:

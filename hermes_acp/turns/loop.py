@@ -41,6 +41,7 @@ from hermes_acp.core import (
     UserPrompted,
 )
 from hermes_acp.core.ids import new_message_id, new_tool_call_id
+from hermes_acp.core.messages import AssistantPart
 from hermes_acp.errors import (
     PermissionDeniedError,
     ProviderAuthError,
@@ -305,7 +306,7 @@ async def _stream_response(state: TurnState, deps: TurnDeps, request: Any) -> tu
 def _with_unique_ids(message: AssistantMessage, used: set[str]) -> AssistantMessage:
     """Keep the provider's ids; replace only a missing id or one already used in this session (DESIGN §4.4)."""
     seen: set[str] = set()
-    parts: list[TextPart | ThinkingPart | ToolCallPart] = []
+    parts: list[AssistantPart] = []
     changed = False
     for original in message.parts:
         part = original
@@ -315,7 +316,7 @@ def _with_unique_ids(message: AssistantMessage, used: set[str]) -> AssistantMess
         if isinstance(part, ToolCallPart):
             seen.add(part.id)
         parts.append(part)
-    return AssistantMessage(parts=parts) if changed else message
+    return message.model_copy(update={"parts": parts}) if changed else message
 
 
 @dataclass(slots=True)

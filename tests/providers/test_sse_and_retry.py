@@ -21,8 +21,7 @@ from hermes_acp.providers._sse import SseMessage, SseParser
 def parse(text: str) -> list[SseMessage]:
     parser = SseParser()
     messages = [parser.feed_line(line) for line in text.split("\n")]
-    tail = parser.flush()
-    return [m for m in [*messages, tail] if m is not None]
+    return [m for m in messages if m is not None] + parser.flush()
 
 
 def test_sse_events_data_joining_comments_and_the_optional_space() -> None:
