@@ -83,9 +83,7 @@ class ModelEntry(_Section):
             if len(set(self.efforts)) != len(self.efforts):
                 raise ValueError(f"efforts: each effort once (got {self.efforts!r})")
         if self.default_effort is not None and self.default_effort not in (self.efforts or []):
-            raise ValueError(
-                f"default_effort: {self.default_effort!r} is not one of efforts {self.efforts or []!r}"
-            )
+            raise ValueError(f"default_effort: {self.default_effort!r} is not one of efforts {self.efforts or []!r}")
         if (self.input_price is None) != (self.output_price is None):
             raise ValueError("input_price and output_price: give both (USD per million tokens) or neither")
         return self
@@ -125,7 +123,7 @@ class ProviderSettings(_Section):
     @model_validator(mode="after")
     def _send_back_needs_openai(self) -> ProviderSettings:
         if self.send_back and self.kind != "openai":
-            raise ValueError("send_back: only for kind = \"openai\" (Anthropic's answers go back whole)")
+            raise ValueError('send_back: only for kind = "openai" (Anthropic\'s answers go back whole)')
         return self
 
     @field_validator("models", mode="before")

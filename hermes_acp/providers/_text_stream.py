@@ -55,10 +55,7 @@ class TextStream:
             return ""
         context = self._context
         cleaned = clean_text(context + text)
-        if context and cleaned.startswith(context):
-            cleaned = cleaned[len(context) :]
-        else:
-            cleaned = clean_text(text)
+        cleaned = cleaned[len(context) :] if context and cleaned.startswith(context) else clean_text(text)
         if cleaned:
             self._context = (context + cleaned)[-_CONTEXT_CHARS:]
         return cleaned

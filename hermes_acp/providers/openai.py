@@ -4,10 +4,10 @@ Works with OpenAI, OpenRouter, vLLM, Ollama, LM Studio, DeepSeek, Gemini's OpenA
 ``POST {base_url}/chat/completions`` with ``stream: true`` and ``stream_options.include_usage``;
 ``Authorization: Bearer <key>`` only when a key is set, and only to ``base_url``'s own origin. What a service
 needs back with each assistant message (``send_back``) and whether a model writes its reasoning between think
-tags (``think_tags``) come from the provider's settings. The request dialect (including how images in tool results travel: in a
-user message right after the tool messages, because chat completions cannot carry images in tool messages)
-is described in ``_openai_request.py``; the stream decoding in ``_openai_stream.py``; retries, timeouts,
-error mapping and cancellation in ``_http.py`` (the base class).
+tags (``think_tags``) come from the provider's settings. The request dialect (including how images in tool
+results travel: in a user message right after the tool messages, because chat completions cannot carry images in
+tool messages) is described in ``_openai_request.py``; the stream decoding in ``_openai_stream.py``; retries,
+timeouts, error mapping, pause continuations and cancellation in ``_http.py`` (the base class).
 
 Consumers should close the stream they iterate (``contextlib.aclosing``) when they stop early, so the HTTP
 response is closed at once rather than when the generator is collected.
