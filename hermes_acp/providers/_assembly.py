@@ -204,7 +204,8 @@ class MessageAssembler:
         self._run_open = False
 
     def finish(self) -> list[ProviderEvent]:
-        """Release what the text streams held back (the response is complete): the last deltas, if any."""
+        """Release what the text streams held back (the response is complete), and the arguments of calls that
+        streamed none: the last deltas, if any."""
         events: list[ProviderEvent] = []
         text = self._streams["text"].flush()
         if text:
@@ -218,6 +219,9 @@ class MessageAssembler:
             rest = slot.stream.flush()
             if rest:
                 slot.chunks.append(rest)
+            elif not slot.chunks and slot.fallback_arguments:
+                rest = slot.fallback_arguments  # no input streamed: the deltas add up to the message too
+            if rest:
                 events.append(ToolCallDelta(index=slot.index, arguments=rest))
         return events
 

@@ -75,6 +75,7 @@ from .ports import LiveTextChunk, LiveThoughtChunk, LiveToolProgress, Permission
 from .prompt_input import convert_prompt
 from .recorder import Recorder
 from .request import build_request
+from .server_tools import server_tool_events
 from .settlements import Failure, failed_settlements
 
 __all__ = ["CLEANUP_TIMEOUT_S", "TurnDeps", "TurnResult", "TurnState", "run_turn"]
@@ -345,6 +346,7 @@ async def _store_response(
             usage=done.usage,
             context_window=deps.model.context_window,
         ),
+        *server_tool_events(state.turn_id, done.message, deps.recorder.projection.tool_call_ids),
         *[
             ToolCallStarted(
                 turn_id=state.turn_id,
