@@ -2,7 +2,8 @@
 
 The scripted model server serves each recording byte for byte, in HTTP chunks of exactly three bytes (so every
 multi-byte character, CRLF, ``data:`` prefix and JSON escape is split somewhere) and in two reproducible random
-cuttings; httpx hands the provider the body in pieces no larger than those chunks. For each recording the test compares, with the note's ``expected`` block:
+cuttings; httpx hands the provider the body in pieces no larger than those chunks. For each recording the test
+compares, with the note's ``expected`` block:
 
 (a) what the turn produces: the text and thought deltas, the tool calls (ids, names, arguments) both as deltas
     and in the final message, the stop reason, the usage, the error (and whether output preceded it), the
@@ -153,9 +154,7 @@ def check_error(outcome: Outcome, expected: dict[str, Any]) -> None:
     assert bool(shown) == expected["output_before_error"]
 
 
-def check_editor_view(
-    case: Case, recording: Recording, outcome: Outcome, *, settings: Settings, paused: bool
-) -> None:
+def check_editor_view(case: Case, recording: Recording, outcome: Outcome, *, settings: Settings, paused: bool) -> None:
     """(a): what the turn produced, against the note."""
     expected = recording.expected
     text, thoughts = editor_view(recording, think_tags=settings == "recommended" and case.think_tags)
@@ -250,7 +249,9 @@ def sent_assistants(server: ModelServer, index: int) -> list[Any]:
     return [m for m in body["messages"] if m["role"] == "assistant"]
 
 
-def check_sent_back(case: Case, server: ModelServer, successes: list[Recording], index: int, settings: Settings) -> None:
+def check_sent_back(
+    case: Case, server: ModelServer, successes: list[Recording], index: int, settings: Settings
+) -> None:
     """(b): the assistant messages in request ``index`` are exactly what the answers so far must send back."""
     recommended = settings == "recommended"
     sent = sent_assistants(server, index)
