@@ -93,13 +93,12 @@ def provider_options(case: Case, settings: Settings) -> dict[str, Any]:
     return options
 
 
-def scenario(case: Case, *, chunk_bytes: int, seed: int | None) -> dict[str, Any]:
-    """The recordings of ``case``, in order (the last one again and again when the case repeats it), then a
-    plain answer for any later request; all matched on the case's model id."""
+def scenario(case: Case, *, chunk_bytes: int, seed: int | None, attempts: int = 1) -> dict[str, Any]:
+    """The recordings of ``case`` in order (a case whose note says ``repeat`` gets its recording once per attempt
+    the provider makes), then a plain answer for any later request; all matched on the case's model id."""
     responses: list[dict[str, Any]] = [
         {
             "match": {"model": case.id},
-            "repeat": case.repeat,
             "recorded": {
                 "file": str(recording.file),
                 "status": recording.status,
@@ -109,6 +108,7 @@ def scenario(case: Case, *, chunk_bytes: int, seed: int | None) -> dict[str, Any
             },
         }
         for recording in case.recordings
+        for _ in range(attempts if case.repeat else 1)
     ]
     responses.append({"match": {"model": case.id}, "repeat": True, "steps": [{"text": FOLLOW_UP_TEXT}]})
     return {"name": f"corpus-{case.id}", "models": [case.id], "responses": responses}

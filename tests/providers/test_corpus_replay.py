@@ -268,7 +268,8 @@ def check_sent_back(
 async def test_a_recorded_stream_replays_faithfully(case: Case, chunking: str, settings: Settings) -> None:
     chunk_bytes, seed = CHUNKINGS[chunking]
     sleep = RecordingSleep()
-    async with serve_model_server(scenario(case, chunk_bytes=chunk_bytes, seed=seed)) as server:
+    served = scenario(case, chunk_bytes=chunk_bytes, seed=seed, attempts=MAX_RETRIES + 1)
+    async with serve_model_server(served) as server:
         base_url = server.openai_base_url if case.kind == "openai" else server.base_url
         provider = make_provider(
             case.kind, base_url, sleep=sleep, max_retries=MAX_RETRIES, **provider_options(case, settings)
