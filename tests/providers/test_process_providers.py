@@ -83,7 +83,9 @@ async def test_deepseek_and_gemini_get_back_what_they_need_and_only_when_configu
 
 def split_emoji_recording(path: Path) -> Path:
     pieces = ["Smile ", "\ud83d", "\ude00", ", and a half ", "\ud83d"]
-    chunks = [{"choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": None}]} for piece in pieces]
+    chunks: list[dict[str, Any]] = [
+        {"choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": None}]} for piece in pieces
+    ]
     chunks.append({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
     body = "".join(f"data: {json.dumps(chunk)}\n\n" for chunk in chunks) + "data: [DONE]\n\n"
     assert "\\ud83d" in body
