@@ -73,6 +73,10 @@ def test_backoff_doubles_with_equal_jitter_and_is_capped() -> None:
         ),
         (b'{"error": "model \'x\' not found"}', "model 'x' not found"),
         (b'{"object": "error", "message": "too long", "code": 400}', "too long"),
+        (
+            b'[{"error": {"code": 400, "message": "missing a signature", "status": "INVALID_ARGUMENT"}}]',
+            "missing a signature",
+        ),
         (b"<html>502 Bad Gateway</html>", "<html>502 Bad Gateway</html>"),
         (b"", "(empty body)"),
     ],
