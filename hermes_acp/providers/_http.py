@@ -187,7 +187,8 @@ class HttpProvider(ABC):
                 yield done
                 return
             parts = [*parts, *done.message.parts]
-            usage = done.usage if usage is None else usage + done.usage if done.usage is not None else usage
+            if done.usage is not None:
+                usage = done.usage if usage is None else usage + done.usage
             if not paused or round_ == MAX_CONTINUATIONS:
                 if paused:
                     _log.warning("provider_pause_limit", provider=self.provider_id, continuations=round_)
