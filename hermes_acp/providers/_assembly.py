@@ -11,6 +11,8 @@ Every fragment of prose, reasoning and arguments passes a ``TextStream`` (the on
 is made safe: split surrogate pairs joined, hidden characters removed), so the deltas handed out and the message
 built hold the same text. ``finish`` releases what the streams held back; decoders call it before ``build``.
 Signed reasoning also keeps what was sent, byte for byte (``ThinkingPart.verbatim``), when cleaning changed it.
+What is kept only to be sent back (signatures, ``echo``, provider-side tool blocks) is kept as sent, except that
+surrogates are made safe, so a hostile stream can never make the message unstorable.
 This module knows no wire format and no HTTP.
 """
 
@@ -127,7 +129,7 @@ class MessageAssembler:
 
     def echo(self, key: str, value: Any) -> None:
         """A message-level field of the provider's format to send back verbatim (the last value given wins)."""
-        self._echo[key] = value
+        self._echo[key] = _kept(value)
 
     def tool_call(
         self,
@@ -163,7 +165,7 @@ class MessageAssembler:
         if fallback_arguments is not None:
             slot.fallback_arguments = fallback_arguments
         if echo:
-            slot.echo.update(echo)
+            slot.echo.update(_kept(echo))
         if new:
             return ToolCallDelta(index=slot.index, id=slot.id or None, name=slot.name or None, arguments=arguments)
         return ToolCallDelta(index=slot.index, id=call_id, name=name, arguments=arguments)
@@ -180,7 +182,10 @@ class MessageAssembler:
         """A provider-side tool call opens; its input may follow as ``server_tool_arguments`` fragments, else it is
         ``fallback_arguments``."""
         slot = _ServerCallSlot(
-            id=clean_text(call_id), name=clean_text(name), fallback_arguments=fallback_arguments, block=block
+            id=clean_text(call_id),
+            name=clean_text(name),
+            fallback_arguments=join_surrogates(fallback_arguments),
+            block=_kept(block),
         )
         self._server_calls[key] = slot
         self._slots.append(slot)
@@ -198,7 +203,7 @@ class MessageAssembler:
                 name=clean_text(name),
                 text=clean_text(text),
                 is_error=is_error,
-                block=block,
+                block=_kept(block),
             )
         )
         self._run_open = False
@@ -250,7 +255,7 @@ def _part(slot: _Slot) -> AssistantPart | None:
         arguments = "".join(slot.chunks) or slot.fallback_arguments
         return ToolCallPart(id=slot.id, name=slot.name, arguments=arguments, echo=slot.echo or None)
     if isinstance(slot, _ServerCallSlot):
-        arguments = "".join(slot.chunks) or slot.fallback_arguments
+        arguments = join_surrogates("".join(slot.chunks)) or slot.fallback_arguments
         call = ServerToolCallPart(id=slot.id, name=slot.name, arguments=arguments)
         if slot.block is not None:
             block = {**slot.block, "input": call.parsed_arguments() or {}}
@@ -264,7 +269,18 @@ def _part(slot: _Slot) -> AssistantPart | None:
     verbatim = join_surrogates("".join(slot.raw)) if slot.signature and slot.raw else None
     return ThinkingPart(
         text=text,
-        signature=slot.signature,
+        signature=join_surrogates(slot.signature) if slot.signature else slot.signature,
         redacted=slot.redacted,
         verbatim=verbatim if verbatim is not None and verbatim != text else None,
     )
+
+
+def _kept(value: Any) -> Any:
+    """Data kept only to be sent back: as it came, with surrogates made safe in every string."""
+    if isinstance(value, str):
+        return join_surrogates(value)
+    if isinstance(value, dict):
+        return {_kept(key): _kept(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_kept(item) for item in value]
+    return value

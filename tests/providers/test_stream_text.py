@@ -15,8 +15,8 @@ from hermes_acp.providers._text_stream import TextStream
 from hermes_acp.providers._think_tags import ThinkTagSplitter
 from hermes_acp.providers.base import TextDelta, ThinkingDelta, ToolCallDelta
 
-from .support import collect, done_of
-from .test_stream_quirks import chunk, provider_for, sse_body
+from .support import collect, done_of, make_provider
+from .test_stream_quirks import chunk, provider_for, serving, sse_body
 
 pytestmark = pytest.mark.anyio
 
@@ -156,3 +156,37 @@ async def test_hidden_characters_from_the_model_are_removed_where_shown_and_kept
     reasoning = message.parts[0]
     assert reasoning.kind == "thinking"
     assert (reasoning.text, reasoning.verbatim, reasoning.signature) == ("weigh evil options", thinking, "sig")
+
+
+async def test_lone_surrogates_in_data_kept_to_send_back_never_make_the_message_unstorable() -> None:
+    block = {"type": "web_search_tool_result", "tool_use_id": "s1", "content": [{"title": "bad \udc00", "url": "u"}]}
+    server_call = {"type": "server_tool_use", "id": "s1", "name": "web_search"}
+    half = '{"q": "\ud83d'
+    events_in: list[dict[str, Any]] = [
+        {"type": "message_start", "message": {"usage": {"input_tokens": 3}}},
+        {"type": "content_block_start", "index": 0, "content_block": {"type": "thinking", "thinking": ""}},
+        {"type": "content_block_delta", "index": 0, "delta": {"type": "thinking_delta", "thinking": "hm"}},
+        {"type": "content_block_delta", "index": 0, "delta": {"type": "signature_delta", "signature": "s\ud800"}},
+        {"type": "content_block_stop", "index": 0},
+        {"type": "content_block_start", "index": 1, "content_block": server_call},
+        {"type": "content_block_delta", "index": 1, "delta": {"type": "input_json_delta", "partial_json": half}},
+        {"type": "content_block_delta", "index": 1, "delta": {"type": "input_json_delta", "partial_json": '"}'}},
+        {"type": "content_block_stop", "index": 1},
+        {"type": "content_block_start", "index": 2, "content_block": block},
+        {"type": "content_block_stop", "index": 2},
+        {"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 2}},
+        {"type": "message_stop"},
+    ]
+    async with aclosing(provider_for("anthropic", sse_body(*events_in, named=True))) as provider:
+        anthropic = done_of(await collect(provider)).message
+    signature = {"google": {"thought_signature": "x\udfff"}}
+    call = {"index": 0, "id": "c", "extra_content": signature, "function": {"name": "f"}}
+    details = [{"type": "reasoning.text", "text": "t\ud800", "index": 0}]
+    body = sse_body(chunk({"tool_calls": [call], "reasoning_details": details}), chunk(finish="tool_calls"), "[DONE]")
+    keep = ["extra_content", "reasoning_details"]
+    async with aclosing(make_provider("openai", "http://m.test", transport=serving(body), send_back=keep)) as provider:
+        openai = done_of(await collect(provider)).message
+
+    stored = anthropic.model_dump_json() + openai.model_dump_json()
+    assert "\\ufffd" in stored or "\ufffd" in stored
+    assert anthropic.parts[1].arguments == '{"q": "\ufffd"}'  # type: ignore[union-attr]
