@@ -14,8 +14,9 @@ import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
+from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from hermes_acp.errors import ConfigError
 from hermes_acp.home import default_home
@@ -23,8 +24,10 @@ from hermes_acp.home import default_home
 __all__ = [
     "AgentSettings",
     "ComputerUseSettings",
+    "Effort",
     "ModelEntry",
     "ProviderSettings",
+    "SendBackField",
     "Settings",
     "load_settings",
 ]
@@ -35,6 +38,17 @@ OPENAI_BASE_URL = "https://api.openai.com/v1"
 ANTHROPIC_BASE_URL = "https://api.anthropic.com"
 OPENAI_DEFAULT_MODELS = ("gpt-5.4", "gpt-5.4-mini", "gpt-4.1")
 ANTHROPIC_DEFAULT_MODELS = ("claude-sonnet-4-5", "claude-opus-4-1", "claude-haiku-4-5")
+
+Effort = Literal["none", "minimal", "low", "medium", "high", "xhigh"]
+"""A thinking effort: sent as ``reasoning_effort`` (OpenAI-compatible) or as a thinking budget (Anthropic)."""
+SendBackField = Literal["reasoning_content", "reasoning_details", "extra_content"]
+"""A field of an OpenAI-compatible provider's answers that is kept and sent back with the assistant message."""
+SEND_BACK_BY_HOST: dict[str, tuple[SendBackField, ...]] = {
+    "api.deepseek.com": ("reasoning_content",),
+    "openrouter.ai": ("reasoning_details",),
+    "generativelanguage.googleapis.com": ("extra_content",),
+}
+"""What ``send_back`` is when a provider does not set it: the services that reject a follow-up request without."""
 
 
 class _Section(BaseModel):
@@ -48,7 +62,31 @@ class ModelEntry(_Section):
     name: str | None = None
     vision: bool = False
     context_window: Annotated[int, Field(gt=0)] | None = None
+    """Tokens the model can hold (prompt and answer); 128,000 when unset."""
     max_output_tokens: Annotated[int, Field(gt=0)] | None = None
+    efforts: list[Effort] | None = None
+    """The thinking efforts the model accepts; without it no effort is ever sent."""
+    default_effort: Effort | None = None
+    input_price: Annotated[float, Field(ge=0)] | None = None
+    """USD per million prompt tokens (cached ones included); with ``output_price``, usage gets a cost."""
+    output_price: Annotated[float, Field(ge=0)] | None = None
+    """USD per million output tokens (reasoning included)."""
+    think_tags: bool = False
+    """The model writes its reasoning into the answer between ``<think>`` and ``</think>`` (R1-style models on
+    servers without a reasoning parser): that part is shown and kept as reasoning, not as text."""
+
+    @model_validator(mode="after")
+    def _consistent(self) -> ModelEntry:
+        if self.efforts is not None:
+            if not self.efforts:
+                raise ValueError("efforts: give at least one effort, or leave the key out")
+            if len(set(self.efforts)) != len(self.efforts):
+                raise ValueError(f"efforts: each effort once (got {self.efforts!r})")
+        if self.default_effort is not None and self.default_effort not in (self.efforts or []):
+            raise ValueError(f"default_effort: {self.default_effort!r} is not one of efforts {self.efforts or []!r}")
+        if (self.input_price is None) != (self.output_price is None):
+            raise ValueError("input_price and output_price: give both (USD per million tokens) or neither")
+        return self
 
 
 class ProviderSettings(_Section):
@@ -61,10 +99,32 @@ class ProviderSettings(_Section):
     connect_timeout_s: Annotated[float, Field(gt=0)] = 10.0
     max_retries: Annotated[int, Field(ge=0, le=10)] = 3
     """Retries on 429, 5xx and connection errors, only before the first token."""
+    send_back: list[SendBackField] | None = None
+    """OpenAI-compatible only: the fields of the answers this service needs back with each assistant message
+    (``reasoning_content``: DeepSeek; ``reasoning_details``: OpenRouter; ``extra_content``: Gemini). Unset: chosen
+    by ``base_url``'s host (``SEND_BACK_BY_HOST``); ``[]`` sends nothing back."""
+
+    def model_entry(self, model_id: str) -> ModelEntry | None:
+        """The configured entry of one of this provider's models, if any."""
+        return next((m for m in self.models if m.id == model_id), None)
 
     def max_output_tokens(self, model_id: str) -> int | None:
         """The configured output-token limit of one of this provider's models, if any."""
-        return next((m.max_output_tokens for m in self.models if m.id == model_id), None)
+        entry = self.model_entry(model_id)
+        return entry.max_output_tokens if entry is not None else None
+
+    def send_back_fields(self) -> frozenset[SendBackField]:
+        """What is kept from answers and sent back (``send_back``, or the default for ``base_url``'s host)."""
+        if self.send_back is not None:
+            return frozenset(self.send_back)
+        host = urlsplit(self.base_url).hostname or ""
+        return frozenset(SEND_BACK_BY_HOST.get(host, ()))
+
+    @model_validator(mode="after")
+    def _send_back_needs_openai(self) -> ProviderSettings:
+        if self.send_back and self.kind != "openai":
+            raise ValueError('send_back: only for kind = "openai" (Anthropic\'s answers go back whole)')
+        return self
 
     @field_validator("models", mode="before")
     @classmethod

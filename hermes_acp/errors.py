@@ -17,6 +17,7 @@ Every error we raise on purpose is a ``HermesError``. The tree says who has to a
     │   ├── ProviderUnavailableError connection refused/reset, 5xx after every retry
     │   ├── ProviderTimeoutError     the provider did not answer within the configured timeout
     │   ├── ProviderRequestError     the provider rejected the request (4xx other than auth/429)
+    │   │   └── ContextLengthError   … because the prompt does not fit the model's context window
     │   └── ProviderStreamError      the stream broke or carried something we cannot read
     ├── ToolError                    a tool failed; goes back to the model, never to the wire
     │   ├── ToolInputError           arguments invalid, unknown tool, bad JSON
@@ -39,6 +40,7 @@ from __future__ import annotations
 __all__ = [
     "ComputerUseError",
     "ConfigError",
+    "ContextLengthError",
     "DriverUnavailableError",
     "HardBlockedError",
     "HermesError",
@@ -139,6 +141,10 @@ class ProviderTimeoutError(ProviderError):
 
 class ProviderRequestError(ProviderError):
     """The provider rejected the request (HTTP 4xx other than 401/403/429)."""
+
+
+class ContextLengthError(ProviderRequestError):
+    """The provider refused the request because it does not fit the model's context window (compact, then retry)."""
 
 
 class ProviderStreamError(ProviderError):

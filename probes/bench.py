@@ -467,6 +467,50 @@ async def replay(bench: Bench, events: int) -> list[Row]:
     return [Row(f"session/load replay of {events // 3 * 3} events", f"{elapsed:.0f} ms", f"{frames} updates received")]
 
 
+async def corpus_replay(bench: Bench) -> list[Row]:
+    """The recorded provider corpus (tests/providers/corpus) through the real providers over HTTP on 127.0.0.1, in
+    3-byte chunks and in random 1-64-byte chunks: the decoding cost of real streams, in-process (no agent)."""
+    from contextlib import aclosing
+
+    from hermes_acp.config import ProviderSettings
+    from hermes_acp.core import TextPart, UserMessage
+    from hermes_acp.errors import ProviderError
+    from hermes_acp.providers.anthropic import AnthropicProvider
+    from hermes_acp.providers.base import ProviderRequest
+    from hermes_acp.providers.openai import OpenAIProvider
+
+    corpus = REPO / "tests" / "providers" / "corpus"
+    notes = [json.loads(path.read_text(encoding="utf-8")) for path in sorted(corpus.glob("*.json"))]
+    size = sum(path.stat().st_size for path in corpus.glob("*.sse"))
+    timings: list[str] = []
+    for chunk_bytes, seed in ((3, None), (64, 1)):
+        started = time.perf_counter()
+        for note in notes:
+            spec = {"chunk_bytes": chunk_bytes, "chunk_seed": seed}
+            responses: list[dict[str, Any]] = [
+                {"recorded": {"file": str(corpus / r["file"]), "content_type": r["content_type"], **spec}}
+                for r in note["responses"]
+            ]
+            responses.append({"repeat": True, "steps": [{"text": "ok"}]})
+            async with serve_model_server({"responses": responses}) as server:
+                kind = note["kind"]
+                base_url = server.openai_base_url if kind == "openai" else server.base_url
+                settings = ProviderSettings(kind=kind, base_url=base_url, max_retries=0)
+                provider = (OpenAIProvider if kind == "openai" else AnthropicProvider)("bench", settings, None)
+                request = ProviderRequest(model="m", system="", messages=[UserMessage(parts=[TextPart(text="hi")])])
+                async with aclosing(provider):
+                    for _ in note["responses"]:
+                        try:
+                            async with aclosing(provider.stream(request)) as events:
+                                async for _event in events:
+                                    pass
+                        except ProviderError:
+                            pass  # the corpus's error streams end this way
+        timings.append(f"{time.perf_counter() - started:.1f} s")
+    note = f"{len(notes)} streams, {size / 1e6:.2f} MB, real providers over HTTP; in 1-64-byte chunks: {timings[1]}"
+    return [Row("provider corpus replay, 3-byte chunks", timings[0], note)]
+
+
 async def cancel_latency(bench: Bench, runs: int) -> list[Row]:
     latencies: list[float] = []
     async with bench.spawn() as agent:
@@ -525,6 +569,7 @@ ROWS: dict[str, Callable[[Bench], Awaitable[list[Row]]]] = {
     "replay": lambda b: replay(b, 2000),
     "cancel_latency": lambda b: cancel_latency(b, 10),
     "computer_use": computer_use_overhead,
+    "corpus_replay": corpus_replay,
 }
 
 

@@ -17,8 +17,9 @@ streams; file names; fetched attachments; frames) can carry characters a reader 
   event holding one fails to write. A pair of surrogates becomes the character it encodes; a lone one becomes
   U+FFFD.
 
-``clean_surrogates`` applies only the surrogate rule, at any depth: for text that must round-trip unchanged
-otherwise (a file's content read through the editor and written back), where removing a character would corrupt it.
+``join_surrogates`` (a string) and ``join_surrogates_json`` (JSON data, at any depth) apply only the surrogate
+rule, for text that must otherwise stay exactly as it came: signed model reasoning that goes back byte for byte, a
+file's content read through the editor and written back, where removing a character would corrupt it.
 
 ``clean_text`` is the hot path: ASCII and ordinary text come back as the same object after one regex search.
 ``sanitize_text`` / ``sanitize_json`` also say what was removed (``Removals``), for the caller to log: this module
@@ -36,8 +37,9 @@ __all__ = [
     "RemovalKind",
     "Removals",
     "clean_json",
-    "clean_surrogates",
     "clean_text",
+    "join_surrogates",
+    "join_surrogates_json",
     "sanitize_json",
     "sanitize_text",
 ]
@@ -79,17 +81,6 @@ def clean_text(text: str) -> str:
 def clean_json(value: Any) -> Any:
     """``value`` (JSON-like: dicts, lists, strings, numbers) with every string and key cleaned."""
     return sanitize_json(value)[0]
-
-
-def clean_surrogates(value: Any) -> Any:
-    """``value`` (a string or JSON-like data) with lone surrogates made U+FFFD and pairs joined; nothing else."""
-    if isinstance(value, str):
-        return _join_surrogates(value, Removals()) if _SURROGATE.search(value) else value
-    if isinstance(value, dict):
-        return {clean_surrogates(k) if isinstance(k, str) else k: clean_surrogates(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [clean_surrogates(v) for v in value]
-    return value
 
 
 def sanitize_text(text: str) -> tuple[str, Removals]:
@@ -137,6 +128,23 @@ def sanitize_text(text: str) -> tuple[str, Removals]:
         removals.counts[kind] += 1
         i += 1
     return "".join(out), removals
+
+
+def join_surrogates(text: str) -> str:
+    """``text`` with surrogate pairs joined and lone surrogates made U+FFFD, and nothing else changed: for text that
+    must otherwise stay exactly as received (signed model reasoning goes back to the model byte for byte)."""
+    return _join_surrogates(text, Removals()) if _SURROGATE.search(text) is not None else text
+
+
+def join_surrogates_json(value: Any) -> Any:
+    """``value`` (JSON data) with ``join_surrogates`` applied to every string and key, at any depth."""
+    if isinstance(value, str):
+        return join_surrogates(value)
+    if isinstance(value, dict):
+        return {join_surrogates(k) if isinstance(k, str) else k: join_surrogates_json(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [join_surrogates_json(v) for v in value]
+    return value
 
 
 def sanitize_json(value: Any) -> tuple[Any, Removals]:

@@ -101,9 +101,9 @@ def decode_frame(line: bytes) -> dict[str, Any]:
         raise FrameError(-32600, f"Invalid request: {problem}", request_id)
     checked: dict[str, Any] = message
     if _SURROGATE_ESCAPE.search(line):  # rare: the sanitizer (and pydantic, through hermes_acp.core) loads on demand
-        from hermes_acp.core.sanitize import clean_surrogates
+        from hermes_acp.core.sanitize import join_surrogates_json
 
-        checked = {key: value if key == "id" else clean_surrogates(value) for key, value in checked.items()}
+        checked = {key: value if key == "id" else join_surrogates_json(value) for key, value in checked.items()}
     return checked
 
 

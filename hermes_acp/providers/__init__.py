@@ -11,12 +11,13 @@ from .base import (
     ToolCallDelta,
     ToolSpec,
 )
-from .catalog import CatalogModel, ModelCatalog
+from .catalog import CatalogModel, Cost, ModelCatalog
 from .registry import ProviderRegistry
 from .scripted import ScriptedProvider, ScriptedReply, ScriptExhaustedError, text_reply, tool_reply
 
 __all__ = [
     "CatalogModel",
+    "Cost",
     "ModelCatalog",
     "ModelProvider",
     "ModelStopReason",

@@ -11,7 +11,13 @@ reads the ``text/event-stream`` answer through a fresh decoder per attempt and y
 * once an event has been yielded nothing is retried: a broken stream raises ``ProviderStreamError`` (the
   partial output already went out as deltas);
 * closing the generator, or cancelling the task iterating it, closes the HTTP response (and its connection)
-  at once.
+  at once;
+* a response the vendor paused (its decoder says ``paused``: Anthropic's ``pause_turn``) is continued here, up
+  to ``MAX_CONTINUATIONS`` times: the request goes again with the paused content appended as the last assistant
+  message, the deltas of every round flow on as one stream, and one ``ResponseDone`` carries the whole message
+  and the summed usage. The turn loop never sees the pause;
+* a thinking ``effort`` goes out only for a model whose configured ``efforts`` list it; any other request is
+  sent without one.
 
 Proxy settings (``HTTPS_PROXY``, ``NO_PROXY``) and CA bundles (``SSL_CERT_FILE``) come from the environment,
 as httpx reads them by default.
@@ -33,12 +39,14 @@ import httpx
 import structlog
 
 from hermes_acp.config import ProviderSettings
+from hermes_acp.core import AssistantMessage, Usage
+from hermes_acp.core.messages import AssistantPart
 from hermes_acp.errors import ProviderStreamError
 
 from ._http_errors import ProviderIdentity, TransientFailure, error_for_response, map_httpx_errors
 from ._retry import retry_delay
 from ._sse import SseMessage, SseParser
-from .base import ProviderEvent, ProviderRequest
+from .base import ProviderEvent, ProviderRequest, ResponseDone
 
 __all__ = ["HostBoundKeyAuth", "HttpProvider", "StreamDecoder"]
 
@@ -46,6 +54,8 @@ _log = structlog.get_logger("hermes_acp.providers")
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 DRAIN_TIMEOUT_S = 2.0
 """How long to wait for the end of the body after the final event before dropping the connection."""
+MAX_CONTINUATIONS = 8
+"""How many times one response paused by the vendor is continued before it is taken as it is."""
 
 
 def _origin(url: httpx.URL) -> tuple[str, str, int | None]:
@@ -83,6 +93,11 @@ class StreamDecoder(Protocol):
 
     def finish(self) -> list[ProviderEvent]:
         """Called when the body ended before ``done``: the final events, or raise because it is incomplete."""
+        ...
+
+    @property
+    def paused(self) -> bool:
+        """The response is complete but paused by the vendor: asking again with it appended continues it."""
         ...
 
 
@@ -125,7 +140,7 @@ class HttpProvider(ABC):
 
     def stream(self, request: ProviderRequest) -> AsyncGenerator[ProviderEvent, None]:
         """Stream one response (see ``ModelProvider.stream``)."""
-        return self._stream_events(self._body(request))
+        return self._continued(self._with_allowed_effort(request))
 
     async def aclose(self) -> None:
         await self._client.aclose()
@@ -135,17 +150,66 @@ class HttpProvider(ABC):
         """The JSON body that asks the vendor's API to stream the answer to ``request``."""
 
     @abstractmethod
-    def _new_decoder(self) -> StreamDecoder:
-        """A decoder for one attempt's event stream."""
+    def _new_decoder(self, request: ProviderRequest) -> StreamDecoder:
+        """A decoder for one attempt's event stream of an answer to ``request``."""
 
-    async def _stream_events(self, body: dict[str, Any]) -> AsyncGenerator[ProviderEvent, None]:
-        """POST ``body`` and yield the decoded events, retrying only before the first one."""
+    def _with_allowed_effort(self, request: ProviderRequest) -> ProviderRequest:
+        """``request``, without its effort unless the configured model lists that effort."""
+        if request.effort is None:
+            return request
+        entry = self._settings.model_entry(request.model)
+        if entry is not None and request.effort in (entry.efforts or ()):
+            return request
+        return request.model_copy(update={"effort": None})
+
+    async def _continued(self, request: ProviderRequest) -> AsyncGenerator[ProviderEvent, None]:
+        """Stream the answer to ``request``, continuing it while the vendor pauses it (see the module docstring)."""
+        parts: list[AssistantPart] = []
+        usage: Usage | None = None
+        for round_ in range(MAX_CONTINUATIONS + 1):
+            current = request
+            if parts:
+                messages = [*request.messages, AssistantMessage(parts=parts)]
+                current = request.model_copy(update={"messages": messages})
+            decoders: list[StreamDecoder] = []
+            done: ResponseDone | None = None
+            events = self._stream_events(self._body(current), lambda: self._new_decoder(request), decoders)
+            async with aclosing(events):
+                async for event in events:
+                    if isinstance(event, ResponseDone):
+                        done = event
+                    else:
+                        yield event
+            if done is None:  # every attempt ends with its final events or raises; kept for the type checker
+                raise self._identity.error(ProviderStreamError, "the stream ended without its final event")
+            paused = decoders[-1].paused
+            if round_ == 0 and not paused:
+                yield done
+                return
+            parts = [*parts, *done.message.parts]
+            if done.usage is not None:
+                usage = done.usage if usage is None else usage + done.usage
+            if not paused or round_ == MAX_CONTINUATIONS:
+                if paused:
+                    _log.warning("provider_pause_limit", provider=self.provider_id, continuations=round_)
+                message = AssistantMessage(parts=parts, echo=done.message.echo)
+                yield done.model_copy(update={"message": message, "usage": usage})
+                return
+            _log.info("provider_pause_continued", provider=self.provider_id, round=round_ + 1)
+
+    async def _stream_events(
+        self, body: dict[str, Any], new_decoder: Callable[[], StreamDecoder], decoders: list[StreamDecoder]
+    ) -> AsyncGenerator[ProviderEvent, None]:
+        """POST ``body`` and yield the decoded events, retrying only before the first one; each attempt's decoder
+        is appended to ``decoders``."""
         provider = self.provider_id
         attempt = 0
         while True:
             started = False
+            decoder = new_decoder()
+            decoders.append(decoder)
             try:
-                async with aclosing(self._attempt(body, self._new_decoder())) as events:
+                async with aclosing(self._attempt(body, decoder)) as events:
                     async for event in events:
                         started = True
                         yield event
@@ -193,35 +257,36 @@ class HttpProvider(ABC):
                     )
                 parser = SseParser()
                 final: list[ProviderEvent] | None = None
-                lines = cast(AsyncGenerator[str, None], response.aiter_lines())
-                async with aclosing(lines):
-                    async for line in lines:
-                        message = parser.feed_line(line)
-                        if message is None:
-                            continue
+                chunks = cast(AsyncGenerator[bytes, None], response.aiter_bytes())
+                async with aclosing(chunks):
+                    async for chunk in chunks:
+                        for message in parser.feed(chunk):
+                            events = decoder.feed(message)
+                            if decoder.done:
+                                final = events
+                                break
+                            for event in events:
+                                yield event
+                        if final is not None:
+                            break
+                    if final is not None:
+                        await _drain(chunks)
+                if final is None:
+                    for message in parser.flush():
                         events = decoder.feed(message)
                         if decoder.done:
                             final = events
                             break
                         for event in events:
                             yield event
-                    if final is not None:
-                        await _drain(lines)
-                if final is None:
-                    pending = parser.flush()
-                    events = decoder.feed(pending) if pending is not None else []
-                    if decoder.done:
-                        final = events
-                    else:
-                        for event in events:
-                            yield event
+                    if final is None:
                         final = decoder.finish()
                 for event in final:
                     yield event
 
 
-async def _drain(lines: AsyncGenerator[str, None]) -> None:
+async def _drain(chunks: AsyncGenerator[bytes, None]) -> None:
     """Read what follows the final event, so the connection can be reused; give up quietly on any trouble."""
     with anyio.move_on_after(DRAIN_TIMEOUT_S), contextlib.suppress(httpx.TransportError):
-        async for _ in lines:
+        async for _ in chunks:
             pass

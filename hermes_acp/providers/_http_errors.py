@@ -6,7 +6,9 @@ Three sources, one vocabulary:
   failures and broken streams become ``ProviderUnavailableError``, timeouts ``ProviderTimeoutError``;
 * HTTP error responses (``error_for_response``): 401/403 → ``ProviderAuthError`` naming the env var to set,
   429 → ``ProviderRateLimitError``, 408/5xx → ``ProviderUnavailableError``, other 4xx and redirects →
-  ``ProviderRequestError`` carrying the provider's own message from the body;
+  ``ProviderRequestError`` carrying the provider's own message from the body, or ``ContextLengthError`` when
+  that body says the prompt does not fit (``is_context_length``: the wording of OpenAI, Anthropic, Ollama,
+  vLLM, LM Studio, llama.cpp and OpenRouter);
 * error events inside a stream (``error_for_stream_event``): the status their ``type`` implies, classified
   as above (``_classify`` is the one status → class and retry decision).
 
@@ -20,6 +22,7 @@ This module knows no vendor's request or stream format.
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -29,6 +32,7 @@ from typing import TypeVar
 import httpx
 
 from hermes_acp.errors import (
+    ContextLengthError,
     ProviderAuthError,
     ProviderError,
     ProviderRateLimitError,
@@ -45,6 +49,7 @@ __all__ = [
     "TransientFailure",
     "error_for_response",
     "error_for_stream_event",
+    "is_context_length",
     "map_httpx_errors",
     "message_from_error_body",
 ]
@@ -54,6 +59,17 @@ MIN_SECRET_CHARS = 4
 """Shorter "keys" (placeholders such as "x") are not secrets; replacing them would garble every message."""
 REDACTED = "[redacted]"
 _E = TypeVar("_E", bound=ProviderError)
+_CONTEXT_LENGTH = re.compile(
+    r"context_length_exceeded"  # OpenAI's code
+    r"|prompt is too long"  # Anthropic: "prompt is too long: 208310 tokens > 200000 maximum"
+    r"|exceed context limit"  # Anthropic: "input length and `max_tokens` exceed context limit: …"
+    r"|maximum context length"  # OpenAI, vLLM, OpenRouter ("This endpoint's maximum context length is …")
+    r"|exceeds the context length"  # Ollama: "the input length exceeds the context length"
+    r"|context the overflows|greater than the context length"  # LM Studio
+    r"|exceeds the available context size|exceed_context_size_error|n_keep \(\d+\) >= n_ctx",  # llama.cpp
+    re.IGNORECASE,
+)
+_CONTEXT_LENGTH_STATUSES = frozenset({400, 413, 422})
 
 
 @dataclass(frozen=True)
@@ -120,17 +136,25 @@ def map_httpx_errors(identity: ProviderIdentity, url: str) -> Iterator[None]:
         raise identity.error(ProviderUnavailableError, text) from exc
 
 
+def is_context_length(status: int, text: str) -> bool:
+    """Whether an error with ``status`` and body (or message) ``text`` says the prompt does not fit the context."""
+    return status in _CONTEXT_LENGTH_STATUSES and _CONTEXT_LENGTH.search(text) is not None
+
+
 def message_from_error_body(body: bytes) -> str:
     """The provider's own error message from an error body, whatever the dialect; the raw text otherwise.
 
     Understands OpenAI ``{"error": {"message"}}``, Anthropic ``{"type": "error", "error": {"type",
-    "message"}}``, Ollama / LM Studio ``{"error": "<text>"}`` and vLLM ``{"object": "error", "message"}``.
+    "message"}}``, Ollama / LM Studio ``{"error": "<text>"}``, vLLM ``{"object": "error", "message"}`` and Gemini's
+    ``[{"error": {…}}]``.
     """
     text = body.decode("utf-8", errors="replace").strip()
     try:
         payload = json.loads(text)
     except ValueError:
         return text or "(empty body)"
+    if isinstance(payload, list) and len(payload) == 1:  # Gemini's OpenAI endpoint wraps its error in a list
+        payload = payload[0]
     if isinstance(payload, dict):
         error = payload.get("error")
         if isinstance(error, dict):
@@ -159,9 +183,11 @@ def _classify(status: int) -> tuple[type[ProviderError], bool]:
 
 
 def _classified(
-    identity: ProviderIdentity, status: int, text: str, *, retry_after: float | None = None
+    identity: ProviderIdentity, status: int, text: str, *, retry_after: float | None = None, raw: str = ""
 ) -> ProviderError | TransientFailure:
     cls, transient = _classify(status)
+    if is_context_length(status, raw or text):
+        cls = ContextLengthError
     if cls is ProviderAuthError:
         text = f"{text}. {identity.auth_hint()}"
     error = identity.error(cls, text, status=status)
@@ -169,6 +195,7 @@ def _classified(
 
 
 _WHAT_FAILED: dict[type[ProviderError], str] = {
+    ContextLengthError: "the request does not fit the model's context window",
     ProviderAuthError: "the provider rejected the request's credentials",
     ProviderRateLimitError: "rate limited",
     ProviderUnavailableError: "the provider failed",
@@ -193,11 +220,13 @@ def error_for_response(
             "(the API key stays with its own host). Set base_url to the final address."
         )
         return identity.error(ProviderRequestError, text, status=status)
-    text = f"{_WHAT_FAILED[_classify(status)[0]]} (HTTP {status}: {message_from_error_body(body)})"
+    raw = body.decode("utf-8", errors="replace")
+    what = _WHAT_FAILED[ContextLengthError if is_context_length(status, raw) else _classify(status)[0]]
+    text = f"{what} (HTTP {status}: {message_from_error_body(body)})"
     if status == 404:
         text += ". Check base_url and the model id."
     retry_after = parse_retry_after(headers, now=time.time() if now is None else now)
-    return _classified(identity, status, text, retry_after=retry_after)
+    return _classified(identity, status, text, retry_after=retry_after, raw=raw)
 
 
 _STREAM_ERROR_STATUS = {
@@ -232,4 +261,5 @@ def error_for_stream_event(identity: ProviderIdentity, error: object) -> Provide
         detail = str(error)
     kind = kind if isinstance(kind, str) else ""
     status = status or _STREAM_ERROR_STATUS.get(kind, 500)
-    return _classified(identity, status, f"the stream reported {kind or 'an error'}: {detail}")
+    raw = json.dumps(error) if isinstance(error, dict) else detail
+    return _classified(identity, status, f"the stream reported {kind or 'an error'}: {detail}", raw=raw)

@@ -6,29 +6,38 @@ The dialect is the common subset that OpenAI, OpenRouter, vLLM, Ollama and LM St
 * a user message whose parts are all text is sent as one string (parts joined by a blank line); with images it
   becomes a part list of ``text`` and ``image_url`` parts carrying ``data:<media type>;base64,…`` URLs;
 * an assistant message sends its text as ``content`` (``null`` when it only calls tools) and its tool calls as
-  ``tool_calls`` with the provider's ids. Reasoning parts are not sent back: chat completions has no portable
-  field for them. Arguments that are not a JSON object are sent as ``"{}"`` so one malformed call cannot make
-  every later request of the session fail; the tool result already told the model what was wrong. An
-  assistant message with neither text nor tool calls is left out;
+  ``tool_calls`` with the provider's ids. Arguments that are not a JSON object are sent as ``"{}"`` so one
+  malformed call cannot make every later request of the session fail; the tool result already told the model
+  what was wrong. An assistant message with neither text nor tool calls is left out, and so are the steps of
+  tools a provider ran itself;
+* reasoning goes back only as the provider's ``send_back`` asks, and only on assistant messages that call tools
+  (where the services that need it require it): ``reasoning_content`` (DeepSeek: the message's reasoning text),
+  ``reasoning_details`` (OpenRouter: the details kept from the stream) and, on each tool call,
+  ``extra_content`` (Gemini: the thought signature kept from the stream). Chat completions has no portable
+  field for reasoning, so nothing of it goes anywhere else;
 * a tool result is a ``role: tool`` message with the text of the result. **Chat completions cannot carry
   images in tool messages**, so the images of a run of consecutive tool results follow that run as one user
   message, each group introduced by a line naming its tool call; the tool message says where its images are;
 * tools are ``{"type": "function", "function": {name, description, parameters}}``;
 * ``max_output_tokens`` goes out as ``max_tokens``, or as ``max_completion_tokens`` for OpenAI's own API
-  (whose reasoning models reject ``max_tokens``), and only when it is known.
+  (whose reasoning models reject ``max_tokens``), and only when it is known;
+* the request's ``effort`` goes out as ``reasoning_effort``, and only when there is one.
 
 This module is pure: no HTTP, no streaming.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any, Literal
 
+from hermes_acp.config import SendBackField
 from hermes_acp.core import (
     AssistantMessage,
     ImagePart,
     Message,
     TextPart,
+    ThinkingPart,
     ToolCallPart,
     ToolResultMessage,
     UserMessage,
@@ -50,11 +59,12 @@ def build_chat_request(
     *,
     max_tokens_field: MaxTokensField = "max_tokens",
     default_max_tokens: int | None = None,
+    send_back: Iterable[SendBackField] = (),
 ) -> dict[str, Any]:
     """The JSON body of ``POST {base_url}/chat/completions`` for ``request``."""
     body: dict[str, Any] = {
         "model": request.model,
-        "messages": _messages(request.system, request.messages),
+        "messages": _messages(request.system, request.messages, frozenset(send_back)),
         "stream": True,
         "stream_options": {"include_usage": True},
     }
@@ -63,6 +73,8 @@ def build_chat_request(
     max_tokens = request.max_output_tokens or default_max_tokens
     if max_tokens:
         body[max_tokens_field] = max_tokens
+    if request.effort is not None:
+        body["reasoning_effort"] = request.effort
     return body
 
 
@@ -73,7 +85,7 @@ def _tool(spec: ToolSpec) -> dict[str, Any]:
     }
 
 
-def _messages(system: str, history: list[Message]) -> list[dict[str, Any]]:
+def _messages(system: str, history: list[Message], send_back: frozenset[SendBackField]) -> list[dict[str, Any]]:
     wire: list[dict[str, Any]] = []
     if system:
         wire.append({"role": "system", "content": system})
@@ -85,7 +97,7 @@ def _messages(system: str, history: list[Message]) -> list[dict[str, Any]]:
         if isinstance(message, UserMessage):
             wire.append({"role": "user", "content": _user_content(message)})
         elif isinstance(message, AssistantMessage):
-            assistant = _assistant(message)
+            assistant = _assistant(message, send_back)
             if assistant is not None:
                 wire.append(assistant)
         else:
@@ -109,20 +121,30 @@ def _user_content(message: UserMessage) -> str | list[dict[str, Any]]:
     return content
 
 
-def _assistant(message: AssistantMessage) -> dict[str, Any] | None:
+def _assistant(message: AssistantMessage, send_back: frozenset[SendBackField]) -> dict[str, Any] | None:
     text = message.text
     calls = message.tool_calls
     if not text and not calls:
         return None
     wire: dict[str, Any] = {"role": "assistant", "content": text or None}
     if calls:
-        wire["tool_calls"] = [_tool_call(call) for call in calls]
+        wire["tool_calls"] = [_tool_call(call, send_back) for call in calls]
+        reasoning = "".join(p.text for p in message.parts if isinstance(p, ThinkingPart) and not p.redacted)
+        if "reasoning_content" in send_back and reasoning:
+            wire["reasoning_content"] = reasoning
+        details = (message.echo or {}).get("reasoning_details")
+        if "reasoning_details" in send_back and details:
+            wire["reasoning_details"] = details
     return wire
 
 
-def _tool_call(call: ToolCallPart) -> dict[str, Any]:
+def _tool_call(call: ToolCallPart, send_back: frozenset[SendBackField]) -> dict[str, Any]:
     arguments = call.arguments if call.parsed_arguments() is not None and call.arguments.strip() else "{}"
-    return {"id": call.id, "type": "function", "function": {"name": call.name, "arguments": arguments}}
+    wire: dict[str, Any] = {"id": call.id, "type": "function", "function": {"name": call.name, "arguments": arguments}}
+    extra = (call.echo or {}).get("extra_content")
+    if "extra_content" in send_back and extra:
+        wire["extra_content"] = extra
+    return wire
 
 
 def _tool_result(message: ToolResultMessage) -> tuple[dict[str, Any], list[dict[str, Any]]]:

@@ -8,6 +8,14 @@ Per chunk (``data: {...}``; the stream ends with ``data: [DONE]``):
 * ``delta.tool_calls[]`` fragments are assembled by ``index``, keeping the provider's ``id`` ("" when it sends
   none). A fragment without ``index`` takes its position in the list; a fragment whose ``id`` differs from the
   id already at its index opens a new call (servers that send whole calls, each at index 0);
+* with the model's ``think_tags`` set, ``<think>…</think>`` inside ``delta.content`` (R1-style models on servers
+  without a reasoning parser) → ``ThinkingDelta``, the rest → ``TextDelta`` (``_think_tags.py``), tags split
+  across chunks included;
+* ``delta.executed_tools[]`` (Groq's built-in tools, run on Groq's side) → a ``ServerToolCallPart`` when an index
+  first appears and a ``ServerToolResultPart`` when its ``output`` arrives; nothing of them goes back;
+* what the provider's ``send_back`` names is kept for the next request: ``delta.reasoning_details[]`` (OpenRouter;
+  fragments merged by ``index``: texts, summaries, data and signatures joined) as the message's ``echo``, and
+  ``tool_calls[].extra_content`` (Gemini's thought signatures) as the call's ``echo``. Nothing else is kept;
 * ``usage`` (the final ``choices: []`` chunk that ``stream_options.include_usage`` asks for, or any chunk that
   carries it) → ``Usage`` with ``prompt_tokens_details.cached_tokens`` (or DeepSeek's
   ``prompt_cache_hit_tokens``) and ``completion_tokens_details.reasoning_tokens``;
@@ -22,13 +30,17 @@ before either is incomplete. This module knows no HTTP.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from typing import Any
 
+from hermes_acp.config import SendBackField
 from hermes_acp.core import Usage
+from hermes_acp.core.ids import new_tool_call_id
 
 from ._http_errors import ProviderIdentity, error_for_stream_event
 from ._sse import SseMessage
-from ._stream_decoder import JsonStreamDecoder, as_int
+from ._stream_decoder import JsonStreamDecoder, as_int, capped
+from ._think_tags import ThinkTagSplitter
 from .base import ModelStopReason, ProviderEvent, ResponseDone
 
 __all__ = ["ChatCompletionsDecoder"]
@@ -61,12 +73,20 @@ class ChatCompletionsDecoder(JsonStreamDecoder):
 
     INCOMPLETE = "the stream ended before the response finished (no finish_reason, no [DONE])"
 
-    def __init__(self, identity: ProviderIdentity):
+    def __init__(
+        self, identity: ProviderIdentity, *, keep: Iterable[SendBackField] = (), think_tags: bool = False
+    ) -> None:
         super().__init__(identity)
         self._keys: dict[int, tuple[int, int]] = {}
         self._finish_reason: str | None = None
         self._refused = False
         self._usage: Usage | None = None
+        self._keep = frozenset(keep)
+        self._think_tags = ThinkTagSplitter() if think_tags else None
+        self._reasoning_details: dict[object, dict[str, Any]] = {}
+        self._executed: dict[object, str] = {}
+        """Groq's executed tools by index: the id given to the call; the result is added once."""
+        self._executed_done: set[object] = set()
 
     def feed(self, message: SseMessage) -> list[ProviderEvent]:
         if message.data.startswith("[DONE]") and not self._done:
@@ -102,9 +122,12 @@ class ChatCompletionsDecoder(JsonStreamDecoder):
             reasoning = delta.get("reasoning")
         if isinstance(reasoning, str) and (thought := self._assembler.thinking(reasoning)):
             events.append(thought)
+        details = delta.get("reasoning_details")
+        if "reasoning_details" in self._keep and isinstance(details, list) and details:
+            self._merge_reasoning_details(details)
         content = delta.get("content")
-        if isinstance(content, str) and (text := self._assembler.text(content)):
-            events.append(text)
+        if isinstance(content, str) and content:
+            self._content(content, events)
         refusal = delta.get("refusal")
         if isinstance(refusal, str) and refusal:
             self._refused = True
@@ -114,6 +137,64 @@ class ChatCompletionsDecoder(JsonStreamDecoder):
         for position, fragment in enumerate(tool_calls if isinstance(tool_calls, list) else []):
             if isinstance(fragment, dict):
                 events.append(self._tool_fragment(position, fragment))
+        executed = delta.get("executed_tools")
+        for position, tool in enumerate(executed if isinstance(executed, list) else []):
+            if isinstance(tool, dict):
+                self._executed_tool(position, tool)
+
+    def _content(self, content: str, events: list[ProviderEvent]) -> None:
+        runs = self._think_tags.feed(content) if self._think_tags is not None else [("text", content)]
+        for kind, text in runs:
+            event = self._assembler.thinking(text) if kind == "thinking" else self._assembler.text(text)
+            if event is not None:
+                events.append(event)
+
+    def _complete(self) -> list[ProviderEvent]:
+        events: list[ProviderEvent] = []
+        if self._think_tags is not None:
+            for kind, text in self._think_tags.flush():
+                event = self._assembler.thinking(text) if kind == "thinking" else self._assembler.text(text)
+                if event is not None:
+                    events.append(event)
+        if self._reasoning_details:
+            self._assembler.echo("reasoning_details", list(self._reasoning_details.values()))
+        return [*events, *super()._complete()]
+
+    def _merge_reasoning_details(self, details: list[Any]) -> None:
+        """OpenRouter streams each reasoning detail in fragments sharing its ``index``: join them into one."""
+        for detail in details:
+            if not isinstance(detail, dict):
+                continue
+            index = detail.get("index")
+            key: object = index if isinstance(index, int) else ("position", len(self._reasoning_details))
+            merged = self._reasoning_details.setdefault(key, {})
+            for name, value in detail.items():
+                old = merged.get(name)
+                if name in ("text", "summary", "data", "signature") and isinstance(value, str):
+                    merged[name] = (old if isinstance(old, str) else "") + value
+                elif old is None:
+                    merged[name] = value
+
+    def _executed_tool(self, position: int, tool: dict[str, Any]) -> None:
+        index = tool.get("index")
+        key: object = index if isinstance(index, int) else ("position", position)
+        kind = tool.get("type")
+        name = kind if isinstance(kind, str) and kind else "tool"
+        call_id = self._executed.get(key)
+        if call_id is None:
+            call_id = new_tool_call_id()
+            self._executed[key] = call_id
+            arguments = tool.get("arguments")
+            self._assembler.server_tool_call(
+                ("executed", key),
+                call_id=call_id,
+                name=name,
+                fallback_arguments=arguments if isinstance(arguments, str) and arguments else "{}",
+            )
+        output = tool.get("output")
+        if isinstance(output, str) and key not in self._executed_done:
+            self._executed_done.add(key)
+            self._assembler.server_tool_result(tool_call_id=call_id, name=name, text=capped(output))
 
     def _tool_fragment(self, position: int, fragment: dict[str, Any]) -> ProviderEvent:
         index = fragment.get("index")
@@ -132,7 +213,9 @@ class ChatCompletionsDecoder(JsonStreamDecoder):
         if key is None:
             key = (wire_index, self._assembler.tool_call_count)
             self._keys[wire_index] = key
-        return self._assembler.tool_call(key, call_id=call_id, name=name, arguments=arguments)
+        extra = fragment.get("extra_content")
+        echo = {"extra_content": extra} if "extra_content" in self._keep and isinstance(extra, dict) else None
+        return self._assembler.tool_call(key, call_id=call_id, name=name, arguments=arguments, echo=echo)
 
     def _response_done(self) -> ResponseDone:
         message = self._assembler.build()

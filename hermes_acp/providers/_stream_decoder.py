@@ -21,12 +21,22 @@ from ._http_errors import ProviderIdentity, TransientFailure
 from ._sse import SseMessage
 from .base import ProviderEvent, ResponseDone
 
-__all__ = ["JsonStreamDecoder", "as_int"]
+__all__ = ["SERVER_RESULT_CHARS", "JsonStreamDecoder", "as_int", "capped"]
+
+SERVER_RESULT_CHARS = 4000
+"""How much of a provider-side tool's output a card shows."""
 
 
 def as_int(value: object) -> int:
     """``value`` when it is an integer (not a bool), else 0: token counts and indexes as vendors send them."""
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def capped(text: str, limit: int = SERVER_RESULT_CHARS) -> str:
+    """``text``, cut to ``limit`` characters with a note of how much was left out."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}… [{len(text) - limit} more characters]"
 
 
 class JsonStreamDecoder(ABC):
@@ -43,6 +53,11 @@ class JsonStreamDecoder(ABC):
     @property
     def done(self) -> bool:
         return self._done
+
+    @property
+    def paused(self) -> bool:
+        """The vendor paused the response (only Anthropic does: its decoder overrides this)."""
+        return False
 
     def feed(self, message: SseMessage) -> list[ProviderEvent]:
         data = message.data
@@ -62,9 +77,9 @@ class JsonStreamDecoder(ABC):
         return self._complete()
 
     def _complete(self) -> list[ProviderEvent]:
-        """The final events: the whole response, after which ``done`` is true."""
+        """The final events: what the text streams still held, then the whole response; ``done`` is true after."""
         self._done = True
-        return [self._response_done()]
+        return [*self._assembler.finish(), self._response_done()]
 
     @abstractmethod
     def _event(self, payload: dict[str, Any], name: str) -> list[ProviderEvent]:

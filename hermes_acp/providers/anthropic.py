@@ -57,5 +57,5 @@ class AnthropicProvider(HttpProvider):
     def _body(self, request: ProviderRequest) -> dict[str, Any]:
         return build_messages_request(request, default_max_tokens=self._settings.max_output_tokens(request.model))
 
-    def _new_decoder(self) -> MessagesStreamDecoder:
+    def _new_decoder(self, request: ProviderRequest) -> MessagesStreamDecoder:
         return MessagesStreamDecoder(self._identity)

@@ -1,9 +1,12 @@
 """The one streaming seam every model provider implements.
 
-A provider turns a ``ProviderRequest`` (system prompt, neutral messages, tool specs) into a stream of
-``ProviderEvent``: text, reasoning and tool-call deltas while the model writes, then exactly one ``ResponseDone``
-with the assembled message, the stop reason and the usage. Providers retry transient failures only before the
-first event they yield, and raise ``hermes_acp.errors.ProviderError`` subclasses, never a foreign exception.
+A provider turns a ``ProviderRequest`` (system prompt, neutral messages, tool specs, thinking effort) into a stream
+of ``ProviderEvent``: text, reasoning and tool-call deltas while the model writes, then exactly one
+``ResponseDone`` with the assembled message, the stop reason and the usage. Providers retry transient failures
+only before the first event they yield, and raise ``hermes_acp.errors.ProviderError`` subclasses, never a foreign
+exception. What a provider does on its own side stays there: a response it pauses is continued by the provider
+(one ``ResponseDone`` for the whole), and tools it runs itself come as ``ServerToolCallPart`` /
+``ServerToolResultPart`` in the message, never as ``ToolCallDelta``s.
 
 This module knows no HTTP and no vendor format; ``openai.py`` and ``anthropic.py`` do, ``scripted.py`` is the
 test double shipped beside the seam.
@@ -16,6 +19,7 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from hermes_acp.config import Effort
 from hermes_acp.core import AssistantMessage, Message, Usage
 
 __all__ = [
@@ -51,6 +55,9 @@ class ProviderRequest(BaseModel):
     messages: list[Message]
     tools: list[ToolSpec] = Field(default_factory=list)
     max_output_tokens: int | None = None
+    effort: Effort | None = None
+    """The thinking effort to ask for; None sends nothing. A provider sends it only for a model whose configured
+    ``efforts`` include it, and it never changes the system prompt or the tool schemas."""
 
 
 class TextDelta(BaseModel):

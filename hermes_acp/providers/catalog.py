@@ -1,8 +1,9 @@
 """The model catalog: every configured model as ``<provider id>:<model id>``, and the default one.
 
 Built from ``Settings``; a model whose provider lacks its API key stays listed (so pickers show it) but is marked
-unusable, and prompting with it answers ``auth_required`` naming the variable to set. This module knows config, not
-HTTP.
+unusable, and prompting with it answers ``auth_required`` naming the variable to set. Each model carries what the
+session needs to offer and account for it: its context window, its thinking efforts (for a ``thought_level``
+option) and its prices (``cost`` turns a ``Usage`` into an amount in USD). This module knows config, not HTTP.
 """
 
 from __future__ import annotations
@@ -11,13 +12,24 @@ import difflib
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from hermes_acp.config import Settings
+from hermes_acp.config import Effort, Settings
+from hermes_acp.core import Usage
 from hermes_acp.errors import ConfigError, UnknownModelError
 
-__all__ = ["DEFAULT_CONTEXT_WINDOW", "CatalogModel", "ModelCatalog"]
+__all__ = ["DEFAULT_CONTEXT_WINDOW", "PRICE_UNIT_TOKENS", "CatalogModel", "Cost", "ModelCatalog"]
 
 DEFAULT_CONTEXT_WINDOW = 128_000
 """Used for the context meter when a model's ``context_window`` is not configured."""
+PRICE_UNIT_TOKENS = 1_000_000
+"""Prices are configured per million tokens."""
+
+
+@dataclass(frozen=True, slots=True)
+class Cost:
+    """An amount of money, as ACP's ``usage_update.cost`` carries it."""
+
+    amount: float
+    currency: str = "USD"
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,6 +46,20 @@ class CatalogModel:
     api_key_env: str | None
     usable: bool
     """False when the provider needs an API key that is not set."""
+    efforts: tuple[Effort, ...] = ()
+    """The thinking efforts the model accepts, in the configured order; empty: no effort option, no parameter."""
+    default_effort: Effort | None = None
+    input_price: float | None = None
+    """USD per million prompt tokens; None when the model has no prices."""
+    output_price: float | None = None
+
+    def cost(self, usage: Usage) -> Cost | None:
+        """What ``usage`` cost, or None when the model has no prices. Every prompt token (cached ones included) is
+        priced as input, every output token (reasoning included) as output."""
+        if self.input_price is None or self.output_price is None:
+            return None
+        amount = (usage.input_tokens * self.input_price + usage.output_tokens * self.output_price) / PRICE_UNIT_TOKENS
+        return Cost(amount=amount)
 
 
 class ModelCatalog:
@@ -57,6 +83,10 @@ class ModelCatalog:
                     max_output_tokens=entry.max_output_tokens,
                     api_key_env=provider.api_key_env,
                     usable=usable,
+                    efforts=tuple(entry.efforts or ()),
+                    default_effort=entry.default_effort,
+                    input_price=entry.input_price,
+                    output_price=entry.output_price,
                 )
                 for entry in provider.models
             )

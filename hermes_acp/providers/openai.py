@@ -1,11 +1,13 @@
 """``OpenAIProvider``: any OpenAI-compatible chat-completions API, streamed over httpx.
 
-Works with OpenAI, OpenRouter, vLLM, Ollama and LM Studio: ``POST {base_url}/chat/completions`` with
-``stream: true`` and ``stream_options.include_usage``; ``Authorization: Bearer <key>`` only when a key is set,
-and only to ``base_url``'s own origin. The request dialect (including how images in tool results travel: in a
-user message right after the tool messages, because chat completions cannot carry images in tool messages)
-is described in ``_openai_request.py``; the stream decoding in ``_openai_stream.py``; retries, timeouts,
-error mapping and cancellation in ``_http.py`` (the base class).
+Works with OpenAI, OpenRouter, vLLM, Ollama, LM Studio, DeepSeek, Gemini's OpenAI endpoint and the like:
+``POST {base_url}/chat/completions`` with ``stream: true`` and ``stream_options.include_usage``;
+``Authorization: Bearer <key>`` only when a key is set, and only to ``base_url``'s own origin. What a service
+needs back with each assistant message (``send_back``) and whether a model writes its reasoning between think
+tags (``think_tags``) come from the provider's settings. The request dialect (including how images in tool
+results travel: in a user message right after the tool messages, because chat completions cannot carry images in
+tool messages) is described in ``_openai_request.py``; the stream decoding in ``_openai_stream.py``; retries,
+timeouts, error mapping, pause continuations and cancellation in ``_http.py`` (the base class).
 
 Consumers should close the stream they iterate (``contextlib.aclosing``) when they stop early, so the HTTP
 response is closed at once rather than when the generator is collected.
@@ -57,13 +59,17 @@ class OpenAIProvider(HttpProvider):
         self._max_tokens_field: MaxTokensField = (
             "max_completion_tokens" if httpx.URL(settings.base_url).host == _OPENAI_HOST else "max_tokens"
         )
+        self._send_back = settings.send_back_fields()
 
     def _body(self, request: ProviderRequest) -> dict[str, Any]:
         return build_chat_request(
             request,
             max_tokens_field=self._max_tokens_field,
             default_max_tokens=self._settings.max_output_tokens(request.model),
+            send_back=self._send_back,
         )
 
-    def _new_decoder(self) -> ChatCompletionsDecoder:
-        return ChatCompletionsDecoder(self._identity)
+    def _new_decoder(self, request: ProviderRequest) -> ChatCompletionsDecoder:
+        entry = self._settings.model_entry(request.model)
+        think_tags = entry is not None and entry.think_tags
+        return ChatCompletionsDecoder(self._identity, keep=self._send_back, think_tags=think_tags)

@@ -41,6 +41,7 @@ from hermes_acp.core import (
     UserPrompted,
 )
 from hermes_acp.core.ids import new_message_id, new_tool_call_id
+from hermes_acp.core.messages import AssistantPart
 from hermes_acp.errors import (
     PermissionDeniedError,
     ProviderAuthError,
@@ -74,6 +75,7 @@ from .ports import LiveTextChunk, LiveThoughtChunk, LiveToolProgress, Permission
 from .prompt_input import convert_prompt
 from .recorder import Recorder
 from .request import build_request
+from .server_tools import server_tool_events
 from .settlements import Failure, failed_settlements
 
 __all__ = ["CLEANUP_TIMEOUT_S", "TurnDeps", "TurnResult", "TurnState", "run_turn"]
@@ -305,7 +307,7 @@ async def _stream_response(state: TurnState, deps: TurnDeps, request: Any) -> tu
 def _with_unique_ids(message: AssistantMessage, used: set[str]) -> AssistantMessage:
     """Keep the provider's ids; replace only a missing id or one already used in this session (DESIGN §4.4)."""
     seen: set[str] = set()
-    parts: list[TextPart | ThinkingPart | ToolCallPart] = []
+    parts: list[AssistantPart] = []
     changed = False
     for original in message.parts:
         part = original
@@ -315,7 +317,7 @@ def _with_unique_ids(message: AssistantMessage, used: set[str]) -> AssistantMess
         if isinstance(part, ToolCallPart):
             seen.add(part.id)
         parts.append(part)
-    return AssistantMessage(parts=parts) if changed else message
+    return message.model_copy(update={"parts": parts}) if changed else message
 
 
 @dataclass(slots=True)
@@ -344,6 +346,7 @@ async def _store_response(
             usage=done.usage,
             context_window=deps.model.context_window,
         ),
+        *server_tool_events(state.turn_id, done.message, deps.recorder.projection.tool_call_ids),
         *[
             ToolCallStarted(
                 turn_id=state.turn_id,

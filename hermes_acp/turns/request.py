@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from hermes_acp.config import Effort
 from hermes_acp.core import ImagePart, Message, TextPart, ToolResultMessage, UserMessage
 from hermes_acp.providers.base import ProviderRequest, ToolSpec
 from hermes_acp.providers.catalog import CatalogModel
@@ -33,8 +34,10 @@ def build_request(
     history: Sequence[Message],
     tools: Sequence[Tool],
     native_images: bool | None = None,
+    effort: Effort | None = None,
 ) -> ProviderRequest:
-    """``native_images``: the image gate's answer for this model (``gate.route() == "native"``); None = vision."""
+    """``native_images``: the image gate's answer for this model (``gate.route() == "native"``); None = vision.
+    ``effort``: the session's thinking effort (None sends none; the provider sends it only if the model lists it)."""
     vision = model.vision if native_images is None else native_images
     return ProviderRequest(
         model=model.model,
@@ -42,6 +45,7 @@ def build_request(
         messages=_economise_images(history, vision=vision, model_name=model.id),
         tools=tool_specs(tools),
         max_output_tokens=model.max_output_tokens,
+        effort=effort,
     )
 
 

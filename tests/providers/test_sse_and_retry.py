@@ -21,8 +21,7 @@ from hermes_acp.providers._sse import SseMessage, SseParser
 def parse(text: str) -> list[SseMessage]:
     parser = SseParser()
     messages = [parser.feed_line(line) for line in text.split("\n")]
-    tail = parser.flush()
-    return [m for m in [*messages, tail] if m is not None]
+    return [m for m in messages if m is not None] + parser.flush()
 
 
 def test_sse_events_data_joining_comments_and_the_optional_space() -> None:
@@ -74,6 +73,10 @@ def test_backoff_doubles_with_equal_jitter_and_is_capped() -> None:
         ),
         (b'{"error": "model \'x\' not found"}', "model 'x' not found"),
         (b'{"object": "error", "message": "too long", "code": 400}', "too long"),
+        (
+            b'[{"error": {"code": 400, "message": "missing a signature", "status": "INVALID_ARGUMENT"}}]',
+            "missing a signature",
+        ),
         (b"<html>502 Bad Gateway</html>", "<html>502 Bad Gateway</html>"),
         (b"", "(empty body)"),
     ],

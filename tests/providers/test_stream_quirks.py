@@ -127,7 +127,7 @@ async def test_an_in_band_error_with_a_client_status_is_not_retried() -> None:
 async def test_anthropic_unknown_events_and_blocks_are_ignored_and_usage_updates_are_merged() -> None:
     events_in: list[dict[str, Any]] = [
         {"type": "message_start", "message": {"usage": {"input_tokens": 7, "output_tokens": 1}}},
-        {"type": "content_block_start", "index": 0, "content_block": {"type": "server_tool_use", "id": "s"}},
+        {"type": "content_block_start", "index": 0, "content_block": {"type": "brand_new_block", "id": "s"}},
         {"type": "content_block_stop", "index": 0},
         {"type": "content_block_start", "index": 1, "content_block": {"type": "text", "text": "Hi"}},
         {"type": "content_block_delta", "index": 1, "delta": {"type": "citations_delta", "citation": {}}},
