@@ -38,6 +38,7 @@ from hermes_acp.providers.registry import ProviderRegistry
 from hermes_acp.storage.base import SessionRecord, SessionStore
 from hermes_acp.tools.base import Tool
 from hermes_acp.tools.context import Workspace
+from hermes_acp.tools.sandbox import Sandbox
 from hermes_acp.turns.loop import TurnDeps, TurnResult, TurnState, run_turn
 from hermes_acp.turns.projection import SessionProjection
 from hermes_acp.turns.recorder import Recorder
@@ -96,6 +97,9 @@ class Session:
         )
         """The session's computer_use tool (offered when the driver command resolves; the driver starts lazily in
         the owner task at the first call) and its image gate, which every image passes."""
+        self.sandbox = Sandbox.from_settings(services.settings)
+        """How the session's commands are contained (``[sandbox]``)."""
+        self._sandbox_told = False
         self._turn_lock = anyio.Lock()
         self._in_flight: list[anyio.CancelScope] = []
         self._running = False
@@ -239,9 +243,19 @@ class Session:
             files=client.files(self.id),
             terminals=client.terminals(self.id),
             images=self.computer_use.gate,
+            sandbox=self.sandbox,
         )
-        notices = await self.mcp.prepare_turn()  # bounded: servers still starting are reported, not awaited
+        # Bounded: MCP servers still starting are reported, not awaited.
+        notices = [*await self._sandbox_notice(), *await self.mcp.prepare_turn()]
         return await run_turn(TurnState(turn_id=new_turn_id()), deps, display, notices=notices)
+
+    async def _sandbox_notice(self) -> list[str]:
+        """Once per session: commands are not sandboxed here although ``[sandbox]`` wants them to be."""
+        if self._sandbox_told:
+            return []
+        self._sandbox_told = True
+        notice = self.sandbox.notice(await self.sandbox.availability())
+        return [notice] if notice else []
 
     async def _write_title(self) -> None:
         """After the first turn, off the prompt's path: from the prompt text, or by ``agent.title_model``."""
