@@ -219,6 +219,7 @@ class TerminalTool(TypedTool[_TerminalInput]):
                     timeout_s=parsed.timeout_s,
                     buffer=OutputBuffer(OUTPUT_HEAD_BYTES, OUTPUT_TAIL_BYTES),
                     on_output=live,
+                    own_pid_namespace=confined.sandboxed,
                 )
             except OSError as exc:
                 raise ToolError(f"could not start the command: {exc.strerror or exc}") from exc

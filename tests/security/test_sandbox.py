@@ -285,3 +285,36 @@ def test_a_listener_is_reachable_from_here() -> None:
     with listener() as port:
         connection = socket.create_connection(("127.0.0.1", port), 3)
         connection.close()
+
+
+def _running_with(marker: str) -> list[int]:
+    """Host pids whose command line holds ``marker`` (zombies excluded)."""
+    found = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            cmdline = Path(f"/proc/{name}/cmdline").read_bytes()
+            state = Path(f"/proc/{name}/stat").read_bytes().rsplit(b")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if marker.encode() in cmdline and state not in (b"Z", b"X"):
+            found.append(int(name))
+    return found
+
+
+async def test_a_timeout_ends_everything_the_sandboxed_command_started(bwrap: str, layout: Layout) -> None:
+    marker = f"hermes-sandbox-bg-{os.getpid()}"
+    ctx = context(layout.ws, mode="dont_ask", sandbox=layout.sandbox())
+    command = f"(exec -a {marker} sleep 300) & (exec -a {marker} sleep 300) & echo started; wait"
+    called = await call(TerminalTool(), ctx, command=command, timeout_s=1)
+    assert called.outcome.error_code == "timeout" and "started" in called.text
+    assert _running_with(marker) == [], "a background process outlived its sandboxed command"
+
+
+async def test_background_jobs_end_with_the_sandboxed_command(bwrap: str, layout: Layout) -> None:
+    marker = f"hermes-sandbox-left-{os.getpid()}"
+    ctx = context(layout.ws, mode="dont_ask", sandbox=layout.sandbox())
+    called = await call(TerminalTool(), ctx, command=f"(exec -a {marker} sleep 300) > /dev/null 2>&1 & echo left")
+    assert called.text == "Exit code 0.\nleft"
+    assert _running_with(marker) == []
