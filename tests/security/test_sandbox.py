@@ -9,8 +9,10 @@ from __future__ import annotations
 import os
 import re
 import socket
+from functools import partial
 from pathlib import Path
 
+import anyio
 import pytest
 
 from hermes_acp.config import SandboxSettings, Settings
@@ -20,7 +22,7 @@ from hermes_acp.tools.policy import decide
 from hermes_acp.tools.sandbox import HOME_MASKS, Sandbox
 from hermes_acp.tools.terminal import TerminalTool
 from tests.fakes.editor_client import EditorClient
-from tests.tools.helpers import call, context
+from tests.tools.helpers import Progress, call, context
 from tests.tools.test_terminal import ClientTerminals
 
 from .support import listener, require_bwrap
@@ -317,4 +319,19 @@ async def test_background_jobs_end_with_the_sandboxed_command(bwrap: str, layout
     ctx = context(layout.ws, mode="dont_ask", sandbox=layout.sandbox())
     called = await call(TerminalTool(), ctx, command=f"(exec -a {marker} sleep 300) > /dev/null 2>&1 & echo left")
     assert called.text == "Exit code 0.\nleft"
+    assert _running_with(marker) == []
+
+
+async def test_a_cancel_ends_everything_the_sandboxed_command_started(bwrap: str, layout: Layout) -> None:
+    marker = f"hermes-sandbox-cancel-{os.getpid()}"
+    progress = Progress()
+    ctx = context(layout.ws, mode="dont_ask", sandbox=layout.sandbox(), progress=progress)
+    command = f"(exec -a {marker} sleep 300) & echo ready; wait"
+    with anyio.fail_after(20):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(partial(call, TerminalTool(), ctx, command=command))
+            while not any("ready" in text for text in progress.texts()):
+                await progress.arrived.wait()
+            assert _running_with(marker), "the control: the background process runs"
+            tg.cancel_scope.cancel()
     assert _running_with(marker) == []
