@@ -9,6 +9,7 @@ This module reads files and the environment; it does not know HTTP, ACP or how a
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import tomllib
 from collections.abc import Mapping
@@ -27,6 +28,7 @@ __all__ = [
     "Effort",
     "ModelEntry",
     "ProviderSettings",
+    "SandboxSettings",
     "SendBackField",
     "Settings",
     "load_settings",
@@ -38,6 +40,7 @@ OPENAI_BASE_URL = "https://api.openai.com/v1"
 ANTHROPIC_BASE_URL = "https://api.anthropic.com"
 OPENAI_DEFAULT_MODELS = ("gpt-5.4", "gpt-5.4-mini", "gpt-4.1")
 ANTHROPIC_DEFAULT_MODELS = ("claude-sonnet-4-5", "claude-opus-4-1", "claude-haiku-4-5")
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 Effort = Literal["none", "minimal", "low", "medium", "high", "xhigh"]
 """A thinking effort: sent as ``reasoning_effort`` (OpenAI-compatible) or as a thinking budget (Anthropic)."""
@@ -182,6 +185,36 @@ class ComputerUseSettings(_Section):
     call_timeout_s: Annotated[float, Field(gt=0)] = 30.0
 
 
+class SandboxSettings(_Section):
+    """``[sandbox]``: how commands (the terminal tool, local or in the editor's terminal) are contained."""
+
+    mode: Literal["auto", "required", "off"] = "auto"
+    """auto: bubblewrap where it works, else commands ask in every mode; required: no sandbox, no commands;
+    off: commands run unconfined (the modes alone decide)."""
+    network: bool = True
+    """Whether sandboxed commands reach the network (never in read_only mode)."""
+    mask: list[Annotated[str, Field(min_length=1)]] = Field(default_factory=list)
+    """More paths hidden from commands (``~/…``, absolute, or relative to each of the session's directories)."""
+    pass_env: list[str] = Field(default_factory=list)
+    """Secret-looking environment variables allowed back into child processes, by name."""
+
+    @field_validator("pass_env")
+    @classmethod
+    def _names(cls, value: list[str]) -> list[str]:
+        for name in value:
+            if not _ENV_NAME.fullmatch(name):
+                raise ValueError(f"{name!r} is not an environment variable name")
+        return value
+
+    @field_validator("mask")
+    @classmethod
+    def _paths(cls, value: list[str]) -> list[str]:
+        for path in value:
+            if "\0" in path:
+                raise ValueError(f"{path!r} contains a NUL character")
+        return value
+
+
 class LoggingSettings(_Section):
     level: Literal["debug", "info", "warning", "error"] = "info"
     """What the log file keeps."""
@@ -199,6 +232,7 @@ class _FileSettings(_Section):
     vision: VisionSettings = Field(default_factory=VisionSettings)
     permissions: PermissionSettings = Field(default_factory=PermissionSettings)
     computer_use: ComputerUseSettings = Field(default_factory=ComputerUseSettings)
+    sandbox: SandboxSettings = Field(default_factory=SandboxSettings)
     logging: LoggingSettings = Field(default_factory=LoggingSettings)
 
     @field_validator("providers")

@@ -1,7 +1,8 @@
 """``hermes-acp --check``: a readable report of what the server would run with, and whether it can serve.
 
 It loads the configuration exactly as the server does, lists providers and models (with whether their keys are
-set, never the keys), checks the home folder and opens the session store, and finds the cua-driver and its version.
+set, never the keys), checks the home folder and opens the session store, says whether commands run in the sandbox
+(probing bubblewrap as the server does), and finds the cua-driver and its version.
 Exit status 0 means the server can serve; the report says what to fix otherwise.
 """
 
@@ -21,6 +22,7 @@ from hermes_acp.errors import ConfigError, StorageError
 from hermes_acp.home import default_home
 from hermes_acp.providers.catalog import ModelCatalog
 from hermes_acp.storage.sqlite import SqliteSessionStore
+from hermes_acp.tools.sandbox import Sandbox
 from hermes_acp.version import __version__
 
 __all__ = ["run_check"]
@@ -50,6 +52,7 @@ def run_check(say: Callable[[str], None]) -> int:
     say(f"  {_OK} config: {settings.config_file or 'none (defaults and environment)'}")
     problems += _check_home(settings, say)
     problems += _check_models(settings, env, say)
+    _check_sandbox(settings, say)
     _check_driver(settings, say)
     say("Result: " + ("ready to serve" if problems == 0 else f"{problems} problem(s) to fix"))
     return 0 if problems == 0 else 1
@@ -102,6 +105,27 @@ def _check_models(settings: Settings, env: dict[str, str], say: Callable[[str], 
                 say(f"      - {model.id} (context {model.context_window}{flags})")
     say(f"  default model: {catalog.default_id or 'none'}")
     return 0
+
+
+def _check_sandbox(settings: Settings, say: Callable[[str], None]) -> None:
+    sandbox = Sandbox.from_settings(settings)
+    availability = sandbox.probe()
+    say(f"Commands ([sandbox] mode = {sandbox.mode!r}):")
+    if sandbox.mode == "off":
+        say(f"  {_WARN} the sandbox is off: commands run unconfined (the session modes alone decide)")
+    elif availability.usable:
+        network = "on (off in read_only mode)" if sandbox.network else "off"
+        say(f"  {_OK} sandboxed by bubblewrap ({availability.bwrap}); network {network}")
+    elif sandbox.mode == "required":
+        say(f"  {_WARN} commands are refused: {availability.problem}")
+    else:
+        say(f"  {_WARN} no sandbox ({availability.problem}): every command asks for permission, in every mode")
+    passed = sorted(sandbox.env_policy.pass_env)
+    withheld = len(sandbox.env_policy.withheld_names(os.environ))
+    say(
+        f"  child processes do not see {withheld} secret-looking variable(s) of this environment"
+        + (f"; allowed back: {', '.join(passed)}" if passed else "")
+    )
 
 
 def _check_driver(settings: Settings, say: Callable[[str], None]) -> None:

@@ -542,6 +542,45 @@ async def _prompt(agent: AgentProcess, session_id: str, text: str) -> None:
         await agent.conn.prompt(session_id=session_id, prompt=_text(text))
 
 
+async def sandbox_overhead(bench: Bench, runs: int = 20) -> list[Row]:
+    """What the sandbox adds to one command: the terminal tool's own path (``Sandbox.confine`` + ``run_command``) for
+    ``bash -c true``, through bubblewrap against plain (in this process: the cost is the spawn, not the protocol)."""
+    from hermes_acp.tools._process import OutputBuffer, run_command
+    from hermes_acp.tools.sandbox import Sandbox
+
+    async def once(sandbox: Sandbox) -> float:
+        started = time.perf_counter()
+        confined = await sandbox.confine(
+            ["bash", "-c", "true"], roots=[bench.workspace], cwd=bench.workspace, mode="dont_ask", extra_env={}
+        )
+
+        async def ignore(_buffer: OutputBuffer) -> None:
+            return None
+
+        await run_command(
+            confined.argv, cwd=bench.workspace, env=confined.env, timeout_s=30, buffer=OutputBuffer(1024, 1024),
+            on_output=ignore, own_pid_namespace=confined.sandboxed,
+        )  # fmt: skip
+        return (time.perf_counter() - started) * 1000
+
+    sandboxed = Sandbox(home=bench.home)
+    if not (await sandboxed.availability()).usable:
+        return [Row("sandbox start-up per command", "n/a", (await sandboxed.availability()).describe())]
+    plain = Sandbox(mode="off", home=bench.home)
+    await once(sandboxed)
+    await once(plain)
+    with_bwrap = [await once(sandboxed) for _ in range(runs)]
+    without = [await once(plain) for _ in range(runs)]
+    added = statistics.median(with_bwrap) - statistics.median(without)
+    return [
+        Row(
+            "sandbox start-up per command",
+            f"+{added:.1f} ms",
+            f"bwrap {_ms(with_bwrap)} vs plain {_ms(without)}, `bash -c true`, median of {runs}; goal ≤ 15 ms",
+        )
+    ]
+
+
 def _current_rss_kib(pid: int) -> int:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
@@ -570,6 +609,7 @@ ROWS: dict[str, Callable[[Bench], Awaitable[list[Row]]]] = {
     "cancel_latency": lambda b: cancel_latency(b, 10),
     "computer_use": computer_use_overhead,
     "corpus_replay": corpus_replay,
+    "sandbox": sandbox_overhead,
 }
 
 

@@ -23,7 +23,9 @@ file's content read through the editor and written back, where removing a charac
 
 ``clean_text`` is the hot path: ASCII and ordinary text come back as the same object after one regex search.
 ``sanitize_text`` / ``sanitize_json`` also say what was removed (``Removals``), for the caller to log: this module
-logs nothing and knows nothing of where the text came from.
+logs nothing and knows nothing of where the text came from. ``escape_hidden`` is for names that must stay
+recognisable (file names): instead of removing, it shows what would be removed as escapes (``\\xNN`` for a byte that
+was not UTF-8, kept by Python as a surrogate escape; ``\\uNNNN`` for the rest).
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ __all__ = [
     "Removals",
     "clean_json",
     "clean_text",
+    "escape_hidden",
     "join_surrogates",
     "join_surrogates_json",
     "sanitize_json",
@@ -164,6 +167,24 @@ def sanitize_json(value: Any) -> tuple[Any, Removals]:
         return item
 
     return walk(value), removals
+
+
+def escape_hidden(text: str) -> str:
+    """``text`` unchanged when the sanitizer would remove nothing; else every suspect character as an escape:
+    ``\\xNN`` for a surrogate escape of a byte (U+DC80–U+DCFF, how ``os.listdir`` keeps bytes that are not UTF-8),
+    ``\\uNNNN`` / ``\\UNNNNNNNN`` for hidden characters and other lone surrogates. Lossless, printable, encodable."""
+    if not sanitize_text(text)[1]:
+        return text
+    out: list[str] = []
+    for ch in text:
+        code = ord(ch)
+        if 0xDC80 <= code <= 0xDCFF:
+            out.append(f"\\x{code - 0xDC00:02x}")
+        elif 0xD800 <= code <= 0xDFFF or _kind(ch) is not None:
+            out.append(f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}")
+        else:
+            out.append(ch)
+    return "".join(out)
 
 
 def _kind(ch: str) -> RemovalKind | Literal["basic_selector"] | None:

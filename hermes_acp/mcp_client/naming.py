@@ -1,6 +1,7 @@
 """Model-facing names of MCP tools: ``mcp__<server>__<tool>``, safe for every provider and unique in a session.
 
-Each part is sanitised to ``[A-Za-z0-9_]`` (anything else becomes ``_``). A name longer than ``MAX_NAME_LENGTH``
+Each part is cleaned of hidden characters (``core.sanitize``), then made ``[A-Za-z0-9_]`` (anything else becomes
+``_``). A name longer than ``MAX_NAME_LENGTH``
 is clamped and ends in ``_`` plus the first ``HASH_LENGTH`` hex digits of a SHA-256 of the original server and
 tool names, so two long names that share a prefix stay apart. Collisions (``a.b`` and ``a-b`` both become
 ``a_b``; two servers with one name) are resolved deterministically: entries are ranked by their sanitised name,
@@ -15,6 +16,8 @@ import hashlib
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+
+from hermes_acp.core.sanitize import clean_text
 
 __all__ = ["HASH_LENGTH", "MAX_NAME_LENGTH", "PREFIX", "ToolKey", "assign_names", "sanitise"]
 
@@ -37,7 +40,7 @@ class ToolKey:
 
 
 def sanitise(part: str) -> str:
-    return _UNSAFE.sub("_", part) or "_"
+    return _UNSAFE.sub("_", clean_text(part)) or "_"
 
 
 def _digest(key: ToolKey, salt: str = "") -> str:

@@ -1,7 +1,14 @@
 """MCP tools as model-facing ``Tool``s: each server tool, and list/read helpers for resources and prompts.
 
-``McpTool`` wraps one entry of a server's ``tools/list``: its description is cleaned of Unicode TAG characters
-and capped, its input schema normalised for providers (``schema``), ``readOnlyHint: true`` makes it read-only
+Everything a server says passes the one sanitizer (``core.sanitize``) here, before the model or the editor sees it,
+and each removal is logged with the server and what it came in (``tools/list``, a result, an error): a tool's title
+and description (then capped) and its input schema at any depth (``schema``); every ``tools/call``,
+``resources/list|read`` and ``prompts/list|get`` answer, ``structuredContent`` and ``_meta`` included; and the
+messages of errors the server caused. The remote tool name is kept as the server spelled it (calls need it); the
+model sees the name ``naming`` made.
+
+``McpTool`` wraps one entry of a server's ``tools/list``: its input schema normalised for providers
+(``schema``), ``readOnlyHint: true`` makes it read-only
 (no approval inside the workspace, retried once after a reconnect, offered in ``read_only`` mode); any other tool
 asks for approval under the scope ``mcp:<server>:<tool>`` and is never retried when its outcome is unknown.
 Presentation: ``<server>: <title>``, kind ``read`` for read-only tools and ``other`` for the rest.
@@ -13,11 +20,13 @@ mcp SDK nor how the connection is kept.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, Final, Literal
+from collections.abc import Awaitable, Mapping
+from typing import Any, Final, Literal, TypeVar
 
-from hermes_acp.core.sanitize import clean_text
-from hermes_acp.errors import ToolInputError
+import structlog
+
+from hermes_acp.core.sanitize import Removals, sanitize_json, sanitize_text
+from hermes_acp.errors import ToolError, ToolInputError
 from hermes_acp.tools.base import Presentation, ToolOutcome
 from hermes_acp.tools.context import ApprovalRequest, ToolContext
 
@@ -35,8 +44,38 @@ UTILITY_TOOLS: dict[str, tuple[Utility, ...]] = {
 }
 
 
+_log = structlog.get_logger("hermes_acp.mcp")
+T = TypeVar("T")
+
+
+def _logged(removals: Removals, server: str, source: str) -> None:
+    if removals:
+        _log.warning(
+            "hidden text removed from an MCP server's output", server=server, source=source, **removals.as_log()
+        )
+
+
+def _cleaned(value: T, server: str, source: str) -> T:
+    """``value`` (JSON-like) through the sanitizer, the removals logged."""
+    clean, removals = sanitize_json(value)
+    _logged(removals, server, source)
+    return clean  # type: ignore[no-any-return]
+
+
+async def _answer(call: Awaitable[T], server: str, source: str) -> T:
+    """A request's answer, cleaned; an error's message (which may quote the server) cleaned too."""
+    try:
+        return _cleaned(await call, server, source)
+    except ToolError as exc:
+        message, removals = sanitize_text(str(exc))
+        if removals:
+            _logged(removals, server, f"{source} error")
+            exc.args = (message,)
+        raise
+
+
 def _description(text: str) -> str:
-    clean = clean_text(text).strip()
+    clean = text.strip()
     return clean if len(clean) <= MAX_DESCRIPTION_CHARS else clean[: MAX_DESCRIPTION_CHARS - 1] + "…"
 
 
@@ -53,13 +92,18 @@ class McpTool:
         self.name: Final = name
         self.server: Final = connection.name
         self.remote_name: Final = str(remote["name"])
-        annotations = remote.get("annotations") if isinstance(remote.get("annotations"), Mapping) else {}
+        """The name as the server spelled it (sent back in calls; never shown)."""
+        removals = Removals()
+        shown, found = sanitize_json({k: v for k, v in remote.items() if k != "inputSchema"})
+        removals.add(found)
+        annotations = shown.get("annotations") if isinstance(shown.get("annotations"), Mapping) else {}
         assert isinstance(annotations, Mapping)
         self.read_only: Final = annotations.get("readOnlyHint") is True
-        title = annotations.get("title") or remote.get("title") or self.remote_name
-        self.title: Final = clean_text(str(title))
-        self.description: Final = _description(str(remote.get("description") or self.title))
-        self.input_schema: Final = normalise_schema(remote.get("inputSchema"))
+        title = annotations.get("title") or shown.get("title") or shown.get("name") or name
+        self.title: Final = str(title)
+        self.description: Final = _description(str(shown.get("description") or self.title))
+        self.input_schema: Final = normalise_schema(remote.get("inputSchema"), removals)
+        _logged(removals, connection.name, f"tools/list ({self.title})")
 
     def validate(self, arguments: dict[str, Any]) -> dict[str, Any]:
         _check_required(self.name, self.input_schema, arguments)
@@ -79,7 +123,8 @@ class McpTool:
         )
 
     async def run(self, parsed: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
-        result = await self._connection.call_tool(self.remote_name, parsed, read_only=self.read_only)
+        call = self._connection.call_tool(self.remote_name, parsed, read_only=self.read_only)
+        result = await _answer(call, self.server, f"tools/call {self.title}")
         return await outcome_from_result(result, cache_dir=ctx.cache_dir, gate=ctx.images)
 
 
@@ -156,7 +201,7 @@ class UtilityTool:
     async def run(self, parsed: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
         conn = self._connection
         if self.utility == "list_resources":
-            resources = await conn.list_resources()
+            resources = await _answer(conn.list_resources(), conn.name, "resources/list")
             lines = [
                 f"- {r.get('uri')} — {r.get('name')}"
                 + (f": {r['description']}" if r.get("description") else "")
@@ -165,7 +210,7 @@ class UtilityTool:
             ]
             return outcome_from_text(_listing(f"Resources of {conn.name}:", lines))
         if self.utility == "list_prompts":
-            prompts = await conn.list_prompts()
+            prompts = await _answer(conn.list_prompts(), conn.name, "prompts/list")
             lines = []
             for p in prompts:
                 args = ", ".join(
@@ -175,11 +220,13 @@ class UtilityTool:
             return outcome_from_text(_listing(f"Prompts of {conn.name}:", lines))
         if self.utility == "read_resource":
             uri = str(parsed["uri"])
-            result = await conn.read(lambda wire: wire.read_resource(uri), "resources/read")
+            read = conn.read(lambda wire: wire.read_resource(uri), "resources/read")
+            result = await _answer(read, conn.name, "resources/read")
             return await outcome_from_result(_resource_content(result), cache_dir=ctx.cache_dir, gate=ctx.images)
         name = str(parsed["name"])
         arguments = {str(k): str(v) for k, v in (parsed.get("arguments") or {}).items()}
-        result = await conn.read(lambda wire: wire.get_prompt(name, arguments), "prompts/get")
+        got = conn.read(lambda wire: wire.get_prompt(name, arguments), "prompts/get")
+        result = await _answer(got, conn.name, "prompts/get")
         return await outcome_from_result(_prompt_content(result), cache_dir=ctx.cache_dir, gate=ctx.images)
 
 

@@ -10,25 +10,31 @@ returns a new schema (the input is never mutated) where:
 - ``required`` keeps only names that are properties;
 - an ``array`` without ``items`` gets ``items: {}``; an ``object`` without ``properties`` gets ``{}``;
 - ``anyOf``/``oneOf`` of ``const`` values become one ``enum``; ``anyOf [X, {type: null}]`` becomes ``X`` plus
-  ``"null"`` in its type (when X has a plain ``type``).
+  ``"null"`` in its type (when X has a plain ``type``);
+- every string at any depth (descriptions, titles, enums, defaults, examples, property names) passes the one
+  sanitizer (``core.sanitize``); what it removed is added to ``removals`` when the caller passes one.
 
 Pure functions; nothing here knows the mcp SDK.
 """
 
 from __future__ import annotations
 
-import copy
 from typing import Any
+
+from hermes_acp.core.sanitize import Removals, sanitize_json
 
 __all__ = ["normalise_schema"]
 
 _DROP_AT_TOP = ("$schema", "$id")
 
 
-def normalise_schema(schema: object) -> dict[str, Any]:
+def normalise_schema(schema: object, removals: Removals | None = None) -> dict[str, Any]:
     if not isinstance(schema, dict):
         return {"type": "object", "properties": {}}
-    out: dict[str, Any] = copy.deepcopy(schema)
+    cleaned, found = sanitize_json(schema)
+    if removals is not None:
+        removals.add(found)
+    out: dict[str, Any] = cleaned  # a new tree: the sanitizer copies every dict and list
     for key in _DROP_AT_TOP:
         out.pop(key, None)
     if "definitions" in out:

@@ -16,7 +16,10 @@ from typing import Literal
 
 from hermes_acp.telemetry import register_secret
 
-__all__ = ["HttpSpec", "ServerSpec", "StdioSpec", "UnusableSpec", "parse_specs", "unreadable_entry"]
+__all__ = ["BASE_ENV", "HttpSpec", "ServerSpec", "StdioSpec", "UnusableSpec", "parse_specs", "unreadable_entry"]
+
+BASE_ENV = ("HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER")
+"""The only variables of ours a stdio server inherits (the mcp SDK's default on POSIX; a test holds it to that)."""
 
 _UNREADABLE = "hermes-acp/unreadable"
 
@@ -27,7 +30,8 @@ class StdioSpec:
     command: str
     args: tuple[str, ...] = ()
     env: Mapping[str, str] = field(default_factory=dict)
-    """Merged over a minimal environment (HOME, LOGNAME, PATH, SHELL, TERM, USER): nothing else leaks."""
+    """Exactly what the editor declared, merged over ``BASE_ENV`` taken from ours: no other variable of this process
+    (keys, tokens, ``HERMES_ACP_*``) reaches the server."""
 
 
 @dataclass(frozen=True, slots=True)

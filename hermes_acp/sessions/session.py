@@ -39,6 +39,7 @@ from hermes_acp.providers.registry import ProviderRegistry
 from hermes_acp.storage.base import SessionRecord, SessionStore, utc_now
 from hermes_acp.tools.base import Tool
 from hermes_acp.tools.context import Workspace
+from hermes_acp.tools.sandbox import Availability, Sandbox
 from hermes_acp.turns.loop import TurnDeps, TurnResult, TurnState, run_turn
 from hermes_acp.turns.projection import SessionProjection
 from hermes_acp.turns.recorder import Recorder
@@ -99,6 +100,9 @@ class Session:
         the owner task at the first call) and its image gate, which every image passes."""
         self.elicitor = services.client.elicitor(record.id)
         """Questions to the user through the editor (the ``ask_user`` tool), when the client can ask them."""
+        self.sandbox = Sandbox.from_settings(services.settings)
+        """How the session's commands are contained (``[sandbox]``)."""
+        self._sandbox_told = False
         self._turn_lock = anyio.Lock()
         self._in_flight: list[anyio.CancelScope] = []
         self._running = False
@@ -242,14 +246,24 @@ class Session:
             files=client.files(self.id),
             terminals=client.terminals(self.id),
             images=self.computer_use.gate,
+            sandbox=self.sandbox,
         )
-        notices = await self.mcp.prepare_turn()  # bounded: servers still starting are reported, not awaited
-        texts = await self._show_notices([Notice("warning", text.removeprefix("⚠ ")) for text in notices])
+        # Bounded: MCP servers still starting are reported, not awaited.
+        mcp = [Notice("warning", text.removeprefix("⚠ ")) for text in await self.mcp.prepare_turn()]
+        texts = await self._show_notices([*self._sandbox_notice(await self.sandbox.availability()), *mcp])
         return await run_turn(TurnState(turn_id=new_turn_id()), deps, display, notices=texts)
 
     async def _show_notices(self, notices: Sequence[Notice]) -> list[str]:
         """Show each notice live where the client takes notices; the texts of the others, to store with the turn."""
         return [notice.as_text() for notice in notices if not await self.recorder.sink.notice(notice)]
+
+    def _sandbox_notice(self, availability: Availability) -> list[Notice]:
+        """Once per session: commands are not sandboxed here although ``[sandbox]`` wants them to be."""
+        if self._sandbox_told:
+            return []
+        self._sandbox_told = True
+        notice = self.sandbox.notice(availability)
+        return [notice] if notice else []
 
     async def _write_title(self) -> None:
         """After the first turn, off the prompt's path: from the prompt text, or by ``agent.title_model``."""

@@ -1,4 +1,6 @@
-"""Paths as the file tools see them: how a path is shown (relative to the session's cwd when inside it), which
+"""Paths as the file tools see them: how a path is shown (relative to the session's cwd when inside it; a name with
+bytes that are not UTF-8 or with invisible characters shown with ``\\xNN`` / ``\\uNNNN`` escapes, so it can always
+be encoded and nothing hides in it), which
 paths an approval request names (the path and, when a symlink leads elsewhere, its real target, so the policy
 judges where a call really reaches), the ``read`` approval request of the read-only file tools, and a helpful
 message for a path that does not exist.
@@ -16,22 +18,46 @@ from pathlib import Path
 import anyio
 from pydantic import BaseModel
 
+from hermes_acp.core.sanitize import escape_hidden
 from hermes_acp.errors import ToolInputError
 
 from .context import ApprovalRequest, Workspace
 
-__all__ = ["display_path", "missing_path_error", "policy_paths", "read_request"]
+__all__ = [
+    "ESCAPED_NOTE",
+    "display_path",
+    "escaped",
+    "missing_path_error",
+    "policy_paths",
+    "read_request",
+    "shown_name",
+]
+
+ESCAPED_NOTE = (
+    "[Names with \\xNN or \\uNNNN escapes hold bytes that are not UTF-8 or invisible characters; they are shown,"
+    " not usable as typed.]"
+)
+
+
+def shown_name(name: str) -> str:
+    """A file name as the model and the editor see it (``escape_hidden``: lossless, always encodable)."""
+    return escape_hidden(name)
+
+
+def escaped(shown: str, name: str) -> bool:
+    """Whether showing ``name`` as ``shown`` escaped something."""
+    return shown != name
 
 
 def display_path(path: Path, workspace: Workspace) -> str:
-    """``path`` relative to the cwd when it lies under it (lexically), else absolute."""
+    """``path`` relative to the cwd when it lies under it (lexically), else absolute; names shown safely."""
     cwd = Path(os.path.normpath(workspace.cwd))
     try:
         relative = path.relative_to(cwd)
     except ValueError:
-        return str(path)
+        return shown_name(str(path))
     text = relative.as_posix()
-    return text if text else "."
+    return shown_name(text) if text else "."
 
 
 def policy_paths(path: Path) -> tuple[Path, ...]:
@@ -73,5 +99,5 @@ def _missing_path_error(path: Path, shown: str, hint: str) -> ToolInputError:
     close = difflib.get_close_matches(path.name, names, n=3, cutoff=0.6)
     suggestion = ""
     if close:
-        suggestion = "; similar names there: " + ", ".join(close)
+        suggestion = "; similar names there: " + ", ".join(shown_name(name) for name in close)
     return ToolInputError(f"{shown} does not exist{suggestion}{hint}")

@@ -135,27 +135,29 @@ def _signal_group(pgid: int, number: int) -> None:
         os.killpg(pgid, number)
 
 
-async def _until_gone(pgid: int, process: Process) -> None:
+async def _until_gone(pgid: int, process: Process, own_pid_namespace: bool) -> None:
     if process.returncode is None:
         await process.wait()
+    if own_pid_namespace:
+        return
     # Members that are not our children cannot be waited for, and there is no event: /proc is polled.
     while await _group_alive(pgid):  # noqa: ASYNC110
         await anyio.sleep(_POLL_S)
 
 
-async def _end_group(process: Process) -> None:
+async def _end_group(process: Process, own_pid_namespace: bool = False) -> None:
     """Make sure no process of the command's group is left (shielded, bounded)."""
     pgid = process.pid
     with anyio.CancelScope(shield=True):
-        if process.returncode is not None and not await _group_alive(pgid):
+        if process.returncode is not None and (own_pid_namespace or not await _group_alive(pgid)):
             return
         _signal_group(pgid, signal.SIGTERM)
         with anyio.move_on_after(_TERM_GRACE_S):
-            await _until_gone(pgid, process)
+            await _until_gone(pgid, process, own_pid_namespace)
             return
         _signal_group(pgid, signal.SIGKILL)
         with anyio.move_on_after(_KILL_WAIT_S):
-            await _until_gone(pgid, process)
+            await _until_gone(pgid, process, own_pid_namespace)
 
 
 async def _pump(stream: ByteReceiveStream, buffer: OutputBuffer, changed: _Flag, eof: anyio.Event) -> None:
@@ -199,6 +201,7 @@ async def run_command(
     buffer: OutputBuffer,
     on_output: Callable[[OutputBuffer], Awaitable[None]],
     interval: float = 0.1,
+    own_pid_namespace: bool = False,
 ) -> CommandResult:
     """Run ``argv`` to its end or to ``timeout_s``; output accumulates in ``buffer`` and goes to ``on_output``."""
     process = await anyio.open_process(
@@ -222,13 +225,13 @@ async def run_command(
                 await process.wait()
             if deadline.cancelled_caught:
                 timed_out = True
-                await _end_group(process)
+                await _end_group(process, own_pid_namespace)
             # Output still in the pipe; a background job holding it open does not keep us waiting.
             with anyio.move_on_after(_EOF_GRACE_S):
                 await eof.wait()
             tg.cancel_scope.cancel()
     finally:
-        await _end_group(process)
+        await _end_group(process, own_pid_namespace)
         with anyio.CancelScope(shield=True), anyio.move_on_after(_KILL_WAIT_S):
             await process.aclose()
     code = process.returncode

@@ -1,5 +1,6 @@
 """What a running tool may use: its call's identity, the session's workspace and mode, a progress channel for live
-output, the editor's file system and terminals when the client offers them, and the session's image gate; and
+output, the editor's file system and terminals when the client offers them, the session's image gate and
+sandbox; and
 ``ApprovalRequest``, how a tool describes what a call will do before it runs.
 
 These are ports (Protocols) and plain data; the turn loop and the protocol layer supply the implementations.
@@ -12,9 +13,12 @@ import os
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from hermes_acp.core import DisplayBlock, ImagePart, ModeId, TextPart
+
+if TYPE_CHECKING:
+    from .sandbox import Sandbox
 
 __all__ = [
     "ApprovalRequest",
@@ -70,6 +74,9 @@ class ApprovalRequest:
     """False when "allow always" must not be offered (sensitive paths always ask)."""
     reason: str | None = None
     """Why the question is asked (e.g. "outside the session's directories")."""
+    ask_always: bool = False
+    """Ask in every mode, without offering "always" (``read_only`` still refuses): a command that would run without
+    the sandbox, or that could not be read."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,3 +180,5 @@ class ToolContext:
     terminals: EditorTerminals | None = None
     images: ImageGate | None = None
     """The session's image gate; every image a tool hands the model should pass through it."""
+    sandbox: Sandbox | None = None
+    """How commands are contained (``[sandbox]``); None: the defaults (``Sandbox.default()``)."""

@@ -20,7 +20,7 @@ from hermes_acp.errors import ToolInputError
 
 from ._disk import describe_os_error
 from ._finder import AUTO, SEARCH_TIMEOUT_S, Finder, RipgrepChoice
-from ._paths import display_path, missing_path_error, read_request
+from ._paths import ESCAPED_NOTE, display_path, missing_path_error, read_request, shown_name
 from ._text import fence, plural
 from ._walk import Entry, list_dir
 from .base import Presentation, ToolOutcome, TypedTool
@@ -55,13 +55,18 @@ def _size(size: int) -> str:
 
 
 def _entry_line(entry: Entry) -> str:
+    name = shown_name(entry.name)
     if entry.kind == "dir":
-        return f"{entry.name}/"
+        return f"{name}/"
     if entry.kind == "link":
-        return f"{entry.name} -> {entry.target}"
+        return f"{name} -> {shown_name(entry.target or '')}"
     if entry.kind == "file":
-        return f"{entry.name}  ({_size(entry.size)})"
-    return entry.name
+        return f"{name}  ({_size(entry.size)})"
+    return name
+
+
+def _escapes(entry: Entry) -> bool:
+    return shown_name(entry.name) != entry.name or shown_name(entry.target or "") != (entry.target or "")
 
 
 class ListFilesTool(TypedTool[_ListInput]):
@@ -108,6 +113,8 @@ class ListFilesTool(TypedTool[_ListInput]):
             notes.append(f"[Showing {parsed.limit} of {len(entries)} entries; raise limit or use a glob to narrow.]")
         if hidden:
             notes.append(f"[{plural(hidden, 'entry', 'entries')} ignored by .gitignore not shown.]")
+        if any(_escapes(e) for e in entries[: parsed.limit]):
+            notes.append(ESCAPED_NOTE)
         header = f"{shown if shown.endswith('/') else shown + '/'} ({plural(len(entries), 'entry', 'entries')})"
         text = "\n".join([header, *lines, *notes]) if lines else "\n".join([f"{shown} is empty.", *notes])
         return ToolOutcome(
@@ -120,10 +127,13 @@ class ListFilesTool(TypedTool[_ListInput]):
         found, more, stopped_early = await self._finder.files(path, glob, cap=_COUNT_CAP)
         found.sort(key=str)
         lines = [display_path(p, ctx.workspace) for p in found[: parsed.limit]]
+        escapes = any(shown_name(str(p)) != str(p) for p in found[: parsed.limit])
         total = f"more than {len(found)}" if more else (f"at least {len(found)}" if stopped_early else str(len(found)))
         notes: list[str] = []
         if lines and (more or len(found) > parsed.limit):
             notes.append(f"[Showing {len(lines)} of {total} files; narrow the glob or the path.]")
+        if escapes:
+            notes.append(ESCAPED_NOTE)
         if stopped_early:
             notes.append(
                 f"[The listing stopped early, after {self._finder.timeout_s:g} s: files not reached yet are missing."

@@ -1,7 +1,8 @@
-"""Who may do what without asking: the session modes of DESIGN §2 as one pure decision function.
+"""Who may do what without asking: the session modes as one pure decision function.
 
 ``decide`` looks at the mode, where the call reaches (inside the session's directories or not, sensitive paths),
-and the session's remembered "always" rules, and answers allow, deny or ask. It performs no I/O and asks no one;
+whether the call must ask every time (a command without the sandbox, or one that could not be read), and the
+session's remembered "always" rules, and answers allow, deny or ask. It performs no I/O and asks no one;
 the approval flow in ``hermes_acp.turns`` acts on its answer.
 """
 
@@ -54,7 +55,7 @@ def decide(
     outside = any(not workspace.contains(p) for p in request.paths)
     sensitive = any(is_sensitive(p) for p in request.paths)
     key = rule_key(request, outside)
-    offer_always = request.always_allowed and not sensitive
+    offer_always = request.always_allowed and not sensitive and not request.ask_always
 
     def verdict(decision: Decision, reason: str) -> Verdict:
         return Verdict(decision, reason, key, offer_always)
@@ -69,6 +70,8 @@ def decide(
         return verdict("deny", f"refused earlier with 'always' for {key}")
     if sensitive:
         return verdict("ask", "the call touches a sensitive path")
+    if request.ask_always:
+        return verdict("ask", request.reason or f"{request.scope} asks in every mode")
     if remembered == "allow":
         return verdict("allow", f"allowed earlier with 'always' for {key}")
     if outside:

@@ -21,7 +21,7 @@ from hermes_acp.core import Location, TextBlock, TextPart
 from hermes_acp.errors import ToolInputError
 
 from ._finder import AUTO, SEARCH_TIMEOUT_S, Finder, Found, RipgrepChoice
-from ._paths import display_path, missing_path_error, read_request
+from ._paths import ESCAPED_NOTE, display_path, missing_path_error, read_request, shown_name
 from ._text import fence, one_line, plural
 from ._walk import FileMatch, search_one_file
 from .base import Presentation, ToolOutcome, TypedTool
@@ -135,6 +135,8 @@ class SearchFilesTool(TypedTool[_SearchInput]):
                 f"[The search stopped early, after {self._finder.timeout_s:g} s: files not reached yet were not"
                 " searched. Narrow the search with path or glob.]"
             )
+        if any(shown_name(str(m.path)) != str(m.path) for m in visible[: len(lines)]):
+            notes.append(ESCAPED_NOTE)
         if secret:
             notes.append(
                 f"[{plural(secret, 'match', 'matches')} in sensitive files (.env, keys, credentials) not shown.]"

@@ -1,11 +1,16 @@
 """``terminal``: run a shell command, in the editor's terminal when it offers ``terminal/*``, else on this machine.
 
-A command is checked against the hard blocks before anything else (refused in every mode, the reason going to the
-model), then approved as an ``execute`` call on its working folder. It runs through ``bash -c`` (``sh`` without
-bash) with stdin closed and pagers off. Output streams into the tool call as it comes (a live text view locally;
-the editor's own terminal, embedded in the card, otherwise); the result gives the model the exit code and the output
-(start and end kept past a cap). A time limit (default 120 s, at most 600 s) kills the command and keeps what it
-printed; cancelling the turn kills it too. The two runners (``_process``, ``_client_terminal``) own the processes.
+A command is read as bash will read it and checked against the hard blocks before anything else (refused in every
+mode, the reason going to the model; a command that cannot be read asks). It runs in the sandbox (``sandbox``:
+bubblewrap, the session's directories writable, secrets masked, no secret-looking variables), so it is approved as
+an ``execute`` call on its working folder like any other; where the sandbox is not available, every command asks
+(``[sandbox] mode = "auto"``) or is refused (``"required"``). It runs through ``bash -c`` (``sh`` without bash)
+with stdin closed and pagers off. Output streams into the tool call as it comes (a live text view locally; the
+editor's own terminal, embedded in the card, otherwise); the result gives the model the exit code, the output
+(start and end kept past a cap) and what the sandbox stopped, if anything. A client terminal's card also keeps the
+end of the output as text, so the stored call still shows it when the terminal is gone. A time limit (default
+120 s, at most 600 s) kills the command and keeps what it printed; cancelling the turn kills it too. The two runners
+(``_process``, ``_client_terminal``) own the processes.
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ import anyio
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from hermes_acp.core import DisplayBlock, TerminalBlock, TextBlock, TextPart
-from hermes_acp.errors import HardBlockedError, ToolError, ToolInputError
+from hermes_acp.errors import HardBlockedError, PermissionDeniedError, ToolError, ToolInputError
 
 from ._client_terminal import run_in_client_terminal
 from ._paths import display_path, missing_path_error, policy_paths
@@ -27,7 +32,8 @@ from ._process import CommandResult, OutputBuffer, run_command
 from ._text import cap_middle, fence, one_line
 from .base import Presentation, ToolOutcome, TypedTool
 from .context import ApprovalRequest, ToolContext
-from .hard_blocks import hard_block_reason
+from .hard_blocks import CommandCheck, check_command, parser_loaded
+from .sandbox import Availability, Confined, Sandbox, explain
 
 __all__ = ["CLIENT_OUTPUT_BYTES", "MODEL_OUTPUT_CHARS", "TIMEOUT_DEFAULT_S", "TIMEOUT_MAX_S", "TerminalTool"]
 
@@ -39,6 +45,8 @@ CLIENT_OUTPUT_BYTES = 64 * 1024
 """``outputByteLimit`` for client terminals (the client keeps the end)."""
 MODEL_OUTPUT_CHARS = 40_000
 LIVE_VIEW_BYTES = 16 * 1024
+STORED_TAIL_CHARS = 8 * 1024
+"""The end of a client terminal's output kept as text in the settled card (the terminal dies with the process)."""
 _TITLE_CHARS = 80
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _QUIET_ENV = {"PAGER": "cat", "GIT_PAGER": "cat", "GIT_TERMINAL_PROMPT": "0", "PYTHONUNBUFFERED": "1"}
@@ -126,19 +134,41 @@ class TerminalTool(TypedTool[_TerminalInput]):
         return cwd
 
     @staticmethod
-    def _refuse_blocked(command: str) -> None:
-        reason = hard_block_reason(command)
-        if reason is not None:
+    async def _checked(command: str) -> CommandCheck:
+        """The hard-block check; refused commands raise. The bash grammar is loaded off the loop the first time."""
+        if parser_loaded():
+            check = check_command(command)
+        else:
+            check = await anyio.to_thread.run_sync(check_command, command)
+        if check.blocked is not None:
             raise HardBlockedError(
-                f"refused in every mode: {reason}. The command was not run; do not run it or a variant of it."
+                f"refused in every mode: {check.blocked}. The command was not run; do not run it or a variant of it."
             )
+        return check
+
+    @staticmethod
+    async def _sandbox(ctx: ToolContext) -> tuple[Sandbox, Availability]:
+        sandbox = ctx.sandbox or Sandbox.default()
+        availability = await sandbox.availability()
+        if sandbox.mode == "required" and not availability.usable:
+            raise PermissionDeniedError(
+                f'commands are refused: [sandbox] mode = "required" and {availability.problem}. The command was not'
+                " run; ask the user to install bubblewrap or change [sandbox] mode."
+            )
+        return sandbox, availability
 
     async def approval(self, parsed: _TerminalInput, ctx: ToolContext) -> ApprovalRequest:
-        self._refuse_blocked(parsed.command)
+        check = await self._checked(parsed.command)
+        sandbox, availability = await self._sandbox(ctx)
         cwd = await self._cwd(parsed, ctx)
         content: list[DisplayBlock] = [TextBlock(text=fence(parsed.command.strip(), "sh"))]
         if parsed.cwd:
             content.append(TextBlock(text=f"in {cwd}"))
+        reason = check.doubt
+        if reason is None and sandbox.mode == "auto" and not availability.usable:
+            reason = f"commands run without a sandbox here ({availability.problem})"
+        if reason is not None:
+            content.append(TextBlock(text=f"Asked because {reason}."))
         return ApprovalRequest(
             scope="execute",
             title=self._title(parsed),
@@ -146,20 +176,32 @@ class TerminalTool(TypedTool[_TerminalInput]):
             paths=policy_paths(cwd),
             content=content,
             raw_input=parsed.model_dump(exclude_none=True),
+            ask_always=reason is not None,
+            reason=reason,
         )
 
     async def run(self, parsed: _TerminalInput, ctx: ToolContext) -> ToolOutcome:
-        self._refuse_blocked(parsed.command)
+        await self._checked(parsed.command)
+        sandbox, _ = await self._sandbox(ctx)
         cwd = await self._cwd(parsed, ctx)
-        env = {**_QUIET_ENV, **(parsed.env or {})}
+        extra_env = {**_QUIET_ENV, **(parsed.env or {})}
+        inner = [shutil.which(_shell()) or "/bin/sh", "-c", parsed.command]
+        confined = await sandbox.confine(
+            inner,
+            roots=ctx.workspace.roots,
+            cwd=cwd,
+            mode=ctx.mode,
+            extra_env=extra_env,
+            for_editor=ctx.terminals is not None,
+        )
         terminal_id: str | None = None
         if ctx.terminals is not None:
             terminal_id, result = await run_in_client_terminal(
                 ctx.terminals,
-                _shell(),
-                ["-c", parsed.command],
+                confined.argv[0],
+                confined.argv[1:],
                 cwd=cwd,
-                env=env,
+                env=confined.env,
                 timeout_s=parsed.timeout_s,
                 output_byte_limit=CLIENT_OUTPUT_BYTES,
                 show=ctx.progress,
@@ -171,37 +213,49 @@ class TerminalTool(TypedTool[_TerminalInput]):
 
             try:
                 result = await run_command(
-                    [shutil.which(_shell()) or "/bin/sh", "-c", parsed.command],
+                    confined.argv,
                     cwd=cwd,
-                    env={**os.environ, **env},
+                    env=confined.env,
                     timeout_s=parsed.timeout_s,
                     buffer=OutputBuffer(OUTPUT_HEAD_BYTES, OUTPUT_TAIL_BYTES),
                     on_output=live,
+                    own_pid_namespace=confined.sandboxed,
                 )
             except OSError as exc:
                 raise ToolError(f"could not start the command: {exc.strerror or exc}") from exc
-        output, capped = cap_middle(result.output.rstrip("\n"), MODEL_OUTPUT_CHARS)
-        status = _status(result, parsed.timeout_s)
-        display: list[DisplayBlock]
-        if terminal_id is not None:
-            display = [TerminalBlock(terminal_id=terminal_id), TextBlock(text=status)]
-        else:
-            display = [TextBlock(text=status + ("\n" + fence(output) if output else ""))]
-        notes = []
-        if result.truncated or capped:
-            notes.append("[The output was long: only part of it is shown.]")
-        text = "\n".join([status, output if output else "(no output)", *notes])
-        failed = result.timed_out or result.exit_code != 0
-        error_code = "timeout" if result.timed_out else ("nonzero_exit" if failed else None)
-        return ToolOutcome(
-            parts=[TextPart(text=text)],
-            content=display,
-            raw_output={
-                "exit_code": result.exit_code,
-                "signal": result.signal,
-                "timed_out": result.timed_out,
-                "truncated": result.truncated or capped,
-            },
-            failed=failed,
-            error_code=error_code,
-        )
+        return _outcome(parsed, result, confined, terminal_id)
+
+
+def _outcome(parsed: _TerminalInput, result: CommandResult, confined: Confined, terminal_id: str | None) -> ToolOutcome:
+    output, capped = cap_middle(result.output.rstrip("\n"), MODEL_OUTPUT_CHARS)
+    status = _status(result, parsed.timeout_s)
+    display: list[DisplayBlock]
+    if terminal_id is not None:
+        ending = result.output.rstrip("\n")[-STORED_TAIL_CHARS:]
+        display = [
+            TerminalBlock(terminal_id=terminal_id),
+            TextBlock(text=status + ("\n" + fence(ending) if ending else "")),
+        ]
+    else:
+        display = [TextBlock(text=status + ("\n" + fence(output) if output else ""))]
+    notes = explain(confined, parsed.command, result.output, home=os.environ.get("HOME"))
+    if notes:
+        display.append(TextBlock(text="\n".join(notes)))
+    if result.truncated or capped:
+        notes.append("[The output was long: only part of it is shown.]")
+    text = "\n".join([status, output if output else "(no output)", *notes])
+    failed = result.timed_out or result.exit_code != 0
+    error_code = "timeout" if result.timed_out else ("nonzero_exit" if failed else None)
+    return ToolOutcome(
+        parts=[TextPart(text=text)],
+        content=display,
+        raw_output={
+            "exit_code": result.exit_code,
+            "signal": result.signal,
+            "timed_out": result.timed_out,
+            "truncated": result.truncated or capped,
+            "sandboxed": confined.sandboxed,
+        },
+        failed=failed,
+        error_code=error_code,
+    )

@@ -69,6 +69,7 @@ from hermes_acp.tools.context import (
     ToolContext,
     Workspace,
 )
+from hermes_acp.tools.sandbox import Sandbox
 
 from .approvals import ApprovalFlow, TurnCancelledByClient
 from .ports import LiveTextChunk, LiveThoughtChunk, LiveToolProgress, PermissionGate
@@ -108,6 +109,8 @@ class TurnDeps:
     terminals: EditorTerminals | None = None
     images: ImageGate | None = None
     """The session's image gate (DESIGN §7): prompt images, tool-result images and MCP images all pass it."""
+    sandbox: Sandbox | None = None
+    """How the session's commands are contained (``[sandbox]``)."""
 
 
 @dataclass(kw_only=True)
@@ -429,6 +432,7 @@ def _context(call: ToolCallPart, deps: TurnDeps, state: TurnState) -> ToolContex
         files=deps.files,
         terminals=deps.terminals,
         images=deps.images,
+        sandbox=deps.sandbox,
     )
 
 

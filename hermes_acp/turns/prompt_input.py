@@ -4,7 +4,9 @@ Text and images pass through. ``resource_link``s to ``file://`` paths inside the
 outside them the user is asked first (refused in ``read_only``). Embedded resources are inlined (text) or passed as
 images (image blobs). Audio and other binary content are not forwarded, and the user gets a notice that says so.
 The reads outside the directories are real, announced tool calls of kind ``read`` so the permission prompt has a
-card to attach to. This module knows the neutral display blocks, not ACP.
+card to attach to. The text of attachments (embedded, or read from a linked file) and the names of linked resources
+pass the one sanitizer (``core.sanitize``); removals are logged. This module knows the neutral display blocks, not
+ACP.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from pathlib import Path
 from urllib.parse import unquote, urlparse
 
 import anyio
+import structlog
 
 from hermes_acp.core import (
     AudioBlock,
@@ -32,6 +35,7 @@ from hermes_acp.core import (
     TextPart,
     UserMessage,
 )
+from hermes_acp.core.sanitize import sanitize_text
 from hermes_acp.errors import PermissionDeniedError
 from hermes_acp.tools.context import ApprovalRequest, ImageGate, Workspace
 
@@ -39,6 +43,7 @@ __all__ = ["MAX_ATTACHMENT_BYTES", "MAX_IMAGE_BYTES", "ConvertedPrompt", "Outsid
 
 MAX_ATTACHMENT_BYTES = 256 * 1024
 MAX_IMAGE_BYTES = 10 * 1024 * 1024
+_log = structlog.get_logger("hermes_acp.turns")
 OutsideReadAsker = Callable[[Path, ApprovalRequest], Awaitable[None]]
 """Announce a read of ``path`` as a tool call and run the approval flow; raises ``PermissionDeniedError``."""
 
@@ -108,7 +113,8 @@ async def _linked(
 ) -> list[TextPart | ImagePart]:
     parsed = urlparse(block.uri)
     if parsed.scheme not in ("file", ""):
-        return [TextPart(text=f"[Linked resource: {block.name} <{block.uri}> (not a local file; not read)]")]
+        shown = _clean(f"{block.name} <{block.uri}>", block.uri)
+        return [TextPart(text=f"[Linked resource: {shown} (not a local file; not read)]")]
     path = workspace.resolve(unquote(parsed.path))
     if not workspace.contains(path):
         request = ApprovalRequest(
@@ -159,4 +165,12 @@ def _read_head(path: Path, limit: int) -> tuple[int, bytes]:
 
 
 def _attachment_text(uri: str, text: str) -> str:
-    return f"[Attached: {uri}]\n{text}"
+    return _clean(f"[Attached: {uri}]\n{text}", uri)
+
+
+def _clean(text: str, uri: str) -> str:
+    """Attachment text through the one sanitizer, what it removed logged."""
+    clean, removals = sanitize_text(text)
+    if removals:
+        _log.warning("hidden text removed from an attachment", uri=sanitize_text(uri)[0], **removals.as_log())
+    return clean

@@ -47,6 +47,21 @@ default 64 KiB."""
 
 
 @dataclass
+class RawAnswers:
+    """An observer of the SDK connection that picks up the answers to ``AgentProcess.request``'s raw frames."""
+
+    answers: dict[str, dict[str, Any]] = field(default_factory=dict)
+    arrived: anyio.Event = field(default_factory=anyio.Event)
+
+    def observe(self, event: Any) -> None:
+        message = event.message
+        if getattr(event.direction, "value", "") == "incoming" and str(message.get("id", "")).startswith("raw-"):
+            self.answers[message["id"]] = message
+            self.arrived.set()
+            self.arrived = anyio.Event()
+
+
+@dataclass
 class AgentProcess:
     conn: ClientSideConnection
     process: asyncio.subprocess.Process
@@ -55,6 +70,7 @@ class AgentProcess:
     home: Path
     workspace: Path
     stderr_path: Path
+    raw: RawAnswers
     stdout_lines: list[bytes] = field(default_factory=list)
 
     async def initialize(self) -> Any:
@@ -77,9 +93,19 @@ class AgentProcess:
             return await self.conn.prompt(session_id=session_id, prompt=[text_block(text)])
 
     async def request(self, method: str, params: dict[str, Any], *, timeout: float = START_TIMEOUT_S) -> Any:
-        """A raw JSON-RPC request (for methods the SDK client lacks, e.g. ``session/set_model``)."""
+        """A raw JSON-RPC request, written to the agent's stdin beside the SDK client's frames (for methods the SDK
+        client lacks, e.g. the legacy ``session/set_model``); its result, or ``AssertionError`` with its error."""
+        request_id = f"raw-{len(self.raw.answers)}-{method}"
+        assert self.process.stdin is not None
+        frame = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
+        self.process.stdin.write(json.dumps(frame).encode() + b"\n")
         with anyio.fail_after(timeout):
-            return await self.conn._conn.send_request(method, params)
+            await self.process.stdin.drain()
+            while request_id not in self.raw.answers:
+                await self.raw.arrived.wait()
+        answer = self.raw.answers[request_id]
+        assert "error" not in answer, answer["error"]
+        return answer.get("result")
 
     def model_requests(self) -> list[RequestRecord]:
         """The chat requests the model server received, in order (model listing requests left out)."""
@@ -179,10 +205,11 @@ async def spawn_agent(
         tee = asyncio.StreamReader(limit=FRAME_LIMIT)
         recording = client or RecordingClient()
         frames = FrameLog()
+        raw = RawAnswers()
         conn = acp.connect_to_agent(
-            recording, process.stdin, tee, use_unstable_protocol=True, observers=[frames.observe]
+            recording, process.stdin, tee, use_unstable_protocol=True, observers=[frames.observe, raw.observe]
         )
-        agent = AgentProcess(conn, process, recording, model, home, workspace, stderr_path)
+        agent = AgentProcess(conn, process, recording, model, home, workspace, stderr_path, raw)
 
         async def copy_stdout() -> None:
             assert process.stdout is not None

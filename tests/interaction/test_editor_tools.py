@@ -29,6 +29,9 @@ def script(*calls: ToolCallPart) -> ScriptedProvider:
     return ScriptedProvider([tool_reply(*calls), text_reply("done")])
 
 
+UNSANDBOXED = '[sandbox]\nmode = "off"\n'
+
+
 @contextlib.asynccontextmanager
 async def pair_with(tmp_path: Path, kind: str, provider: ScriptedProvider, **kwargs: Any) -> AsyncIterator[Pair]:
     client: RecordingClient = EditorClient() if kind == "editor" else RecordingClient()
@@ -290,7 +293,8 @@ async def test_local_terminal_output_streams_into_the_tool_call(tmp_path: Path) 
 async def test_cancel_kills_the_running_command(tmp_path: Path, kind: str) -> None:
     command = "echo $$ > shell.pid; sleep 300 & echo $! > child.pid; echo ready; wait"
     provider = script(call("t1", "terminal", command=command))
-    async with pair_with(tmp_path, kind, provider) as pair:
+    # Host pids are what this test checks: unsandboxed (sandboxed runs have their own cleanup tests in security/).
+    async with pair_with(tmp_path, kind, provider, config=UNSANDBOXED) as pair:
         session_id = await session(pair, "dont_ask")
         results: dict[str, Any] = {}
 
@@ -336,8 +340,8 @@ async def test_client_terminal_is_embedded_and_released_and_the_model_gets_the_o
     assert state["status"] == "failed"
     assert state["content"] == [
         {"type": "terminal", "terminalId": "term-1"},
-        {"type": "content", "content": {"type": "text", "text": "Exit code 1."}},
-    ]
+        {"type": "content", "content": {"type": "text", "text": "Exit code 1.\n```\nbuilt\nwarn\n```"}},
+    ], "the output's end is kept as text beside the terminal"
     assert state["rawOutput"]["exit_code"] == 1
     assert methods[-1] == "terminal/release" and unreleased == []
     assert result_text(provider, "t1") == "Exit code 1.\nbuilt\nwarn"

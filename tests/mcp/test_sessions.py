@@ -192,7 +192,7 @@ async def test_close_and_delete_end_the_servers(tmp_path: Path, how: str) -> Non
             if how == "close":
                 await pair.conn.close_session(session_id=session_id)
             else:
-                await pair.conn._conn.send_request("session/delete", {"sessionId": session_id})
+                await pair.conn.delete_session(session_id=session_id)
         assert not any(alive(p) for p in pids)
     assert read_journal(journal).count("exit") == 2
 

@@ -12,8 +12,12 @@ import anyio
 from hermes_acp.core import DisplayBlock, ModeId
 from hermes_acp.tools.base import Tool, ToolOutcome
 from hermes_acp.tools.context import ApprovalRequest, EditorFiles, EditorTerminals, ToolContext, Workspace
+from hermes_acp.tools.sandbox import Sandbox
 
-__all__ = ["Called", "Progress", "call", "context"]
+__all__ = ["UNCONFINED", "Called", "Progress", "call", "context"]
+
+UNCONFINED = Sandbox(mode="off")
+"""Commands run as plain processes (the runner's own tests: pids, process groups); the sandbox has its tests."""
 
 
 @dataclass
@@ -40,6 +44,7 @@ def context(
     progress: Progress | None = None,
     files: EditorFiles | None = None,
     terminals: EditorTerminals | None = None,
+    sandbox: Sandbox | None = UNCONFINED,
 ) -> ToolContext:
     return ToolContext(
         session_id="sess_test",
@@ -51,6 +56,7 @@ def context(
         cache_dir=cwd / ".cache-unused",
         files=files,
         terminals=terminals,
+        sandbox=sandbox,
     )
 
 

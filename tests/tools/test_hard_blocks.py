@@ -1,10 +1,12 @@
-"""Hard blocks: the few commands refused in every mode, and the look-alikes that must still run."""
+"""Hard blocks: the few commands refused in every mode, the evasions of a naive check, commands that cannot be read
+(asked), and the look-alikes that must still run."""
 
 from __future__ import annotations
 
 import pytest
 
-from hermes_acp.tools.hard_blocks import hard_block_reason
+from hermes_acp.tools.hard_blocks import check_command, hard_block_reason
+from tests.security.evasions import EVASIONS, LOOK_ALIKES
 
 BLOCKED = [
     # rm -r of the root, a system folder or the home folder, any spelling
@@ -110,6 +112,22 @@ ALLOWED = [
     "sort data.txt | uniq -c | sort -rn | head",
     "echo 'unbalanced",
     "npm run build && npm test",
+    'eval "$(ssh-agent -s)"',
+    "source .venv/bin/activate && pytest -q",
+    "bash scripts/build.sh",
+    "curl -o data.json https://example.com/data.json && python3 load.py data.json",
+    "node -e 'console.log(\"rm is a command\")'",
+    "awk '{print $1}' file.txt",
+    "python3 - <<'EOF'\nprint('hello')\nEOF",
+    "echo 'ls -la' | sh",
+    'rec() { [ "$1" -gt 0 ] && rec $(( $1 - 1 )); }; rec 3',
+    "xargs -n1 echo < list.txt",
+    "find . -type f -exec rm {} +",
+    "chmod -R u+w ./build",
+    "tee -a build.log < out.txt",
+    "cp a.txt /tmp/b.txt",
+    "export PATH=$HOME/bin:$PATH; make",
+    *LOOK_ALIKES,
 ]
 
 
@@ -131,3 +149,28 @@ def test_reasons_say_what_the_command_would_do() -> None:
     assert "fork bomb" in (hard_block_reason(":(){ :|:& };:") or "")
     assert "/dev/sda" in (hard_block_reason("dd if=/dev/zero of=/dev/sda") or "")
     assert "stops the machine" in (hard_block_reason("reboot") or "")
+
+
+@pytest.mark.parametrize("command", list(EVASIONS.values()), ids=list(EVASIONS))
+def test_evasions_are_seen_through(command: str) -> None:
+    check = check_command(command)
+    assert check.blocked, f"not blocked: {command!r} ({check})"
+
+
+@pytest.mark.parametrize(
+    "command", ["echo 'unbalanced", 'printf "%s\n" "open', "cat <<EOF\nno end", "if true; then echo"]
+)
+def test_a_command_that_cannot_be_read_is_in_doubt_not_passed(command: str) -> None:
+    check = check_command(command)
+    assert check.blocked is None
+    assert check.doubt is not None and "could not be read as bash" in check.doubt
+
+
+def test_an_unreadable_command_that_still_shows_a_block_is_refused() -> None:
+    assert check_command("rm -rf / 'unbalanced").blocked is not None
+    assert check_command("{rm,-rf,~}").blocked is not None
+
+
+def test_readable_commands_are_not_in_doubt() -> None:
+    for command in LOOK_ALIKES:
+        assert check_command(command).doubt is None, command

@@ -16,7 +16,7 @@ from hermes_acp.errors import HardBlockedError, ToolError, ToolInputError
 from hermes_acp.tools import _process
 from hermes_acp.tools.context import TerminalExit
 from hermes_acp.tools.policy import decide
-from hermes_acp.tools.terminal import TerminalTool
+from hermes_acp.tools.terminal import STORED_TAIL_CHARS, TerminalTool
 from tests.fakes.editor_client import EditorClient
 
 from .helpers import Progress, call, context
@@ -37,7 +37,9 @@ async def test_output_and_exit_code(tmp_path: Path) -> None:
     called = await call(TerminalTool(), context(tmp_path), command="echo hello; echo oops >&2; exit 3")
     assert called.text == "Exit code 3.\nhello\noops"
     assert called.outcome.failed and called.outcome.error_code == "nonzero_exit"
-    assert called.outcome.raw_output == {"exit_code": 3, "signal": None, "timed_out": False, "truncated": False}
+    assert called.outcome.raw_output == {
+        "exit_code": 3, "signal": None, "timed_out": False, "truncated": False, "sandboxed": False
+    }  # fmt: skip
     ok = await call(TerminalTool(), context(tmp_path), command="true")
     assert ok.text == "Exit code 0.\n(no output)" and not ok.outcome.failed
 
@@ -206,12 +208,29 @@ async def test_client_terminal_is_embedded_waited_for_and_released(tmp_path: Pat
     finally:
         await client.aclose()
     assert progress.updates == [[TerminalBlock(terminal_id="term-1")]]
-    assert called.outcome.content == [TerminalBlock(terminal_id="term-1"), TextBlock(text="Exit code 2.")]
+    assert called.outcome.content == [
+        TerminalBlock(terminal_id="term-1"),
+        TextBlock(text="Exit code 2.\n```\nfrom-editor\n```"),
+    ], "the card keeps the output as text beside the terminal, for when the terminal is gone"
     assert called.text == "Exit code 2.\nfrom-editor"
     assert client.methods()[0] == "terminal/create" and client.methods()[-1] == "terminal/release"
     assert "terminal/wait_for_exit" in client.methods()
     assert client.calls[0][1]["args"] == ["-c", "echo from-editor; exit 2"]
     assert client.unreleased() == []
+
+
+async def test_client_terminal_card_keeps_only_the_end_of_long_output(tmp_path: Path) -> None:
+    client = EditorClient()
+    ctx = context(tmp_path, terminals=ClientTerminals(client))
+    try:
+        called = await call(TerminalTool(), ctx, command="for i in $(seq 1 5000); do echo line-$i; done")
+    finally:
+        await client.aclose()
+    terminal, text = called.outcome.content
+    assert terminal == TerminalBlock(terminal_id="term-1")
+    assert isinstance(text, TextBlock)
+    assert text.text.startswith("Exit code 0.\n```\n") and "line-5000\n```" in text.text
+    assert "line-1\n" not in text.text and len(text.text) < STORED_TAIL_CHARS + 100
 
 
 async def test_client_terminal_timeout_kills_releases_and_keeps_output(tmp_path: Path) -> None:
