@@ -3,7 +3,8 @@
 ``open_wire(spec, ...)`` is an async context manager: it starts the transport (spawning a stdio server in the
 session's cwd, its env merged over the SDK's minimal environment; HTTP and SSE with the editor's headers), runs the
 ``initialize`` handshake (``mode="legacy"``: one round trip every server understands) and yields a ``Wire``.
-Results come back as wire-shaped dicts (by alias, JSON mode), so nothing above this module sees SDK types.
+Lists come back as wire-shaped dicts (by alias, JSON mode); a ``tools/call`` result comes back as the server sent
+it, every key kept (the cua-driver's extensions included), so nothing above this module sees SDK types.
 SDK and transport exceptions are translated here, once: a closed connection, a broken pipe, an HTTP transport
 error become ``TransportDropped``; a JSON-RPC error or an unreadable answer becomes ``ServerRejected``. Streamable
 HTTP reports any error status of a POST as one generic JSON-RPC error; the status itself is recorded per request
@@ -12,14 +13,20 @@ which a gateway gives without saying whether the server acted, make ``TransportD
 
 The read stream is watched: when the server goes away between requests (a crashed stdio process, a closed SSE
 stream), ``Wire.dropped`` is set, so the owner can rebuild the connection before the next call instead of
-sending into a dead one. Timeouts are the caller's business (the connection bounds every wait); this module
-only gives HTTP its connect timeout. It is imported lazily (importing the SDK costs over a second) and is the
-only module of hermes_acp/mcp_client that imports ``mcp``.
+sending into a dead one. It is also where a message the SDK cannot decode because it carries a lone surrogate
+(``"\\ud800"``, which JSON allows and UTF-8 cannot hold) is decoded anyway, its text made safe by the one
+sanitizer (``core.sanitize``): the SDK would drop it and the request would wait for its timeout. A stdio
+server's output that is not valid UTF-8 is decoded with U+FFFD in place of the bad bytes.
+
+Timeouts are the caller's business (the connection bounds every wait); this module only gives HTTP its connect
+timeout. It is imported lazily (importing the SDK costs over a second) and is the only module of hermes_acp
+that imports ``mcp``.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 from collections.abc import AsyncIterator, Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -29,13 +36,16 @@ from typing import Any, TextIO
 
 import anyio
 import httpx2
+import structlog
 from mcp import Client, MCPError, types
 from mcp.client.sse import sse_client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
-from pydantic import ValidationError
+from mcp.shared.message import SessionMessage
+from pydantic import BaseModel, ConfigDict, ValidationError
 
+from hermes_acp.core.sanitize import sanitize_json
 from hermes_acp.version import __version__
 
 from ._failures import ServerRejected, TransportDropped
@@ -52,6 +62,16 @@ _UNKNOWN_OUTCOME_STATUSES = frozenset({408, 502, 503, 504})
 """HTTP statuses a proxy or gateway answers with when it lost the request or the response on its way."""
 _post_statuses: ContextVar[list[int] | None] = ContextVar("hermes_mcp_post_statuses", default=None)
 """The HTTP statuses of the POSTs made for the request being translated (the SDK posts in the sender's context)."""
+_log = structlog.get_logger("hermes_acp.mcp")
+
+
+class _RawResult(BaseModel):
+    """Any JSON object, every key kept (the SDK's typed results drop what they do not know)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    def data(self) -> dict[str, Any]:
+        return dict(self.model_extra or {})
 
 
 async def _record_status(response: httpx2.Response) -> None:
@@ -75,6 +95,11 @@ class Wire:
     def has_prompts(self) -> bool:
         return self.client.server_capabilities.prompts is not None
 
+    @property
+    def server_version(self) -> str | None:
+        info = self.client.server_info
+        return info.version if info is not None else None
+
     async def list_tools(self) -> list[dict[str, Any]]:
         return [_dump(t) for t in await self._pages("tools")]
 
@@ -85,11 +110,11 @@ class Wire:
         return [_dump(p) for p in await self._pages("prompts")]
 
     async def call_tool(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
-        """``tools/call``; the raw result (no output-schema check: the server acted either way)."""
+        """``tools/call``; the result as sent, every key kept (no schema check: the server acted either way)."""
         request = types.CallToolRequest(params=types.CallToolRequestParams(name=name, arguments=arguments))
         with _translated():
-            result = await self.client.session.send_request(request, types.CallToolResult)
-        return _dump(result)
+            result = await self.client.session.send_request(request, _RawResult)
+        return result.data()
 
     async def read_resource(self, uri: str) -> dict[str, Any]:
         with _translated():
@@ -172,6 +197,31 @@ def _first_leaf(group: BaseExceptionGroup[Exception]) -> Exception:
     return _first_leaf(first) if isinstance(first, BaseExceptionGroup) else first
 
 
+def _mended(error: ValidationError) -> SessionMessage | ValidationError:
+    """The message the SDK could not decode because of lone surrogates, decoded with them made safe; else ``error``.
+
+    The SDK's decoder rejects ``"\\ud800"`` escapes that Python's accepts: the line is decoded again here, cleaned
+    by the one sanitizer and validated as a JSON-RPC message. Anything else stays the error it was (the SDK drops it).
+    """
+    details = error.errors(include_url=False)
+    raw = details[0].get("input") if len(details) == 1 and details[0].get("type") == "json_invalid" else None
+    if not isinstance(raw, str | bytes | bytearray):
+        return error
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        return error
+    clean, removals = sanitize_json(value)
+    if not removals.counts.get("surrogate"):
+        return error
+    try:
+        message = types.jsonrpc_message_adapter.validate_python(clean, by_name=False)
+    except ValidationError:
+        return error
+    _log.warning("an MCP message carried lone surrogates; decoded with them made safe", removed=removals.as_log())
+    return SessionMessage(message)
+
+
 class _WatchedReadStream:
     """Delegates to the transport's read stream and sets ``dropped`` when it ends (EOF or closed)."""
 
@@ -185,10 +235,11 @@ class _WatchedReadStream:
 
     async def receive(self) -> Any:
         try:
-            return await self._inner.receive()
+            item = await self._inner.receive()
         except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
             self._dropped.set()
             raise
+        return _mended(item) if isinstance(item, ValidationError) else item
 
     def __aiter__(self) -> _WatchedReadStream:
         return self
@@ -214,10 +265,12 @@ class _WatchedReadStream:
 
 @contextlib.asynccontextmanager
 async def _transport(
-    spec: StdioSpec | HttpSpec, *, cwd: Path, errlog: TextIO, connect_timeout_s: float, dropped: anyio.Event
+    spec: StdioSpec | HttpSpec, *, cwd: Path | None, errlog: TextIO, connect_timeout_s: float, dropped: anyio.Event
 ) -> AsyncIterator[tuple[Any, Any]]:
     if isinstance(spec, StdioSpec):
-        params = StdioServerParameters(command=spec.command, args=list(spec.args), env=dict(spec.env), cwd=cwd)
+        params = StdioServerParameters(
+            command=spec.command, args=list(spec.args), env=dict(spec.env), cwd=cwd, encoding_error_handler="replace"
+        )
         async with stdio_client(params, errlog=errlog) as (read, write):
             yield _WatchedReadStream(read, dropped), write
     elif spec.transport == "http":
@@ -235,11 +288,12 @@ async def _transport(
 
 @contextlib.asynccontextmanager
 async def open_wire(
-    spec: StdioSpec | HttpSpec, *, cwd: Path, errlog: TextIO, connect_timeout_s: float, dropped: anyio.Event
+    spec: StdioSpec | HttpSpec, *, cwd: Path | None, errlog: TextIO, connect_timeout_s: float, dropped: anyio.Event
 ) -> AsyncIterator[Wire]:
     """Connect and initialize; raises ``TransportDropped`` / ``ServerRejected`` when it cannot.
 
-    ``dropped`` is set when the connection ends for any reason (the caller may set it too, to end it).
+    A stdio server starts in ``cwd`` (None: ours). ``dropped`` is set when the connection ends for any reason (the
+    caller may set it too, to end it).
     """
     transport = _transport(spec, cwd=cwd, errlog=errlog, connect_timeout_s=connect_timeout_s, dropped=dropped)
     client = Client(transport, mode="legacy", cache=None, client_info=_CLIENT_INFO)
