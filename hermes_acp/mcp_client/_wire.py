@@ -15,7 +15,8 @@ The read stream is watched: when the server goes away between requests (a crashe
 stream), ``Wire.dropped`` is set, so the owner can rebuild the connection before the next call instead of
 sending into a dead one. It is also where a message the SDK cannot decode because it carries a lone surrogate
 (``"\\ud800"``, which JSON allows and UTF-8 cannot hold) is decoded anyway, its text made safe by the one
-sanitizer (``core.sanitize``): the SDK would drop it and the request would wait for its timeout. A stdio
+sanitizer (``_surrogates``): the SDK would drop it (stdio, SSE) and the request would wait for its timeout, or
+answer a parse error in its place (streamable HTTP, whose bodies are therefore mended as they stream in). A stdio
 server's output that is not valid UTF-8 is decoded with U+FFFD in place of the bad bytes.
 
 Timeouts are the caller's business (the connection bounds every wait); this module only gives HTTP its connect
@@ -26,7 +27,6 @@ that imports ``mcp``.
 from __future__ import annotations
 
 import contextlib
-import json
 from collections.abc import AsyncIterator, Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -45,10 +45,10 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.message import SessionMessage
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from hermes_acp.core.sanitize import sanitize_json
 from hermes_acp.version import __version__
 
 from ._failures import ServerRejected, TransportDropped
+from ._surrogates import mend_body, mend_json
 from .specs import HttpSpec, StdioSpec
 
 __all__ = ["MAX_LIST_PAGES", "Wire", "open_wire"]
@@ -200,26 +200,45 @@ def _first_leaf(group: BaseExceptionGroup[Exception]) -> Exception:
 def _mended(error: ValidationError) -> SessionMessage | ValidationError:
     """The message the SDK could not decode because of lone surrogates, decoded with them made safe; else ``error``.
 
-    The SDK's decoder rejects ``"\\ud800"`` escapes that Python's accepts: the line is decoded again here, cleaned
-    by the one sanitizer and validated as a JSON-RPC message. Anything else stays the error it was (the SDK drops it).
+    A stdio line or an SSE event the SDK's decoder rejected comes here as its error, which carries the text.
+    Anything else stays the error it was (the SDK logs and drops it).
     """
     details = error.errors(include_url=False)
     raw = details[0].get("input") if len(details) == 1 and details[0].get("type") == "json_invalid" else None
-    if not isinstance(raw, str | bytes | bytearray):
+    mended = mend_json(raw) if isinstance(raw, str | bytes) else None
+    if mended is None:
         return error
     try:
-        value = json.loads(raw)
-    except ValueError:
-        return error
-    clean, removals = sanitize_json(value)
-    if not removals.counts.get("surrogate"):
-        return error
-    try:
-        message = types.jsonrpc_message_adapter.validate_python(clean, by_name=False)
+        message = types.jsonrpc_message_adapter.validate_json(mended, by_name=False)
     except ValidationError:
         return error
-    _log.warning("an MCP message carried lone surrogates; decoded with them made safe", removed=removals.as_log())
+    _log.warning("an MCP message carried lone surrogates; decoded with them made safe")
     return SessionMessage(message)
+
+
+class _MendedBody(httpx2.AsyncByteStream):
+    """A streamable HTTP response body with lone surrogates made safe before the SDK decodes it."""
+
+    def __init__(self, inner: httpx2.AsyncByteStream, *, events: bool):
+        self._inner = inner
+        self._events = events
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        async for chunk in mend_body(self._inner, events=self._events):
+            yield chunk
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
+async def _mend_bodies(response: httpx2.Response) -> None:
+    """Response hook: JSON and event-stream bodies (not compressed) pass ``mend_body`` on their way to the SDK."""
+    if response.headers.get("content-encoding", "identity").lower() not in ("", "identity"):
+        return
+    media = response.headers.get("content-type", "").lower()
+    events = media.startswith("text/event-stream")
+    if (events or media.startswith("application/json")) and isinstance(response.stream, httpx2.AsyncByteStream):
+        response.stream = _MendedBody(response.stream, events=events)
 
 
 class _WatchedReadStream:
@@ -276,7 +295,7 @@ async def _transport(
     elif spec.transport == "http":
         timeout = httpx2.Timeout(connect_timeout_s, read=None)
         http = create_mcp_http_client(headers=dict(spec.headers), timeout=timeout)
-        http.event_hooks["response"].append(_record_status)
+        http.event_hooks["response"] += [_record_status, _mend_bodies]
         async with http, streamable_http_client(spec.url, http_client=http) as (read, write):
             yield _WatchedReadStream(read, dropped), write
     else:
