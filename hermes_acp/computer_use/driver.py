@@ -88,6 +88,11 @@ class DriverClient:
         """Total time spent waiting for the driver's answers (for overhead measurements)."""
 
     @property
+    def link(self) -> SupervisedConnection[DriverSurface] | None:
+        """The supervised connection, once the first call made it (its state and counters, for reports)."""
+        return self._conn
+
+    @property
     def generation(self) -> int:
         """Moves on whenever a connection is given up: targets and tokens from before are void."""
         return self._conn.generation if self._conn is not None else 0
