@@ -6,7 +6,8 @@ conversion and request building. ``check_driver(settings)`` reports the driver f
 Module map: ``schema`` (what the model sees), ``tool`` (checks, approval, dispatch), ``capture`` (target binding,
 screenshots, elements), ``actions`` (input → driver call), ``verdict``/``results`` (what answers mean),
 ``driver``/``surface`` (the MCP adapter and what the driver accepts), ``gate``/``images`` (the image gate and
-Pillow), ``safety`` (hard blocks), ``target``, ``elements``, ``cache``, ``service`` (wiring).
+Pillow), ``safety`` (hard blocks), ``target``, ``elements``, ``service`` (wiring). Screenshots and element
+documents go to the one image cache (``hermes_acp.tools.image_cache``).
 """
 
 from .gate import SessionImageGate

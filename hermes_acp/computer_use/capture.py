@@ -12,7 +12,7 @@ a silent fallback), reads it with ``get_window_state`` in the form this driver a
   send are pixels of that image, scaled by the gate when it shrank it further (``Geometry``);
 * the editor gets the image as an ``ImageBlock``; the driver's screenshot goes to ``<cache>/images/``; at most 100
   elements are inlined and the full list spills to ``<cache>/computer_use/elements_<uuid>.json`` when anything was
-  cut.
+  cut (both in the one image cache, ``hermes_acp.tools.image_cache``).
 
 ``app="screen"`` reads the whole display (``get_desktop_state``): pixels and the window list, no elements and no
 target. It deliberately knows nothing about approval or input actions.
@@ -28,8 +28,8 @@ from typing import Any
 import anyio.to_thread
 
 from hermes_acp.core import DisplayBlock, ImageBlock, ImagePart, TextBlock, TextPart
+from hermes_acp.tools.image_cache import save_image, save_json
 
-from .cache import save_elements, save_screenshot
 from .driver import DriverClient
 from .elements import (
     Box,
@@ -186,7 +186,7 @@ class Capturer:
             parts.extend(gated.parts)
             editor_image = ImageBlock(media_type=image.media_type, data=image.data)
             display.append(editor_image)
-            path = await save_screenshot(self._cache_dir, shot.data, shot.media_type)
+            path = await save_image(self._cache_dir, "screenshot", shot.data, shot.media_type)
             payload["image"] = {
                 "width": model_w,
                 "height": model_h,
@@ -212,9 +212,8 @@ class Capturer:
         payload["elements_total"] = len(elements)
         driver_cut = data.get("truncated") is True
         if cut:
-            path = await save_elements(
-                self._cache_dir, {"target": payload["target"], "elements": full_rows(elements, geometry)}
-            )
+            document = {"target": payload["target"], "elements": full_rows(elements, geometry)}
+            path = await save_json(self._cache_dir, "elements", document)
             payload["elements_file"] = str(path)
             payload["elements_note"] = (
                 f"{len(rows)} of {len(elements)} elements inline (labels cut at 120 characters); read_file "
@@ -284,5 +283,6 @@ class Capturer:
             parts.extend(gated.parts)
             editor_image = ImageBlock(media_type=image.media_type, data=image.data)
             display.append(editor_image)
-            payload["screenshot_path"] = str(await save_screenshot(self._cache_dir, shot.data, shot.media_type))
+            saved = await save_image(self._cache_dir, "screenshot", shot.data, shot.media_type)
+            payload["screenshot_path"] = str(saved)
         return CaptureResult(None, None, payload, parts, display, editor_image)

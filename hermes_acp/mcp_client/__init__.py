@@ -1,11 +1,14 @@
 """MCP client plumbing for the MCP servers an editor passes to a session (stdio, streamable HTTP, SSE).
 
 ``McpServers`` is what a session holds: it starts the servers in the session's owner task, waits for them (bounded)
-before a turn, and offers their tools as ``mcp__<server>__<tool>``. Only ``_wire`` imports the mcp SDK, and it is
-loaded lazily the first time a server starts, so a process whose sessions have no MCP servers never imports it.
+before a turn, and offers their tools as ``mcp__<server>__<tool>``. ``SupervisedConnection`` is the one supervised
+MCP connection (owned by one task, rebuilt after a drop, requests at most once) that each server's
+``ServerConnection`` and the computer_use driver are built on. Only ``_wire`` imports the mcp SDK, and it is
+loaded lazily the first time a connection starts, so a process whose sessions use no MCP server never imports it.
 This package knows nothing about sessions, modes, providers or ACP.
 """
 
+from ._failures import NotConnected, RequestLost, ServerRejected, TransportDropped
 from .connection import (
     CALL_TIMEOUT_S,
     CONNECT_TIMEOUT_S,
@@ -20,6 +23,7 @@ from .remote_tools import McpTool, UtilityTool
 from .schema import normalise_schema
 from .servers import READY_WAIT_S, McpServers
 from .specs import HttpSpec, ServerSpec, StdioSpec, UnusableSpec, parse_specs
+from .supervisor import LinkState, Live, SupervisedConnection
 from .untrusted import MAX_RESULT_CHARS, public_meta
 
 __all__ = [
@@ -31,14 +35,21 @@ __all__ = [
     "MAX_SAVED_IMAGES",
     "READY_WAIT_S",
     "HttpSpec",
+    "LinkState",
+    "Live",
     "McpServers",
     "McpTimeouts",
     "McpTool",
     "McpUnavailableError",
+    "NotConnected",
+    "RequestLost",
     "ServerConnection",
+    "ServerRejected",
     "ServerSpec",
     "StdioSpec",
+    "SupervisedConnection",
     "ToolKey",
+    "TransportDropped",
     "UnusableSpec",
     "UtilityTool",
     "assign_names",

@@ -3,7 +3,8 @@
 ``open_wire(spec, ...)`` is an async context manager: it starts the transport (spawning a stdio server in the
 session's cwd, its env merged over the SDK's minimal environment; HTTP and SSE with the editor's headers), runs the
 ``initialize`` handshake (``mode="legacy"``: one round trip every server understands) and yields a ``Wire``.
-Results come back as wire-shaped dicts (by alias, JSON mode), so nothing above this module sees SDK types.
+Lists come back as wire-shaped dicts (by alias, JSON mode); a ``tools/call`` result comes back as the server sent
+it, every key kept (the cua-driver's extensions included), so nothing above this module sees SDK types.
 SDK and transport exceptions are translated here, once: a closed connection, a broken pipe, an HTTP transport
 error become ``TransportDropped``; a JSON-RPC error or an unreadable answer becomes ``ServerRejected``. Streamable
 HTTP reports any error status of a POST as one generic JSON-RPC error; the status itself is recorded per request
@@ -12,9 +13,15 @@ which a gateway gives without saying whether the server acted, make ``TransportD
 
 The read stream is watched: when the server goes away between requests (a crashed stdio process, a closed SSE
 stream), ``Wire.dropped`` is set, so the owner can rebuild the connection before the next call instead of
-sending into a dead one. Timeouts are the caller's business (the connection bounds every wait); this module
-only gives HTTP its connect timeout. It is imported lazily (importing the SDK costs over a second) and is the
-only module of hermes_acp/mcp_client that imports ``mcp``.
+sending into a dead one. It is also where a message the SDK cannot decode because it carries a lone surrogate
+(``"\\ud800"``, which JSON allows and UTF-8 cannot hold) is decoded anyway, its text made safe by the one
+sanitizer (``_surrogates``): the SDK would drop it (stdio, SSE) and the request would wait for its timeout, or
+answer a parse error in its place (streamable HTTP, whose bodies are therefore mended as they stream in). A stdio
+server's output that is not valid UTF-8 is decoded with U+FFFD in place of the bad bytes.
+
+Timeouts are the caller's business (the connection bounds every wait); this module only gives HTTP its connect
+timeout. It is imported lazily (importing the SDK costs over a second) and is the only module of hermes_acp
+that imports ``mcp``.
 """
 
 from __future__ import annotations
@@ -29,16 +36,19 @@ from typing import Any, TextIO
 
 import anyio
 import httpx2
+import structlog
 from mcp import Client, MCPError, types
 from mcp.client.sse import sse_client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
-from pydantic import ValidationError
+from mcp.shared.message import SessionMessage
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from hermes_acp.version import __version__
 
 from ._failures import ServerRejected, TransportDropped
+from ._surrogates import mend_body, mend_json
 from .specs import HttpSpec, StdioSpec
 
 __all__ = ["MAX_LIST_PAGES", "Wire", "open_wire"]
@@ -52,6 +62,16 @@ _UNKNOWN_OUTCOME_STATUSES = frozenset({408, 502, 503, 504})
 """HTTP statuses a proxy or gateway answers with when it lost the request or the response on its way."""
 _post_statuses: ContextVar[list[int] | None] = ContextVar("hermes_mcp_post_statuses", default=None)
 """The HTTP statuses of the POSTs made for the request being translated (the SDK posts in the sender's context)."""
+_log = structlog.get_logger("hermes_acp.mcp")
+
+
+class _RawResult(BaseModel):
+    """Any JSON object, every key kept (the SDK's typed results drop what they do not know)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    def data(self) -> dict[str, Any]:
+        return dict(self.model_extra or {})
 
 
 async def _record_status(response: httpx2.Response) -> None:
@@ -75,6 +95,11 @@ class Wire:
     def has_prompts(self) -> bool:
         return self.client.server_capabilities.prompts is not None
 
+    @property
+    def server_version(self) -> str | None:
+        info = self.client.server_info
+        return info.version if info is not None else None
+
     async def list_tools(self) -> list[dict[str, Any]]:
         return [_dump(t) for t in await self._pages("tools")]
 
@@ -85,11 +110,11 @@ class Wire:
         return [_dump(p) for p in await self._pages("prompts")]
 
     async def call_tool(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
-        """``tools/call``; the raw result (no output-schema check: the server acted either way)."""
+        """``tools/call``; the result as sent, every key kept (no schema check: the server acted either way)."""
         request = types.CallToolRequest(params=types.CallToolRequestParams(name=name, arguments=arguments))
         with _translated():
-            result = await self.client.session.send_request(request, types.CallToolResult)
-        return _dump(result)
+            result = await self.client.session.send_request(request, _RawResult)
+        return result.data()
 
     async def read_resource(self, uri: str) -> dict[str, Any]:
         with _translated():
@@ -172,6 +197,50 @@ def _first_leaf(group: BaseExceptionGroup[Exception]) -> Exception:
     return _first_leaf(first) if isinstance(first, BaseExceptionGroup) else first
 
 
+def _mended(error: ValidationError) -> SessionMessage | ValidationError:
+    """The message the SDK could not decode because of lone surrogates, decoded with them made safe; else ``error``.
+
+    A stdio line or an SSE event the SDK's decoder rejected comes here as its error, which carries the text.
+    Anything else stays the error it was (the SDK logs and drops it).
+    """
+    details = error.errors(include_url=False)
+    raw = details[0].get("input") if len(details) == 1 and details[0].get("type") == "json_invalid" else None
+    mended = mend_json(raw) if isinstance(raw, str | bytes) else None
+    if mended is None:
+        return error
+    try:
+        message = types.jsonrpc_message_adapter.validate_json(mended, by_name=False)
+    except ValidationError:
+        return error
+    _log.warning("an MCP message carried lone surrogates; decoded with them made safe")
+    return SessionMessage(message)
+
+
+class _MendedBody(httpx2.AsyncByteStream):
+    """A streamable HTTP response body with lone surrogates made safe before the SDK decodes it."""
+
+    def __init__(self, inner: httpx2.AsyncByteStream, *, events: bool):
+        self._inner = inner
+        self._events = events
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        async for chunk in mend_body(self._inner, events=self._events):
+            yield chunk
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
+async def _mend_bodies(response: httpx2.Response) -> None:
+    """Response hook: JSON and event-stream bodies (not compressed) pass ``mend_body`` on their way to the SDK."""
+    if response.headers.get("content-encoding", "identity").lower() not in ("", "identity"):
+        return
+    media = response.headers.get("content-type", "").lower()
+    events = media.startswith("text/event-stream")
+    if (events or media.startswith("application/json")) and isinstance(response.stream, httpx2.AsyncByteStream):
+        response.stream = _MendedBody(response.stream, events=events)
+
+
 class _WatchedReadStream:
     """Delegates to the transport's read stream and sets ``dropped`` when it ends (EOF or closed)."""
 
@@ -185,10 +254,11 @@ class _WatchedReadStream:
 
     async def receive(self) -> Any:
         try:
-            return await self._inner.receive()
+            item = await self._inner.receive()
         except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
             self._dropped.set()
             raise
+        return _mended(item) if isinstance(item, ValidationError) else item
 
     def __aiter__(self) -> _WatchedReadStream:
         return self
@@ -214,16 +284,18 @@ class _WatchedReadStream:
 
 @contextlib.asynccontextmanager
 async def _transport(
-    spec: StdioSpec | HttpSpec, *, cwd: Path, errlog: TextIO, connect_timeout_s: float, dropped: anyio.Event
+    spec: StdioSpec | HttpSpec, *, cwd: Path | None, errlog: TextIO, connect_timeout_s: float, dropped: anyio.Event
 ) -> AsyncIterator[tuple[Any, Any]]:
     if isinstance(spec, StdioSpec):
-        params = StdioServerParameters(command=spec.command, args=list(spec.args), env=dict(spec.env), cwd=cwd)
+        params = StdioServerParameters(
+            command=spec.command, args=list(spec.args), env=dict(spec.env), cwd=cwd, encoding_error_handler="replace"
+        )
         async with stdio_client(params, errlog=errlog) as (read, write):
             yield _WatchedReadStream(read, dropped), write
     elif spec.transport == "http":
         timeout = httpx2.Timeout(connect_timeout_s, read=None)
         http = create_mcp_http_client(headers=dict(spec.headers), timeout=timeout)
-        http.event_hooks["response"].append(_record_status)
+        http.event_hooks["response"] += [_record_status, _mend_bodies]
         async with http, streamable_http_client(spec.url, http_client=http) as (read, write):
             yield _WatchedReadStream(read, dropped), write
     else:
@@ -235,11 +307,12 @@ async def _transport(
 
 @contextlib.asynccontextmanager
 async def open_wire(
-    spec: StdioSpec | HttpSpec, *, cwd: Path, errlog: TextIO, connect_timeout_s: float, dropped: anyio.Event
+    spec: StdioSpec | HttpSpec, *, cwd: Path | None, errlog: TextIO, connect_timeout_s: float, dropped: anyio.Event
 ) -> AsyncIterator[Wire]:
     """Connect and initialize; raises ``TransportDropped`` / ``ServerRejected`` when it cannot.
 
-    ``dropped`` is set when the connection ends for any reason (the caller may set it too, to end it).
+    A stdio server starts in ``cwd`` (None: ours). ``dropped`` is set when the connection ends for any reason (the
+    caller may set it too, to end it).
     """
     transport = _transport(spec, cwd=cwd, errlog=errlog, connect_timeout_s=connect_timeout_s, dropped=dropped)
     client = Client(transport, mode="legacy", cache=None, client_info=_CLIENT_INFO)

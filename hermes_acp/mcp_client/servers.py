@@ -1,9 +1,10 @@
 """``McpServers``: the MCP servers an editor gave one session — started at once, offered as tools when ready.
 
 The session creates it from the editor's specs and enters ``running()`` in its owner task: that opens a task group
-in which each server's ``ServerConnection.supervise`` runs, and returns at once (session/new never waits for a
-server). Leaving it — session close, delete, process exit — stops the supervisors; each connection's SDK
-transport shuts its server down, shielded and bounded (a stdio child: stdin closed, then SIGTERM, then SIGKILL).
+in which each server's supervised connection (``ServerConnection.supervise``) runs, and returns at once
+(session/new never waits for a server). Leaving it — session close, delete, process exit — closes them; each
+connection's SDK transport shuts its server down, shielded and bounded (a stdio child: stdin closed, then
+SIGTERM, then SIGKILL).
 
 Before a turn, ``prepare_turn()`` waits (bounded by ``READY_WAIT_S``) until no server is still starting and
 returns notices for the user: a server that failed (and why), one still starting, a spec that cannot be used.
@@ -70,7 +71,7 @@ class McpServers:
         """Start every server; enter this in the session's owner task (it returns without waiting for them).
 
         Each server's supervisor runs in this task group and enters and leaves its own SDK connection; leaving
-        stops them with their cancel scopes (``stop``), so the SDK's shielded shutdown of each server runs.
+        closes them (``close``: bounded), and the SDK's shielded shutdown of each server runs.
         """
         async with anyio.create_task_group() as group:
             for connection in self.connections:
@@ -81,7 +82,7 @@ class McpServers:
             finally:
                 self._running = False
                 for connection in self.connections:
-                    connection.stop()
+                    connection.close()
 
     def connection(self, name: str) -> ServerConnection | None:
         return next((c for c in self.connections if c.name == name), None)

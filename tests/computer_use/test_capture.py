@@ -115,7 +115,7 @@ async def test_long_labels_are_cut_inline_and_the_full_tree_spills_to_the_cache(
 async def test_screenshots_are_copied_to_the_image_cache_which_keeps_20_files(tmp_path: Path) -> None:
     async with open_desk(tmp_path) as desk:
         outcomes = [await desk.act(action="capture", app="Calculator", mode="vision") for _ in range(22)]
-        images = sorted((desk.settings.cache_dir / "images").iterdir())
+        images = sorted(p for p in (desk.settings.cache_dir / "images").iterdir() if not p.name.startswith("."))
         last = Path(payload(outcomes[-1])["screenshot_path"])
     assert len(images) == 20 and last in images
     with Image.open(last) as saved:

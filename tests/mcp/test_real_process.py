@@ -136,3 +136,28 @@ async def test_the_agent_exiting_ends_every_mcp_server(tmp_path: Path) -> None:
         assert await agent.shutdown() == 0
     assert not any(alive(p) for p in pids), "no MCP server outlives the agent"
     assert read_journal(journal).count("exit") == 3
+
+
+async def test_lone_surrogates_from_an_mcp_server_settle_the_card_at_once_with_the_text_made_safe(
+    tmp_path: Path,
+) -> None:
+    """They used to stall the turn for the whole call timeout (the SDK dropped the answer it could not decode)."""
+    scenario = {
+        "name": "surrogates",
+        "responses": [
+            {"steps": [{"tool_call": {"id": "call_s", "name": "mcp__fixture__surrogates", "arguments": {}}}]},
+            {"steps": [{"text": "seen"}]},
+        ],
+    }
+    async with spawn_agent(tmp_path, scenario) as agent:
+        session_id = await agent.new_session([stdio_spec("fixture", tmp_path / "journal.jsonl")])
+        with anyio.fail_after(START_S):
+            done = await agent.prompt(session_id, "call it")
+        settled = card(agent, session_id, "call_s")
+        agent.assert_json_rpc_only()
+    assert done.stop_reason == "end_turn" and settled["status"] == "completed"
+    [block] = settled["content"]
+    assert block["content"]["text"] == (
+        "lone \ufffd here, a reversed pair \ufffd\ufffd, and a pair split across blocks: \ufffd\n"
+        "\ufffd and a real pair \U0001f600"
+    )

@@ -169,6 +169,43 @@ async def test_ripgrep_and_python_list_the_same_files(tree: Path, start: str, gl
     assert with_rg[0], "the case lists something"
 
 
+@pytest.fixture
+def folders(tmp_path: Path) -> Path:
+    """Patterns about folders, where "the folder" and "what it holds" differ (and pathspec's answers count both)."""
+    root = tmp_path / "ws"
+    write(
+        root,
+        {
+            ".gitignore": "d/**\n!d/keep\nout/**/\n*/tmp/\nx[\nsp\\ \n**/cache/**\n!**/cache/keep.txt\n",
+            "d/a.py": "", "d/keep": "", "d/sub/b.py": "",
+            "out/top.txt": "", "out/gen/c.py": "",
+            "src/tmp/t.py": "", "src/app.py": "", "src/src/inner.py": "",
+            "x[": "", "sp ": "", "sp": "",
+            "lib/cache/k.bin": "", "lib/cache/keep.txt": "",
+            "sub/x.py": "", "a/b/c/b/deep.py": "", "a/b/f.py": "",
+        },
+    )  # fmt: skip
+    (root / ".git").mkdir()
+    return root
+
+
+@needs_rg
+@pytest.mark.parametrize(
+    "glob",
+    [None, "src", "sub/", "d/**", "**/*", "*/", "a/**/b", "!src/**", "*.py", "src/*", "**/b/*", "**"],
+)
+async def test_ripgrep_and_python_agree_on_folder_patterns(folders: Path, glob: str | None) -> None:
+    ripgrep, python = Finder(RG), Finder(None)
+    with_rg = await ripgrep.files(folders, glob, cap=1000)
+    with_python = await python.files(folders, glob, cap=1000)
+    assert (ripgrep.last_engine, python.last_engine) == ("ripgrep", "python")
+    assert with_rg == with_python
+    if glob is None:
+        names = {str(p.relative_to(folders)) for p in with_rg[0]}
+        assert {"d/keep", "out/top.txt", "src/app.py", "x[", "sp", "lib/cache/keep.txt"} <= names
+        assert not names & {"d/a.py", "d/sub/b.py", "out/gen/c.py", "src/tmp/t.py", "sp ", "lib/cache/k.bin"}
+
+
 @needs_rg
 @pytest.mark.parametrize(
     ("pattern", "glob", "literal", "ignore_case"),
