@@ -16,6 +16,7 @@ from acp import schema
 
 from hermes_acp.core import (
     AssistantMessageStored,
+    AssistantTextCheckpointed,
     AudioBlock,
     DiffBlock,
     DisplayBlock,
@@ -32,6 +33,7 @@ from hermes_acp.core import (
     TextPart,
     ThinkingPart,
     TitleSet,
+    ToolCallRunning,
     ToolCallSettled,
     ToolCallStarted,
     TurnEnded,
@@ -178,6 +180,19 @@ def event_updates(event: SessionEvent, *, live: bool) -> list[SessionUpdate]:
                     )
                 )
             return updates
+        case AssistantTextCheckpointed():
+            if live:  # streamed already
+                return []
+            return [
+                *_chunks(schema.AgentThoughtChunk, "agent_thought_chunk", event.thinking, event.message_id),
+                *_chunks(schema.AgentMessageChunk, "agent_message_chunk", event.text, event.message_id),
+            ]
+        case ToolCallRunning():
+            return [
+                schema.ToolCallProgress(
+                    session_update="tool_call_update", tool_call_id=event.tool_call_id, status="in_progress"
+                )
+            ]
         case ToolCallStarted():
             return [
                 schema.ToolCallStart(
@@ -224,6 +239,17 @@ def event_updates(event: SessionEvent, *, live: bool) -> list[SessionUpdate]:
             return []
         case _:
             assert_never(event)
+
+
+def _chunks(
+    kind: type[schema.AgentThoughtChunk] | type[schema.AgentMessageChunk],
+    update: str,
+    text: str,
+    message_id: str,
+) -> list[SessionUpdate]:
+    if not text:
+        return []
+    return [kind(session_update=update, content=schema.TextContentBlock(type="text", text=text), message_id=message_id)]
 
 
 def live_update(update: LiveUpdate) -> SessionUpdate:
