@@ -138,3 +138,16 @@ def test_a_replay_keeps_the_checkpoints_of_a_message_still_streaming() -> None:
         turn_id="t1", message_id="b", message=AssistantMessage(parts=[TextPart(text="old and new")]), model_id="m"
     )
     assert transcript_events([done, complete, still]) == [complete, still]
+
+
+def test_a_checkpoint_renders_nothing_live_and_its_text_on_replay() -> None:
+    from hermes_acp.protocol.convert import event_updates
+
+    checkpoint = AssistantTextCheckpointed(turn_id="t1", message_id="a", model_id="m", text="so far", thinking="hm")
+    assert event_updates(checkpoint, live=True) == []
+    assert [
+        u.model_dump(mode="json", by_alias=True, exclude_none=True) for u in event_updates(checkpoint, live=False)
+    ] == [
+        {"sessionUpdate": "agent_thought_chunk", "content": {"type": "text", "text": "hm"}, "messageId": "a"},
+        {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "so far"}, "messageId": "a"},
+    ]
