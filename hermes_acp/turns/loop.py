@@ -10,7 +10,8 @@ When a step raises, ``ENDINGS`` (one table) says how the turn ends: which way th
 reason is stored, whether the user is told and whether the error goes on to the caller. ``settle`` is the one
 place that knows what each phase leaves open: the prompt not yet stored, text streamed but not stored, announced
 calls (the one running "cancelled", the rest "not run"). When the store itself failed, the open calls are settled
-in the editor only, with the words the repair before the next turn (or a reload) will store.
+in the editor only, with the words the repair before the session's next turn stores (a reload by a new process
+before that repair says the same "outcome unknown" / "not run", in crash recovery's words).
 
 Guarantees (DESIGN §4): the response and its calls are stored before any tool runs, and a call is stored as running
 before it runs; a result is stored before it is emitted; tool-call ids are the provider's (fresh ones only for
