@@ -123,8 +123,8 @@ class ToolCallStarted(_Event):
 
 
 class ToolCallRunning(_Event):
-    """The call is about to run: approved, and stored before it starts (DESIGN §4.3). A call that has this and no
-    settlement ran, or was running, when the turn stopped; one without it never started."""
+    """The call is about to run: approved, and stored before it starts (persist before execute). A call that has
+    this and no settlement ran, or was running, when the turn stopped; one without it never started."""
 
     kind: Literal["tool_call_running"] = "tool_call_running"
     turn_id: str

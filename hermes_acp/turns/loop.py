@@ -13,10 +13,11 @@ calls (the one running "cancelled", the rest "not run"). When the store itself f
 in the editor only, with the words the repair before the session's next turn stores (a reload by a new process
 before that repair says the same "outcome unknown" / "not run", in crash recovery's words).
 
-Guarantees (DESIGN §4): the response and its calls are stored before any tool runs, and a call is stored as running
-before it runs; a result is stored before it is emitted; tool-call ids are the provider's (fresh ones only for
-missing or duplicate ids); every announced call settles, whatever happens; a cancelled turn ends ``cancelled``
-after settling what was open. It knows neither ACP nor any concrete provider, tool or store.
+Guarantees (the invariants in docs/architecture.md): the response and its calls are stored before any tool runs,
+and a call is stored as running before it runs; a result is stored before it is emitted; tool-call ids are the
+provider's (fresh ones only for missing or duplicate ids); every announced call settles, whatever happens; a
+cancelled turn ends ``cancelled`` after settling what was open. It knows neither ACP nor any concrete provider,
+tool or store.
 """
 
 from __future__ import annotations

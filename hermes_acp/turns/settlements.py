@@ -1,4 +1,4 @@
-"""What a stopped turn leaves open, settled: failed tool calls (DESIGN §4.5) and interrupted responses.
+"""What a stopped turn leaves open, settled: failed tool calls and interrupted responses.
 
 A cancelled or broken turn, a store that refused a write and a killed server all leave announced calls without a
 result. ``failed_settlements`` fails each one, from what the log knows: a call stored as running (or one from a log

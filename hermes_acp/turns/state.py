@@ -33,7 +33,7 @@ class TurnDeps:
     provider: ModelProvider
     system_prompt: str
     tool_surface: Callable[[], Sequence[Tool]]
-    """Derived before every request from session state (DESIGN §4.6)."""
+    """Derived before every request from session state, never remembered."""
     recorder: Recorder
     gate: PermissionGate
     workspace: Workspace
@@ -44,7 +44,7 @@ class TurnDeps:
     files: EditorFiles | None = None
     terminals: EditorTerminals | None = None
     images: ImageGate | None = None
-    """The session's image gate (DESIGN §7): prompt images, tool-result images and MCP images all pass it."""
+    """The session's image gate: prompt images, tool-result images and MCP images all pass it."""
     checkpoints: CheckpointPolicy | None = CHECKPOINTS
     """How often streamed text is checkpointed into the log; None stores it only when the response ends."""
 

@@ -5,7 +5,7 @@ them in a ``PartialResponse``, so a stop can store what was shown. Beside the st
 what arrived since its last write as ``AssistantTextCheckpointed`` once the oldest unsaved text is
 ``CheckpointPolicy.interval_s`` old or ``max_chars`` have piled up, whichever comes first, so a crash loses at
 most that much of what the user saw. A checkpoint sends nothing live (the text was streamed already). The final
-``ResponseDone`` comes back with tool-call ids made unique in the session (DESIGN §4.4); storing it is the
+``ResponseDone`` comes back with tool-call ids made unique in the session; storing it is the
 caller's job. Talks to the provider seam and the recorder only.
 """
 
@@ -223,7 +223,7 @@ class _Checkpointer:
 
 
 def _with_unique_ids(message: AssistantMessage, used: set[str]) -> AssistantMessage:
-    """Keep the provider's ids; replace only a missing id or one already used in this session (DESIGN §4.4)."""
+    """Keep the provider's ids; replace only a missing id or one already used in this session."""
     seen: set[str] = set()
     parts: list[TextPart | ThinkingPart | ToolCallPart] = []
     changed = False

@@ -1,8 +1,8 @@
 """The tool calls of one response: announced with it in one write, then run one by one, each settled.
 
 - ``announce`` checks every call (known tool, arguments that parse and validate, not cut off by the output limit),
-  then stores the response and a ``ToolCallStarted`` per call in one write, so no stored call is ever unannounced
-  (DESIGN §4.3, §4.5). A call that fails its checks is announced too, and settles failed without running.
+  then stores the response and a ``ToolCallStarted`` per call in one write, so no stored call is ever unannounced.
+  A call that fails its checks is announced too, and settles failed without running.
 - ``run_call`` runs one announced call: policy and the editor's permission, then ``ToolCallRunning`` stored (if that
   write fails, the tool does not run), then the tool, then its outcome, cleaned by the one sanitizer, stored as
   ``ToolCallSettled`` (with the plan, when the call changed it) and emitted.

@@ -1,6 +1,6 @@
-"""Loading a session a killed server left mid-turn: the repair is stored, replayed and folded into the history
-(DESIGN §4.5): checkpointed text becomes an interrupted message, a call the log shows running is "outcome unknown",
-one it shows never started is "not run"."""
+"""Loading a session a killed server left mid-turn: the repair is stored, replayed and folded into the history.
+Checkpointed text becomes an interrupted message; a call the log shows running is "outcome unknown", one it shows
+never started is "not run"."""
 
 from __future__ import annotations
 

@@ -133,7 +133,7 @@ async def test_a_database_from_a_newer_version_is_refused(tmp_path: Path) -> Non
 
 
 async def test_a_lone_surrogate_never_fails_a_write_and_what_is_stored_is_returned(store: SessionStore) -> None:
-    await store.create_session(record("s1", cwd="/work/\udcff-dir"))
+    await store.create_session(record("s1", cwd="/projects/\udcff-dir"))
     stored = await store.append_events("s1", [prompt("t1", "half an emoji \ud83d"), TitleSet(title="title \udc80")])
     await store.update_session("s1", title="renamed \ud800")
     loaded = await store.load_events("s1")
@@ -141,7 +141,7 @@ async def test_a_lone_surrogate_never_fails_a_write_and_what_is_stored_is_return
     assert [e.event for e in stored] == [prompt("t1", "half an emoji \ufffd"), TitleSet(title="title \ufffd")]
     assert [e.event for e in loaded] == [e.event for e in stored], "the caller is given what was stored"
     assert got is not None
-    assert (got.title, got.cwd) == ("renamed \ufffd", "/work/\ufffd-dir")
+    assert (got.title, got.cwd) == ("renamed \ufffd", "/projects/\ufffd-dir")
     assert [r.id for r in (await store.list_sessions(cwd=got.cwd, cursor=None)).sessions] == ["s1"]
 
 
