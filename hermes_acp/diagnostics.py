@@ -1,14 +1,16 @@
 """``hermes-acp --check``: a readable report of what the server would run with, and whether it can serve.
 
 It loads the configuration exactly as the server does, lists providers and models (with whether their keys are
-set, never the keys), checks the home folder and opens the session store, says whether commands run in the sandbox
-(probing bubblewrap as the server does), and finds the cua-driver and its version.
-Exit status 0 means the server can serve; the report says what to fix otherwise.
+set, never the keys), checks the home folder and the free space of its file system, opens the session store and
+checks its health (``PRAGMA quick_check``, schema version), says whether commands run in the sandbox (probing
+bubblewrap as the server does), and finds the cua-driver and its version. Exit status 0 means the server can serve;
+the report says what to fix otherwise.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 from collections.abc import Callable
 from importlib import metadata
@@ -21,7 +23,7 @@ from hermes_acp.config import Settings, load_settings
 from hermes_acp.errors import ConfigError, StorageError
 from hermes_acp.home import default_home
 from hermes_acp.providers.catalog import ModelCatalog
-from hermes_acp.storage.sqlite import SqliteSessionStore
+from hermes_acp.storage.sqlite import SqliteSessionStore, StoreHealth
 from hermes_acp.tools.sandbox import Sandbox
 from hermes_acp.version import __version__
 
@@ -29,6 +31,9 @@ __all__ = ["run_check"]
 
 _DEPENDENCIES = ("agent-client-protocol", "mcp", "pydantic", "anyio", "pillow", "httpx", "structlog")
 _OK, _BAD, _WARN = "✓", "✗", "!"
+_NO_SPACE = 1024 * 1024
+"""Less free space than this on the home's file system: turns cannot be stored."""
+_LOW_SPACE = 100 * 1024 * 1024
 
 
 def run_check(say: Callable[[str], None]) -> int:
@@ -67,19 +72,52 @@ def _check_home(settings: Settings, say: Callable[[str], None]) -> int:
     except OSError as exc:
         say(f"  {_BAD} {settings.home} is not writable: {exc}")
         return 1
+    problems = _check_space(settings.home, say)
     try:
-        anyio.run(_open_store, settings.state_db)
+        health = anyio.run(_store_health, settings.state_db)
     except StorageError as exc:
         say(f"  {_BAD} {exc}")
-        return 1
+        return problems + 1
+    if health.problems:
+        say(f"  {_BAD} session store {settings.state_db} is damaged (PRAGMA quick_check):")
+        say("\n".join(f"      {finding}" for finding in health.problems))
+        return problems + 1
     say(f"  {_OK} session store: {settings.state_db}")
+    say(
+        f"      quick_check ok, schema version {health.schema_version} (current {health.latest_version}),"
+        f" {_size(health.size_bytes)}"
+    )
+    return problems
+
+
+def _check_space(home: Path, say: Callable[[str], None]) -> int:
+    free = shutil.disk_usage(home).free
+    where = f"free on the file system holding {home}"
+    if free < _NO_SPACE:
+        say(f"  {_BAD} {_size(free)} {where}: turns cannot be stored")
+        return 1
+    say(f"  {_WARN if free < _LOW_SPACE else _OK} {_size(free)} {where}")
     return 0
 
 
-async def _open_store(path: Path) -> None:
-    """Open the store as the server does (which creates or migrates it), then close it."""
+async def _store_health(path: Path) -> StoreHealth:
+    """Open the store as the server does (which creates or migrates it), check it, then close it."""
     store = await SqliteSessionStore.open(path)
-    await store.aclose()
+    try:
+        return await store.health()
+    finally:
+        await store.aclose()
+
+
+def _size(count: int) -> str:
+    if count < 1024:
+        return f"{count} B"
+    size = count / 1024
+    for unit in ("KiB", "MiB"):
+        if size < 1024:
+            return f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{size:.1f} GiB"
 
 
 def _check_models(settings: Settings, env: dict[str, str], say: Callable[[str], None]) -> int:

@@ -37,6 +37,8 @@ nothing from the SDKs: adapters translate foreign exceptions into these classes 
 
 from __future__ import annotations
 
+from typing import Literal
+
 __all__ = [
     "ComputerUseError",
     "ConfigError",
@@ -59,6 +61,7 @@ __all__ = [
     "SessionBusyError",
     "SessionError",
     "SessionNotFoundError",
+    "StorageCause",
     "StorageError",
     "ToolError",
     "ToolInputError",
@@ -205,8 +208,16 @@ class McpServerError(HermesError):
     """An editor-supplied MCP server could not be started or reached."""
 
 
+StorageCause = Literal["disk_full", "read_only", "corrupt", "locked", "io_error", "other"]
+"""Why the session store failed, as far as the store can tell."""
+
+
 class StorageError(HermesError):
-    """The session store failed. Nothing runs on state that could not be stored."""
+    """The session store failed. Nothing runs on state that could not be stored. ``cause`` says why."""
+
+    def __init__(self, message: str, *, cause: StorageCause = "other"):
+        super().__init__(message)
+        self.cause: StorageCause = cause
 
 
 class TurnLimitExceededError(HermesError):

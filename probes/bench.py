@@ -15,13 +15,14 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 from acp import schema
 
 from fixtures.model_server import load_scenario, serve_model_server
@@ -423,6 +424,92 @@ async def chunk_rate(bench: Bench) -> list[Row]:
     return [Row("chunk forwarding", f"{rate:.0f} chunks/s", note)]
 
 
+async def checkpoint_overhead(bench: Bench, pairs: int, chunks: int) -> list[Row]:
+    """Chunk forwarding in the turn loop's streaming step with checkpointing (the default policy) against the same
+    without, in process: a provider that yields ready deltas as fast as it can, the real SQLite store, a sink that
+    renders each update as the wire does. CPU time of the process (the store's and the watcher's threads included).
+    Each pair runs both, in random order, back to back, so load on the machine that comes and goes hits both alike;
+    the figure is the median of the pairs' ratios, with their interquartile range, and the note gives the CPU one
+    checkpoint costs (the difference over the checkpoints written), from which the cost at any stream rate follows.
+    A stream this fast keeps the event loop busy, so the store's worker thread competes with it for the GIL: the
+    worst case. The sink is cheaper than a real client connection, which makes the share larger, not smaller."""
+    from hermes_acp.protocol.convert import event_updates, live_update
+    from hermes_acp.protocol.framing import encode_frame
+    from hermes_acp.providers.base import ProviderEvent, ProviderRequest, ResponseDone, TextDelta
+    from hermes_acp.storage import SessionRecord, SqliteSessionStore, utc_now
+    from hermes_acp.turns import CHECKPOINTS, LiveUpdate, Recorder, SessionProjection
+    from hermes_acp.turns.streaming import PartialResponse, stream_response
+
+    deltas = [TextDelta(text=f"t{i % 1000:03d}") for i in range(chunks)]
+    done = ResponseDone.model_validate(
+        {"message": {"parts": [{"kind": "text", "text": "".join(d.text for d in deltas)}]}, "stop_reason": "end_turn"}
+    )
+
+    class ReadyProvider:
+        provider_id = "bench"
+
+        async def stream(self, request: ProviderRequest) -> AsyncGenerator[ProviderEvent, None]:
+            for delta in deltas:
+                await anyio.lowlevel.checkpoint()  # a real stream yields to the event loop on each read
+                yield delta
+            yield done
+
+        async def aclose(self) -> None:
+            return None
+
+    class WireSink:
+        async def emit_event(self, event: Any, *, live: bool) -> None:
+            for update in event_updates(event, live=live):
+                encode_frame({"jsonrpc": "2.0", "method": "session/update", "params": {"update": update}})
+
+        async def emit_live(self, update: LiveUpdate) -> None:
+            encode_frame({"jsonrpc": "2.0", "method": "session/update", "params": {"update": live_update(update)}})
+
+        async def notice(self, notice: Any) -> bool:
+            return False
+
+    store = await SqliteSessionStore.open(bench.home / "checkpoint-bench.db")
+    now = utc_now()
+    await store.create_session(SessionRecord(id="bench", cwd="/", created_at=now, updated_at=now, mode_id="default"))
+    recorder = Recorder("bench", store, WireSink(), SessionProjection())
+    request = ProviderRequest(model="bench", system="", messages=[])
+    ratios: list[float] = []
+    per_chunk: list[float] = []
+    per_checkpoint: list[float] = []
+    saved = 0
+    for pair in range(pairs):
+        seconds: dict[bool, float] = {}
+        for checkpointing in (False, True) if pair % 2 else (True, False):
+            before = len(await store.load_events("bench"))
+            started = time.process_time()
+            await stream_response(
+                ReadyProvider(),
+                request,
+                PartialResponse(message_id=f"m{pair}-{checkpointing}"),
+                recorder=recorder,
+                turn_id="t",
+                model_id="bench",
+                checkpoints=CHECKPOINTS if checkpointing else None,
+            )
+            seconds[checkpointing] = time.process_time() - started
+            if checkpointing:
+                saved = len(await store.load_events("bench")) - before
+        ratios.append(seconds[True] / seconds[False])
+        per_chunk.append(seconds[False] / chunks)
+        per_checkpoint.append((seconds[True] - seconds[False]) / max(saved, 1))
+    await store.aclose()
+    low, median, high = statistics.quantiles(ratios, n=4)
+    return [
+        Row(
+            "checkpointing overhead on chunk forwarding",
+            f"{(median - 1) * 100:+.1f} %",
+            f"CPU, median of {pairs} paired runs (interquartile {(low - 1) * 100:+.1f} to {(high - 1) * 100:+.1f} %)"
+            f" of {chunks} 4-character chunks streamed flat out; {statistics.median(per_chunk) * 1e6:.1f} µs per"
+            f" chunk without; {statistics.median(per_checkpoint) * 1e3:.2f} ms per checkpoint",
+        )
+    ]
+
+
 async def request_size(bench: Bench) -> list[Row]:
     async with bench.spawn() as agent:
         session_id = await _new(agent, bench)
@@ -603,6 +690,7 @@ ROWS: dict[str, Callable[[Bench], Awaitable[list[Row]]]] = {
     "session_new_with_mcp": lambda b: session_new_with_mcp(b, 10),
     "first_chunk": lambda b: first_chunk_overhead(b, 10),
     "chunk_rate": chunk_rate,
+    "checkpoints": lambda b: checkpoint_overhead(b, 41, 8_000),
     "request_size": request_size,
     "memory": memory,
     "replay": lambda b: replay(b, 2000),

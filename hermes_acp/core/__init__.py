@@ -13,6 +13,7 @@ from .content import (
 )
 from .events import (
     AssistantMessageStored,
+    AssistantTextCheckpointed,
     NoticeAdded,
     PermissionResolved,
     PlanEntry,
@@ -21,6 +22,7 @@ from .events import (
     SessionEventAdapter,
     StopReason,
     TitleSet,
+    ToolCallRunning,
     ToolCallSettled,
     ToolCallStarted,
     ToolKind,
@@ -48,6 +50,7 @@ __all__ = [
     "MODES",
     "AssistantMessage",
     "AssistantMessageStored",
+    "AssistantTextCheckpointed",
     "AudioBlock",
     "DiffBlock",
     "DisplayBlock",
@@ -74,6 +77,7 @@ __all__ = [
     "ThinkingPart",
     "TitleSet",
     "ToolCallPart",
+    "ToolCallRunning",
     "ToolCallSettled",
     "ToolCallStarted",
     "ToolKind",

@@ -16,6 +16,7 @@ from .messages import AssistantMessage, ToolResultMessage, UserMessage
 
 __all__ = [
     "AssistantMessageStored",
+    "AssistantTextCheckpointed",
     "NoticeAdded",
     "PermissionResolved",
     "PlanEntry",
@@ -24,6 +25,7 @@ __all__ = [
     "SessionEventAdapter",
     "StopReason",
     "TitleSet",
+    "ToolCallRunning",
     "ToolCallSettled",
     "ToolCallStarted",
     "ToolKind",
@@ -89,6 +91,20 @@ class AssistantMessageStored(_Event):
     """True when the stream broke off or was cancelled: the text is what had arrived, without tool calls."""
 
 
+class AssistantTextCheckpointed(_Event):
+    """Text and reasoning of a response still streaming, stored at a bounded interval so a crash keeps what was
+    shown. Each checkpoint holds what arrived since the previous one of the same ``message_id``; the complete
+    ``AssistantMessageStored`` with that id supersedes them all. Crash recovery turns the checkpoints of a message
+    that never completed into an interrupted ``AssistantMessageStored``."""
+
+    kind: Literal["assistant_text_checkpointed"] = "assistant_text_checkpointed"
+    turn_id: str
+    message_id: str
+    model_id: str
+    text: str = ""
+    thinking: str = ""
+
+
 class ToolCallStarted(_Event):
     """A tool call as the editor sees it first: title, kind, locations, raw input, initial content."""
 
@@ -101,6 +117,18 @@ class ToolCallStarted(_Event):
     raw_input: Any = None
     locations: list[Location] = Field(default_factory=list)
     content: list[DisplayBlock] = Field(default_factory=list)
+    marks_run: bool = False
+    """True when a ``ToolCallRunning`` is stored before this call runs, so an open call without one certainly did
+    not run. Logs written before that event existed leave it False: their open calls may have run."""
+
+
+class ToolCallRunning(_Event):
+    """The call is about to run: approved, and stored before it starts (persist before execute). A call that has
+    this and no settlement ran, or was running, when the turn stopped; one without it never started."""
+
+    kind: Literal["tool_call_running"] = "tool_call_running"
+    turn_id: str
+    tool_call_id: str
 
 
 class PermissionResolved(_Event):
@@ -173,7 +201,9 @@ class TitleSet(_Event):
 SessionEvent = Annotated[
     UserPrompted
     | AssistantMessageStored
+    | AssistantTextCheckpointed
     | ToolCallStarted
+    | ToolCallRunning
     | PermissionResolved
     | ToolCallSettled
     | PlanUpdated

@@ -17,6 +17,7 @@ from typing import Any, assert_never
 
 from hermes_acp.core import (
     AssistantMessageStored,
+    AssistantTextCheckpointed,
     AudioBlock,
     DiffBlock,
     DisplayBlock,
@@ -33,6 +34,7 @@ from hermes_acp.core import (
     TextPart,
     ThinkingPart,
     TitleSet,
+    ToolCallRunning,
     ToolCallSettled,
     ToolCallStarted,
     TurnEnded,
@@ -154,6 +156,16 @@ def event_updates(event: SessionEvent, *, live: bool) -> list[Update]:
                     {"sessionUpdate": "usage_update", "used": event.usage.input_tokens, "size": event.context_window}
                 )
             return updates
+        case AssistantTextCheckpointed():
+            if live:  # streamed already
+                return []
+            return [
+                _chunk(kind, text, event.message_id)
+                for kind, text in (("agent_thought_chunk", event.thinking), ("agent_message_chunk", event.text))
+                if text
+            ]
+        case ToolCallRunning():
+            return [{"sessionUpdate": "tool_call_update", "toolCallId": event.tool_call_id, "status": "in_progress"}]
         case ToolCallStarted():
             return [
                 _drop_none(

@@ -20,7 +20,7 @@ from hermes_acp.errors import SessionNotFoundError
 from hermes_acp.mcp_client import McpServers
 from hermes_acp.storage.base import PAGE_SIZE, SessionPage, SessionRecord, utc_now
 from hermes_acp.tools.context import Workspace
-from hermes_acp.turns.projection import SessionProjection
+from hermes_acp.turns.projection import SessionProjection, transcript_events
 from hermes_acp.turns.recorder import Recorder
 
 from ._runtime import SessionRuntime
@@ -201,5 +201,5 @@ class SessionManager:
     async def _replay(self, session: Session, events: list[SessionEvent]) -> None:
         """Re-emit every stored event, in order, before the load responds (DESIGN §4.2)."""
         sink = session.recorder.sink
-        for event in events:
+        for event in transcript_events(events):
             await sink.emit_event(event, live=False)

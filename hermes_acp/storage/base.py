@@ -14,7 +14,11 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
-from hermes_acp.core import SessionEvent
+import structlog
+from pydantic_core import PydanticSerializationError
+
+from hermes_acp.core import SessionEvent, SessionEventAdapter
+from hermes_acp.core.sanitize import sanitize_json
 from hermes_acp.errors import InvalidParamsError
 
 __all__ = [
@@ -25,10 +29,12 @@ __all__ = [
     "StoredEvent",
     "decode_cursor",
     "encode_cursor",
+    "encode_event",
     "utc_now",
 ]
 
 PAGE_SIZE = 50
+_log = structlog.get_logger("hermes_acp.storage")
 
 
 def utc_now() -> str:
@@ -64,6 +70,22 @@ class StoredEvent:
 class SessionPage:
     sessions: list[SessionRecord]
     next_cursor: str | None
+
+
+def encode_event(event: SessionEvent) -> tuple[SessionEvent, str]:
+    """The event as it will be stored, and its JSON payload.
+
+    Text that reaches the log was cleaned where it entered (frames, model streams, tool results, file names), so this
+    is the last line of defence, and costs nothing when it is not needed: an event that cannot be encoded (a lone
+    surrogate is not UTF-8) is cleaned by the one sanitizer and stored as cleaned, rather than failing the write and
+    with it the turn. The cleaned event is returned so the caller shows what was stored."""
+    try:
+        return event, event.model_dump_json()
+    except PydanticSerializationError:
+        cleaned, removals = sanitize_json(event.model_dump())
+        stored: SessionEvent = SessionEventAdapter.validate_python(cleaned)
+        _log.warning("unencodable text made safe before storing", kind=event.kind, removed=removals.as_log())
+        return stored, stored.model_dump_json()
 
 
 def encode_cursor(updated_at: str, session_id: str) -> str:

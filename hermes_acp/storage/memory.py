@@ -1,7 +1,8 @@
 """``InMemorySessionStore``: the test double of ``SessionStore``, with a switch that makes writes fail.
 
-It keeps records and events in dictionaries and behaves like the SQLite store (same ordering, paging and errors),
-so tests of the layers above can run without a file and can simulate a disk that refuses writes.
+It keeps records and events in dictionaries and behaves like the SQLite store (same ordering, paging, errors and
+encoding: an event is kept as ``encode_event`` would store it), so tests of the layers above can run without a file
+and can simulate a disk that refuses writes.
 """
 
 from __future__ import annotations
@@ -11,9 +12,19 @@ from dataclasses import replace
 from typing import Any
 
 from hermes_acp.core import SessionEvent
+from hermes_acp.core.sanitize import clean_text
 from hermes_acp.errors import StorageError
 
-from .base import PAGE_SIZE, SessionPage, SessionRecord, StoredEvent, decode_cursor, encode_cursor, utc_now
+from .base import (
+    PAGE_SIZE,
+    SessionPage,
+    SessionRecord,
+    StoredEvent,
+    decode_cursor,
+    encode_cursor,
+    encode_event,
+    utc_now,
+)
 
 __all__ = ["InMemorySessionStore"]
 
@@ -27,13 +38,14 @@ class InMemorySessionStore:
 
     def _check_writable(self) -> None:
         if self.fail_writes:
-            raise StorageError("session store: disk I/O error (simulated)")
+            raise StorageError("session store: I/O error: disk I/O error (simulated)", cause="io_error")
 
     async def create_session(self, record: SessionRecord) -> None:
         self._check_writable()
         if record.id in self.records:
             raise StorageError(f"session {record.id!r} already exists")
-        self.records[record.id] = record
+        title = clean_text(record.title) if record.title is not None else None
+        self.records[record.id] = replace(record, cwd=clean_text(record.cwd), title=title)
         self.events[record.id] = []
 
     async def get_session(self, session_id: str) -> SessionRecord | None:
@@ -43,7 +55,8 @@ class InMemorySessionStore:
         self._check_writable()
         if session_id not in self.records:
             raise StorageError(f"session {session_id!r} is not in the store")
-        record = replace(self.records[session_id], **changes, updated_at=utc_now())
+        cleaned: dict[str, Any] = {k: clean_text(v) if isinstance(v, str) else v for k, v in changes.items()}
+        record = replace(self.records[session_id], **cleaned, updated_at=utc_now())
         self.records[session_id] = record
         return record
 
@@ -53,7 +66,9 @@ class InMemorySessionStore:
             raise StorageError(f"session {session_id!r} is not in the store")
         log = self.events[session_id]
         now = utc_now()
-        stored = [StoredEvent(seq=len(log) + i + 1, created_at=now, event=e) for i, e in enumerate(events)]
+        stored = [
+            StoredEvent(seq=len(log) + i + 1, created_at=now, event=encode_event(e)[0]) for i, e in enumerate(events)
+        ]
         log.extend(stored)
         self.records[session_id] = replace(self.records[session_id], updated_at=now)
         return stored
@@ -64,7 +79,7 @@ class InMemorySessionStore:
     async def list_sessions(self, *, cwd: str | None, cursor: str | None, limit: int = PAGE_SIZE) -> SessionPage:
         after = decode_cursor(cursor) if cursor else None
         rows = sorted(
-            (r for r in self.records.values() if not r.archived and (cwd is None or r.cwd == cwd)),
+            (r for r in self.records.values() if not r.archived and (cwd is None or r.cwd == clean_text(cwd))),
             key=lambda r: (r.updated_at, r.id),
             reverse=True,
         )

@@ -1,34 +1,91 @@
 """``SqliteSessionStore``: sessions and their event logs in one SQLite file (WAL mode).
 
 One connection, used from worker threads under a lock, so the event loop never blocks on the disk. Each append is
-one transaction; a SIGKILL loses nothing that was committed. Schema changes go through ``migrations.py``.
-sqlite3 is imported here and nowhere else; its errors become ``StorageError`` at this boundary.
+one transaction; a SIGKILL loses nothing that was committed, and a failed one is rolled back whole, so the store
+keeps serving once the cause is gone. Schema changes go through ``migrations.py``. sqlite3 is imported here and
+nowhere else; its errors become ``StorageError`` at this boundary, with a cause (disk full, read-only, corrupt,
+locked, I/O error) taken from SQLite's error code and, for a failed write, from a look at the files and the file
+system (free space, writable files, a read-only mount, the file-size limit). Every text written is encodable: event
+payloads through ``encode_event``, columns through the one sanitizer. ``health`` is what ``--check`` reports.
 """
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 import sqlite3
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Final, TypeVar
 
 import anyio.to_thread
 from pydantic import ValidationError
 
 from hermes_acp.core import SessionEvent, SessionEventAdapter
-from hermes_acp.errors import StorageError
+from hermes_acp.core.sanitize import clean_text
+from hermes_acp.errors import StorageCause, StorageError
 
-from .base import PAGE_SIZE, SessionPage, SessionRecord, StoredEvent, decode_cursor, encode_cursor, utc_now
-from .migrations import migrate
+from .base import (
+    PAGE_SIZE,
+    SessionPage,
+    SessionRecord,
+    StoredEvent,
+    decode_cursor,
+    encode_cursor,
+    encode_event,
+    utc_now,
+)
+from .migrations import MIGRATIONS, migrate
 
-__all__ = ["SqliteSessionStore"]
+__all__ = ["SqliteSessionStore", "StoreHealth"]
 
 T = TypeVar("T")
 _UPDATABLE = frozenset({"mode_id", "model_id", "title", "archived", "cwd", "meta"})
 _SESSION_COLUMNS = "id, cwd, title, created_at, updated_at, parent_id, mode_id, model_id, archived, meta"
+_CAUSES: Final[dict[int, StorageCause]] = {
+    5: "locked",  # SQLITE_BUSY
+    6: "locked",  # SQLITE_LOCKED
+    8: "read_only",  # SQLITE_READONLY
+    10: "io_error",  # SQLITE_IOERR (and its extended codes, e.g. SQLITE_IOERR_WRITE)
+    11: "corrupt",  # SQLITE_CORRUPT
+    13: "disk_full",  # SQLITE_FULL
+    26: "corrupt",  # SQLITE_NOTADB
+}
+"""Primary SQLite result codes (the low byte of an extended code) and what they mean for the user."""
+_OS_CAUSES: Final[dict[int, StorageCause]] = {
+    errno.ENOSPC: "disk_full",
+    errno.EDQUOT: "disk_full",
+    errno.EFBIG: "disk_full",
+    errno.EROFS: "read_only",
+    errno.EACCES: "read_only",
+    errno.EPERM: "read_only",
+}
+_LABELS: Final[dict[StorageCause, str]] = {
+    "disk_full": "disk full",
+    "read_only": "read-only",
+    "corrupt": "corrupt",
+    "locked": "locked by another process",
+    "io_error": "I/O error",
+    "other": "error",
+}
+_LOW_SPACE = 1024 * 1024
+"""Free space below which a failed write is put down to a full disk."""
+
+
+@dataclass(frozen=True, slots=True)
+class StoreHealth:
+    """What ``PRAGMA quick_check`` and the schema version say about an open store."""
+
+    problems: list[str]
+    """``quick_check``'s findings (at most five); empty when the database is sound."""
+    schema_version: int
+    latest_version: int
+    size_bytes: int
+    """The database file and its write-ahead log."""
 
 
 class SqliteSessionStore:
@@ -57,8 +114,24 @@ class SqliteSessionStore:
         try:
             connection = await anyio.to_thread.run_sync(connect)
         except (sqlite3.Error, OSError) as exc:
-            raise StorageError(f"cannot open the session store {path}: {exc}") from exc
+            raise _storage_error(exc, path, f"cannot open the session store {path}") from exc
         return cls(connection, path)
+
+    async def health(self) -> StoreHealth:
+        """Check the open database (``PRAGMA quick_check``) and its schema version; raises ``StorageError``."""
+
+        def check(db: sqlite3.Connection) -> StoreHealth:
+            findings = [str(row[0]) for row in db.execute("PRAGMA quick_check(5)").fetchall()]
+            (version,) = db.execute("PRAGMA user_version").fetchone()
+            size = sum(_size(f) for f in _files(self._path))
+            return StoreHealth(
+                problems=[] if findings == ["ok"] else findings,
+                schema_version=int(version),
+                latest_version=len(MIGRATIONS),
+                size_bytes=size,
+            )
+
+        return await self._run(check)
 
     async def aclose(self) -> None:
         await anyio.to_thread.run_sync(self._close)
@@ -75,7 +148,7 @@ class SqliteSessionStore:
         try:
             return await anyio.to_thread.run_sync(call)
         except sqlite3.Error as exc:
-            raise StorageError(f"session store {self._path.name}: {exc}") from exc
+            raise _storage_error(exc, self._path, f"session store {self._path}") from exc
 
     async def create_session(self, record: SessionRecord) -> None:
         def insert(db: sqlite3.Connection) -> None:
@@ -110,7 +183,9 @@ class SqliteSessionStore:
         return await self._run(update)
 
     async def append_events(self, session_id: str, events: Sequence[SessionEvent]) -> list[StoredEvent]:
-        payloads = [(e.kind, getattr(e, "turn_id", None), e.model_dump_json()) for e in events]
+        encoded = [encode_event(e) for e in events]
+        stored_events = [event for event, _ in encoded]
+        payloads = [(e.kind, getattr(e, "turn_id", None), payload) for e, payload in encoded]
 
         def append(db: sqlite3.Connection) -> list[StoredEvent]:
             now = utc_now()
@@ -130,7 +205,7 @@ class SqliteSessionStore:
                 cursor = db.execute("UPDATE sessions SET updated_at = ? WHERE id = ?", (now, session_id))
                 if cursor.rowcount != 1:
                     raise StorageError(f"session {session_id!r} is not in the store")
-            pairs = zip(rows, events, strict=True)
+            pairs = zip(rows, stored_events, strict=True)
             return [StoredEvent(seq=row[1], created_at=now, event=event) for row, event in pairs]
 
         return await self._run(append)
@@ -163,7 +238,7 @@ class SqliteSessionStore:
             params: list[Any] = []
             if cwd is not None:
                 clauses.append("cwd = ?")
-                params.append(cwd)
+                params.append(clean_text(cwd))
             if after is not None:
                 clauses.append("(updated_at < ? OR (updated_at = ? AND id < ?))")
                 params.extend([after[0], after[0], after[1]])
@@ -195,27 +270,90 @@ class SqliteSessionStore:
 
 @contextmanager
 def _transaction(db: sqlite3.Connection) -> Iterator[None]:
+    """One write transaction. A failure anywhere, the COMMIT included (a full disk fails there), rolls it back, so
+    the connection is never left inside a transaction that would refuse every later write."""
     db.execute("BEGIN IMMEDIATE")
     try:
         yield
+        db.execute("COMMIT")
     except BaseException:
-        db.execute("ROLLBACK")
+        if db.in_transaction:  # SQLite rolls back by itself after some errors (SQLITE_FULL, SQLITE_IOERR)
+            with suppress(sqlite3.Error):  # the original error says what went wrong
+                db.execute("ROLLBACK")
         raise
-    db.execute("COMMIT")
+
+
+def _storage_error(exc: sqlite3.Error | OSError, path: Path, what: str) -> StorageError:
+    """``exc`` as a ``StorageError`` whose message starts with ``what`` and names the cause."""
+    if isinstance(exc, OSError):
+        cause = _OS_CAUSES.get(exc.errno or 0, "other")
+        return StorageError(f"{what}: {_LABELS[cause]}: {exc}", cause=cause)
+    code = getattr(exc, "sqlite_errorcode", None)
+    name = getattr(exc, "sqlite_errorname", None)
+    cause = _CAUSES.get(code & 0xFF, "other") if isinstance(code, int) else "other"
+    detail = None
+    if cause in ("disk_full", "read_only", "io_error"):
+        found = _diagnose(path)
+        if found is not None:
+            cause, detail = found
+    message = f"{what}: {_LABELS[cause]}: {exc}" + (f" ({name})" if name else "") + (f"; {detail}" if detail else "")
+    return StorageError(message, cause=cause)
+
+
+def _diagnose(path: Path) -> tuple[StorageCause, str] | None:
+    """Why a write to the store at ``path`` failed, from the files and their file system; None when nothing shows."""
+    for file in _files(path):
+        if file.exists() and not os.access(file, os.W_OK):
+            return "read_only", f"{file.name} is not writable"
+    try:
+        fs = os.statvfs(path.parent)
+    except OSError:
+        return None
+    if fs.f_flag & os.ST_RDONLY:
+        return "read_only", f"the file system holding {path.parent} is mounted read-only"
+    free = fs.f_bavail * fs.f_frsize
+    if free < _LOW_SPACE:
+        return "disk_full", f"{free} bytes free on the file system holding {path.parent}"
+    limit = _file_size_limit()
+    if limit is not None and max(_size(f) for f in _files(path)) + 64 * 1024 >= limit:
+        return "disk_full", f"the store cannot grow past this process's file-size limit of {limit} bytes (ulimit -f)"
+    return None
+
+
+def _files(path: Path) -> tuple[Path, Path, Path]:
+    """The database and the write-ahead log and shared-memory files beside it."""
+    return path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+def _file_size_limit() -> int | None:
+    """This process's ``RLIMIT_FSIZE`` in bytes, None when unlimited (or unknown on this platform)."""
+    try:
+        import resource
+    except ImportError:  # not on POSIX
+        return None
+    soft, _hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    return None if soft == resource.RLIM_INFINITY else soft
 
 
 def _insert_session(db: sqlite3.Connection, record: SessionRecord) -> None:
     db.execute(
         f"INSERT INTO sessions ({_SESSION_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
-            record.id,
-            record.cwd,
-            record.title,
+            _text(record.id),
+            _text(record.cwd),
+            _text(record.title),
             record.created_at,
             record.updated_at,
-            record.parent_id,
-            record.mode_id,
-            record.model_id,
+            _text(record.parent_id),
+            _text(record.mode_id),
+            _text(record.model_id),
             int(record.archived),
             json.dumps(record.meta),
         ),
@@ -224,10 +362,15 @@ def _insert_session(db: sqlite3.Connection, record: SessionRecord) -> None:
 
 def _column_value(name: str, value: Any) -> Any:
     if name == "meta":
-        return json.dumps(value)
+        return json.dumps(value)  # ASCII: a lone surrogate becomes an escape, which json.loads reads back
     if name == "archived":
         return int(bool(value))
-    return value
+    return _text(value)
+
+
+def _text(value: Any) -> Any:
+    """A column value SQLite can encode: text cleaned by the one sanitizer (a lone surrogate is not UTF-8)."""
+    return clean_text(value) if isinstance(value, str) else value
 
 
 def _record(row: tuple[Any, ...]) -> SessionRecord:

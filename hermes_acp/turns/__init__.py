@@ -11,10 +11,13 @@ from .ports import (
     PermissionQuestion,
     UpdateSink,
 )
-from .projection import SessionProjection
+from .projection import SessionProjection, transcript_events
 from .recorder import Recorder
+from .streaming import CHECKPOINTS, CheckpointPolicy
 
 __all__ = [
+    "CHECKPOINTS",
+    "CheckpointPolicy",
     "LiveTextChunk",
     "LiveThoughtChunk",
     "LiveToolProgress",
@@ -29,4 +32,5 @@ __all__ = [
     "TurnState",
     "UpdateSink",
     "run_turn",
+    "transcript_events",
 ]

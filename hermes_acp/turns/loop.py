@@ -1,145 +1,101 @@
-"""The turn loop: request → stream → store → tool calls → results → next request, until the model stops.
+"""The turn loop: one prompt turn, from the user's message to the model's final answer, as explicit phases.
 
-``run_turn`` drives one prompt turn with explicit state (``TurnState``) and wiring (``TurnDeps``). It talks only
-to ports and base seams: the provider seam, the tool seam, the recorder (store + sink) and the permission gate.
-Guarantees it keeps (DESIGN §4): the assistant message is stored before any tool runs; a result is stored before
-it is emitted; tool-call ids are the provider's (fresh ones only for missing or duplicate ids); every announced
-call settles, whatever happens; cancellation ends the turn with ``cancelled`` after settling what was open.
-It knows neither ACP nor any concrete provider, tool or store.
+``run_turn`` starts in ``Converting`` and runs one step per phase (``hermes_acp.turns.phases``), each returning the
+next phase or ``Ended``: convert and store the prompt → build a request → stream the response and store it with
+its calls announced (``hermes_acp.turns.streaming``, ``hermes_acp.turns.tool_calls``) → run each call → the next
+request, until the model stops, ``max_turn_requests`` is reached, or the turn is stopped. Every step ends on the
+durable write that completes its phase, so the phase value always says what is stored and what is open.
+
+When a step raises, ``ENDINGS`` (one table) says how the turn ends: which way the open work is settled, which stop
+reason is stored, whether the user is told and whether the error goes on to the caller. ``settle`` is the one
+place that knows what each phase leaves open: the prompt not yet stored, text streamed but not stored, announced
+calls (the one running "cancelled", the rest "not run"). When the store itself failed, the open calls are settled
+in the editor only, with the words the repair before the session's next turn stores (a reload by a new process
+before that repair says the same "outcome unknown" / "not run", in crash recovery's words).
+
+Guarantees (the invariants in docs/architecture.md): the response and its calls are stored before any tool runs,
+and a call is stored as running before it runs; a result is stored before it is emitted; tool-call ids are the
+provider's (fresh ones only for missing or duplicate ids); every announced call settles, whatever happens; a
+cancelled turn ends ``cancelled`` after settling what was open. It knows neither ACP nor any concrete provider,
+tool or store.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from contextlib import aclosing
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Final, Literal, assert_never
 
 import anyio
 import structlog
 
 from hermes_acp.core import (
-    AssistantMessage,
-    AssistantMessageStored,
     DisplayBlock,
-    Location,
-    ModeId,
     NoticeAdded,
-    PlanUpdated,
+    SessionEvent,
     StopReason,
     TextBlock,
     TextPart,
-    ThinkingPart,
-    ToolCallPart,
-    ToolCallSettled,
-    ToolCallStarted,
-    ToolResultMessage,
     TurnEnded,
-    Usage,
     UserMessage,
     UserPrompted,
 )
-from hermes_acp.core.ids import new_message_id, new_tool_call_id
-from hermes_acp.core.messages import AssistantPart
-from hermes_acp.errors import (
-    PermissionDeniedError,
-    ProviderAuthError,
-    ProviderError,
-    ProviderStreamError,
-    StorageError,
-    ToolError,
-    ToolInputError,
-)
-from hermes_acp.providers.base import (
-    ModelProvider,
-    ModelStopReason,
-    ResponseDone,
-    TextDelta,
-    ThinkingDelta,
-    ToolCallDelta,
-)
-from hermes_acp.providers.catalog import CatalogModel
-from hermes_acp.tools.base import Presentation, Tool, ToolOutcome
-from hermes_acp.tools.context import (
-    ApprovalRequest,
-    EditorFiles,
-    EditorTerminals,
-    ImageGate,
-    ToolContext,
-    Workspace,
-)
-from hermes_acp.tools.sandbox import Sandbox
+from hermes_acp.core.ids import new_message_id
+from hermes_acp.errors import ProviderAuthError, ProviderError, StorageError
+from hermes_acp.providers.base import ModelStopReason
 
-from .approvals import ApprovalFlow, TurnCancelledByClient
-from .ports import LiveTextChunk, LiveThoughtChunk, LiveToolProgress, PermissionGate
+from .approvals import TurnCancelledByClient
+from .phases import BetweenRequests, Converting, Ended, Phase, RunningTool, Streaming
 from .prompt_input import convert_prompt
-from .recorder import Recorder
 from .request import build_request
-from .server_tools import server_tool_events
-from .settlements import Failure, failed_settlements
+from .settlements import CANCELLED, INTERRUPTED, STORE_FAILED, Failure, failed_settlements, interrupted_message
+from .state import TurnDeps, TurnResult, TurnState
+from .streaming import PartialResponse, stream_response
+from .tool_calls import announce, ask_attachment, run_call
 
-__all__ = ["CLEANUP_TIMEOUT_S", "TurnDeps", "TurnResult", "TurnState", "run_turn"]
+__all__ = ["CLEANUP_TIMEOUT_S", "ENDINGS", "Ending", "TurnDeps", "TurnResult", "TurnState", "run_turn", "settle"]
 
 CLEANUP_TIMEOUT_S = 5.0
-"""Bound on the shielded work that settles a cancelled or failed turn."""
-_CANCELLED_TEXT = "Cancelled: the turn was stopped before this call finished; its outcome may be partial."
-_NOT_RUN_TEXT = "Not run: the turn was stopped before this call started."
+"""Bound on the shielded work that settles a stopped turn."""
 _log = structlog.get_logger("hermes_acp.turns")
 
-
-@dataclass(frozen=True, kw_only=True)
-class TurnDeps:
-    """Immutable wiring of one turn."""
-
-    session_id: str
-    model: CatalogModel
-    provider: ModelProvider
-    system_prompt: str
-    tool_surface: Callable[[], Sequence[Tool]]
-    """Derived before every request from session state (DESIGN §4.6)."""
-    recorder: Recorder
-    gate: PermissionGate
-    workspace: Workspace
-    mode: Callable[[], ModeId]
-    max_requests: int
-    permission_timeout_s: float
-    cache_dir: Path
-    files: EditorFiles | None = None
-    terminals: EditorTerminals | None = None
-    images: ImageGate | None = None
-    """The session's image gate (DESIGN §7): prompt images, tool-result images and MCP images all pass it."""
-    sandbox: Sandbox | None = None
-    """How the session's commands are contained (``[sandbox]``)."""
-
-
-@dataclass(kw_only=True)
-class _Partial:
-    """The response being streamed, kept so a cancel or a broken stream can store what was shown."""
-
-    message_id: str
-    text: list[str] = field(default_factory=list)
-    thinking: list[str] = field(default_factory=list)
-
-
-@dataclass(kw_only=True)
-class TurnState:
-    """Mutable state of one turn."""
-
-    turn_id: str
-    requests: int = 0
-    usage: Usage = field(default_factory=Usage)
-    partial: _Partial | None = None
-    running_call: str | None = None
-    """The tool call executing right now (the others still open were never started)."""
-    unstored_prompt: list[DisplayBlock] | None = None
-    """The user's prompt while it is converted, before it is stored (asking about an attachment takes a while)."""
+SettleReason = Literal["cancelled", "failed", "store_failed"]
+_RAN: Final[dict[SettleReason, Failure]] = {"cancelled": CANCELLED, "failed": INTERRUPTED, "store_failed": STORE_FAILED}
+"""What a call that was running when the turn stopped settles with, by why it stopped."""
 
 
 @dataclass(frozen=True, slots=True)
-class TurnResult:
-    stop_reason: StopReason
-    usage: Usage
+class Ending:
+    """How a turn whose step raised ends."""
+
+    settle: SettleReason
+    stop: StopReason | None
+    """The stop reason stored with the settlement; None when nothing can be stored (the store failed)."""
+    propagate: bool
+    """Raise on after settling: the prompt answers with an error, or the cancellation goes on."""
+    notice: bool = False
+    """Tell the user, in the transcript, that the model request failed."""
+    log: bool = False
+    """A bug of ours: log it with its traceback."""
+
+
+ENDINGS: Final[tuple[tuple[type[BaseException], Ending], ...]] = (
+    (TurnCancelledByClient, Ending("cancelled", "cancelled", propagate=False)),
+    (StorageError, Ending("store_failed", None, propagate=True)),
+    (ProviderAuthError, Ending("failed", "end_turn", propagate=True)),
+    (ProviderError, Ending("failed", "end_turn", propagate=False, notice=True)),
+    (Exception, Ending("failed", "end_turn", propagate=True, log=True)),
+)
+"""From exception to ending, first match wins. Before these: the backend's cancellation (``session/cancel``,
+shutdown) ends the turn ``cancelled`` and goes on (``_CANCELLED``). Anything else (``KeyboardInterrupt``…) is not
+a turn's business and propagates untouched."""
+_CANCELLED: Final = Ending("cancelled", "cancelled", propagate=True)
+
+
+def ending_for(exc: BaseException) -> Ending | None:
+    if isinstance(exc, anyio.get_cancelled_exc_class()):
+        return _CANCELLED
+    return next((ending for kind, ending in ENDINGS if isinstance(exc, kind)), None)
 
 
 async def run_turn(
@@ -147,131 +103,96 @@ async def run_turn(
 ) -> TurnResult:
     """Run one prompt turn to its end. Cancellation propagates after the turn was settled and stored.
 
-    ``notices`` are shown to the user with the prompt (e.g. an MCP server that failed to start).
-    """
-    recorder = deps.recorder
-    state.unstored_prompt = display
+    ``notices`` are shown to the user with the prompt (e.g. an MCP server that failed to start)."""
+    current: Phase | Ended = Converting(display=display, notices=tuple(notices))
     try:
-        converted = await convert_prompt(
-            display,
-            workspace=deps.workspace,
-            ask_outside=lambda path, req: _ask_outside(state, deps, path, req),
-            images=deps.images,
-        )
-        await recorder.record(
-            UserPrompted(
-                turn_id=state.turn_id, message_id=new_message_id(), display=display, message=converted.message
-            ),
-            *[
-                NoticeAdded(turn_id=state.turn_id, message_id=new_message_id(), text=n)
-                for n in [*notices, *converted.notices]
-            ],
-        )
-        state.unstored_prompt = None
-        stop = await _loop(state, deps)
-    except TurnCancelledByClient:
-        await _settle_interrupted(state, deps)
-        return await _end(state, deps, "cancelled")
-    except anyio.get_cancelled_exc_class():
-        with anyio.CancelScope(shield=True), anyio.move_on_after(CLEANUP_TIMEOUT_S):
-            await _settle_interrupted(state, deps)
-            await recorder.record(TurnEnded(turn_id=state.turn_id, stop_reason="cancelled", usage=state.usage))
-        raise
-    except StorageError:
-        await _settle_live_only(state, deps)
-        raise
-    except ProviderError as exc:
-        await _settle_interrupted(state, deps)
-        if isinstance(exc, ProviderAuthError):
-            await _end(state, deps, "end_turn")
+        while not isinstance(current, Ended):
+            current = await _step(current, state, deps)
+    except BaseException as exc:
+        ending = ending_for(exc)
+        if ending is None or isinstance(current, Ended):
             raise
-        _log.warning("model request failed", session_id=deps.session_id, error=str(exc))
-        await recorder.record(
-            NoticeAdded(turn_id=state.turn_id, message_id=new_message_id(), text=f"⚠ The model request failed: {exc}")
-        )
-        return await _end(state, deps, "end_turn")
-    except Exception:
-        # A bug of ours: the prompt answers with an error, but nothing is left spinning or half-stored.
-        _log.exception("turn failed", session_id=deps.session_id)
-        with anyio.CancelScope(shield=True), anyio.move_on_after(CLEANUP_TIMEOUT_S):
-            await _settle_interrupted(state, deps)
-            await recorder.record(TurnEnded(turn_id=state.turn_id, stop_reason="end_turn", usage=state.usage))
-        raise
-    return await _end(state, deps, stop)
+        result = await _finish(current, exc, ending, state, deps)
+        if ending.propagate:
+            raise
+        return result
+    await deps.recorder.record(TurnEnded(turn_id=state.turn_id, stop_reason=current.stop_reason, usage=state.usage))
+    return TurnResult(stop_reason=current.stop_reason, usage=state.usage)
 
 
-async def _ask_outside(state: TurnState, deps: TurnDeps, path: Path, request: ApprovalRequest) -> None:
-    """An attachment outside the session's directories: a real ``read`` call the user approves or refuses."""
-    call_id = new_tool_call_id()
-    presentation = Presentation(title=request.title, kind="read", locations=[Location(path=str(path))])
-    await deps.recorder.record(
-        ToolCallStarted(
-            turn_id=state.turn_id,
-            tool_call_id=call_id,
-            name="read_attachment",
-            title=presentation.title,
-            tool_kind="read",
-            raw_input=request.raw_input,
-            locations=presentation.locations,
-        )
-    )
-    flow = _approvals(state, deps)
-    try:
-        await flow.check(call_id, presentation, request)
-    except PermissionDeniedError as exc:
-        await _settle_attachment(state, deps, call_id, failed=True, text=str(exc))
-        raise
-    await _settle_attachment(state, deps, call_id, failed=False, text=f"Read {path} as a prompt attachment.")
+async def _step(phase: Phase, state: TurnState, deps: TurnDeps) -> Phase | Ended:
+    match phase:
+        case Converting():
+            return await _convert(phase, state, deps)
+        case BetweenRequests():
+            return _next_request(state, deps)
+        case Streaming():
+            return await _stream(phase, state, deps)
+        case RunningTool():
+            return await _run_tool(phase, state, deps)
+        case _:
+            assert_never(phase)
 
 
-def _approvals(state: TurnState, deps: TurnDeps) -> ApprovalFlow:
-    return ApprovalFlow(
-        turn_id=state.turn_id,
+async def _convert(phase: Converting, state: TurnState, deps: TurnDeps) -> Phase:
+    converted = await convert_prompt(
+        phase.display,
         workspace=deps.workspace,
-        mode=deps.mode,
-        gate=deps.gate,
-        recorder=deps.recorder,
-        timeout_s=deps.permission_timeout_s,
+        ask_outside=lambda path, request: ask_attachment(deps, state, path, request),
+        images=deps.images,
     )
-
-
-async def _settle_attachment(state: TurnState, deps: TurnDeps, call_id: str, *, failed: bool, text: str) -> None:
     await deps.recorder.record(
-        ToolCallSettled(
-            turn_id=state.turn_id,
-            tool_call_id=call_id,
-            status="failed" if failed else "completed",
-            content=[TextBlock(text=text)],
-            result=None,
-        )
+        UserPrompted(
+            turn_id=state.turn_id, message_id=new_message_id(), display=phase.display, message=converted.message
+        ),
+        *[
+            NoticeAdded(turn_id=state.turn_id, message_id=new_message_id(), text=text)
+            for text in [*phase.notices, *converted.notices]
+        ],
     )
+    return BetweenRequests()
 
 
-async def _end(state: TurnState, deps: TurnDeps, stop: StopReason) -> TurnResult:
-    await deps.recorder.record(TurnEnded(turn_id=state.turn_id, stop_reason=stop, usage=state.usage))
-    return TurnResult(stop_reason=stop, usage=state.usage)
+def _next_request(state: TurnState, deps: TurnDeps) -> Phase | Ended:
+    if state.requests >= deps.max_requests:
+        return Ended("max_turn_requests")
+    tools = tuple(deps.tool_surface())
+    request = build_request(
+        model=deps.model,
+        system=deps.system_prompt,
+        history=deps.recorder.projection.history,
+        tools=tools,
+        native_images=deps.images.route() == "native" if deps.images is not None else None,
+    )
+    state.requests += 1
+    return Streaming(request=request, tools=tools, partial=PartialResponse(message_id=new_message_id()))
 
 
-async def _loop(state: TurnState, deps: TurnDeps) -> StopReason:
-    while True:
-        if state.requests >= deps.max_requests:
-            return "max_turn_requests"
-        tools = list(deps.tool_surface())
-        request = build_request(
-            model=deps.model,
-            system=deps.system_prompt,
-            history=deps.recorder.projection.history,
-            tools=tools,
-            native_images=deps.images.route() == "native" if deps.images is not None else None,
-        )
-        state.requests += 1
-        message_id, done = await _stream_response(state, deps, request)
-        prepared = await _store_response(state, deps, message_id, done, tools)
-        if not prepared:
-            return _turn_stop(done.stop_reason)
-        await _run_tool_calls(state, deps, prepared)
-        if done.stop_reason in ("max_tokens", "refusal"):
-            return _turn_stop(done.stop_reason)
+async def _stream(phase: Streaming, state: TurnState, deps: TurnDeps) -> Phase | Ended:
+    done = await stream_response(
+        deps.provider,
+        phase.request,
+        phase.partial,
+        recorder=deps.recorder,
+        turn_id=state.turn_id,
+        model_id=deps.model.id,
+        checkpoints=deps.checkpoints,
+    )
+    if done.usage is not None:
+        state.usage = state.usage + done.usage
+    calls = await announce(deps, state, phase.partial.message_id, done, list(phase.tools))
+    if calls:
+        return RunningTool(calls=calls, next=0, model_stop=done.stop_reason)
+    return Ended(_turn_stop(done.stop_reason))
+
+
+async def _run_tool(phase: RunningTool, state: TurnState, deps: TurnDeps) -> Phase | Ended:
+    await run_call(phase.calls[phase.next], deps, state)
+    if phase.next + 1 < len(phase.calls):
+        return RunningTool(calls=phase.calls, next=phase.next + 1, model_stop=phase.model_stop)
+    if phase.model_stop in ("max_tokens", "refusal"):
+        return Ended(_turn_stop(phase.model_stop))
+    return BetweenRequests()
 
 
 def _turn_stop(reason: ModelStopReason) -> StopReason:
@@ -280,227 +201,66 @@ def _turn_stop(reason: ModelStopReason) -> StopReason:
     return "end_turn"
 
 
-async def _stream_response(state: TurnState, deps: TurnDeps, request: Any) -> tuple[str, ResponseDone]:
-    """Stream one response to the editor; return its message id and the final event, tool-call ids made unique."""
-    partial = _Partial(message_id=new_message_id())
-    state.partial = partial
-    done: ResponseDone | None = None
-    async with aclosing(deps.provider.stream(request)) as events:
-        async for event in events:
-            if isinstance(event, TextDelta):
-                if event.text:
-                    partial.text.append(event.text)
-                    await deps.recorder.live(LiveTextChunk(partial.message_id, event.text))
-            elif isinstance(event, ThinkingDelta):
-                if event.text:
-                    partial.thinking.append(event.text)
-                    await deps.recorder.live(LiveThoughtChunk(partial.message_id, event.text))
-            elif isinstance(event, ToolCallDelta):
-                continue
-            else:
-                done = event
-    if done is None:
-        raise ProviderStreamError("the model's stream ended without a final event", provider=deps.model.provider_id)
-    if done.usage is not None:
-        state.usage = state.usage + done.usage
-    message = _with_unique_ids(done.message, deps.recorder.projection.tool_call_ids)
-    return partial.message_id, done.model_copy(update={"message": message})
+async def settle(
+    phase: Phase, reason: SettleReason, state: TurnState, deps: TurnDeps, *, then: Sequence[SessionEvent] = ()
+) -> None:
+    """Settle what ``phase`` leaves open, in one write with ``then`` (raises ``StorageError``).
 
-
-def _with_unique_ids(message: AssistantMessage, used: set[str]) -> AssistantMessage:
-    """Keep the provider's ids; replace only a missing id or one already used in this session (DESIGN §4.4)."""
-    seen: set[str] = set()
-    parts: list[AssistantPart] = []
-    changed = False
-    for original in message.parts:
-        part = original
-        if isinstance(part, ToolCallPart) and (not part.id or part.id in used or part.id in seen):
-            part = part.model_copy(update={"id": new_tool_call_id()})
-            changed = True
-        if isinstance(part, ToolCallPart):
-            seen.add(part.id)
-        parts.append(part)
-    return message.model_copy(update={"parts": parts}) if changed else message
-
-
-@dataclass(slots=True)
-class _Prepared:
-    call: ToolCallPart
-    tool: Tool | None
-    parsed: Any
-    presentation: Presentation
-    error: ToolError | None
-
-
-async def _store_response(
-    state: TurnState, deps: TurnDeps, message_id: str, done: ResponseDone, tools: list[Tool]
-) -> list[_Prepared]:
-    """Store the response and announce its tool calls in one write, so no stored call is ever unannounced (DESIGN
-    §4.3, §4.5); return the calls, prepared to run."""
-    by_name = {t.name: t for t in tools}
-    truncated = done.stop_reason == "max_tokens"
-    prepared = [_prepare(call, by_name, deps, state, truncated=truncated) for call in done.message.tool_calls]
-    await deps.recorder.record(
-        AssistantMessageStored(
-            turn_id=state.turn_id,
-            message_id=message_id,
-            message=done.message,
-            model_id=deps.model.id,
-            usage=done.usage,
-            context_window=deps.model.context_window,
-        ),
-        *server_tool_events(state.turn_id, done.message, deps.recorder.projection.tool_call_ids),
-        *[
-            ToolCallStarted(
-                turn_id=state.turn_id,
-                tool_call_id=p.call.id,
-                name=p.call.name,
-                title=p.presentation.title,
-                tool_kind=p.presentation.kind,
-                raw_input=_raw_input(p.call),
-                locations=p.presentation.locations,
-                content=p.presentation.content,
-            )
-            for p in prepared
-        ],
-    )
-    state.partial = None
-    return prepared
-
-
-async def _run_tool_calls(state: TurnState, deps: TurnDeps, prepared: list[_Prepared]) -> None:
-    approvals = _approvals(state, deps)
-    for item in prepared:
-        outcome = await _execute(item, state, deps, approvals)
-        state.running_call = None
-        if outcome.plan is not None:
-            await deps.recorder.record(PlanUpdated(turn_id=state.turn_id, entries=outcome.plan))
-        await _settle(state, deps, item.call, outcome)
-
-
-def _raw_input(call: ToolCallPart) -> Any:
-    """The arguments as an object when they parse, else the raw text the model wrote."""
-    parsed = call.parsed_arguments()
-    return parsed if parsed is not None else call.arguments
-
-
-def _prepare(
-    call: ToolCallPart, by_name: dict[str, Tool], deps: TurnDeps, state: TurnState, *, truncated: bool
-) -> _Prepared:
-    tool = by_name.get(call.name)
-    fallback = Presentation(title=call.name, kind="other")
-    if truncated:
-        error: ToolError = ToolInputError(
-            "the response hit the output-token limit, so these arguments are cut off; the call was not run"
-        )
-        return _Prepared(call, tool, None, fallback, error)
-    if tool is None:
-        available = ", ".join(sorted(by_name)) or "none"
-        error = ToolInputError(
-            f"no tool {call.name!r} is available now (the session is in {deps.mode()} mode); tools: {available}"
-        )
-        return _Prepared(call, None, None, fallback, error)
-    arguments = call.parsed_arguments()
-    if arguments is None:
-        snippet = call.arguments[:200]
-        error = ToolInputError(f"{call.name}: arguments must be a JSON object; got {snippet!r}")
-        return _Prepared(call, tool, None, fallback, error)
-    try:
-        parsed = tool.validate(arguments)
-    except ToolError as exc:
-        return _Prepared(call, tool, None, fallback, exc)
-    ctx = _context(call, deps, state)
-    try:
-        presentation = tool.present(parsed, ctx)
-    except ToolError as exc:
-        return _Prepared(call, tool, None, fallback, exc)
-    return _Prepared(call, tool, parsed, presentation, None)
-
-
-def _context(call: ToolCallPart, deps: TurnDeps, state: TurnState) -> ToolContext:
-    async def progress(content: list[Any]) -> None:
-        await deps.recorder.live(LiveToolProgress(call.id, content))
-
-    return ToolContext(
-        session_id=deps.session_id,
-        turn_id=state.turn_id,
-        tool_call_id=call.id,
-        workspace=deps.workspace,
-        mode=deps.mode(),
-        progress=progress,
-        cache_dir=deps.cache_dir,
-        files=deps.files,
-        terminals=deps.terminals,
-        images=deps.images,
-        sandbox=deps.sandbox,
-    )
-
-
-async def _execute(item: _Prepared, state: TurnState, deps: TurnDeps, approvals: ApprovalFlow) -> ToolOutcome:
-    if item.error is not None or item.tool is None:
-        return _failure(item.error or ToolInputError(f"unknown tool {item.call.name!r}"))
-    ctx = _context(item.call, deps, state)
-    try:
-        request = await item.tool.approval(item.parsed, ctx)
-        if request is not None:
-            await approvals.check(item.call.id, item.presentation, request)
-        await deps.recorder.live(LiveToolProgress(item.call.id))
-        state.running_call = item.call.id  # only now: a cancel during the permission prompt leaves it "not run"
-        return await item.tool.run(item.parsed, ctx)
-    except ToolError as exc:
-        return _failure(exc)
-    except TurnCancelledByClient:
-        raise
-    except Exception as exc:
-        _log.exception("tool crashed", tool=item.call.name, session_id=deps.session_id)
-        return _failure(ToolError(f"{item.call.name} failed unexpectedly: {type(exc).__name__}: {exc}"))
-
-
-def _failure(exc: ToolError) -> ToolOutcome:
-    text = f"Error ({exc.code}): {exc}"
-    return ToolOutcome(parts=[TextPart(text=text)], content=[TextBlock(text=text)], failed=True, error_code=exc.code)
-
-
-async def _settle(state: TurnState, deps: TurnDeps, call: ToolCallPart, outcome: ToolOutcome) -> None:
-    await deps.recorder.record(
-        ToolCallSettled(
-            turn_id=state.turn_id,
-            tool_call_id=call.id,
-            status="failed" if outcome.failed else "completed",
-            content=outcome.content,
-            raw_output=outcome.raw_output,
-            result=ToolResultMessage(
-                tool_call_id=call.id, name=call.name, parts=outcome.parts, is_error=outcome.failed
-            ),
-            error_code=outcome.error_code,
-        )
-    )
-
-
-async def _settle_interrupted(state: TurnState, deps: TurnDeps) -> None:
-    """Store what a broken or cancelled turn showed, and fail every call that is still open."""
-    prompt, state.unstored_prompt = state.unstored_prompt, None
-    if prompt is not None:
-        await deps.recorder.record(_kept_prompt(state, prompt))
-    partial, state.partial = state.partial, None
-    if partial is not None and (partial.text or partial.thinking):
-        parts: list[TextPart | ThinkingPart | ToolCallPart] = []
-        if partial.thinking:
-            parts.append(ThinkingPart(text="".join(partial.thinking)))
-        if partial.text:
-            parts.append(TextPart(text="".join(partial.text)))
-        await deps.recorder.record(
-            AssistantMessageStored(
+    ``store_failed`` stores nothing: the open calls are settled in the editor only, with the words the repair will
+    store; the prompt and streamed text cannot be kept (checkpoints already stored are, by the repair)."""
+    projection = deps.recorder.projection
+    if reason == "store_failed":
+        await deps.recorder.show_unstored(*failed_settlements(projection, STORE_FAILED))
+        return
+    events: list[SessionEvent] = []
+    match phase:
+        case Converting():
+            events.append(_kept_prompt(state, phase.display))
+        case Streaming():
+            partial = phase.partial
+            message = interrupted_message(
                 turn_id=state.turn_id,
                 message_id=partial.message_id,
-                message=AssistantMessage(parts=parts),
                 model_id=deps.model.id,
-                interrupted=True,
+                text=partial.shown_text,
+                thinking=partial.shown_thinking,
             )
+            if message is not None:
+                events.append(message)
+        case BetweenRequests() | RunningTool():
+            pass  # everything but the open calls is stored
+        case _:
+            assert_never(phase)
+    events.extend(failed_settlements(projection, _RAN[reason]))
+    await deps.recorder.record(*events, *then)
+
+
+async def _finish(phase: Phase, exc: BaseException, ending: Ending, state: TurnState, deps: TurnDeps) -> TurnResult:
+    """Settle a turn whose step raised ``exc`` and store how it ended, shielded and bounded.
+
+    Returns the result for an ending that does not propagate; raises ``StorageError`` when the settlement itself
+    could not be stored (the open calls are then settled in the editor only)."""
+    if ending.log:
+        _log.exception("turn failed", session_id=deps.session_id)
+    then: list[SessionEvent] = []
+    if ending.notice:
+        _log.warning("model request failed", session_id=deps.session_id, error=str(exc))
+        then.append(
+            NoticeAdded(turn_id=state.turn_id, message_id=new_message_id(), text=f"⚠ The model request failed: {exc}")
         )
-    events = _interrupted_settlements(state, deps)
-    if events:
-        await deps.recorder.record(*events)
+    refused: StorageError | None = None
+    with anyio.CancelScope(shield=True), anyio.move_on_after(CLEANUP_TIMEOUT_S):
+        if ending.stop is not None:
+            stop = TurnEnded(turn_id=state.turn_id, stop_reason=ending.stop, usage=state.usage)
+            try:
+                await settle(phase, ending.settle, state, deps, then=[*then, stop])
+            except StorageError as failure:
+                refused = failure
+        if ending.stop is None or refused is not None:
+            await settle(phase, "store_failed", state, deps)
+    if refused is not None and not ending.propagate:
+        raise refused
+    return TurnResult(stop_reason=ending.stop or "end_turn", usage=state.usage)
 
 
 def _kept_prompt(state: TurnState, display: list[DisplayBlock]) -> UserPrompted:
@@ -514,20 +274,3 @@ def _kept_prompt(state: TurnState, display: list[DisplayBlock]) -> UserPrompted:
         message=UserMessage(parts=[TextPart(text=text)]),
         for_model=False,
     )
-
-
-def _interrupted_settlements(state: TurnState, deps: TurnDeps) -> list[ToolCallSettled]:
-    running, state.running_call = state.running_call, None
-
-    def failure(call_id: str) -> Failure:
-        return ("cancelled", _CANCELLED_TEXT) if call_id == running else ("not_run", _NOT_RUN_TEXT)
-
-    return failed_settlements(deps.recorder.projection, failure)
-
-
-async def _settle_live_only(state: TurnState, deps: TurnDeps) -> None:
-    """The store refused a write: still settle every open card in the editor (not stored; the session's next turn,
-    or a reload, settles these calls for good as "outcome unknown")."""
-    with anyio.CancelScope(shield=True), anyio.move_on_after(CLEANUP_TIMEOUT_S):
-        for event in _interrupted_settlements(state, deps):
-            await deps.recorder.sink.emit_event(event, live=True)

@@ -1,22 +1,26 @@
-"""Projections of the session log that the turn loop needs: the model history and the remembered rules.
+"""Projections of the session log that the turn loop needs: the model history, what a stop leaves open, the rules.
 
 ``SessionProjection.apply`` folds one stored event in. It is used for live events (as they are stored) and to
-rebuild a loaded session from its log, so both paths see the same history. Pure data; no I/O.
+rebuild a loaded session from its log, so both paths see the same history. ``transcript_events`` picks the events a
+replay renders (a checkpoint of a message stored complete later is left out). Pure data; no I/O.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from hermes_acp.core import (
     AssistantMessage,
     AssistantMessageStored,
+    AssistantTextCheckpointed,
     Message,
     PermissionResolved,
     SessionEvent,
     TextPart,
     TitleSet,
+    ToolCallRunning,
     ToolCallSettled,
     ToolCallStarted,
     TurnEnded,
@@ -24,7 +28,7 @@ from hermes_acp.core import (
     UserPrompted,
 )
 
-__all__ = ["OpenCall", "SessionProjection"]
+__all__ = ["OpenCall", "OpenText", "SessionProjection", "transcript_events"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,6 +40,25 @@ class OpenCall:
     from_model: bool
     """True for a call the model made (its result belongs in the history); False for one the agent made on the
     user's behalf, such as reading a prompt attachment (the model never saw the call, so it gets no result)."""
+    marks_run: bool = False
+    """The log stores a ``ToolCallRunning`` before this call runs (see ``ToolCallStarted.marks_run``)."""
+    running: bool = False
+    """A ``ToolCallRunning`` was stored: the call ran, or was running, if it stops without a result."""
+
+    @property
+    def may_have_run(self) -> bool:
+        """False only when the log proves the call never started."""
+        return self.running or not self.marks_run
+
+
+@dataclass(frozen=True, slots=True)
+class OpenText:
+    """The checkpointed text of a response that has no complete ``AssistantMessageStored`` yet."""
+
+    turn_id: str
+    model_id: str
+    text: str = ""
+    thinking: str = ""
 
 
 @dataclass
@@ -46,6 +69,8 @@ class SessionProjection:
     """Every tool-call id used in the session (ids must be unique across turns)."""
     open_calls: dict[str, OpenCall] = field(default_factory=dict)
     """Announced or requested tool calls without a result yet, by id."""
+    open_texts: dict[str, OpenText] = field(default_factory=dict)
+    """Checkpointed responses without their complete message yet, by message id."""
     open_turns: set[str] = field(default_factory=set)
     title: str | None = None
     first_prompt: str | None = None
@@ -61,6 +86,7 @@ class SessionProjection:
                     self.first_prompt = text
                 self._append_user(event.message)
             case AssistantMessageStored():
+                self.open_texts.pop(event.message_id, None)
                 message = event.message
                 if event.interrupted:  # what had arrived: the text is kept for the model, the reasoning is not
                     message = AssistantMessage(parts=[p for p in message.parts if isinstance(p, TextPart)])
@@ -69,9 +95,24 @@ class SessionProjection:
                 for call in message.tool_calls:
                     self.tool_call_ids.add(call.id)
                     self.open_calls[call.id] = OpenCall(call.name, event.turn_id, from_model=True)
+            case AssistantTextCheckpointed():
+                before = self.open_texts.get(event.message_id) or OpenText(event.turn_id, event.model_id)
+                self.open_texts[event.message_id] = replace(
+                    before, text=before.text + event.text, thinking=before.thinking + event.thinking
+                )
             case ToolCallStarted():
                 self.tool_call_ids.add(event.tool_call_id)
-                self.open_calls.setdefault(event.tool_call_id, OpenCall(event.name, event.turn_id, from_model=False))
+                known = self.open_calls.get(event.tool_call_id)
+                if known is not None:
+                    self.open_calls[event.tool_call_id] = replace(known, marks_run=event.marks_run)
+                else:
+                    self.open_calls[event.tool_call_id] = OpenCall(
+                        event.name, event.turn_id, from_model=False, marks_run=event.marks_run
+                    )
+            case ToolCallRunning():
+                running = self.open_calls.get(event.tool_call_id)
+                if running is not None:
+                    self.open_calls[event.tool_call_id] = replace(running, running=True)
             case ToolCallSettled():
                 self.open_calls.pop(event.tool_call_id, None)
                 if event.result is not None:
@@ -96,3 +137,10 @@ class SessionProjection:
             self.history[-1] = UserMessage.model_construct(parts=[*last.parts, TextPart(text="\n\n"), *message.parts])
         else:
             self.history.append(message)
+
+
+def transcript_events(events: Sequence[SessionEvent]) -> list[SessionEvent]:
+    """The events a replay renders, in order: a checkpoint is left out when its message is stored complete later
+    (the complete message shows the whole text); the checkpoints of a message still streaming are kept."""
+    complete = {e.message_id for e in events if isinstance(e, AssistantMessageStored)}
+    return [e for e in events if not (isinstance(e, AssistantTextCheckpointed) and e.message_id in complete)]

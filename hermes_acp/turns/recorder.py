@@ -1,13 +1,16 @@
 """``Recorder``: persist an event, fold it into the projection, then emit it (DESIGN §4.3).
 
-The write is shielded from cancellation so a cancelled turn never leaves the store and the in-memory projection
-disagreeing. Every emission is bounded, and a client that lets one wait out ``EMIT_TIMEOUT_S`` counts as stalled
-until the turn ends: nothing more is sent to it live (logged once), so a client that stopped reading costs a turn
-one timeout, not one per update. The log keeps everything and ``session/load`` replays it. It knows the store and
-sink seams, not their implementations.
+What is folded and emitted is what the store returns as stored (the store may have had to make text encodable),
+so a live turn shows exactly what a replay will. The write is shielded from cancellation so a cancelled turn never
+leaves the store and the in-memory projection disagreeing. Every emission is bounded, and a client that lets one
+wait out ``EMIT_TIMEOUT_S`` counts as stalled until the turn ends: nothing more is sent to it live (logged once),
+so a client that stopped reading costs a turn one timeout, not one per update. The log keeps everything and
+``session/load`` replays it. It knows the store and sink seams, not their implementations.
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 import anyio
 import structlog
@@ -36,17 +39,27 @@ class Recorder:
     async def record(self, *events: SessionEvent) -> None:
         """Store ``events`` (one transaction), apply them, then emit them in order. Raises ``StorageError``."""
         with anyio.CancelScope(shield=True):
-            await self._store.append_events(self._session_id, events)
-            for event in events:
+            stored = [s.event for s in await self._store.append_events(self._session_id, events)]
+            for event in stored:
                 self.projection.apply(event)
-            if not self._stalled:
-                with anyio.move_on_after(EMIT_TIMEOUT_S) as emitting:
-                    for event in events:
-                        await self.sink.emit_event(event, live=True)
-                if emitting.cancelled_caught:
-                    self._stall()
+            await self._emit(stored)
         if any(isinstance(event, TurnEnded) for event in events):
             self._stalled = False  # the next turn tries the client again
+
+    async def show_unstored(self, *events: SessionEvent) -> None:
+        """Emit ``events`` without storing them: the settlements of a turn whose store refused a write. The
+        projection does not change (the session's next turn, or a reload, stores the same settlements)."""
+        with anyio.CancelScope(shield=True):
+            await self._emit(events)
+
+    async def _emit(self, events: Sequence[SessionEvent]) -> None:
+        if self._stalled:
+            return
+        with anyio.move_on_after(EMIT_TIMEOUT_S) as emitting:
+            for event in events:
+                await self.sink.emit_event(event, live=True)
+        if emitting.cancelled_caught:
+            self._stall()
 
     async def live(self, update: LiveUpdate) -> None:
         """Send a transient update (streamed text, progress); bounded like every other send, dropped when stalled."""

@@ -36,7 +36,11 @@ async def test_cancel_during_streaming_answers_cancelled_and_keeps_what_was_show
                 await pair.conn.cancel(session_id=session_id)
         with anyio.fail_after(5):
             nxt = await pair.prompt(session_id, "after cancel")
-        events = [e.event.kind for e in await pair.store.load_events(session_id)]
+        events = [
+            e.event.kind
+            for e in await pair.store.load_events(session_id)
+            if e.event.kind != "assistant_text_checkpointed"  # one lands if the cancel comes 250 ms after the text
+        ]
     assert results["long"].stop_reason == "cancelled"
     assert nxt.stop_reason == "end_turn"
     assert events[:3] == ["user_prompted", "assistant_message", "turn_ended"]

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import re
+import shutil
+import sqlite3
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -34,3 +38,41 @@ def test_a_store_that_cannot_be_opened_is_a_problem(home: Path) -> None:
     [store_line] = [line for line in lines if "session store" in line]
     assert store_line.startswith("  ✗ cannot open the session store")
     assert lines[-1] == "Result: 1 problem(s) to fix"
+
+
+def test_the_report_gives_free_space_and_the_store_s_health(home: Path) -> None:
+    lines: list[str] = []
+    assert run_check(lines.append) == 0
+    store = lines.index(f"  ✓ session store: {home / 'state.db'}")
+    assert re.fullmatch(
+        rf"  ✓ [0-9.]+ (B|KiB|MiB|GiB) free on the file system holding {re.escape(str(home))}", lines[store - 1]
+    )
+    assert re.fullmatch(r"      quick_check ok, schema version 1 \(current 1\), [0-9.]+ KiB", lines[store + 1])
+
+
+def test_a_store_whose_pages_are_damaged_is_a_problem_naming_the_cause(home: Path) -> None:
+    path = home / "state.db"
+    with sqlite3.connect(path) as db:
+        db.execute("CREATE TABLE filler (x TEXT)")
+        db.executemany("INSERT INTO filler VALUES (?)", [("x" * 500,) for _ in range(200)])
+    data = bytearray(path.read_bytes())
+    last_page = (len(data) // 4096 - 1) * 4096
+    data[last_page + 3 : last_page + 5] = b"\xff\xff"  # the page's cell count: far more cells than fit
+    path.write_bytes(bytes(data))
+    lines: list[str] = []
+    assert run_check(lines.append) == 1
+    [store_line] = [line for line in lines if "session store" in line]
+    assert store_line == f"  ✗ session store {path}: corrupt: database disk image is malformed (SQLITE_CORRUPT)"
+
+
+def test_a_full_disk_is_a_problem(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    real = shutil.disk_usage
+
+    def nearly_full(path: str | Path) -> Any:
+        usage = real(path)
+        return type(usage)(usage.total, usage.total - 4096, 4096)
+
+    monkeypatch.setattr(shutil, "disk_usage", nearly_full)
+    lines: list[str] = []
+    assert run_check(lines.append) == 1
+    assert f"  ✗ 4.0 KiB free on the file system holding {home}: turns cannot be stored" in lines

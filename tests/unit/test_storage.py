@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import sqlite3
+import subprocess
+import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -11,6 +13,8 @@ import pytest
 from hermes_acp.core import TextPart, TitleSet, TurnEnded, UserMessage, UserPrompted
 from hermes_acp.errors import InvalidParamsError, StorageError
 from hermes_acp.storage import InMemorySessionStore, SessionRecord, SessionStore, SqliteSessionStore, utc_now
+from hermes_acp.storage.migrations import MIGRATIONS
+from tests.fakes.store_faults import immutable
 
 pytestmark = pytest.mark.anyio
 
@@ -126,3 +130,92 @@ async def test_a_database_from_a_newer_version_is_refused(tmp_path: Path) -> Non
         db.execute("PRAGMA user_version = 99")
     with pytest.raises(StorageError, match="newer"):
         await SqliteSessionStore.open(path)
+
+
+async def test_a_lone_surrogate_never_fails_a_write_and_what_is_stored_is_returned(store: SessionStore) -> None:
+    await store.create_session(record("s1", cwd="/projects/\udcff-dir"))
+    stored = await store.append_events("s1", [prompt("t1", "half an emoji \ud83d"), TitleSet(title="title \udc80")])
+    await store.update_session("s1", title="renamed \ud800")
+    loaded = await store.load_events("s1")
+    got = await store.get_session("s1")
+    assert [e.event for e in stored] == [prompt("t1", "half an emoji \ufffd"), TitleSet(title="title \ufffd")]
+    assert [e.event for e in loaded] == [e.event for e in stored], "the caller is given what was stored"
+    assert got is not None
+    assert (got.title, got.cwd) == ("renamed \ufffd", "/projects/\ufffd-dir")
+    assert [r.id for r in (await store.list_sessions(cwd=got.cwd, cursor=None)).sessions] == ["s1"]
+
+
+_FILL = """
+import resource, sys
+from pathlib import Path
+import anyio
+from hermes_acp.core import TitleSet
+from hermes_acp.errors import StorageError
+from hermes_acp.storage import SessionRecord, SqliteSessionStore, utc_now
+
+async def main(path: Path) -> None:
+    store = await SqliteSessionStore.open(path)
+    now = utc_now()
+    await store.create_session(SessionRecord(id="s1", cwd="/", created_at=now, updated_at=now, mode_id="default"))
+    await store.append_events("s1", [TitleSet(title="before")])
+    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (Path(f"{path}-wal").stat().st_size, hard))
+    try:
+        await store.append_events("s1", [TitleSet(title="x" * 200_000)])
+    except StorageError as exc:
+        print(exc.cause)
+        print(exc)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+    await store.append_events("s1", [TitleSet(title="after")])
+    print([e.event.title for e in await store.load_events("s1")])
+    await store.aclose()
+
+anyio.run(main, Path(sys.argv[1]))
+"""
+
+
+def test_a_store_that_cannot_grow_fails_the_write_with_the_cause_and_keeps_serving(tmp_path: Path) -> None:
+    """A real file-size limit (RLIMIT_FSIZE, as ``prlimit --fsize`` sets) in a child process: SQLite fails to extend
+    the write-ahead log exactly as on a full disk. The failed transaction is rolled back whole, so the same
+    connection takes the next write once there is room."""
+    done = subprocess.run(
+        [sys.executable, "-c", _FILL, str(tmp_path / "state.db")],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    cause, message, titles = done.stdout.splitlines()
+    assert cause == "disk_full"
+    assert message.startswith(f"session store {tmp_path / 'state.db'}: disk full: ")
+    assert "file-size limit" in message
+    assert titles == "['before', 'after']"
+
+
+async def test_a_store_that_turns_read_only_fails_the_write_with_the_cause(tmp_path: Path) -> None:
+    """The write-ahead log made immutable (``chattr +i``) while the store is open: writes on the open file fail as
+    on a file system remounted read-only (EPERM/EROFS from write(2), SQLITE_IOERR_WRITE)."""
+    store = await SqliteSessionStore.open(tmp_path / "state.db")
+    try:
+        await store.create_session(record("s1"))
+        async with immutable(tmp_path / "state.db-wal"):
+            with pytest.raises(StorageError) as refused:
+                await store.append_events("s1", [TitleSet(title="x")])
+        await store.append_events("s1", [TitleSet(title="after")])
+        events = await store.load_events("s1")
+    finally:
+        await store.aclose()
+    assert refused.value.cause == "read_only"
+    assert "state.db-wal is not writable" in str(refused.value)
+    assert [e.event for e in events] == [TitleSet(title="after")]
+
+
+async def test_health_reports_a_sound_store_and_its_schema_version(tmp_path: Path) -> None:
+    store = await SqliteSessionStore.open(tmp_path / "state.db")
+    await store.create_session(record("s1"))
+    health = await store.health()
+    await store.aclose()
+    assert health.problems == []
+    assert health.schema_version == health.latest_version == len(MIGRATIONS)
+    assert health.size_bytes > 0

@@ -1,0 +1,68 @@
+"""The phases of one turn: where the loop is, and what a stop at that point leaves open.
+
+A turn is a sequence of phases; each step of the loop (``hermes_acp.turns.loop``) runs one phase and returns the
+next, or ``Ended``. A phase value is never changed, only replaced, so "where was the turn when it stopped" is always
+exactly one value, and ``settle`` in the loop matches on it:
+
+- ``Converting``: the user's prompt is being converted (attachments read, perhaps asked about). It is not stored
+  yet; a stop stores it for the transcript only.
+- ``BetweenRequests``: everything so far is stored; the next model request is built here (or the turn ends). A
+  phase that prepares the request (e.g. compacting the history) goes between this one and ``Streaming``.
+- ``Streaming``: a model response streams. Its text so far is in ``partial`` (checkpointed at intervals); a stop
+  stores it as an interrupted message.
+- ``RunningTool``: the announced calls of a stored response run one after another, from ``next``. The log says
+  which one runs (``ToolCallRunning``); a stop fails that one and marks the rest "not run".
+
+Pure data; the only mutable piece is the streamed text buffer, which the streaming step appends to.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from hermes_acp.core import DisplayBlock, StopReason
+from hermes_acp.providers.base import ModelStopReason, ProviderRequest
+from hermes_acp.tools.base import Tool
+
+from .streaming import PartialResponse
+from .tool_calls import PreparedCall
+
+__all__ = ["BetweenRequests", "Converting", "Ended", "Phase", "RunningTool", "Streaming"]
+
+
+@dataclass(frozen=True, slots=True)
+class Converting:
+    display: list[DisplayBlock]
+    """The prompt as the editor showed it."""
+    notices: tuple[str, ...] = ()
+    """Shown with the prompt (e.g. an MCP server that failed to start)."""
+
+
+@dataclass(frozen=True, slots=True)
+class BetweenRequests:
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class Streaming:
+    request: ProviderRequest
+    tools: tuple[Tool, ...]
+    """The tool surface the request offered: the calls of the response are checked against it."""
+    partial: PartialResponse
+
+
+@dataclass(frozen=True, slots=True)
+class RunningTool:
+    calls: tuple[PreparedCall, ...]
+    next: int
+    """Index of the call to run next."""
+    model_stop: ModelStopReason
+    """Why the response stopped: after ``max_tokens`` or ``refusal`` the turn ends once its calls are settled."""
+
+
+@dataclass(frozen=True, slots=True)
+class Ended:
+    stop_reason: StopReason
+
+
+Phase = Converting | BetweenRequests | Streaming | RunningTool

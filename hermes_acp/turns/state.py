@@ -1,0 +1,67 @@
+"""The wiring of one turn (``TurnDeps``, immutable) apart from what the turn accumulates (``TurnState``).
+
+The loop, the streaming step and the tool-call step all read ``TurnDeps``; only the loop changes ``TurnState``.
+Where the turn is (its phase) is neither: it is the value the loop passes from step to step
+(``hermes_acp.turns.phases``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from hermes_acp.core import ModeId, StopReason, Usage
+from hermes_acp.providers.base import ModelProvider
+from hermes_acp.providers.catalog import CatalogModel
+from hermes_acp.tools.base import Tool
+from hermes_acp.tools.context import EditorFiles, EditorTerminals, ImageGate, Workspace
+from hermes_acp.tools.sandbox import Sandbox
+
+from .ports import PermissionGate
+from .recorder import Recorder
+from .streaming import CHECKPOINTS, CheckpointPolicy
+
+__all__ = ["TurnDeps", "TurnResult", "TurnState"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class TurnDeps:
+    """Immutable wiring of one turn."""
+
+    session_id: str
+    model: CatalogModel
+    provider: ModelProvider
+    system_prompt: str
+    tool_surface: Callable[[], Sequence[Tool]]
+    """Derived before every request from session state, never remembered."""
+    recorder: Recorder
+    gate: PermissionGate
+    workspace: Workspace
+    mode: Callable[[], ModeId]
+    max_requests: int
+    permission_timeout_s: float
+    cache_dir: Path
+    files: EditorFiles | None = None
+    terminals: EditorTerminals | None = None
+    images: ImageGate | None = None
+    """The session's image gate: prompt images, tool-result images and MCP images all pass it."""
+    sandbox: Sandbox | None = None
+    """How the session's commands are contained (``[sandbox]``)."""
+    checkpoints: CheckpointPolicy | None = CHECKPOINTS
+    """How often streamed text is checkpointed into the log; None stores it only when the response ends."""
+
+
+@dataclass(kw_only=True)
+class TurnState:
+    """What one turn accumulates."""
+
+    turn_id: str
+    requests: int = 0
+    usage: Usage = field(default_factory=Usage)
+
+
+@dataclass(frozen=True, slots=True)
+class TurnResult:
+    stop_reason: StopReason
+    usage: Usage

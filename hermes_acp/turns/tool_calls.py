@@ -1,0 +1,277 @@
+"""The tool calls of one response: announced with it in one write, then run one by one, each settled.
+
+- ``announce`` checks every call (known tool, arguments that parse and validate, not cut off by the output limit),
+  then stores the response and a ``ToolCallStarted`` per call in one write, so no stored call is ever unannounced.
+  A call that fails its checks is announced too, and settles failed without running.
+- ``run_call`` runs one announced call: policy and the editor's permission, then ``ToolCallRunning`` stored (if that
+  write fails, the tool does not run), then the tool, then its outcome, cleaned by the one sanitizer, stored as
+  ``ToolCallSettled`` (with the plan, when the call changed it) and emitted.
+- ``ask_attachment`` is the call the agent makes on the user's behalf for a prompt attachment outside the session's
+  directories: announced, asked about, settled; it never reaches the model's history.
+
+Tool results are where text from outside (files, commands, MCP servers) enters the log, so this is where it is
+cleaned: text parts, display blocks and ``raw_output``, with what was removed logged. Knows the tool seam and the
+ports; no ACP, no provider.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, TypeVar
+
+import structlog
+from pydantic import BaseModel
+
+from hermes_acp.core import (
+    AssistantMessageStored,
+    Location,
+    PlanUpdated,
+    TextBlock,
+    TextPart,
+    ToolCallPart,
+    ToolCallRunning,
+    ToolCallSettled,
+    ToolCallStarted,
+    ToolResultMessage,
+)
+from hermes_acp.core.ids import new_tool_call_id
+from hermes_acp.core.sanitize import Removals, sanitize_json
+from hermes_acp.errors import PermissionDeniedError, StorageError, ToolError, ToolInputError
+from hermes_acp.providers.base import ResponseDone
+from hermes_acp.tools.base import Presentation, Tool, ToolOutcome
+from hermes_acp.tools.context import ApprovalRequest, ToolContext
+
+from .approvals import ApprovalFlow, TurnCancelledByClient
+from .ports import LiveToolProgress
+from .server_tools import server_tool_events
+from .state import TurnDeps, TurnState
+
+__all__ = ["PreparedCall", "announce", "ask_attachment", "run_call", "sanitized"]
+
+_log = structlog.get_logger("hermes_acp.turns")
+M = TypeVar("M", bound=BaseModel)
+
+
+@dataclass(frozen=True, slots=True)
+class PreparedCall:
+    """A call of the model's, checked: the tool and parsed input to run, or the error it settles with."""
+
+    call: ToolCallPart
+    tool: Tool | None
+    parsed: Any
+    presentation: Presentation
+    error: ToolError | None
+
+
+async def announce(
+    deps: TurnDeps, state: TurnState, message_id: str, done: ResponseDone, tools: list[Tool]
+) -> tuple[PreparedCall, ...]:
+    """Store the response and announce its tool calls in one write; return the calls, checked."""
+    by_name = {t.name: t for t in tools}
+    truncated = done.stop_reason == "max_tokens"
+    prepared = tuple(_prepare(call, by_name, deps, state, truncated=truncated) for call in done.message.tool_calls)
+    await deps.recorder.record(
+        AssistantMessageStored(
+            turn_id=state.turn_id,
+            message_id=message_id,
+            message=done.message,
+            model_id=deps.model.id,
+            usage=done.usage,
+            context_window=deps.model.context_window,
+        ),
+        *server_tool_events(state.turn_id, done.message, deps.recorder.projection.tool_call_ids),
+        *[
+            ToolCallStarted(
+                turn_id=state.turn_id,
+                tool_call_id=p.call.id,
+                name=p.call.name,
+                title=p.presentation.title,
+                tool_kind=p.presentation.kind,
+                raw_input=_raw_input(p.call),
+                locations=p.presentation.locations,
+                content=p.presentation.content,
+                marks_run=True,
+            )
+            for p in prepared
+        ],
+    )
+    return prepared
+
+
+async def run_call(item: PreparedCall, deps: TurnDeps, state: TurnState) -> None:
+    """Run one announced call and store its settlement (raises ``StorageError``, ``TurnCancelledByClient``)."""
+    outcome = sanitized(await _execute(item, deps, state), session_id=deps.session_id, tool=item.call.name)
+    plan = [PlanUpdated(turn_id=state.turn_id, entries=outcome.plan)] if outcome.plan is not None else []
+    await deps.recorder.record(
+        *plan,
+        ToolCallSettled(
+            turn_id=state.turn_id,
+            tool_call_id=item.call.id,
+            status="failed" if outcome.failed else "completed",
+            content=outcome.content,
+            raw_output=outcome.raw_output,
+            result=ToolResultMessage(
+                tool_call_id=item.call.id, name=item.call.name, parts=outcome.parts, is_error=outcome.failed
+            ),
+            error_code=outcome.error_code,
+        ),
+    )
+
+
+async def ask_attachment(deps: TurnDeps, state: TurnState, path: Path, request: ApprovalRequest) -> None:
+    """An attachment outside the session's directories: a real ``read`` call the user approves or refuses.
+
+    Raises ``PermissionDeniedError`` when refused (after settling the call)."""
+    call_id = new_tool_call_id()
+    presentation = Presentation(title=request.title, kind="read", locations=[Location(path=str(path))])
+    await deps.recorder.record(
+        ToolCallStarted(
+            turn_id=state.turn_id,
+            tool_call_id=call_id,
+            name="read_attachment",
+            title=presentation.title,
+            tool_kind="read",
+            raw_input=request.raw_input,
+            locations=presentation.locations,
+            marks_run=True,
+        )
+    )
+    try:
+        await _approvals(deps, state).check(call_id, presentation, request)
+    except PermissionDeniedError as exc:
+        await _settle_attachment(deps, state, call_id, failed=True, text=str(exc))
+        raise
+    await _settle_attachment(deps, state, call_id, failed=False, text=f"Read {path} as a prompt attachment.")
+
+
+def sanitized(outcome: ToolOutcome, *, session_id: str, tool: str) -> ToolOutcome:
+    """``outcome`` with hidden characters removed and lone surrogates replaced in every text part, display block
+    and ``raw_output`` (the same object when clean); what was removed is logged."""
+    removals = Removals()
+    parts = [_clean(part, removals) for part in outcome.parts]
+    content = [_clean(block, removals) for block in outcome.content]
+    raw_output, found = sanitize_json(outcome.raw_output)
+    removals.add(found)
+    if not removals:
+        return outcome
+    _log.warning(
+        "hidden or unencodable characters removed from a tool result",
+        session_id=session_id,
+        tool=tool,
+        removed=removals.as_log(),
+    )
+    return replace(outcome, parts=parts, content=content, raw_output=raw_output)
+
+
+def _clean(model: M, removals: Removals) -> M:
+    cleaned, found = sanitize_json(model.model_dump())
+    if not found:
+        return model
+    removals.add(found)
+    return type(model).model_validate(cleaned)
+
+
+def _approvals(deps: TurnDeps, state: TurnState) -> ApprovalFlow:
+    return ApprovalFlow(
+        turn_id=state.turn_id,
+        workspace=deps.workspace,
+        mode=deps.mode,
+        gate=deps.gate,
+        recorder=deps.recorder,
+        timeout_s=deps.permission_timeout_s,
+    )
+
+
+async def _settle_attachment(deps: TurnDeps, state: TurnState, call_id: str, *, failed: bool, text: str) -> None:
+    await deps.recorder.record(
+        ToolCallSettled(
+            turn_id=state.turn_id,
+            tool_call_id=call_id,
+            status="failed" if failed else "completed",
+            content=[TextBlock(text=text)],
+            result=None,
+        )
+    )
+
+
+def _raw_input(call: ToolCallPart) -> Any:
+    """The arguments as an object when they parse, else the raw text the model wrote."""
+    parsed = call.parsed_arguments()
+    return parsed if parsed is not None else call.arguments
+
+
+def _prepare(
+    call: ToolCallPart, by_name: dict[str, Tool], deps: TurnDeps, state: TurnState, *, truncated: bool
+) -> PreparedCall:
+    tool = by_name.get(call.name)
+    fallback = Presentation(title=call.name, kind="other")
+    if truncated:
+        error: ToolError = ToolInputError(
+            "the response hit the output-token limit, so these arguments are cut off; the call was not run"
+        )
+        return PreparedCall(call, tool, None, fallback, error)
+    if tool is None:
+        available = ", ".join(sorted(by_name)) or "none"
+        error = ToolInputError(
+            f"no tool {call.name!r} is available now (the session is in {deps.mode()} mode); tools: {available}"
+        )
+        return PreparedCall(call, None, None, fallback, error)
+    arguments = call.parsed_arguments()
+    if arguments is None:
+        snippet = call.arguments[:200]
+        error = ToolInputError(f"{call.name}: arguments must be a JSON object; got {snippet!r}")
+        return PreparedCall(call, tool, None, fallback, error)
+    try:
+        parsed = tool.validate(arguments)
+    except ToolError as exc:
+        return PreparedCall(call, tool, None, fallback, exc)
+    try:
+        presentation = tool.present(parsed, _context(call, deps, state))
+    except ToolError as exc:
+        return PreparedCall(call, tool, None, fallback, exc)
+    return PreparedCall(call, tool, parsed, presentation, None)
+
+
+def _context(call: ToolCallPart, deps: TurnDeps, state: TurnState) -> ToolContext:
+    async def progress(content: list[Any]) -> None:
+        await deps.recorder.live(LiveToolProgress(call.id, content))
+
+    return ToolContext(
+        session_id=deps.session_id,
+        turn_id=state.turn_id,
+        tool_call_id=call.id,
+        workspace=deps.workspace,
+        mode=deps.mode(),
+        progress=progress,
+        cache_dir=deps.cache_dir,
+        files=deps.files,
+        terminals=deps.terminals,
+        images=deps.images,
+        sandbox=deps.sandbox,
+    )
+
+
+async def _execute(item: PreparedCall, deps: TurnDeps, state: TurnState) -> ToolOutcome:
+    if item.error is not None or item.tool is None:
+        return _failure(item.error or ToolInputError(f"unknown tool {item.call.name!r}"))
+    ctx = _context(item.call, deps, state)
+    try:
+        request = await item.tool.approval(item.parsed, ctx)
+        if request is not None:
+            await _approvals(deps, state).check(item.call.id, item.presentation, request)
+        # Persist before execute: from here the log says this call ran, or may have, if the turn stops.
+        await deps.recorder.record(ToolCallRunning(turn_id=state.turn_id, tool_call_id=item.call.id))
+        return await item.tool.run(item.parsed, ctx)
+    except ToolError as exc:
+        return _failure(exc)
+    except (TurnCancelledByClient, StorageError):
+        raise
+    except Exception as exc:
+        _log.exception("tool crashed", tool=item.call.name, session_id=deps.session_id)
+        return _failure(ToolError(f"{item.call.name} failed unexpectedly: {type(exc).__name__}: {exc}"))
+
+
+def _failure(exc: ToolError) -> ToolOutcome:
+    text = f"Error ({exc.code}): {exc}"
+    return ToolOutcome(parts=[TextPart(text=text)], content=[TextBlock(text=text)], failed=True, error_code=exc.code)
