@@ -24,6 +24,7 @@ from hermes_acp.turns.projection import SessionProjection, transcript_events
 from hermes_acp.turns.recorder import Recorder
 
 from ._runtime import SessionRuntime
+from .instructions import load_instructions
 from .records import directories, new_record, normalise_cwd
 from .recovery import recovery_events
 from .session import Session, SessionServices
@@ -175,14 +176,16 @@ class SessionManager:
                 await runtime.enter(servers.running())  # starts them; does not wait for them
             recorder = Recorder(record.id, self.services.store, self.services.client.sink(record.id), projection)
             extra = tuple(Path(p) for p in record.meta.get("additional_directories", []) if isinstance(p, str))
+            workspace = Workspace(cwd=Path(record.cwd), additional=extra)
             session = Session(
                 record,
                 recorder,
                 runtime,
                 self.services,
-                workspace=Workspace(cwd=Path(record.cwd), additional=extra),
+                workspace=workspace,
                 mcp_servers=list(mcp_servers),
                 mcp=servers,
+                instructions=await load_instructions(workspace, self.services.settings.home),
             )
         except BaseException:
             with anyio.CancelScope(shield=True):  # the owner task would outlive a session that never opened

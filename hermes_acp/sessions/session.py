@@ -47,6 +47,7 @@ from hermes_acp.turns.system_prompt import build_system_prompt
 
 from ._runtime import SessionRuntime
 from .commands import CommandOutcome, help_text
+from .instructions import InstructionFile
 from .ports import ClientBridge
 from .recovery import STORE_FAILED_TEXT, recovery_events
 from .titles import title_from_prompt, title_with_model
@@ -79,6 +80,7 @@ class Session:
         workspace: Workspace,
         mcp_servers: list[dict[str, object]],
         mcp: McpServers,
+        instructions: Sequence[InstructionFile] = (),
     ):
         self.record = record
         self.recorder = recorder
@@ -89,6 +91,10 @@ class Session:
         """The editor's MCP server specs for this session (kept in memory only: they may carry secrets)."""
         self.mcp = mcp
         """The live connections to those servers (started by the manager in the owner task)."""
+        self.instructions = tuple(instructions)
+        """The project instruction files read when the session opened (``/status`` lists them)."""
+        self.system_prompt = build_system_prompt(workspace, self.instructions)
+        """Fixed for the session's life in this process: byte-identical for every request."""
         self.computer_use = ComputerUse.for_session(
             runtime,
             services.settings,
@@ -234,7 +240,7 @@ class Session:
             session_id=self.id,
             model=model,
             provider=provider,
-            system_prompt=build_system_prompt(self.workspace),
+            system_prompt=self.system_prompt,
             tool_surface=lambda: services.tool_surface(self),
             recorder=self.recorder,
             gate=client.gate(self.id),

@@ -1,13 +1,33 @@
 """The system prompt: short, and byte-identical for every request of a session (prompt caches depend on it).
 
-It may depend only on what a session never changes (its directories); never on time, mode or model.
+It may depend only on what a session fixes when it opens (its directories and the project instructions read then);
+never on time, mode, model or effort. Instruction files are given whole or cut with a note saying how much of the
+file was left out, so the model knows it has not seen everything.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Protocol
+
 from hermes_acp.tools.context import Workspace
 
-__all__ = ["build_system_prompt"]
+__all__ = ["Instructions", "build_system_prompt"]
+
+
+class Instructions(Protocol):
+    """One project instruction file as the prompt needs it."""
+
+    @property
+    def path(self) -> Path: ...
+
+    @property
+    def text(self) -> str: ...
+
+    @property
+    def cut(self) -> int: ...
+
 
 _PROMPT = """You are Hermes, a coding agent running inside the user's editor.
 Working directory: {cwd}{extra}
@@ -22,8 +42,20 @@ Working directory: {cwd}{extra}
 - Be concise. Say what you changed and why."""
 
 
-def build_system_prompt(workspace: Workspace) -> str:
+_INSTRUCTIONS = """
+
+Project instructions (from the user's instruction files; follow them unless the user says otherwise):"""
+
+
+def build_system_prompt(workspace: Workspace, instructions: Sequence[Instructions] = ()) -> str:
     extra = ""
     if workspace.additional:
         extra = "\nAdditional directories: " + ", ".join(str(p) for p in workspace.additional)
-    return _PROMPT.format(cwd=workspace.cwd, extra=extra)
+    prompt = _PROMPT.format(cwd=workspace.cwd, extra=extra)
+    if instructions:
+        prompt += _INSTRUCTIONS
+        for item in instructions:
+            prompt += f"\n\n## {item.path}\n{item.text.rstrip()}"
+            if item.cut:
+                prompt += f"\n[{item.cut:,} more bytes of this file were left out: instructions are capped in size]"
+    return prompt
