@@ -1,9 +1,10 @@
 """``Session``: one live conversation — its state, its prompt queue and its cancel scopes.
 
-Prompts and slash commands are serialised (DESIGN §4.11): each registers its cancel scope before its first await,
-then waits its turn on a FIFO lock, so a second prompt is answered when its own turn ends. ``cancel`` cancels the
-running turn and everything queued (DESIGN §4.10); the next prompt is accepted at once. Mode and model live here
-and in the store; the tool surface is derived from them for every model request (DESIGN §4.6). No ACP here.
+Prompts and slash commands are serialised (docs/architecture.md §4.11): each registers its cancel scope before its first
+await, then waits its turn on a FIFO lock, so a second prompt is answered when its own turn ends. ``cancel`` cancels the
+running turn and everything queued (docs/architecture.md §4.10); the next prompt is accepted at once. Mode and model
+live here and in the store; the tool surface is derived from them for every model request (docs/architecture.md §4.6).
+No ACP here.
 """
 
 from __future__ import annotations
@@ -160,9 +161,9 @@ class Session:
         return outcome or CommandOutcome("Cancelled before it ran.", stop_reason="cancelled")
 
     async def _queued(self, work: Callable[[], Awaitable[T]]) -> T | None:
-        """Run ``work`` when the turns queued before it have ended (DESIGN §4.11); None when a cancel came first,
-        whether it was waiting or running (DESIGN §4.10). Its cancel scope is registered before the first await,
-        so a cancel that follows finds it."""
+        """Run ``work`` when the turns queued before it have ended (docs/architecture.md §4.11); None when a cancel came
+        first, whether it was waiting or running (docs/architecture.md §4.10). Its cancel scope is registered before the
+        first await, so a cancel that follows finds it."""
         scope = anyio.CancelScope()
         self._in_flight.append(scope)
         try:
