@@ -75,7 +75,7 @@ async def test_load_replays_history_before_responding_and_keeps_ids(tmp_path: Pa
     assert "tool_call" in replay_kinds and "plan" in replay_kinds
     live_ids = {u["toolCallId"] for _, u in live if u["sessionUpdate"] == "tool_call"}
     assert live_ids == {"call_plan_1"}
-    assert replay_kinds[-1] == "session_info_update"
+    assert replay_kinds[-2:] == ["session_info_update", "usage_update"]  # the replay ends with the context meter
     assert "available_commands_update" not in replay_kinds
     assert after_response == ["available_commands_update"]
 
