@@ -140,7 +140,7 @@ def plan(
     split = next((i for i in turns if suffix[i] <= budget), None)
     stubs: dict[str, str] = {}
     if split is None:
-        split = turns[-1] if turns else (boundaries[0] if boundaries else 0)
+        split = turns[-1] if turns else 0  # the current turn, whole
         kept = suffix[split]
         for index in range(split, count):  # oldest first, until the kept part fits
             if kept <= budget:
