@@ -10,6 +10,7 @@ No ACP here.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal, TypeVar
@@ -43,7 +44,7 @@ from hermes_acp.storage.base import SessionRecord, SessionStore, utc_now
 from hermes_acp.tools.base import Tool
 from hermes_acp.tools.context import Workspace
 from hermes_acp.tools.sandbox import Availability, Sandbox
-from hermes_acp.turns.compaction import compact
+from hermes_acp.turns.compaction import compact, log_compaction
 from hermes_acp.turns.loop import TurnDeps, TurnResult, TurnState, run_turn
 from hermes_acp.turns.meter import Meter
 from hermes_acp.turns.ports import LiveCompaction, LiveUsage
@@ -323,6 +324,7 @@ class Session:
 
         The compaction comes back in the outcome, to be stored with the command in one write. A cancel while the
         summary is written leaves the history as it was (the editor is told it was cancelled)."""
+        started = time.perf_counter()
         await self._repair()
         deps = self._turn_deps()
         compaction_id = new_compaction_id()
@@ -344,6 +346,7 @@ class Session:
             raise
         if event is None:
             return CommandOutcome("Nothing to compact yet: the conversation is empty.")
+        log_compaction(event, session_id=self.id, started=started)
         return CommandOutcome("", events=(event,))
 
     def status(self) -> str:

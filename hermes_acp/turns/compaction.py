@@ -23,9 +23,12 @@ Talks to the provider seam and the recorder's live updates only.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from contextlib import aclosing
 from dataclasses import dataclass
+
+import structlog
 
 from hermes_acp.core import (
     AssistantMessage,
@@ -57,11 +60,13 @@ __all__ = [
     "SUMMARY_SYSTEM_PROMPT",
     "Plan",
     "compact",
+    "log_compaction",
     "plan",
     "stub_text",
     "transcript",
 ]
 
+_log = structlog.get_logger("hermes_acp.turns")
 KEEP_SHARE = 0.4
 """Of the room beside the system prompt and tool schemas (up to the threshold): what the kept recent messages may
 take."""
@@ -294,6 +299,23 @@ async def compact(
     )
     after = meter.request(tools, compacted_history(history, event))
     return event.model_copy(update={"tokens_after": measure(after, None).used})
+
+
+def log_compaction(event: ContextCompacted, *, session_id: str, started: float) -> None:
+    """One log line per stored compaction: what it did, and how long it took from ``started`` (``perf_counter``),
+    the summary request included."""
+    _log.info(
+        "history compacted",
+        session_id=session_id,
+        compaction_id=event.compaction_id,
+        trigger=event.trigger,
+        method=event.method,
+        replaced=event.replaced,
+        stubs=len(event.stubs),
+        tokens_before=event.tokens_before,
+        tokens_after=event.tokens_after,
+        ms=round((time.perf_counter() - started) * 1000, 2),
+    )
 
 
 async def _summarise(

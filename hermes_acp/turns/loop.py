@@ -26,6 +26,7 @@ tool or store.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final, Literal, assert_never
@@ -50,7 +51,7 @@ from hermes_acp.providers.base import ModelStopReason, ProviderRequest
 from hermes_acp.tools.base import Tool
 
 from .approvals import TurnCancelledByClient
-from .compaction import compact
+from .compaction import compact, log_compaction
 from .context import fixed_tokens
 from .meter import Meter
 from .phases import BetweenRequests, Compacting, Converting, Ended, Phase, RunningTool, Streaming
@@ -191,6 +192,7 @@ def _streaming(deps: TurnDeps, request: ProviderRequest, tools: tuple[Tool, ...]
 
 async def _compact(phase: Compacting, state: TurnState, deps: TurnDeps) -> Phase:
     """Compact the history (one write, when done), then build the request it made room for."""
+    started = time.perf_counter()
     event = await compact(
         deps, turn_id=state.turn_id, compaction_id=phase.compaction_id, trigger=phase.trigger, tools=phase.tools
     )
@@ -198,6 +200,7 @@ async def _compact(phase: Compacting, state: TurnState, deps: TurnDeps) -> Phase
     if event is not None:
         await deps.recorder.record(event)
         await deps.recorder.live(meter.usage(phase.tools))
+        log_compaction(event, session_id=deps.session_id, started=started)
     return _streaming(deps, meter.request(phase.tools), phase.tools, retry=phase.trigger == "overflow")
 
 
