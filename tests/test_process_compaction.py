@@ -142,7 +142,8 @@ async def test_a_request_refused_as_too_long_is_compacted_for_and_answered(tmp_p
 
 
 async def test_compact_with_instructions_and_status_without_a_model_call(tmp_path: Path) -> None:
-    async with spawn_agent(tmp_path, scenario(), models=WINDOW) as agent:
+    agent_config = '\n[agent]\ncompaction_threshold = 0.9\ncompaction_model = "fx:m2"\n'
+    async with spawn_agent(tmp_path, scenario(), models=WINDOW, config_extra=agent_config) as agent:
         session_id = await agent.new_session()
         await agent.client.wait_for(lambda: bool(agent.client.of_kind("available_commands_update", session_id)))
         (commands,) = agent.client.of_kind("available_commands_update", session_id)
@@ -164,8 +165,9 @@ async def test_compact_with_instructions_and_status_without_a_model_call(tmp_pat
     assert names["compact"]["input"] == {"hint": "[what the summary should keep]"} and "status" in names
     assert compact.stop_reason == status.stop_reason == "end_turn"
     assert "The user asks the summary to focus on: keep every question number" in str(summary.body["messages"])
+    assert summary.body["model"] == "m2"  # [agent] compaction_model
     assert status_requests == requests  # /status asked no model
-    for line in ("**Model:** fx:m", "**Mode:** default", "of 4,000 tokens", "compacted above 80% (3,200)"):
+    for line in ("**Model:** fx:m", "**Mode:** default", "of 4,000 tokens", "compacted above 90% (3,600)"):
         assert line in status_text
     assert "compactions so far: 1" in status_text and "**Cost so far:** unknown" in status_text
     assert f"**Directories:** {tmp_path / 'workspace'}" in status_text

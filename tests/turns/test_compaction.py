@@ -10,26 +10,32 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import anyio
 import pytest
+from pydantic import BaseModel, ConfigDict
 
 from hermes_acp.core import (
     AssistantMessage,
     ContextCompacted,
+    ImagePart,
     Message,
     NoticeAdded,
     SessionEvent,
     TextPart,
     ToolResultMessage,
     TurnEnded,
+    Usage,
     UserMessage,
 )
 from hermes_acp.errors import ContextLengthError, ProviderRequestError
 from hermes_acp.providers.base import ProviderRequest
+from hermes_acp.providers.catalog import Cost
 from hermes_acp.providers.scripted import ScriptedProvider, ScriptedReply, text_reply, tool_reply
+from hermes_acp.tools.base import Presentation, ToolOutcome, TypedTool
+from hermes_acp.tools.context import ToolContext
 from hermes_acp.turns import SessionProjection
 from hermes_acp.turns.compaction import SUMMARY_SYSTEM_PROMPT
 from hermes_acp.turns.context import measure
@@ -292,3 +298,68 @@ async def test_a_tool_result_larger_than_the_window_is_cut_to_a_stub(tmp_path: P
     (settled,) = [e for e in stored if getattr(e, "tool_call_id", None) == "c_big" and e.kind == "tool_call_settled"]
     assert settled.result is not None and settled.result.parts == [TextPart(text="0123456789" * 4_000)]
     assert rebuilt(stored).history == loop.recorder.projection.history
+
+
+class _Shot(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    n: int
+
+
+class ShotTool(TypedTool[_Shot]):
+    """Read-only: a screenshot (a tiny PNG) labelled with its number."""
+
+    __test__ = False
+    name = "shot"
+    description = "Take a screenshot."
+    Input = _Shot
+    read_only = True
+
+    def present(self, parsed: _Shot, ctx: ToolContext) -> Presentation:
+        return Presentation(title=f"Screenshot {parsed.n}", kind="read")
+
+    async def run(self, parsed: _Shot, ctx: ToolContext) -> ToolOutcome:
+        image = ImagePart(media_type="image/png", data="iVBORw0KGgo=", label=f"shot {parsed.n}")
+        return ToolOutcome(parts=[TextPart(text=f"screenshot {parsed.n}"), image])
+
+
+async def test_the_image_window_still_applies_after_a_compaction(tmp_path: Path) -> None:
+    eyes = scripted_model("scripted:eyes", vision=True, context_window=40_000)
+    replies: list[ScriptedReply] = []
+    for n in range(1, 41):
+        replies += [tool_reply(call(f"s{n}", "shot", n=n), usage=None), text_reply(f"seen {n}", usage=None)]
+    model = Model(replies)
+    loop = await open_loop(tmp_path, model.provider(), model=eyes, tools=[ShotTool()], max_requests=3)
+    for n in range(1, 41):
+        await loop.turn(f"look {n}: " + "l" * 3_000)
+        if model.summaries:
+            break
+    (summary_request,) = model.summaries
+    transcript = summary_request.messages[0].parts[0]
+    assert isinstance(transcript, TextPart) and "[image: shot 1]" in transcript.text  # images as their labels
+    after = model.turns[-1]
+    images = [
+        p for m in after.messages if isinstance(m, ToolResultMessage) for p in m.parts if isinstance(p, ImagePart)
+    ]
+    placeholders = [
+        p.text
+        for m in after.messages
+        for p in m.parts
+        if isinstance(p, TextPart) and p.text.startswith("[earlier image")
+    ]
+    assert len(images) == 3 and placeholders  # the newest three stay images, the older kept ones are placeholders
+    assert [i.label for i in images] == [f"shot {n}" for n in (n - 2, n - 1, n)]
+
+
+async def test_the_meter_after_a_model_call_is_what_the_context_holds_and_what_the_session_cost(
+    tmp_path: Path,
+) -> None:
+    priced = replace(scripted_model("scripted:priced"), input_price=2.0, output_price=10.0)
+    provider = ScriptedProvider([text_reply("hi", usage=Usage(input_tokens=1_000, output_tokens=100))] * 2)
+    loop = await open_loop(tmp_path, provider, model=priced)
+    await loop.turn("hello")
+    await loop.turn("again")
+    meters = [u for u in loop.sink.updates if isinstance(u, LiveUsage)]
+    assert meters == [
+        LiveUsage(used=1_100, size=32_000, cost=Cost(amount=0.003)),
+        LiveUsage(used=1_100, size=32_000, cost=Cost(amount=0.006)),
+    ]
