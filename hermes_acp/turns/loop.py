@@ -199,6 +199,8 @@ async def _compact(phase: Compacting, state: TurnState, deps: TurnDeps) -> Phase
     meter = Meter.of(deps)
     if event is not None:
         await deps.recorder.record(event)
+        if event.usage is not None:  # the summary request is one of the turn's model calls
+            state.usage = state.usage + event.usage
         await deps.recorder.live(meter.usage(phase.tools))
         log_compaction(event, session_id=deps.session_id, started=started)
     return _streaming(deps, meter.request(phase.tools), phase.tools, retry=phase.trigger == "overflow")

@@ -184,10 +184,12 @@ async def test_a_provider_refusing_the_request_as_too_long_compacts_and_retries_
     big = scripted_model("scripted:big", context_window=128_000)  # its window is not what the provider enforces
     model = Model([*(text_reply(answer(n), usage=None) for n in range(1, 6)), ScriptedReply([], error=refusal)])
     model.replies.append(text_reply("The answer after compaction.", usage=None))
+    model.summary = text_reply(SUMMARY, usage=Usage(input_tokens=700, output_tokens=30))
     loop = await open_loop(tmp_path, model.provider(), model=big)
     for n in range(1, 7):
         result = await loop.turn(question(n))
     assert result.stop_reason == "end_turn"
+    assert result.usage == Usage(input_tokens=700, output_tokens=30)  # the summary request is one of the turn's calls
     stored = [s.event for s in await loop.store.load_events("s1")]
     (event,) = compactions(stored)
     assert (event.trigger, event.method, event.turn_id) == ("overflow", "summary", "t6")
