@@ -73,10 +73,15 @@ def message_tokens(message: Message) -> tuple[int, int]:
             images += IMAGE_TOKENS
         elif isinstance(part, TextPart | ThinkingPart):
             chars += len(part.text)
-        elif isinstance(part, ToolCallPart | ServerToolCallPart):
+        elif isinstance(part, ToolCallPart):
             chars += len(part.id) + len(part.name) + len(part.arguments)
-        elif isinstance(part, ServerToolResultPart):
-            chars += len(part.text)
+        elif isinstance(part, ServerToolCallPart | ServerToolResultPart):  # the provider's own block goes back whole
+            if part.block is not None:
+                chars += len(json.dumps(part.block))
+            else:
+                chars += len(part.name) + (
+                    len(part.arguments) if isinstance(part, ServerToolCallPart) else len(part.text)
+                )
     if isinstance(message, AssistantMessage) and message.echo:
         chars += len(json.dumps(message.echo))
     return MESSAGE_TOKENS + -(-chars // CHARS_PER_TOKEN), images

@@ -141,7 +141,7 @@ class SessionProjection:
                     self.history.append(message)
                 if event.usage is not None:
                     self._add_usage(event.model_id, event.usage)
-                    if event.usage.input_tokens > 0 and not event.interrupted:
+                    if _measures_context(event):
                         tokens = event.usage.input_tokens + event.usage.output_tokens
                         self.anchor = Anchor(tokens, len(self.history), self.sent_fixed)
                 for call in message.tool_calls:
@@ -200,6 +200,16 @@ class SessionProjection:
             self.history[-1] = UserMessage.model_construct(parts=[*last.parts, TextPart(text="\n\n"), *message.parts])
         else:
             self.history.append(message)
+
+
+def _measures_context(event: AssistantMessageStored) -> bool:
+    """Whether the response's reported usage is the size of its request: not when nothing was reported, not for an
+    interrupted response, and not when it is more than the model can hold (a provider that ran tools of its own,
+    such as a web search, may report the sum of its rounds)."""
+    usage = event.usage
+    if usage is None or usage.input_tokens <= 0 or event.interrupted:
+        return False
+    return event.context_window is None or usage.input_tokens <= event.context_window
 
 
 def summary_text(event: ContextCompacted, replaced: int | None = None) -> str | None:

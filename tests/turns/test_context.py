@@ -10,6 +10,7 @@ from hermes_acp.core import (
     ContextCompacted,
     ImagePart,
     Message,
+    ServerToolResultPart,
     TextPart,
     ToolCallPart,
     ToolResultMessage,
@@ -83,14 +84,25 @@ def test_a_reported_usage_anchors_the_count_and_only_what_came_after_it_is_estim
     assert projection.usage_by_model == {"p:m": Usage(input_tokens=900, output_tokens=100)}
 
 
-def test_a_usage_without_input_tokens_is_not_an_anchor() -> None:
+def test_a_usage_that_cannot_be_one_request_is_not_an_anchor() -> None:
+    """No input reported, or more than the model holds (a provider's own tool rounds summed, e.g. a web search)."""
     projection = SessionProjection()
-    projection.apply(
-        AssistantMessageStored(
-            turn_id="t", message_id="m", message=assistant("x"), model_id="p:m", usage=Usage(output_tokens=5)
+    for usage in (Usage(output_tokens=5), Usage(input_tokens=404_500, output_tokens=943)):
+        projection.apply(
+            AssistantMessageStored(
+                turn_id="t", message_id="m", message=assistant("x"), model_id="p:m", usage=usage, context_window=128_000
+            )
         )
-    )
     assert projection.anchor is None
+    assert projection.usage_by_model == {"p:m": Usage(input_tokens=404_500, output_tokens=948)}  # still paid for
+
+
+def test_a_provider_side_tool_counts_the_block_that_goes_back() -> None:
+    block = {"type": "web_search_tool_result", "content": [{"encrypted_content": "E" * 4_000}]}
+    message = AssistantMessage(
+        parts=[ServerToolResultPart(tool_call_id="s1", name="web_search_tool_result", text="3 results", block=block)]
+    )
+    assert message_tokens(message)[0] > 1_000
 
 
 def history_of_turns(count: int, size: int) -> list[Message]:
