@@ -154,6 +154,21 @@ class AgentSettings(_Section):
     max_turn_requests: Annotated[int, Field(ge=1, le=10_000)] = 50
     title_model: str | None = None
     """A model to write session titles; without it the title is taken from the first prompt (no extra call)."""
+    compaction_threshold: Annotated[float, Field(ge=0.1, le=1.0)] = 0.8
+    """Of the window a request may fill (``context_window - max_output_tokens``): a request that would take more
+    has the history compacted first."""
+    compaction_model: str | None = None
+    """``<provider id>:<model id>`` of a configured model that writes the compaction summaries; unset: the session's
+    model."""
+
+    @field_validator("compaction_model")
+    @classmethod
+    def _model_ref(cls, value: str | None) -> str | None:
+        if value is not None:
+            provider, _, model = value.partition(":")
+            if not provider or not model:
+                raise ValueError(f'must be "<provider id>:<model id>" (got {value!r})')
+        return value
 
 
 class AuxiliaryVisionSettings(_Section):
@@ -300,6 +315,7 @@ def load_settings(
     env_model = env.get("HERMES_ACP_MODEL", "").strip()
     if model.default is None and env.get("HERMES_ACP_BASE_URL") and env_model:
         model = ModelSection(default=f"custom:{env_model}")
+    _check_compaction_model(parsed.agent.compaction_model, providers, config_file)
     data = parsed.model_dump()
     data.update(
         providers=providers,
@@ -339,6 +355,17 @@ def _apply_env_providers(providers: dict[str, ProviderSettings], env: Mapping[st
             api_key_env="ANTHROPIC_API_KEY",
             models=[ModelEntry(id=m, vision=True, context_window=200_000) for m in ANTHROPIC_DEFAULT_MODELS],
         )
+
+
+def _check_compaction_model(model_id: str | None, providers: Mapping[str, ProviderSettings], source: Path) -> None:
+    """``agent.compaction_model`` names a configured model (of the file's providers or the environment's)."""
+    if model_id is None:
+        return
+    provider_id, _, model = model_id.partition(":")
+    provider = providers.get(provider_id)
+    if provider is None or provider.model_entry(model) is None:
+        known = ", ".join(f"{p}:{m.id}" for p, settings in providers.items() for m in settings.models) or "none"
+        raise ConfigError(f"{source}: agent.compaction_model: {model_id!r} is not a configured model (models: {known})")
 
 
 def _describe(exc: ValidationError, source: Path | None, *, prefix: str = "") -> str:

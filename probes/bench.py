@@ -9,7 +9,9 @@ it exits, and the number that matters is the moment the ``initialize`` answer ar
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
+import os
 import shlex
 import statistics
 import sys
@@ -27,7 +29,7 @@ from acp import schema
 
 from fixtures.model_server import load_scenario, serve_model_server
 
-from .agent import AgentProcess, ProbeClient, peak_rss_kib, spawn_agent
+from .agent import AgentProcess, ProbeClient, peak_rss_kib, spawn_agent, stop_agent
 
 __all__ = ["main"]
 
@@ -87,9 +89,10 @@ SCENARIO: dict[str, Any] = {
 
 
 def _config(base_url: str) -> str:
+    models = '["bench-model", "bench-model-2", { id = "bench-16k", context_window = 16000 }]'
     return (
         '[model]\ndefault = "bench:bench-model"\n'
-        f'[providers.bench]\nkind = "openai"\nbase_url = "{base_url}/v1"\nmodels = ["bench-model", "bench-model-2"]\n'
+        f'[providers.bench]\nkind = "openai"\nbase_url = "{base_url}/v1"\nmodels = {models}\n'
     )
 
 
@@ -668,6 +671,144 @@ async def sandbox_overhead(bench: Bench, runs: int = 20) -> list[Row]:
     ]
 
 
+_SUMMARY_MARKER = "You write the memory of a coding agent"
+_LONG_SESSION: dict[str, Any] = {
+    "name": "bench-long-session",
+    "context_limit": {"tokens": 16_000},
+    "responses": [
+        {
+            "match": {"system_contains": _SUMMARY_MARKER},
+            "repeat": True,
+            "steps": [{"text": "Goal: walk through the modules one by one. " + "Decisions and open tasks. " * 40}],
+        },
+        {
+            "match": {"last_message_contains": "read the notes"},
+            "repeat": True,
+            "steps": [{"tool_call": {"name": "read_file", "arguments": {"path": "notes.md"}}}],
+        },
+        {"repeat": True, "steps": [{"text": "Module notes: " + "it parses, checks and stores the input. " * 14}]},
+    ],
+}
+
+
+async def compaction(bench: Bench, turns: int) -> list[Row]:
+    """A ``turns``-turn scripted session on a model with a 16,000-token window (the fixture refuses anything its
+    estimate puts over 16,000): every fifth turn reads a file, every turn adds ~330 tokens. The agent's own time
+    per compaction is the time it logs for each ("history compacted": from the decision to the stored event and the
+    meter sent, the summary request included) less the fixture's time on that summary request. Then ``/status`` in
+    that session, and ``session/load`` of it in a fresh process: over a bare pipe (the server's time) and with the
+    SDK client (end to end)."""
+    bench.server.set_scenario(load_scenario(_LONG_SESSION))
+    (bench.workspace / "notes.md").write_text("".join(f"notes line {n}: the parser keeps state.\n" for n in range(40)))
+    failed = 0
+    status: list[float] = []
+    try:
+        async with bench.spawn() as agent:
+            session_id = await _new(agent, bench)
+            with anyio.fail_after(30):
+                await agent.conn.set_config_option(config_id="model", session_id=session_id, value="bench:bench-16k")
+            first = len(bench.server.requests())
+            for n in range(turns):
+                ask = "Please read the notes" if n % 5 == 4 else f"Step {n}: what does module_{n}.py do?"
+                text_before = len(agent.client.updates)
+                with anyio.fail_after(60):
+                    response = await agent.conn.prompt(session_id=session_id, prompt=_text(ask + " " + "x" * 500))
+                warned = any("⚠" in json.dumps(u.body) for u in agent.client.updates[text_before:])
+                failed += response.stop_reason != "end_turn" or warned
+            for _ in range(20):
+                started = time.perf_counter()
+                with anyio.fail_after(30):
+                    await agent.conn.prompt(session_id=session_id, prompt=_text("/status"))
+                status.append((time.perf_counter() - started) * 1000)
+            records = bench.server.requests()[first:]
+        load: list[float] = []
+        end_to_end: list[float] = []
+        for _ in range(5):
+            elapsed, frames = await _raw_load(bench, session_id)
+            load.append(elapsed)
+            async with bench.spawn() as fresh:
+                with anyio.fail_after(30):
+                    await fresh.conn.list_sessions()  # the server is up
+                started = time.perf_counter()
+                with anyio.fail_after(60):
+                    await fresh.conn.load_session(cwd=str(bench.workspace), session_id=session_id, mcp_servers=[])
+                end_to_end.append((time.perf_counter() - started) * 1000)
+    finally:
+        bench.server.set_scenario(load_scenario(SCENARIO))
+    summaries = [r for r in records if _SUMMARY_MARKER in json.dumps(r.body)]
+    refused = [r for r in records if r.outcome == "context_exceeded"]
+    sizes = [-(-len(json.dumps(r.body, separators=(",", ":"), ensure_ascii=False).encode()) // 4) for r in records]
+    logged = [
+        line["ms"]
+        for line in map(json.loads, (bench.home / "logs" / "hermes-acp.log").read_text().splitlines())
+        if line.get("event") == "history compacted" and line.get("session_id") == session_id
+    ]
+    model_ms = [((r.finished_monotonic or 0) - r.received_monotonic) * 1000 for r in summaries]
+    per_compaction = [total - model for total, model in zip(logged, model_ms, strict=True)]
+    return [
+        Row(
+            f"{turns}-turn session, 16,000-token window",
+            f"{failed} failed turns",
+            f"{len(refused)} requests over the window; largest request {max(sizes):,} tokens (body bytes / 4);"
+            f" {len(summaries)} compactions",
+        ),
+        Row(
+            "agent time per compaction",
+            _ms(per_compaction),
+            f"max {max(per_compaction, default=0):.1f} ms: the agent's logged time for each (plan, summary request,"
+            " store, meter) less the fixture's time on the summary request; goal ≤ 50 ms",
+        ),
+        Row("/status answer", _ms(status), f"in that session, median of {len(status)}; no model call; goal ≤ 20 ms"),
+        Row(
+            f"session/load of the {turns}-turn session",
+            _ms(load),
+            f"server time: a raw pipe, frames not parsed; fresh process, server up; {frames} updates; goal ≤ 300 ms;"
+            f" {_ms(end_to_end)} end to end with the SDK client parsing every update",
+        ),
+    ]
+
+
+async def _raw_load(bench: Bench, session_id: str) -> tuple[float, int]:
+    """``session/load`` over a bare pipe: from writing the request to reading its answer, the frames between only
+    counted (the server's time, and the pipe's); and how many updates came."""
+    process = await asyncio.create_subprocess_exec(
+        *COMMAND,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.DEVNULL,
+        env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), **bench.env()},
+        cwd=str(bench.workspace),
+        limit=64 * 1024 * 1024,
+    )
+    assert process.stdin is not None
+    assert process.stdout is not None
+    stdout = process.stdout
+
+    async def ask(request_id: int, method: str, params: dict[str, Any]) -> tuple[float, int]:
+        assert process.stdin is not None
+        frame = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
+        started = time.perf_counter()
+        process.stdin.write(json.dumps(frame).encode() + b"\n")
+        await process.stdin.drain()
+        updates = 0
+        while line := await stdout.readline():
+            if b'"method":"session/update"' in line[:64]:
+                updates += 1
+            elif json.loads(line).get("id") == request_id:
+                return (time.perf_counter() - started) * 1000, updates
+        raise RuntimeError(f"the agent closed its stdout before answering {method}")
+
+    try:
+        with anyio.fail_after(60):
+            await ask(1, "initialize", {"protocolVersion": 1, "clientCapabilities": {}})
+            await ask(2, "session/list", {})
+            return await ask(
+                3, "session/load", {"sessionId": session_id, "cwd": str(bench.workspace), "mcpServers": []}
+            )
+    finally:
+        await stop_agent(process, grace_s=5)
+
+
 def _current_rss_kib(pid: int) -> int:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
@@ -698,6 +839,7 @@ ROWS: dict[str, Callable[[Bench], Awaitable[list[Row]]]] = {
     "computer_use": computer_use_overhead,
     "corpus_replay": corpus_replay,
     "sandbox": sandbox_overhead,
+    "compaction": lambda b: compaction(b, 200),
 }
 
 

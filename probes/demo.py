@@ -4,9 +4,11 @@ It starts the scripted model server (``probes/scenarios/demo.json``) in this pro
 and at the simulated cua-driver, then runs the probe's ``caps``, ``timing`` and ``e2e`` checks against the real
 ``python -m hermes_acp``: spawn, session/new, set_mode, a tool turn that writes a file and runs a command, a
 vision turn, a computer_use turn on the simulated Calculator (capture, click 2 + 3 =, verify 5), cancel, kill the
-process, list, load with replay, and continue the conversation. It prints the checklist and the timings, checks
-the effects independently (the file on disk, the calculator's own state), and leaves the last screenshot (with
-its element boxes) in ``out/last_screenshot.png``.
+process, list, load with replay, and continue the conversation. Then a long conversation on a model with a small
+context window (``demo:demo-small``, 6,000 tokens) that gets compacted: the client advertises compaction, so the
+compaction streams its summary and completes, and ``/status`` shows the meter. It prints the checklist and the
+timings, checks the effects independently (the file on disk, the calculator's own state), and leaves the last
+screenshot (with its element boxes) in ``out/last_screenshot.png``.
 """
 
 from __future__ import annotations
@@ -20,12 +22,13 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+from acp import schema
 
 from fixtures.cua_driver_sim import command as simulated_driver
 from fixtures.cua_driver_sim import read_state
 from fixtures.model_server import load_scenario, serve_model_server
 
-from .agent import solid_png
+from .agent import ProbeClient, solid_png, spawn_agent
 from .checks import ProbeOptions
 from .probe import run_checks, summarise
 
@@ -44,7 +47,8 @@ def _config(base_url: str, driver: list[str]) -> str:
             "[providers.demo]",
             'kind = "openai"',
             f'base_url = "{base_url}/v1"',
-            'models = [{ id = "demo-model", vision = true, context_window = 32768 }]',
+            'models = [{ id = "demo-model", vision = true, context_window = 32768 },'
+            ' { id = "demo-small", context_window = 6000 }]',
             "[computer_use]",
             f"driver_command = {json.dumps(driver)}",
             "",
@@ -72,8 +76,9 @@ async def _run(root: Path) -> int:
         print(f"hermes-acp demo — agent: {shlex.join(options.command)}")
         print(f"  model server {server.base_url}, simulated cua-driver, home {home}\n")
         results = await run_checks(["caps", "timing", "e2e"], options)
+        compaction = await _compaction(options)
         requests = len(server.requests())
-    effects = _effects(workspace, root / "calculator.json")
+    effects = [*_effects(workspace, root / "calculator.json"), compaction]
     for label, ok in effects:
         print(f"{'✓' if ok else '✗'} effect    {label}")
     summary = summarise(results, options)
@@ -88,6 +93,41 @@ async def _run(root: Path) -> int:
     failed = [r.name for r in results if r.status == "fail"] + [label for label, ok in effects if not ok]
     print("Demo " + ("passed." if not failed else f"FAILED: {', '.join(failed)} (agent log: {root / 'agent.stderr'})"))
     return 1 if failed else 0
+
+
+async def _compaction(options: ProbeOptions) -> tuple[str, bool]:
+    """Twelve long turns on the 6,000-token model, with a client that renders compactions; then ``/status``."""
+    client = ProbeClient()
+    capabilities = schema.ClientCapabilities(
+        session=schema.ClientSessionCapabilities(compaction=schema.CompactionCapabilities())
+    )
+    spawn = spawn_agent(
+        options.command, env=options.env, stderr=options.stderr, client=client, cwd=options.cwd, initialize=False
+    )
+    async with spawn as agent:
+        with anyio.fail_after(60):
+            await agent.conn.initialize(protocol_version=1, client_capabilities=capabilities)
+            session_id = (await agent.conn.new_session(cwd=str(options.cwd), mcp_servers=[])).session_id
+            await agent.conn.set_config_option(config_id="model", session_id=session_id, value="demo:demo-small")
+            for step in range(1, 13):
+                text = f"Walk me through step {step} of the parser, in detail. " + "Context: " * 60
+                await agent.conn.prompt(session_id=session_id, prompt=[schema.TextContentBlock(type="text", text=text)])
+            before = len(client.updates)
+            await agent.conn.prompt(
+                session_id=session_id, prompt=[schema.TextContentBlock(type="text", text="/status")]
+            )
+    done = [u.body for u in client.of(session_id, "compaction_update") if u.body.get("status") == "completed"]
+    chunks = client.of(session_id, "compaction_summary_chunk")
+    status = "".join(u.body["content"]["text"] for u in client.updates[before:] if u.kind == "agent_message_chunk")
+    context = next((line for line in status.splitlines() if line.startswith("**Context:**")), "")
+    if not done:
+        return "a long conversation on a 6,000-token window is compacted", False
+    summary = done[-1]["summary"][0]["text"]
+    print(f"\nCompaction ({len(done)} in 12 turns on a 6,000-token window; {len(chunks)} summary chunks streamed):")
+    print("  " + summary.replace("\n", "\n  "))
+    print(f"  /status: {context.replace('**', '')}\n")
+    times = "once" if len(done) == 1 else f"{len(done)} times"
+    return f"a long conversation on a 6,000-token window was compacted {times}", True
 
 
 def _effects(workspace: Path, calculator: Path) -> list[tuple[str, bool]]:

@@ -17,6 +17,9 @@ from .messages import AssistantMessage, ToolResultMessage, UserMessage
 __all__ = [
     "AssistantMessageStored",
     "AssistantTextCheckpointed",
+    "CompactionMethod",
+    "CompactionTrigger",
+    "ContextCompacted",
     "NoticeAdded",
     "PermissionResolved",
     "PlanEntry",
@@ -36,6 +39,12 @@ __all__ = [
 ]
 
 StopReason = Literal["end_turn", "max_tokens", "max_turn_requests", "refusal", "cancelled"]
+CompactionTrigger = Literal["threshold", "overflow", "manual"]
+"""Why a compaction ran: the next request would pass the threshold, the provider answered that the request does not
+fit, or the user asked (``/compact``)."""
+CompactionMethod = Literal["summary", "dropped", "stubs"]
+"""How the older part was replaced: by a model-written summary; by a note saying it was dropped (the summary request
+failed); or nothing was replaced and only tool results were cut to stubs."""
 ToolKind = Literal["read", "edit", "delete", "move", "search", "execute", "think", "fetch", "switch_mode", "other"]
 ToolStatus = Literal["completed", "failed"]
 
@@ -189,6 +198,40 @@ class TurnEnded(_Event):
     usage: Usage = Field(default_factory=Usage)
 
 
+class ContextCompacted(_Event):
+    """The model's history was compacted to fit its context window. From here on the model reads ``summary`` in
+    place of the first ``replaced`` messages of its history (as it stood just before this event), and each tool
+    result named in ``stubs`` as its stub text; every other message stays as it was. Nothing is deleted: the editor's
+    transcript, ``session/load`` and fork keep every earlier event. Stored in one write once the compaction finished,
+    so a server killed while it ran leaves the old history, and one killed after it leaves this one."""
+
+    kind: Literal["context_compacted"] = "context_compacted"
+    turn_id: str
+    compaction_id: str
+    message_id: str
+    """Of the agent message that reports the compaction to an editor without compaction updates."""
+    trigger: CompactionTrigger
+    method: CompactionMethod
+    replaced: int = Field(ge=0)
+    """How many messages, from the start of the model's history, ``summary`` replaces."""
+    summary: str = ""
+    """What the summarising model wrote about the replaced messages (empty when they were dropped instead)."""
+    stubs: dict[str, str] = Field(default_factory=dict)
+    """Tool results of the kept messages cut to a stub that says what was cut, by tool-call id."""
+    model_id: str | None = None
+    """The model that wrote the summary."""
+    usage: Usage | None = None
+    """What the summary request cost."""
+    tokens_before: int = 0
+    """The context the next request would have taken without the compaction (tokens, as accounted)."""
+    tokens_after: int = 0
+    """The same, estimated, with it."""
+    instructions: str | None = None
+    """The focus the user gave ``/compact``."""
+    error: str | None = None
+    """Why the summary request failed (``dropped``)."""
+
+
 class TitleSet(_Event):
     """The session got a (generated or explicit) title."""
 
@@ -209,6 +252,7 @@ SessionEvent = Annotated[
     | PlanUpdated
     | NoticeAdded
     | TurnEnded
+    | ContextCompacted
     | TitleSet,
     Field(discriminator="kind"),
 ]

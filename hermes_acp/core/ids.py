@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import uuid
 
-__all__ = ["new_message_id", "new_session_id", "new_tool_call_id", "new_turn_id"]
+__all__ = ["new_compaction_id", "new_message_id", "new_session_id", "new_tool_call_id", "new_turn_id"]
 
 
 def new_session_id() -> str:
@@ -25,3 +25,7 @@ def new_message_id() -> str:
 
 def new_tool_call_id() -> str:
     return f"call_{uuid.uuid4().hex[:24]}"
+
+
+def new_compaction_id() -> str:
+    return f"compaction_{uuid.uuid4().hex[:16]}"

@@ -3,8 +3,10 @@
 Handlers are thin: they read their params (``wire.parse``), call the ``SessionManager`` or the ``Session``, and
 build the JSON result (``session_view``). Errors propagate to the dispatcher's single exception → wire boundary.
 Notifications a session sends outside a turn come from here: ``available_commands_update`` once the response that
-opened the session is on the wire (``RequestContext.after_response``; JetBrains needs the session id first),
-``current_mode_update`` after a mode switch, ``config_option_update`` after any option changes.
+opened the session is on the wire (``RequestContext.after_response``; JetBrains needs the session id first), and
+after a ``session/load`` the context meter as it stands (``usage_update``: a live turn sends one after every model
+call, a replay needs only the last; it derives the tool surface, which a fresh process imports, so it goes after
+the response), ``current_mode_update`` after a mode switch, ``config_option_update`` after any option changes.
 
 A prompt handler calls ``Session.prompt`` without awaiting anything first, so its turn is queued (and cancellable)
 before the next frame — a ``session/cancel`` right behind it — is handled.
@@ -157,6 +159,7 @@ class HermesAgent:
             replay=True,
         )
         self._announce_commands(ctx, session)
+        self._announce_usage(ctx, session)
         return self._view(session)
 
     async def resume_session(self, ctx: RequestContext, raw: Any) -> dict[str, Any]:
@@ -293,6 +296,14 @@ class HermesAgent:
 
         async def send() -> None:
             await self._bridge.send(session.id, update)
+
+        ctx.after_response(send)
+
+    def _announce_usage(self, ctx: RequestContext, session: Session) -> None:
+        async def send() -> None:
+            meter = session.usage()
+            if meter is not None:
+                await session.recorder.sink.emit_live(meter)
 
         ctx.after_response(send)
 

@@ -4,7 +4,8 @@ questions to the user.
 ``AcpClientBridge`` implements ``hermes_acp.sessions.ClientBridge`` over the dispatcher. Updates are awaited in
 order (no fire-and-forget); a closed connection is tolerated (the update is dropped and logged, the turn still
 settles and stores everything). What the client advertised in ``initialize`` (``capabilities``) decides what is
-offered: its file system and terminals, ``notice`` updates instead of agent text, the ``ask_user`` tool.
+offered: its file system and terminals, ``notice`` updates instead of agent text, compaction updates instead of an
+agent message saying what was compacted, the ``ask_user`` tool.
 
 Permission answers map to our four outcomes; an unknown option id counts as a refusal, and a client that answers
 with a JSON-RPC error refuses that call with its reason (the turn goes on).
@@ -46,11 +47,13 @@ class AcpUpdateSink:
         self._session_id = session_id
 
     async def emit_event(self, event: SessionEvent, *, live: bool) -> None:
-        for update in event_updates(event, live=live):
+        for update in event_updates(event, live=live, compaction=self._bridge.capabilities.compaction):
             await self.send(update)
 
     async def emit_live(self, update: LiveUpdate) -> None:
-        await self.send(live_update(update))
+        rendered = live_update(update, compaction=self._bridge.capabilities.compaction)
+        if rendered is not None:
+            await self.send(rendered)
 
     async def notice(self, notice: Notice) -> bool:
         if not self._bridge.capabilities.notices:

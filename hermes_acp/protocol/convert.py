@@ -5,8 +5,12 @@
   renders a live turn and a ``session/load`` replay; ``live=True`` only skips what was already streamed as chunks
   (the assistant's text and thoughts) and the user's own prompt, which the client shows itself. A replay never
   names a client terminal: that terminal died with the process that created it (an editor drops updates naming an
-  unknown terminal), and the command's output is stored beside it as text;
-- transient live updates and notices → ``session/update`` payloads.
+  unknown terminal), and the command's output is stored beside it as text. A finished compaction is a completed
+  ``compaction_update`` with its summary for a client that advertised ``session.compaction``, and a short agent
+  message saying what was compacted for any other;
+- transient live updates and notices → ``session/update`` payloads: a compaction still running (or stopped) and
+  its summary chunks only for a client with ``session.compaction`` (None for the others), and the context meter
+  (``usage_update``: tokens in the context now, the window, and the session's cost when the models have prices).
 
 Every ``tool_call`` carries ``name``: the tool's programmatic name as the model was offered it. No I/O here.
 """
@@ -19,6 +23,7 @@ from hermes_acp.core import (
     AssistantMessageStored,
     AssistantTextCheckpointed,
     AudioBlock,
+    ContextCompacted,
     DiffBlock,
     DisplayBlock,
     ImageBlock,
@@ -41,11 +46,21 @@ from hermes_acp.core import (
     UserPrompted,
 )
 from hermes_acp.core.notice import Notice
-from hermes_acp.turns.ports import LiveTextChunk, LiveThoughtChunk, LiveToolProgress, LiveUpdate
+from hermes_acp.turns.ports import (
+    LiveCompaction,
+    LiveCompactionChunk,
+    LiveTextChunk,
+    LiveThoughtChunk,
+    LiveToolProgress,
+    LiveUpdate,
+    LiveUsage,
+)
 
 from .wire import AudioContent, ContentBlock, EmbeddedResourceContent, ImageContent, ResourceLinkContent, TextContent
 
 __all__ = [
+    "compaction_note",
+    "compaction_summary",
     "content_block",
     "event_updates",
     "live_update",
@@ -133,7 +148,8 @@ def tool_locations(locations: list[Location]) -> list[dict[str, Any]] | None:
     return [_drop_none({"path": loc.path, "line": loc.line}) for loc in locations] or None
 
 
-def event_updates(event: SessionEvent, *, live: bool) -> list[Update]:
+def event_updates(event: SessionEvent, *, live: bool, compaction: bool = False) -> list[Update]:
+    """``compaction``: the client advertised ``session.compaction`` (it renders compaction updates)."""
     match event:
         case UserPrompted():
             if live:
@@ -151,10 +167,6 @@ def event_updates(event: SessionEvent, *, live: bool) -> list[Update]:
                     updates.append(_chunk("agent_thought_chunk", thought, event.message_id))
                 if text:
                     updates.append(_chunk("agent_message_chunk", text, event.message_id))
-            if event.usage is not None and event.context_window:
-                updates.append(
-                    {"sessionUpdate": "usage_update", "used": event.usage.input_tokens, "size": event.context_window}
-                )
             return updates
         case AssistantTextCheckpointed():
             if live:  # streamed already
@@ -205,13 +217,59 @@ def event_updates(event: SessionEvent, *, live: bool) -> list[Update]:
                     {"sessionUpdate": "session_info_update", "title": event.title, "updatedAt": event.updated_at}
                 )
             ]
+        case ContextCompacted():
+            if not compaction:
+                return [_chunk("agent_message_chunk", compaction_note(event), event.message_id)]
+            summary = [_text(compaction_summary(event))]
+            return [
+                {
+                    "sessionUpdate": "compaction_update",
+                    "compactionId": event.compaction_id,
+                    "status": "completed",
+                    "summary": summary,
+                }
+            ]
         case PermissionResolved() | TurnEnded():
             return []
         case _:
             assert_never(event)
 
 
-def live_update(update: LiveUpdate) -> Update:
+_WHY = {
+    "threshold": "it neared the context window",
+    "overflow": "the model refused it as too long for its context window",
+    "manual": "as asked",
+}
+
+
+def compaction_note(event: ContextCompacted) -> str:
+    """One short paragraph: that the conversation was compacted, why, how much, and what the model no longer sees."""
+    what: list[str] = []
+    if event.method == "summary":
+        what.append(f"the {event.replaced} earliest messages were summarised by {event.model_id}")
+    elif event.method == "dropped":
+        what.append(
+            f"summarising the {event.replaced} earliest messages failed ({event.error}), so they were dropped: the"
+            " model no longer sees them"
+        )
+    if event.stubs:
+        count = len(event.stubs)
+        what.append(f"{count} large tool result{'s were' if count > 1 else ' was'} cut to a short stub")
+    return (
+        f"Compacted the conversation ({_WHY[event.trigger]}): {event.tokens_before:,} → {event.tokens_after:,} tokens;"
+        f" {'; '.join(what)}. The full history stays in this session's transcript."
+    )
+
+
+def compaction_summary(event: ContextCompacted) -> str:
+    """What a client that renders compactions shows as the summary: the model's summary, then the note."""
+    note = compaction_note(event)
+    return f"{event.summary}\n\n{note}" if event.summary else note
+
+
+def live_update(update: LiveUpdate, *, compaction: bool = False) -> Update | None:
+    """The ``session/update`` for ``update``; None when the client cannot show it (compaction updates to a client
+    without ``session.compaction``)."""
     match update:
         case LiveTextChunk():
             return _chunk("agent_message_chunk", update.text, update.message_id)
@@ -226,6 +284,30 @@ def live_update(update: LiveUpdate) -> Update:
             if update.content is not None:
                 progress["content"] = tool_content(update.content)
             return progress
+        case LiveCompaction():
+            if not compaction:
+                return None
+            return _drop_none(
+                {
+                    "sessionUpdate": "compaction_update",
+                    "compactionId": update.compaction_id,
+                    "status": update.status,
+                    "error": update.error,
+                }
+            )
+        case LiveCompactionChunk():
+            if not compaction:
+                return None
+            return {
+                "sessionUpdate": "compaction_summary_chunk",
+                "compactionId": update.compaction_id,
+                "content": _text(update.text),
+            }
+        case LiveUsage():
+            meter: Update = {"sessionUpdate": "usage_update", "used": update.used, "size": update.size}
+            if update.cost is not None:
+                meter["cost"] = {"amount": update.cost.amount, "currency": update.cost.currency}
+            return meter
         case _:
             assert_never(update)
 

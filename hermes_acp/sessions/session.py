@@ -1,19 +1,23 @@
 """``Session``: one live conversation — its state, its prompt queue and its cancel scopes.
 
-Prompts and slash commands are serialised (docs/architecture.md §4.11): each registers its cancel scope before its first
-await, then waits its turn on a FIFO lock, so a second prompt is answered when its own turn ends. ``cancel`` cancels the
-running turn and everything queued (docs/architecture.md §4.10); the next prompt is accepted at once. Mode and model
-live here and in the store; the tool surface is derived from them for every model request (docs/architecture.md §4.6).
+Prompts and slash commands are serialised (docs/architecture.md §4.11): each registers its cancel scope before its
+first await, then waits its turn on a FIFO lock, so a second prompt is answered when its own turn ends. ``cancel``
+cancels the running turn and everything queued (docs/architecture.md §4.10); the next prompt is accepted at once.
+Mode and model live here and in the store; the tool surface is derived from them for every model request
+(docs/architecture.md §4.6). ``compact`` and ``status`` are the behaviour of ``/compact`` and ``/status``; ``usage``
+is the context meter a replay ends with.
 No ACP here.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Literal, TypeVar
 
 import anyio
+import structlog
 
 from hermes_acp.computer_use import ComputerUse
 from hermes_acp.config import Settings
@@ -30,10 +34,10 @@ from hermes_acp.core import (
     UserPrompted,
     is_mode_id,
 )
-from hermes_acp.core.ids import new_message_id, new_turn_id
+from hermes_acp.core.ids import new_compaction_id, new_message_id, new_turn_id
 from hermes_acp.core.modes import MODES
 from hermes_acp.core.notice import Notice
-from hermes_acp.errors import NoProviderError, SessionBusyError, UnknownModeError
+from hermes_acp.errors import NoProviderError, ProviderError, SessionBusyError, UnknownModeError
 from hermes_acp.mcp_client import McpServers
 from hermes_acp.providers.catalog import CatalogModel, ModelCatalog
 from hermes_acp.providers.registry import ProviderRegistry
@@ -41,9 +45,13 @@ from hermes_acp.storage.base import SessionRecord, SessionStore, utc_now
 from hermes_acp.tools.base import Tool
 from hermes_acp.tools.context import Workspace
 from hermes_acp.tools.sandbox import Sandbox
+from hermes_acp.turns.compaction import compact, log_compaction
 from hermes_acp.turns.loop import TurnDeps, TurnResult, TurnState, run_turn
+from hermes_acp.turns.meter import Meter
+from hermes_acp.turns.ports import LiveCompaction, LiveUsage
 from hermes_acp.turns.projection import SessionProjection
 from hermes_acp.turns.recorder import Recorder
+from hermes_acp.turns.state import CompactionPolicy
 from hermes_acp.turns.system_prompt import build_system_prompt
 
 from ._runtime import SessionRuntime
@@ -51,11 +59,13 @@ from .commands import CommandOutcome, help_text
 from .instructions import InstructionFile
 from .ports import ClientBridge
 from .recovery import STORE_FAILED_TEXT, recovery_events
+from .status import session_status
 from .titles import title_from_prompt, title_with_model
 
 __all__ = ["Session", "SessionServices"]
 
 T = TypeVar("T")
+_log = structlog.get_logger("hermes_acp.sessions")
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,9 +171,9 @@ class Session:
         return outcome or CommandOutcome("Cancelled before it ran.", stop_reason="cancelled")
 
     async def _queued(self, work: Callable[[], Awaitable[T]]) -> T | None:
-        """Run ``work`` when the turns queued before it have ended (docs/architecture.md §4.11); None when a cancel came
-        first, whether it was waiting or running (docs/architecture.md §4.10). Its cancel scope is registered before the
-        first await, so a cancel that follows finds it."""
+        """Run ``work`` when the turns queued before it have ended (docs/architecture.md §4.11); None when a cancel
+        came first, whether it was waiting or running (docs/architecture.md §4.10). Its cancel scope is registered
+        before the first await, so a cancel that follows finds it."""
         scope = anyio.CancelScope()
         self._in_flight.append(scope)
         try:
@@ -182,24 +192,30 @@ class Session:
             self._running = False
 
     async def _command_turn(self, name: str, argument: str, display: list[DisplayBlock]) -> CommandOutcome:
-        outcome = await self._command(name, argument)
         turn_id = new_turn_id()
+        outcome = await self._command(name, argument, turn_id)
         text = "".join(b.text for b in display if isinstance(b, TextBlock))
-        await self.recorder.record(
-            UserPrompted(
-                turn_id=turn_id,
-                message_id=new_message_id(),
-                display=display,
-                message=UserMessage(parts=[TextPart(text=text)]),
-                for_model=False,
-            ),
-            NoticeAdded(turn_id=turn_id, message_id=new_message_id(), text=outcome.text),
-            TurnEnded(turn_id=turn_id, stop_reason="end_turn"),
+        prompt = UserPrompted(
+            turn_id=turn_id,
+            message_id=new_message_id(),
+            display=display,
+            message=UserMessage(parts=[TextPart(text=text)]),
+            for_model=False,
         )
+        notice = [NoticeAdded(turn_id=turn_id, message_id=new_message_id(), text=outcome.text)] if outcome.text else []
+        await self.recorder.record(prompt, *outcome.events, *notice, TurnEnded(turn_id=turn_id, stop_reason="end_turn"))
+        if outcome.events:
+            meter = self.usage()
+            if meter is not None:
+                await self.recorder.live(meter)
         return outcome
 
-    async def _command(self, name: str, argument: str) -> CommandOutcome:
+    async def _command(self, name: str, argument: str, turn_id: str) -> CommandOutcome:
         catalog = self.services.catalog
+        if name == "compact":
+            return await self.compact(argument, turn_id=turn_id)
+        if name == "status":
+            return CommandOutcome(self.status())
         if name == "mode":
             if not argument:
                 return CommandOutcome(f"Mode: {self.mode}. Modes: " + ", ".join(m.id for m in MODES))
@@ -227,20 +243,39 @@ class Session:
             scope.cancel()
 
     async def _run(self, display: list[DisplayBlock]) -> TurnResult:
-        services = self.services
+        await self._repair()
+        deps = self._turn_deps()
+        # Bounded: MCP servers still starting are reported, not awaited.
+        mcp = [Notice("warning", text.removeprefix("⚠ ")) for text in await self.mcp.prepare_turn()]
+        texts = await self._show_notices([*await self._once_notices(), *mcp])
+        self._turn_id = new_turn_id()
+        try:
+            return await run_turn(TurnState(turn_id=self._turn_id), deps, display, notices=texts)
+        finally:
+            self._turn_id = None
+
+    async def _repair(self) -> None:
         repairs = recovery_events(self.projection, text=STORE_FAILED_TEXT)
         if repairs:  # an earlier turn stopped on a failed write: settle what it left open, as a reload would
             await self.recorder.record(*repairs)
+
+    def _model_or_raise(self) -> CatalogModel:
         model = self.current_model()
         if model is None:
             raise NoProviderError(
                 "no model provider is configured: set HERMES_ACP_BASE_URL and HERMES_ACP_MODEL (any"
                 " OpenAI-compatible server), or OPENAI_API_KEY / ANTHROPIC_API_KEY, or write"
-                f" {services.settings.home / 'config.toml'} (run `hermes-acp --setup`)"
+                f" {self.services.settings.home / 'config.toml'} (run `hermes-acp --setup`)"
             )
+        return model
+
+    def _turn_deps(self) -> TurnDeps:
+        """The wiring of one turn (or one ``/compact``): raises ``ProviderAuthError`` when the model lacks its key."""
+        services = self.services
+        model = self._model_or_raise()
         provider = services.providers.provider_for(model)
         client = services.client
-        deps = TurnDeps(
+        return TurnDeps(
             session_id=self.id,
             model=model,
             provider=provider,
@@ -257,15 +292,74 @@ class Session:
             terminals=client.terminals(self.id),
             images=self.computer_use.gate,
             sandbox=self.sandbox,
+            compaction=self._compaction_policy(),
+            models=self._configured_model,
         )
-        # Bounded: MCP servers still starting are reported, not awaited.
-        mcp = [Notice("warning", text.removeprefix("⚠ ")) for text in await self.mcp.prepare_turn()]
-        texts = await self._show_notices([*await self._once_notices(), *mcp])
-        self._turn_id = new_turn_id()
+
+    def _compaction_policy(self) -> CompactionPolicy:
+        """``[agent] compaction_threshold`` and ``compaction_model`` (the session's model writes the summaries when
+        that one is unset or its provider cannot be used)."""
+        agent = self.services.settings.agent
+        model = self._configured_model(agent.compaction_model) if agent.compaction_model else None
+        if model is None:
+            return CompactionPolicy(threshold=agent.compaction_threshold)
         try:
-            return await run_turn(TurnState(turn_id=self._turn_id), deps, display, notices=texts)
-        finally:
-            self._turn_id = None
+            provider = self.services.providers.provider_for(model)
+        except ProviderError as exc:
+            _log.warning("the compaction model cannot be used; the session's model summarises", error=str(exc))
+            return CompactionPolicy(threshold=agent.compaction_threshold)
+        return CompactionPolicy(threshold=agent.compaction_threshold, model=model, provider=provider)
+
+    def _configured_model(self, model_id: str) -> CatalogModel | None:
+        catalog = self.services.catalog
+        return catalog.get(model_id) if model_id in catalog else None
+
+    def meter(self, model: CatalogModel) -> Meter:
+        """The context meter of this session with ``model``."""
+        gate = self.computer_use.gate
+        native = gate.route() == "native" if gate is not None else None
+        return Meter(model, self.system_prompt, self.projection, native, self._configured_model)
+
+    def usage(self) -> LiveUsage | None:
+        """The context meter now (tokens in the context, the window, the cost so far); None without a model."""
+        model = self.current_model()
+        if model is None:
+            return None
+        return self.meter(model).usage(tuple(self.services.tool_surface(self)))
+
+    async def compact(self, instructions: str, *, turn_id: str) -> CommandOutcome:
+        """``/compact [instructions]``: compact the whole history now, the summary focused by ``instructions``.
+
+        The compaction comes back in the outcome, to be stored with the command in one write. A cancel while the
+        summary is written leaves the history as it was (the editor is told it was cancelled)."""
+        started = time.perf_counter()
+        await self._repair()
+        deps = self._turn_deps()
+        compaction_id = new_compaction_id()
+        try:
+            event = await compact(
+                deps,
+                turn_id=turn_id,
+                compaction_id=compaction_id,
+                trigger="manual",
+                tools=tuple(deps.tool_surface()),
+                instructions=instructions or None,
+            )
+        except BaseException as exc:
+            status: Literal["cancelled", "failed"] = (
+                "cancelled" if isinstance(exc, anyio.get_cancelled_exc_class()) else "failed"
+            )
+            with anyio.CancelScope(shield=True):
+                await self.recorder.live(LiveCompaction(compaction_id, status))
+            raise
+        if event is None:
+            return CommandOutcome("Nothing to compact yet: the conversation is empty.")
+        log_compaction(event, session_id=self.id, started=started)
+        return CommandOutcome("", events=(event,))
+
+    def status(self) -> str:
+        """``/status``: what the session runs on and how full its context is; no model call."""
+        return session_status(self)
 
     async def _show_notices(self, notices: Sequence[Notice]) -> list[str]:
         """Show each notice live where the client takes notices; the texts of the others, to store with the turn."""

@@ -1,17 +1,21 @@
 """The turn loop: one prompt turn, from the user's message to the model's final answer, as explicit phases.
 
 ``run_turn`` starts in ``Converting`` and runs one step per phase (``hermes_acp.turns.phases``), each returning the
-next phase or ``Ended``: convert and store the prompt → build a request → stream the response and store it with
-its calls announced (``hermes_acp.turns.streaming``, ``hermes_acp.turns.tool_calls``) → run each call → the next
-request, until the model stops, ``max_turn_requests`` is reached, or the turn is stopped. Every step ends on the
-durable write that completes its phase, so the phase value always says what is stored and what is open.
+next phase or ``Ended``: convert and store the prompt → build a request (compacting the history first when the
+request would pass the compaction threshold, ``hermes_acp.turns.compaction``) → stream the response and store it
+with its calls announced (``hermes_acp.turns.streaming``, ``hermes_acp.turns.tool_calls``) → run each call → the
+next request, until the model stops, ``max_turn_requests`` is reached, or the turn is stopped. A request the
+provider refuses as too long for the context is compacted for and sent again, once. After every model call and
+every compaction the editor gets the context meter (``hermes_acp.turns.meter``). Every step ends on the durable
+write that completes its phase, so the phase value always says what is stored and what is open.
 
 When a step raises, ``ENDINGS`` (one table) says how the turn ends: which way the open work is settled, which stop
 reason is stored, whether the user is told and whether the error goes on to the caller. ``settle`` is the one
-place that knows what each phase leaves open: the prompt not yet stored, text streamed but not stored, announced
-calls (the one running "cancelled", the rest "not run"). When the store itself failed, the open calls are settled
-in the editor only, with the words the repair before the session's next turn stores (a reload by a new process
-before that repair says the same "outcome unknown" / "not run", in crash recovery's words).
+place that knows what each phase leaves open: the prompt not yet stored, a compaction the editor saw start, text
+streamed but not stored, announced calls (the one running "cancelled", the rest "not run"). When the store itself
+failed, the open calls are settled in the editor only, with the words the repair before the session's next turn
+stores (a reload by a new process before that repair says the same "outcome unknown" / "not run", in crash
+recovery's words).
 
 Guarantees (the invariants in docs/architecture.md): the response and its calls are stored before any tool runs,
 and a call is stored as running before it runs; a result is stored before it is emitted; tool-call ids are the
@@ -22,6 +26,7 @@ tool or store.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final, Literal, assert_never
@@ -40,14 +45,18 @@ from hermes_acp.core import (
     UserMessage,
     UserPrompted,
 )
-from hermes_acp.core.ids import new_message_id
-from hermes_acp.errors import ProviderAuthError, ProviderError, StorageError
-from hermes_acp.providers.base import ModelStopReason
+from hermes_acp.core.ids import new_compaction_id, new_message_id
+from hermes_acp.errors import ContextLengthError, ProviderAuthError, ProviderError, StorageError
+from hermes_acp.providers.base import ModelStopReason, ProviderRequest
+from hermes_acp.tools.base import Tool
 
 from .approvals import TurnCancelledByClient
-from .phases import BetweenRequests, Converting, Ended, Phase, RunningTool, Streaming
+from .compaction import compact, log_compaction
+from .context import fixed_tokens
+from .meter import Meter
+from .phases import BetweenRequests, Compacting, Converting, Ended, Phase, RunningTool, Streaming
+from .ports import LiveCompaction
 from .prompt_input import convert_prompt
-from .request import build_request
 from .settlements import CANCELLED, INTERRUPTED, STORE_FAILED, Failure, failed_settlements, interrupted_message
 from .state import TurnDeps, TurnResult, TurnState
 from .streaming import PartialResponse, stream_response
@@ -75,14 +84,22 @@ class Ending:
     """Raise on after settling: the prompt answers with an error, or the cancellation goes on."""
     notice: bool = False
     """Tell the user, in the transcript, that the model request failed."""
+    advice: str = ""
+    """What to do about it, after the notice."""
     log: bool = False
     """A bug of ours: log it with its traceback."""
 
 
+TOO_LONG_ADVICE = (
+    " The conversation does not fit the model's context window, even compacted. To go on: `/compact` with"
+    " instructions that keep less, switch to a model with a larger context window (`/model`), or start a new"
+    " session; if one tool result or attachment is that large, ask for a smaller part of it."
+)
 ENDINGS: Final[tuple[tuple[type[BaseException], Ending], ...]] = (
     (TurnCancelledByClient, Ending("cancelled", "cancelled", propagate=False)),
     (StorageError, Ending("store_failed", None, propagate=True)),
     (ProviderAuthError, Ending("failed", "end_turn", propagate=True)),
+    (ContextLengthError, Ending("failed", "end_turn", propagate=False, notice=True, advice=TOO_LONG_ADVICE)),
     (ProviderError, Ending("failed", "end_turn", propagate=False, notice=True)),
     (Exception, Ending("failed", "end_turn", propagate=True, log=True)),
 )
@@ -126,6 +143,8 @@ async def _step(phase: Phase, state: TurnState, deps: TurnDeps) -> Phase | Ended
             return await _convert(phase, state, deps)
         case BetweenRequests():
             return _next_request(state, deps)
+        case Compacting():
+            return await _compact(phase, state, deps)
         case Streaming():
             return await _stream(phase, state, deps)
         case RunningTool():
@@ -157,30 +176,58 @@ def _next_request(state: TurnState, deps: TurnDeps) -> Phase | Ended:
     if state.requests >= deps.max_requests:
         return Ended("max_turn_requests")
     tools = tuple(deps.tool_surface())
-    request = build_request(
-        model=deps.model,
-        system=deps.system_prompt,
-        history=deps.recorder.projection.history,
-        tools=tools,
-        native_images=deps.images.route() == "native" if deps.images is not None else None,
-    )
     state.requests += 1
-    return Streaming(request=request, tools=tools, partial=PartialResponse(message_id=new_message_id()))
+    meter = Meter.of(deps)
+    request = meter.request(tools)
+    if meter.measure(request).used > deps.compaction.threshold * meter.window:
+        return Compacting(tools=tools, trigger="threshold", compaction_id=new_compaction_id())
+    return _streaming(deps, request, tools)
+
+
+def _streaming(deps: TurnDeps, request: ProviderRequest, tools: tuple[Tool, ...], *, retry: bool = False) -> Streaming:
+    # What the usage the response reports is anchored with (the tool surface may differ at the next request).
+    deps.recorder.projection.sent_fixed = fixed_tokens(request)
+    return Streaming(request=request, tools=tools, partial=PartialResponse(message_id=new_message_id()), retry=retry)
+
+
+async def _compact(phase: Compacting, state: TurnState, deps: TurnDeps) -> Phase:
+    """Compact the history (one write, when done), then build the request it made room for."""
+    started = time.perf_counter()
+    event = await compact(
+        deps, turn_id=state.turn_id, compaction_id=phase.compaction_id, trigger=phase.trigger, tools=phase.tools
+    )
+    meter = Meter.of(deps)
+    if event is not None:
+        await deps.recorder.record(event)
+        if event.usage is not None:  # the summary request is one of the turn's model calls
+            state.usage = state.usage + event.usage
+        await deps.recorder.live(meter.usage(phase.tools))
+        log_compaction(event, session_id=deps.session_id, started=started)
+    return _streaming(deps, meter.request(phase.tools), phase.tools, retry=phase.trigger == "overflow")
 
 
 async def _stream(phase: Streaming, state: TurnState, deps: TurnDeps) -> Phase | Ended:
-    done = await stream_response(
-        deps.provider,
-        phase.request,
-        phase.partial,
-        recorder=deps.recorder,
-        turn_id=state.turn_id,
-        model_id=deps.model.id,
-        checkpoints=deps.checkpoints,
-    )
+    try:
+        done = await stream_response(
+            deps.provider,
+            phase.request,
+            phase.partial,
+            recorder=deps.recorder,
+            turn_id=state.turn_id,
+            model_id=deps.model.id,
+            checkpoints=deps.checkpoints,
+        )
+    except ContextLengthError as exc:
+        if phase.retry or phase.partial.text or phase.partial.thinking:
+            raise
+        _log.info(
+            "the provider refused the request as too long; compacting", session_id=deps.session_id, error=str(exc)
+        )
+        return Compacting(tools=phase.tools, trigger="overflow", compaction_id=new_compaction_id())
     if done.usage is not None:
         state.usage = state.usage + done.usage
     calls = await announce(deps, state, phase.partial.message_id, done, list(phase.tools))
+    await deps.recorder.live(Meter.of(deps).usage(phase.tools))
     if calls:
         return RunningTool(calls=calls, next=0, model_stop=done.stop_reason)
     return Ended(_turn_stop(done.stop_reason))
@@ -227,6 +274,10 @@ async def settle(
             )
             if message is not None:
                 events.append(message)
+        case Compacting():
+            if projection.compaction_id != phase.compaction_id:  # not stored: the editor saw it start
+                status: Literal["cancelled", "failed"] = "cancelled" if reason == "cancelled" else "failed"
+                await deps.recorder.live(LiveCompaction(phase.compaction_id, status))
         case BetweenRequests() | RunningTool():
             pass  # everything but the open calls is stored
         case _:
@@ -245,9 +296,8 @@ async def _finish(phase: Phase, exc: BaseException, ending: Ending, state: TurnS
     then: list[SessionEvent] = []
     if ending.notice:
         _log.warning("model request failed", session_id=deps.session_id, error=str(exc))
-        then.append(
-            NoticeAdded(turn_id=state.turn_id, message_id=new_message_id(), text=f"⚠ The model request failed: {exc}")
-        )
+        text = f"⚠ The model request failed: {exc}{ending.advice}"
+        then.append(NoticeAdded(turn_id=state.turn_id, message_id=new_message_id(), text=text))
     refused: StorageError | None = None
     with anyio.CancelScope(shield=True), anyio.move_on_after(CLEANUP_TIMEOUT_S):
         if ending.stop is not None:

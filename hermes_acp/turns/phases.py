@@ -6,8 +6,11 @@ exactly one value, and ``settle`` in the loop matches on it:
 
 - ``Converting``: the user's prompt is being converted (attachments read, perhaps asked about). It is not stored
   yet; a stop stores it for the transcript only.
-- ``BetweenRequests``: everything so far is stored; the next model request is built here (or the turn ends). A
-  phase that prepares the request (e.g. compacting the history) goes between this one and ``Streaming``.
+- ``BetweenRequests``: everything so far is stored; the next model request is built here (or the turn ends).
+- ``Compacting``: the next request would not fit (it passes the compaction threshold, or the provider refused it
+  as too long), so the history is compacted first (``hermes_acp.turns.compaction``). The compaction is stored in
+  one write when it finished, so a stop leaves the old history and nothing open in the log; the editor, shown the
+  compaction in progress, is told it was cancelled or failed.
 - ``Streaming``: a model response streams. Its text so far is in ``partial`` (checkpointed at intervals); a stop
   stores it as an interrupted message.
 - ``RunningTool``: the announced calls of a stored response run one after another, from ``next``. The log says
@@ -19,6 +22,7 @@ Pure data; the only mutable piece is the streamed text buffer, which the streami
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 from hermes_acp.core import DisplayBlock, StopReason
 from hermes_acp.providers.base import ModelStopReason, ProviderRequest
@@ -27,7 +31,7 @@ from hermes_acp.tools.base import Tool
 from .streaming import PartialResponse
 from .tool_calls import PreparedCall
 
-__all__ = ["BetweenRequests", "Converting", "Ended", "Phase", "RunningTool", "Streaming"]
+__all__ = ["BetweenRequests", "Compacting", "Converting", "Ended", "Phase", "RunningTool", "Streaming"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,11 +48,21 @@ class BetweenRequests:
 
 
 @dataclass(frozen=True, slots=True)
+class Compacting:
+    tools: tuple[Tool, ...]
+    """The tool surface of the request the compaction makes room for."""
+    trigger: Literal["threshold", "overflow"]
+    compaction_id: str
+
+
+@dataclass(frozen=True, slots=True)
 class Streaming:
     request: ProviderRequest
     tools: tuple[Tool, ...]
     """The tool surface the request offered: the calls of the response are checked against it."""
     partial: PartialResponse
+    retry: bool = False
+    """This request is the retry after a compaction for a context-length error: another one ends the turn."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,4 +79,4 @@ class Ended:
     stop_reason: StopReason
 
 
-Phase = Converting | BetweenRequests | Streaming | RunningTool
+Phase = Converting | BetweenRequests | Compacting | Streaming | RunningTool

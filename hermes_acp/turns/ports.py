@@ -2,7 +2,8 @@
 
 Both are implemented in ``hermes_acp.protocol`` (over the ACP connection) and by test doubles. Stored events are
 emitted through ``UpdateSink.emit_event`` so that a live turn and a replay render from the same records; the
-``Live*`` updates are transient (streamed text, progress) and never stored.
+``Live*`` updates are transient (streamed text, progress, a compaction while it runs, the context meter) and never
+stored. A sink may drop what its client cannot show (compaction updates to a client without that capability).
 """
 
 from __future__ import annotations
@@ -12,12 +13,16 @@ from typing import Any, Literal, Protocol
 
 from hermes_acp.core import DisplayBlock, Location, SessionEvent, ToolKind
 from hermes_acp.core.notice import Notice
+from hermes_acp.providers.catalog import Cost
 
 __all__ = [
+    "LiveCompaction",
+    "LiveCompactionChunk",
     "LiveTextChunk",
     "LiveThoughtChunk",
     "LiveToolProgress",
     "LiveUpdate",
+    "LiveUsage",
     "Notice",
     "PermissionAnswer",
     "PermissionGate",
@@ -46,7 +51,34 @@ class LiveToolProgress:
     content: list[DisplayBlock] | None = None
 
 
-LiveUpdate = LiveTextChunk | LiveThoughtChunk | LiveToolProgress
+@dataclass(frozen=True, slots=True)
+class LiveCompaction:
+    """A compaction that has not finished (``in_progress``) or never will (``failed``, ``cancelled``). A finished one
+    is the stored ``ContextCompacted`` event."""
+
+    compaction_id: str
+    status: Literal["in_progress", "failed", "cancelled"]
+    error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class LiveCompactionChunk:
+    """A piece of a compaction's summary as it streams."""
+
+    compaction_id: str
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class LiveUsage:
+    """The context meter: tokens the context holds now, the window, and what the session cost so far."""
+
+    used: int
+    size: int
+    cost: Cost | None = None
+
+
+LiveUpdate = LiveTextChunk | LiveThoughtChunk | LiveToolProgress | LiveCompaction | LiveCompactionChunk | LiveUsage
 
 
 class UpdateSink(Protocol):

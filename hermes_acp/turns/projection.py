@@ -1,8 +1,12 @@
 """Projections of the session log that the turn loop needs: the model history, what a stop leaves open, the rules.
 
 ``SessionProjection.apply`` folds one stored event in. It is used for live events (as they are stored) and to
-rebuild a loaded session from its log, so both paths see the same history. ``transcript_events`` picks the events a
-replay renders (a checkpoint of a message stored complete later is left out). Pure data; no I/O.
+rebuild a loaded session from its log, so both paths see the same history. The model history starts from the latest
+compaction (``compacted_history``: the summary in place of the messages it replaced, stubs in place of the tool
+results it cut); the log, and with it the editor's transcript, keeps everything. Beside the history the projection
+keeps what context accounting needs: the last reported usage (``anchor``) and every model's usage so far (for the
+session's cost). ``transcript_events`` picks the events a replay renders (a checkpoint of a message stored complete
+later is left out). Pure data; no I/O.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from hermes_acp.core import (
     AssistantMessage,
     AssistantMessageStored,
     AssistantTextCheckpointed,
+    ContextCompacted,
     Message,
     PermissionResolved,
     SessionEvent,
@@ -23,12 +28,43 @@ from hermes_acp.core import (
     ToolCallRunning,
     ToolCallSettled,
     ToolCallStarted,
+    ToolResultMessage,
     TurnEnded,
+    Usage,
     UserMessage,
     UserPrompted,
 )
 
-__all__ = ["OpenCall", "OpenText", "SessionProjection", "transcript_events"]
+__all__ = [
+    "Anchor",
+    "OpenCall",
+    "OpenText",
+    "SessionProjection",
+    "compacted_history",
+    "summary_text",
+    "transcript_events",
+]
+
+SUMMARY_HEADER = (
+    "[This conversation was compacted to fit the context window. The earlier part is replaced by this summary"
+    " of it:]\n\n"
+)
+SUMMARY_FOOTER = "\n\n[End of the summary. The conversation goes on from here.]"
+DROPPED = (
+    "[The {count} earliest messages of this conversation were dropped to fit the context window (summarising them"
+    " failed). If something from before matters, ask the user.]"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Anchor:
+    """The last usage a provider reported: the context its request and response took, in tokens."""
+
+    tokens: int
+    messages: int
+    """How many messages the model's history held after that response."""
+    fixed: int | None = None
+    """The estimated system prompt and tool schemas of that request; None when unknown (a reloaded session)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +110,17 @@ class SessionProjection:
     open_turns: set[str] = field(default_factory=set)
     title: str | None = None
     first_prompt: str | None = None
+    anchor: Anchor | None = None
+    """The last usage a provider reported and where the history stood then; None after a compaction until the next
+    response reports usage."""
+    sent_fixed: int | None = None
+    """In memory only: the estimated system prompt and tool schemas of the request being answered (the loop sets
+    it before each request; the next reported usage is anchored with it)."""
+    usage_by_model: dict[str, Usage] = field(default_factory=dict)
+    """Every model call's reported usage so far, summed by model id (the session's cost)."""
+    compactions: int = 0
+    compaction_id: str | None = None
+    """The latest compaction's."""
 
     def apply(self, event: SessionEvent) -> None:
         match event:
@@ -92,6 +139,11 @@ class SessionProjection:
                     message = AssistantMessage(parts=[p for p in message.parts if isinstance(p, TextPart)])
                 if message.parts:
                     self.history.append(message)
+                if event.usage is not None:
+                    self._add_usage(event.model_id, event.usage)
+                    if _measures_context(event):
+                        tokens = event.usage.input_tokens + event.usage.output_tokens
+                        self.anchor = Anchor(tokens, len(self.history), self.sent_fixed)
                 for call in message.tool_calls:
                     self.tool_call_ids.add(call.id)
                     self.open_calls[call.id] = OpenCall(call.name, event.turn_id, from_model=True)
@@ -126,8 +178,19 @@ class SessionProjection:
                 self.open_turns.discard(event.turn_id)
             case TitleSet():
                 self.title = event.title
+            case ContextCompacted():
+                self.history = compacted_history(self.history, event)
+                self.anchor = None
+                self.compactions += 1
+                self.compaction_id = event.compaction_id
+                if event.usage is not None and event.model_id is not None:
+                    self._add_usage(event.model_id, event.usage)
             case _:
                 pass
+
+    def _add_usage(self, model_id: str, usage: Usage) -> None:
+        before = self.usage_by_model.get(model_id)
+        self.usage_by_model[model_id] = usage if before is None else before + usage
 
     def _append_user(self, message: UserMessage) -> None:
         """Consecutive user messages (a turn that produced no answer) merge, so roles keep alternating."""
@@ -137,6 +200,46 @@ class SessionProjection:
             self.history[-1] = UserMessage.model_construct(parts=[*last.parts, TextPart(text="\n\n"), *message.parts])
         else:
             self.history.append(message)
+
+
+def _measures_context(event: AssistantMessageStored) -> bool:
+    """Whether the response's reported usage is the size of its request: not when nothing was reported, not for an
+    interrupted response, and not when it is more than the model can hold (a provider that ran tools of its own,
+    such as a web search, may report the sum of its rounds)."""
+    usage = event.usage
+    if usage is None or usage.input_tokens <= 0 or event.interrupted:
+        return False
+    return event.context_window is None or usage.input_tokens <= event.context_window
+
+
+def summary_text(event: ContextCompacted, replaced: int | None = None) -> str | None:
+    """What the model reads in place of the messages ``event`` replaced; None when it replaced none."""
+    count = event.replaced if replaced is None else replaced
+    if count == 0:
+        return None
+    if event.method == "summary":
+        return SUMMARY_HEADER + event.summary + SUMMARY_FOOTER
+    return DROPPED.format(count=count)
+
+
+def compacted_history(history: Sequence[Message], event: ContextCompacted) -> list[Message]:
+    """``history`` as the model reads it after ``event``: its summary first (merged into the first kept message when
+    that is the user's, so roles keep alternating), then the kept messages with the cut tool results as stubs."""
+    replaced = min(event.replaced, len(history))
+    kept = [_stubbed(m, event.stubs) for m in history[replaced:]]
+    text = summary_text(event, replaced)
+    if text is None:
+        return kept
+    first = kept[0] if kept else None
+    if isinstance(first, UserMessage):
+        return [UserMessage(parts=[TextPart(text=text), TextPart(text="\n\n"), *first.parts]), *kept[1:]]
+    return [UserMessage(parts=[TextPart(text=text)]), *kept]
+
+
+def _stubbed(message: Message, stubs: dict[str, str]) -> Message:
+    if not isinstance(message, ToolResultMessage) or message.tool_call_id not in stubs:
+        return message
+    return message.model_copy(update={"parts": [TextPart(text=stubs[message.tool_call_id])]})
 
 
 def transcript_events(events: Sequence[SessionEvent]) -> list[SessionEvent]:

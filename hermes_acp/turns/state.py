@@ -22,7 +22,19 @@ from .ports import PermissionGate
 from .recorder import Recorder
 from .streaming import CHECKPOINTS, CheckpointPolicy
 
-__all__ = ["TurnDeps", "TurnResult", "TurnState"]
+__all__ = ["CompactionPolicy", "TurnDeps", "TurnResult", "TurnState"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class CompactionPolicy:
+    """When the history is compacted (``[agent] compaction_threshold``) and who writes the summary."""
+
+    threshold: float = 0.8
+    """Of the window (``context_window - max_output_tokens``): a request that would take more compacts first."""
+    model: CatalogModel | None = None
+    """The model that writes summaries (``[agent] compaction_model``); None: the session's."""
+    provider: ModelProvider | None = None
+    """``model``'s provider; None with ``model`` None."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -50,6 +62,10 @@ class TurnDeps:
     """How the session's commands are contained (``[sandbox]``)."""
     checkpoints: CheckpointPolicy | None = CHECKPOINTS
     """How often streamed text is checkpointed into the log; None stores it only when the response ends."""
+    compaction: CompactionPolicy = field(default_factory=CompactionPolicy)
+    models: Callable[[str], CatalogModel | None] | None = None
+    """The configured models by id, for the prices of every model the session used (its cost); None: only
+    ``model``'s prices are known."""
 
 
 @dataclass(kw_only=True)

@@ -122,8 +122,9 @@ class RecordingClient(BareClient):
 
     def transcript(self, session_id: str) -> dict[str, Any]:
         """What the editor ends up showing for a session: text and thoughts per ``messageId``, the final tool cards,
-        the plans and the titles, in order."""
+        the plans, the titles and the compactions (each one's updates merged in order, by ``compactionId``)."""
         messages: dict[str, str] = {}
+        compactions: dict[str, dict[str, Any]] = {}
         thoughts: dict[str, str] = {}
         plans: list[Any] = []
         titles: list[str] = []
@@ -138,12 +139,17 @@ class RecordingClient(BareClient):
                 plans.append(u["entries"])
             elif kind == "session_info_update" and "title" in u:
                 titles.append(u["title"])
+            elif kind == "compaction_update":
+                compactions.setdefault(u["compactionId"], {}).update(
+                    {k: v for k, v in u.items() if k != "sessionUpdate"}
+                )
         return {
             "messages": messages,
             "thoughts": thoughts,
             "cards": self.cards(session_id),
             "plans": plans,
             "titles": titles,
+            "compactions": compactions,
         }
 
     def clear(self) -> None:

@@ -73,8 +73,14 @@ class AgentProcess:
     raw: RawAnswers
     stdout_lines: list[bytes] = field(default_factory=list)
 
-    async def initialize(self) -> Any:
+    async def initialize(self, *, compaction: bool = False) -> Any:
+        """``compaction``: advertise ``session.compaction`` (the client renders compaction updates)."""
+        capabilities = acp.schema.ClientCapabilities(
+            session=acp.schema.ClientSessionCapabilities(compaction=acp.schema.CompactionCapabilities())
+        )
         with anyio.fail_after(START_TIMEOUT_S):
+            if compaction:
+                return await self.conn.initialize(protocol_version=1, client_capabilities=capabilities)
             return await self.conn.initialize(protocol_version=1)
 
     async def new_session(
@@ -153,10 +159,10 @@ def tool_names(record: RequestRecord) -> list[str]:
     return names
 
 
-def _config(base_url: str, max_retries: int) -> str:
+def _config(base_url: str, models: str, max_retries: int) -> str:
     return (
         '[model]\ndefault = "fx:m"\n\n'
-        f'[providers.fx]\nkind = "openai"\nbase_url = "{base_url}"\nmodels = ["m", "m2"]\nmax_retries = {max_retries}\n'
+        f'[providers.fx]\nkind = "openai"\nbase_url = "{base_url}"\nmodels = {models}\nmax_retries = {max_retries}\n'
     )
 
 
@@ -170,11 +176,13 @@ async def spawn_agent(
     initialize: bool = True,
     client: RecordingClient | None = None,
     config_extra: str = "",
+    models: str = '["m", "m2"]',
     max_retries: int = 0,
 ) -> AsyncIterator[AgentProcess]:
     """The real agent against a scripted model (``scenario``: the model server's format; default: "Hello." for
     every request). ``config_extra`` is appended to config.toml (e.g. ``[permissions]`` or ``[agent]``);
-    ``max_retries`` is the provider's (0: a failed request fails the turn at once)."""
+    ``models`` is the provider's model list in TOML (e.g. to give ``m`` a ``context_window``); ``max_retries`` is
+    the provider's (0: a failed request fails the turn at once)."""
     home = home or tmp_path / "home"
     home.mkdir(parents=True, exist_ok=True)
     workspace = tmp_path / "workspace"
@@ -182,7 +190,7 @@ async def spawn_agent(
     stderr_path = tmp_path / "agent-stderr.log"
     scenario = scenario or {"name": "default", "responses": [{"steps": [{"text": "Hello."}], "repeat": True}]}
     async with serve_model_server(scenario) as model:
-        (home / "config.toml").write_text(_config(model.openai_base_url, max_retries) + config_extra)
+        (home / "config.toml").write_text(_config(model.openai_base_url, models, max_retries) + config_extra)
         process_env = {
             "PATH": os.environ.get("PATH", ""),
             "HOME": str(tmp_path),

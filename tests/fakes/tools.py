@@ -14,7 +14,7 @@ from hermes_acp.errors import ToolError
 from hermes_acp.tools.base import Presentation, ToolOutcome, TypedTool
 from hermes_acp.tools.context import ApprovalRequest, ToolContext
 
-__all__ = ["BlockingTool", "EchoTool", "FailingTool", "GuardedWriteTool", "args", "call"]
+__all__ = ["BlockingTool", "EchoTool", "FailingTool", "GuardedWriteTool", "RepeatTool", "args", "call"]
 
 
 class _Message(BaseModel):
@@ -40,6 +40,28 @@ class EchoTool(TypedTool[_Message]):
     async def run(self, parsed: _Message, ctx: ToolContext) -> ToolOutcome:
         self.runs.append(parsed.message)
         return ToolOutcome.text(f"echo: {parsed.message}", raw_output={"echoed": parsed.message})
+
+
+class _Repeat(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    message: str
+    times: int
+
+
+class RepeatTool(TypedTool[_Repeat]):
+    """Read-only: answers with its message repeated ``times`` times (a result as large as a test needs)."""
+
+    __test__ = False
+    name = "repeat"
+    description = "Repeat the message."
+    Input = _Repeat
+    read_only = True
+
+    def present(self, parsed: _Repeat, ctx: ToolContext) -> Presentation:
+        return Presentation(title=f"Repeat {parsed.message!r} {parsed.times} times", kind="other")
+
+    async def run(self, parsed: _Repeat, ctx: ToolContext) -> ToolOutcome:
+        return ToolOutcome.text(parsed.message * parsed.times)
 
 
 class FailingTool(TypedTool[_Message]):

@@ -69,7 +69,7 @@ async def test_load_replays_history_before_responding_and_keeps_ids(tmp_path: Pa
         with anyio.fail_after(5):
             await pair.conn.load_session(cwd=str(pair.workspace), session_id=session_id, mcp_servers=[])
         replay_kinds = pair.client.kinds(session_id)
-        await pair.client.wait_for(lambda: "available_commands_update" in pair.client.kinds(session_id))
+        await pair.client.wait_for(lambda: "usage_update" in pair.client.kinds(session_id)[len(replay_kinds) :])
         after_response = pair.client.kinds(session_id)[len(replay_kinds) :]
     assert replay_kinds[0] == "user_message_chunk"
     assert "tool_call" in replay_kinds and "plan" in replay_kinds
@@ -77,7 +77,7 @@ async def test_load_replays_history_before_responding_and_keeps_ids(tmp_path: Pa
     assert live_ids == {"call_plan_1"}
     assert replay_kinds[-1] == "session_info_update"
     assert "available_commands_update" not in replay_kinds
-    assert after_response == ["available_commands_update"]
+    assert after_response == ["available_commands_update", "usage_update"]  # then the context meter as it stands
 
 
 async def test_resume_does_not_replay_and_unknown_id_is_an_error_not_a_new_session(tmp_path: Path) -> None:

@@ -46,7 +46,8 @@ async def test_streamed_turn_with_tool_calls_keeps_provider_ids_and_settles_each
     assert len(message_ids) == 2, "each assistant message gets its own messageId"
     assert "".join(c["content"]["text"] for c in chunks) == "Let me echo.Both echoed."
     assert len(usage_updates) == 2
-    assert usage_updates[0] == {"sessionUpdate": "usage_update", "used": 100, "size": 32000}
+    # what the context holds after the call: its prompt and its answer (100 + 20 tokens, as the script reports)
+    assert usage_updates[0] == {"sessionUpdate": "usage_update", "used": 120, "size": 32000}
     second = provider.requests[1].messages
     results = [m for m in second if isinstance(m, ToolResultMessage)]
     assert [(r.tool_call_id, r.parts) for r in results] == [

@@ -211,7 +211,8 @@ async def play(agent: AgentProcess, server: ModelServer, case: Case) -> None:
         and first_expected["error"] is None
         and first_expected["stop"] != "pause_turn"
     ):
-        assert shown["usage"][0] == first_expected["usage"]["input"]
+        usage = first_expected["usage"]
+        assert shown["usage"][0] == usage["input"] + usage["output"]  # what the context holds: prompt and answer
     second = await agent.prompt(session_id, "And now?")
     assert second.stop_reason == "end_turn"
     requests = [r for r in server.requests() if isinstance(r.body, dict) and r.body.get("model") == case.id]

@@ -14,7 +14,7 @@ import anyio
 from hermes_acp.config import load_settings
 from hermes_acp.core import SessionEvent
 from hermes_acp.core.notice import Notice
-from hermes_acp.providers.catalog import ModelCatalog
+from hermes_acp.providers.catalog import CatalogModel, ModelCatalog
 from hermes_acp.providers.registry import ProviderRegistry
 from hermes_acp.providers.scripted import ScriptedProvider
 from hermes_acp.sessions import SessionManager, SessionServices, derive_tool_surface
@@ -69,11 +69,11 @@ class Bridge:
 
 @contextlib.asynccontextmanager
 async def open_manager(
-    tmp_path: Path, provider: ScriptedProvider, *, bridge: Bridge | None = None
+    tmp_path: Path, provider: ScriptedProvider, *, bridge: Bridge | None = None, model: CatalogModel | None = None
 ) -> AsyncIterator[SessionManager]:
     """A manager attached to a task group that ends only when every owner task has ended (a leak hangs it)."""
     settings = load_settings({"HERMES_ACP_HOME": str(tmp_path / "home")})
-    model = scripted_model()
+    model = model or scripted_model()
     services = SessionServices(
         settings=settings,
         store=InMemorySessionStore(),

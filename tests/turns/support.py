@@ -17,6 +17,7 @@ import anyio
 from hermes_acp.core import SessionEvent, TextBlock, Usage
 from hermes_acp.core.notice import Notice
 from hermes_acp.errors import StorageError
+from hermes_acp.providers.catalog import CatalogModel
 from hermes_acp.providers.scripted import ScriptedProvider
 from hermes_acp.sessions.recovery import STORE_FAILED_TEXT, recovery_events
 from hermes_acp.storage import InMemorySessionStore, SessionRecord, StoredEvent, utc_now
@@ -35,6 +36,7 @@ from hermes_acp.turns import (
     run_turn,
 )
 from hermes_acp.turns.ports import LiveTextChunk
+from hermes_acp.turns.state import CompactionPolicy
 from tests.fakes.server import scripted_model
 
 __all__ = ["MODEL", "USAGE", "FailingStore", "Gate", "Loop", "Sink", "open_loop", "stable_ids"]
@@ -168,6 +170,8 @@ async def open_loop(
     gate: Gate | None = None,
     checkpoints: CheckpointPolicy | None = None,
     max_requests: int = 10,
+    model: CatalogModel = MODEL,
+    compaction: CompactionPolicy | None = None,
 ) -> Loop:
     """The loop's wiring on fakes; checkpoints are off unless a test asks for them (they are timed)."""
     store = FailingStore()
@@ -180,7 +184,7 @@ async def open_loop(
     recorder = Recorder("s1", store, sink, SessionProjection())
     deps = TurnDeps(
         session_id="s1",
-        model=MODEL,
+        model=model,
         provider=provider,
         system_prompt="You are a test.",
         tool_surface=lambda: list(tools),
@@ -192,5 +196,6 @@ async def open_loop(
         permission_timeout_s=0,
         cache_dir=tmp_path / "cache",
         checkpoints=checkpoints,
+        compaction=compaction or CompactionPolicy(),
     )
     return Loop(store, sink, gate, provider, recorder, deps)

@@ -1,0 +1,63 @@
+"""``/status``: what a session runs on and how full its context is, as the text the editor shows. No model call.
+
+Model and mode; the context the next request would take (the meter a ``usage_update`` shows) against the window,
+the threshold at which it is compacted, and the estimated breakdown (system prompt, tool schemas, history,
+images); the compactions so far; the session's cost; each MCP server and its state; the session's directories and
+the instruction files read when it opened. Reads session state only.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from hermes_acp.turns.meter import Meter
+
+if TYPE_CHECKING:
+    from .session import Session
+
+__all__ = ["session_status"]
+
+
+def session_status(session: Session) -> str:
+    model = session.current_model()
+    lines = [f"**Model:** {model.id if model is not None else 'none configured'}", f"**Mode:** {session.mode}"]
+    if model is not None:
+        if not model.usable:
+            lines[0] += f" (needs {model.api_key_env})"
+        lines.extend(_context(session, session.meter(model)))
+    lines.append("**MCP servers:**" + ("" if session.mcp else " none"))
+    for connection in session.mcp.connections:
+        state = str(connection.state)
+        if connection.offered:
+            state += f", {len(connection.tools)} tools"
+        if connection.error:
+            state += f": {connection.error}"
+        lines.append(f"- {connection.name}: {state}")
+    lines.extend(f"- {spec.name}: not started ({spec.reason})" for spec in session.mcp.unusable)
+    workspace = session.workspace
+    lines.append(f"**Directories:** {workspace.cwd}" + "".join(f", {p}" for p in workspace.additional))
+    lines.append("**Instruction files:**" + ("" if session.instructions else " none"))
+    for item in session.instructions:
+        cut = f", {item.cut:,} bytes left out" if item.cut else ""
+        lines.append(f"- {item.path} ({item.size:,} bytes{cut})")
+    return "\n".join(lines)
+
+
+def _context(session: Session, meter: Meter) -> list[str]:
+    tools = tuple(session.services.tool_surface(session))
+    request = meter.request(tools)
+    measured = meter.measure(request)
+    parts = measured.parts
+    window = meter.window
+    threshold = session.services.settings.agent.compaction_threshold
+    projection = session.projection
+    share = measured.used / window if window else 0.0
+    cost = meter.cost()
+    return [
+        f"**Context:** {measured.used:,} of {window:,} tokens ({share:.0%}); compacted above {threshold:.0%}"
+        f" ({int(threshold * window):,})",
+        f"- system prompt ≈ {parts.system:,}, tool schemas ≈ {parts.tools:,} ({len(tools)} tools), history ≈"
+        f" {parts.history:,} ({len(request.messages)} messages), images ≈ {parts.images:,}",
+        f"- compactions so far: {projection.compactions}",
+        f"**Cost so far:** {f'${cost.amount:.4f}' if cost is not None else 'unknown (no prices configured)'}",
+    ]
