@@ -39,6 +39,7 @@ pytestmark = pytest.mark.anyio
 
 RETRIES = 1
 NOTICE = "⚠ The model request failed"
+RETRY = "⚠ Retrying the model request"
 
 
 def provider_of(case: Case) -> str:
@@ -175,9 +176,11 @@ def seen(agent: AgentProcess, session_id: str) -> dict[str, Any]:
     client = agent.client
     chunks = client.of_kind("agent_message_chunk", session_id)
     notices = [c["content"]["text"] for c in chunks if c["content"]["text"].startswith(NOTICE)]
-    text = "".join(c["content"]["text"] for c in chunks if not c["content"]["text"].startswith(NOTICE))
+    retries = [c["content"]["text"] for c in chunks if c["content"]["text"].startswith(RETRY)]
+    text = "".join(c["content"]["text"] for c in chunks if not c["content"]["text"].startswith((NOTICE, RETRY)))
     return {
         "text": text,
+        "retries": retries,
         "thoughts": client.text(session_id, "agent_thought_chunk"),
         "cards": client.cards(session_id),
         "notices": notices,
@@ -193,6 +196,7 @@ async def play(agent: AgentProcess, server: ModelServer, case: Case) -> None:
     shown = seen(agent, session_id)
     assert first.stop_reason == view["stop"]
     assert shown["text"] == view["text"]
+    assert len(shown["retries"]) == (1 if case.repeat else 0), "a retried request is told, once per retry"
     assert shown["thoughts"] == view["thoughts"]
     cards = shown["cards"]
     assert {call_id: cards[call_id]["status"] for call_id in view["cards"] if call_id in cards} == view["cards"]
