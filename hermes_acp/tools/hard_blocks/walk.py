@@ -1,0 +1,453 @@
+"""The walk over a command's syntax tree: every simple command bash would run, its words expanded, checked against
+the rules, and the code it hands to other programs followed.
+
+What the walk sees through:
+
+- lists, pipelines, subshells, ``{ …; }`` groups, conditions and loops, ``$(…)``, backticks and ``<(…)``: the
+  commands inside are checked where they stand;
+- variables assigned earlier in the command (``d=/; rm -rf $d``), ``${x:-default}``, ``$(echo /)``, ``for``
+  loops over literal values (the body is checked once per value);
+- what a pipeline stage writes to the next one: a download (through any stages), or literal text (``echo``,
+  ``printf``, ``cat`` of a here-document);
+- redirections: onto a disk device (refused), here-strings and here-documents (they feed stdin);
+- code handed to a shell (``sh -c``, ``eval``, ``su -c``, ``alias``, ``trap``, ``watch``, ``find -exec``, text fed
+  to its stdin) is checked as a command of its own, a few levels deep; in the code of other interpreters
+  (``python3 -c``, ``perl -e`` …), every string literal is;
+- downloads that reach a shell or an interpreter, as code, as a script file written earlier in the command, or as
+  the command itself, are refused; so is a function that starts itself twice (a fork bomb).
+
+It raises ``rules.Refused``. What it cannot know (an unset variable, ``$(date)``) stays unknown and is never refused:
+the sandbox is the boundary, this is the first line.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from . import fallback, rules, syntax
+from .programs import (
+    CODE_BUILTINS,
+    DOWNLOADERS,
+    Language,
+    builtin_scripts,
+    code_source,
+    download_targets,
+    find_line,
+    language,
+    program,
+    split_words,
+    unwrap,
+)
+from .rules import Refused, runs_download
+from .words import (
+    HOME,
+    SPLIT,
+    UNKNOWN,
+    Arg,
+    ansi_c,
+    home_at_start,
+    plain,
+    protect,
+    unescape_bare,
+    unescape_double,
+    words,
+)
+
+if TYPE_CHECKING:
+    from .syntax import Node
+
+__all__ = ["DOUBT", "check"]
+
+DOUBT = "the command could not be read as bash (unbalanced quotes or brackets?)"
+_MAX_DEPTH = 4
+"""How deep code handed to a shell is followed (``sh -c "eval 'bash -c …'"``)."""
+_MAX_LOOP_VALUES = 16
+_OUTPUT_REDIRECTS = frozenset({">", ">>", ">|", "&>", "&>>", "<>", ">&"})
+_LITERAL_IN_CODE = re.compile(r"'((?:[^'\\]|\\.)*)'|\"((?:[^\"\\]|\\.)*)\"|`([^`]*)`")
+
+
+@dataclass(frozen=True, slots=True)
+class _Stdin:
+    """What a command reads on its standard input, as far as the command line tells."""
+
+    downloaded: bool = False
+    literal: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class _Ran:
+    """A simple command as it runs: its words (wrappers looked through) and its stdin."""
+
+    args: list[Arg]
+    stdin: _Stdin
+
+
+def check(source: str) -> str | None:
+    """Checks ``source``: raises ``Refused``, or returns why it is in doubt (it could not be read), or None."""
+    return _Walk(0, {}, set()).check(source)
+
+
+class _Walk:
+    def __init__(self, depth: int, variables: dict[str, Arg], downloads: set[str]):
+        self.depth = depth
+        self.variables = variables
+        self.downloads = downloads
+        """Files a downloader wrote earlier in the command (``curl -o x.sh``)."""
+
+    def check(self, source: str) -> str | None:
+        if not source.strip():
+            return None
+        root = syntax.parse(source)
+        if not root.has_error:
+            self._visit(root, None)
+            return None
+        for lexed in fallback.commands(source):
+            for target in lexed.outputs:
+                reason = rules.redirect(target)
+                if reason is not None:
+                    raise Refused(reason)
+            self._simple(lexed.words, _Stdin())
+        return DOUBT
+
+    def _nested(self, script: str) -> None:
+        """Code handed to a shell: checked as a command of its own (depth-bounded)."""
+        if self.depth < _MAX_DEPTH and UNKNOWN not in script:
+            _Walk(self.depth + 1, dict(self.variables), set(self.downloads)).check(script)
+
+    def _run_code(self, lang: Language, code: str) -> None:
+        """Code in ``lang``: a shell's is checked as a command; in another language, each string literal is."""
+        if lang == "shell":
+            self._nested(code)
+            return
+        for match in _LITERAL_IN_CODE.finditer(code):
+            literal = next((part for part in match.groups() if part), "")
+            if literal.strip():
+                self._nested(literal)
+
+    # -- the tree --
+
+    def _visit(self, node: Node, stdin: _Stdin | None) -> _Ran | None:
+        """Checks what ``node`` runs; returns the simple command when ``node`` is one (for the next pipeline stage)."""
+        kind = node.type
+        if kind == "command":
+            return self._statement(node, [], stdin)
+        if kind == "redirected_statement":
+            return self._statement(node.child_by_field_name("body"), node.children_by_field_name("redirect"), stdin)
+        if kind == "pipeline":
+            self._pipeline(node, stdin)
+        elif kind == "variable_assignment":
+            self._assign(node)
+        elif kind == "declaration_command":
+            for child in node.named_children:
+                if child.type == "variable_assignment":
+                    self._assign(child)
+        elif kind == "unset_command":
+            for child in node.named_children:
+                self.variables.pop(syntax.text(child), None)
+        elif kind == "function_definition":
+            self._function(node)
+        elif kind == "for_statement":
+            self._for(node)
+        else:
+            passed = stdin if kind in ("subshell", "compound_statement") else None
+            for child in node.named_children:
+                self._visit(child, passed)
+        return None
+
+    def _statement(self, body: Node | None, outer: list[Node], stdin: _Stdin | None) -> _Ran | None:
+        """A command or another statement, with its redirections (and what the grammar put inside them)."""
+        command = body if body is not None and body.type == "command" else None
+        parts = syntax.redirections([*(syntax.redirects(command) if command else []), *outer])
+        fed, outputs = self._redirects(parts.redirects)
+        for word in parts.words:
+            self._substitutions(word)
+        ran: _Ran | None = None
+        if command is not None:
+            for child in command.named_children:
+                if not child.type.endswith("_redirect"):
+                    self._substitutions(child)  # what runs inside the words: $(…), <(…)
+            ran = self._command(command, parts.words, fed or stdin or _Stdin(), outputs)
+        elif body is not None:
+            self._visit(body, fed or stdin)
+        if not parts.piped and not parts.after:
+            return ran
+        if command is not None:
+            output = self._output(command, ran, stdin)
+        else:  # ``ls && cat <<EOF | sh``: the here-document is taken to be passed on, as ``cat`` does
+            downloaded = (fed is not None and fed.downloaded) or (body is not None and self._downloads_in(body))
+            output = _Stdin(downloaded, fed.literal if fed is not None else None)
+        for pipeline in parts.piped:
+            self._pipeline(pipeline, output)
+        for statement in parts.after:
+            self._visit(statement, None)
+        return None
+
+    def _pipeline(self, node: Node, stdin: _Stdin | None) -> None:
+        for stage in node.named_children:
+            ran = self._visit(stage, stdin)
+            stdin = self._output(stage, ran, stdin)
+
+    def _output(self, stage: Node, ran: _Ran | None, stdin: _Stdin | None) -> _Stdin:
+        """What a pipeline stage writes to the next one, as far as it can be told."""
+        downloaded = (stdin is not None and stdin.downloaded) or self._downloads_in(stage)
+        if ran is None or not ran.args:
+            return _Stdin(downloaded)
+        name = program(ran.args[0].text)
+        literal: str | None = None
+        if name in ("echo", "printf"):
+            said = [a.text for a in ran.args[1:] if not (name == "echo" and re.fullmatch(r"-[neE]+", a.text))]
+            literal = " ".join(said)
+        elif name == "cat" and len(ran.args) == 1:
+            literal = ran.stdin.literal
+            downloaded = downloaded or ran.stdin.downloaded
+        return _Stdin(downloaded or name in DOWNLOADERS, literal)
+
+    def _assign(self, node: Node) -> None:
+        name = node.child_by_field_name("name")
+        value = node.child_by_field_name("value")
+        if name is None:
+            return
+        self._substitutions(node)
+        arg = self._value(value) if value is not None else Arg("")
+        self.variables[syntax.text(name)] = Arg(arg.text.replace(SPLIT, " "), arg.downloaded)
+
+    def _function(self, node: Node) -> None:
+        name_node = node.child_by_field_name("name")
+        body = node.child_by_field_name("body")
+        if name_node is None or body is None:
+            return
+        name = syntax.text(name_node)
+        calls = [n for n in syntax.descendants(body) if n.type == "command" and _command_name(n) == name]
+        if len(calls) >= 2 and (syntax.has_token(body, "&") or any(syntax.in_pipeline(c, body) for c in calls)):
+            raise rules.fork_bomb(name)
+        self._visit(body, None)
+
+    def _for(self, node: Node) -> None:
+        """``for d in / /usr; do rm -rf "$d"; done``: the body is checked once for each literal value."""
+        variable = node.child_by_field_name("variable")
+        body = node.child_by_field_name("body")
+        value_nodes = node.children_by_field_name("value")
+        values = words(self._value(v) for v in value_nodes)
+        for value_node in value_nodes:
+            self._substitutions(value_node)
+        if variable is None or body is None:
+            return
+        name = syntax.text(variable)
+        for value in values[:_MAX_LOOP_VALUES] or [Arg(UNKNOWN)]:
+            self.variables[name] = value
+            self._visit(body, None)
+        self.variables.pop(name, None)
+
+    # -- simple commands --
+
+    def _command(self, node: Node, more_words: list[Node], stdin: _Stdin, outputs: list[str]) -> _Ran:
+        args = self._simple(self._expand(node, more_words), stdin)
+        if args and program(args[0].text) in DOWNLOADERS:
+            self.downloads.update(posixpath.normpath(target) for target in outputs if target)
+        return _Ran(args, stdin)
+
+    def _substitutions(self, node: Node) -> None:
+        """Checks the commands that run inside a word or redirection: ``$(…)``, backticks, ``<(…)``."""
+        pending = [node]
+        while pending:
+            current = pending.pop()
+            if current.type in ("command_substitution", "process_substitution"):
+                for inner in current.named_children:
+                    self._visit(inner, None)
+            else:
+                pending.extend(reversed(current.named_children))
+
+    def _expand(self, node: Node, more_words: Sequence[Node] = ()) -> list[Arg]:
+        """The words of a ``command`` node (its assignments and redirections left out), and ``more_words``."""
+        raw: list[Arg] = []
+        for child in node.named_children:
+            if child.type == "command_name":
+                raw.extend(self._value(grandchild) for grandchild in child.named_children)
+            elif child.type != "variable_assignment" and not child.type.endswith("_redirect"):
+                raw.append(self._value(child))
+        raw.extend(self._value(word) for word in more_words)
+        return words(raw)
+
+    def _redirects(self, redirects: list[Node]) -> tuple[_Stdin | None, list[str]]:
+        """Refuses writes onto a disk device; returns what the redirections feed to stdin (None: nothing) and the
+        files they write."""
+        fed: _Stdin | None = None
+        outputs: list[str] = []
+        for redirect in redirects:
+            if redirect.type == "file_redirect":
+                operator = next((c.type for c in redirect.children if not c.is_named), "")
+                destination = syntax.target(redirect)
+                target = self._value(destination).text if destination is not None else ""
+                if destination is not None:
+                    self._substitutions(destination)
+                if operator in _OUTPUT_REDIRECTS:
+                    reason = rules.redirect(target)
+                    if reason is not None:
+                        raise Refused(reason)
+                    outputs.append(target)
+                elif operator == "<" and posixpath.normpath(target or ".") in self.downloads:
+                    fed = _Stdin(downloaded=True)
+            elif redirect.type == "herestring_redirect":
+                value = self._value(redirect.named_children[-1]) if redirect.named_children else Arg("")
+                fed = _Stdin(value.downloaded or self._downloads_in(redirect), plain(value.text))
+                self._substitutions(redirect)
+            elif redirect.type == "heredoc_redirect":
+                body = next((c for c in redirect.named_children if c.type == "heredoc_body"), None)
+                fed = _Stdin(body is not None and self._downloads_in(body), syntax.text(body))
+                if body is not None:
+                    self._substitutions(body)
+        return fed, outputs
+
+    # -- words --
+
+    def _value(self, node: Node) -> Arg:
+        """One word node expanded to text (with the stand-ins), and whether it carries downloaded content."""
+        kind = node.type
+        if kind in ("word", "number"):
+            return Arg(home_at_start(unescape_bare(syntax.text(node))))
+        if kind == "raw_string":
+            return Arg(protect(syntax.text(node)[1:-1]))
+        if kind == "ansi_c_string":
+            return Arg(protect(ansi_c(syntax.text(node))))
+        if kind in ("string", "translated_string"):
+            return self._string(node)
+        if kind in ("simple_expansion", "expansion"):
+            return self._expansion(node, quoted=False)
+        if kind == "concatenation":
+            parts = [self._value(child) for child in node.named_children]
+            return Arg("".join(p.text for p in parts), any(p.downloaded for p in parts))
+        if kind == "command_substitution":
+            return self._substitution(node)
+        return Arg(UNKNOWN, self._downloads_in(node))
+
+    def _string(self, node: Node) -> Arg:
+        """A ``"…"`` string: its literal text between the expansions it holds."""
+        pieces: list[str] = []
+        downloaded = False
+        source = node.text or b""
+        base = node.start_byte
+        cursor = base + (2 if source.startswith(b"$") else 1)
+        for child in node.named_children:
+            gap = source[cursor - base : child.start_byte - base].decode("utf-8", "replace")
+            pieces.append(protect(unescape_double(gap)))
+            if child.type == "string_content":
+                pieces.append(protect(unescape_double(syntax.text(child))))
+            else:
+                quoted = child.type in ("simple_expansion", "expansion")
+                value = self._expansion(child, quoted=True) if quoted else self._value(child)
+                pieces.append(protect(value.text.replace(SPLIT, " ")))
+                downloaded = downloaded or value.downloaded
+            cursor = child.end_byte
+        tail = source[cursor - base : len(source) - 1].decode("utf-8", "replace")
+        pieces.append(protect(unescape_double(tail)))
+        return Arg("".join(pieces), downloaded)
+
+    def _expansion(self, node: Node, *, quoted: bool) -> Arg:
+        """``$x`` / ``${x…}``: a variable assigned earlier, ``$HOME``, ``${IFS}``, or a default value."""
+        name_node = next((c for c in node.named_children if c.type in ("variable_name", "special_variable_name")), None)
+        if name_node is None:
+            return Arg(UNKNOWN, self._downloads_in(node))
+        name = syntax.text(name_node)
+        operator = node.child_by_field_name("operator")
+        value = self.variables.get(name)
+        if value is None:
+            if name == "HOME":
+                value = Arg(HOME)
+            elif name == "IFS":
+                value = Arg(" " if quoted else SPLIT)
+            elif operator is not None and syntax.text(operator) in (":-", "-", ":=", "="):
+                parts = [self._value(c) for c in node.named_children if c != name_node]
+                value = Arg("".join(p.text for p in parts), any(p.downloaded for p in parts))
+            else:
+                return Arg(UNKNOWN)
+        if not quoted and value.known:
+            return Arg(re.sub(r"[ \t\n]+", SPLIT, value.text), value.downloaded)
+        return value
+
+    def _substitution(self, node: Node) -> Arg:
+        """``$(echo /)`` is ``/``; any other substitution is unknown (and maybe downloaded)."""
+        commands = node.named_children
+        if len(commands) == 1 and commands[0].type == "command":
+            said = self._expand(commands[0])
+            if said and program(said[0].text) in ("echo", "printf") and all(a.known for a in said):
+                return Arg(SPLIT.join(a.text for a in said[1:]))
+        return Arg(UNKNOWN, self._downloads_in(node))
+
+    def _downloads_in(self, node: Node) -> bool:
+        """Whether a download runs anywhere inside ``node`` (a substitution, a stage, a here-string)."""
+        for inner in syntax.descendants(node):
+            if inner.type == "command" and program(_command_name(inner)) in DOWNLOADERS:
+                return True
+            if inner.type in ("simple_expansion", "expansion"):
+                name = next((c for c in inner.named_children if c.type == "variable_name"), None)
+                value = self.variables.get(syntax.text(name)) if name is not None else None
+                if value is not None and value.downloaded:
+                    return True
+        return False
+
+    # -- what a simple command runs --
+
+    def _simple(self, expanded: list[Arg], stdin: _Stdin) -> list[Arg]:
+        """Checks one simple command (wrappers looked through); returns its words as they run."""
+        args, via_xargs = unwrap(expanded)
+        if not args:
+            return args
+        if via_xargs and stdin.literal is not None:
+            args += [Arg(word) for word in split_words(stdin.literal)]
+        name = program(args[0].text)
+        texts = [a.text for a in args[1:]]
+        reason = rules.simple_command(name, texts)
+        if reason is not None:
+            raise Refused(reason)
+        if name == "find":
+            for inner in find_line(texts).executes:
+                self._simple([Arg(t) for t in inner], _Stdin())
+        elif name in DOWNLOADERS:
+            self.downloads.update(download_targets(name, texts))
+        self._code(name, args, stdin)
+        return args
+
+    def _code(self, name: str, args: list[Arg], stdin: _Stdin) -> None:
+        """Code handed to a shell or an interpreter, and downloads run."""
+        first, rest = args[0], args[1:]
+        if first.downloaded and not first.known:
+            raise runs_download("running the output of a download as a command")
+        path = posixpath.normpath(first.text) if first.known else ""
+        if path and path in self.downloads:
+            raise runs_download(f"running {path}, downloaded earlier in this command,")
+        if name in CODE_BUILTINS:
+            if any(a.downloaded for a in rest):
+                raise runs_download(f"{name} of downloaded text")
+            texts = [a.text for a in rest]
+            if name in ("source", ".") and texts and posixpath.normpath(texts[0] or ".") in self.downloads:
+                raise runs_download(f"{name} of a downloaded script")
+            for script in builtin_scripts(name, texts):
+                self._nested(script)
+            return
+        lang = language(name)
+        if lang is None:
+            return
+        inline, operand, reads_stdin = code_source(lang, rest)
+        if inline is not None:
+            if inline.downloaded:
+                raise runs_download(f"{name} running downloaded code")
+            self._run_code(lang, inline.text)
+        elif operand is not None and (
+            operand.downloaded or (operand.known and posixpath.normpath(operand.text) in self.downloads)
+        ):
+            raise runs_download(f"{name} running a downloaded script")
+        if reads_stdin:
+            if stdin.downloaded:
+                raise runs_download(f"piping a download into {name}")
+            if stdin.literal is not None:
+                self._run_code(lang, stdin.literal)
+
+
+def _command_name(node: Node) -> str:
+    """The program a ``command`` node names, as written (quotes and backslashes removed)."""
+    name = node.child_by_field_name("name")
+    return unescape_bare(syntax.text(name)).strip("'\"") if name is not None else ""
