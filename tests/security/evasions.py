@@ -66,6 +66,21 @@ EVASIONS: dict[str, str] = {
     "literal through cat into a shell": "echo 'rm -rf /' | cat | sh",
     "substitution in a group's redirection": '{ ls; } > "$(rm -rf /)"',
     "substitution as loop values": "for d in $(rm -rf /); do :; done",
+    "brace list past a page of words": "rm -rf {" + ",".join(f"x{i}" for i in range(300)) + ",/usr}",
+    "letter sequence": "echo x | tee /dev/sd{a..b}",
+    "sequence in a redirection": "cat image.iso > /dev/nvme{0..0}n1",
+    "brace whose first } is text": "rm -rf {a},/usr}",
+    "loop past sixteen values": "for d in " + " ".join(map(str, range(20))) + ' /; do rm -rf "$d"; done',
+    "suffix removed from a variable": "d=/usr/x; rm -rf ${d%/*}",
+    "substring of a variable": "d=/x; rm -rf ${d:0:1}",
+    "alternative value": "d=1; rm -rf ${d:+/}",
+    "case changed": "d=/USR; rm -rf ${d,,}",
+    "options after -c": "bash -c -- 'rm -rf /'",
+    "option cluster taking a value": "sudo -iu root rm -rf /",
+    "find options before the path": "find -L / -delete",
+    "xargs handing one record to a shell": "echo 'rm -rf /' | xargs -0 sh -c",
+    "xargs placeholder": "echo 'rm -rf /' | xargs -I{} sh -c {}",
+    "SysRq trigger": "echo b > /proc/sysrq-trigger",
 }
 
 LOOK_ALIKES: list[str] = [
@@ -84,4 +99,10 @@ LOOK_ALIKES: list[str] = [
     "cat <<EOF | grep rm\nrm -rf /\nEOF",
     "echo hi > out.txt there",
     "git log 2>&1 --oneline | head",
+    "echo {1..4000} | wc -w",
+    "xargs -I{} cp {} backup/ < files.txt",
+    "echo ${PATH%%:*} ${HOME##*/} ${USER^^}",
+    "bash -s -- --verbose < install-local.sh",
+    "cat <<EOF | sh\necho hello\nEOF",
+    "find -L . -name '*.md'",
 ]

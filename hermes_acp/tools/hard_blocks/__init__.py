@@ -13,21 +13,26 @@ Refused:
 - writes onto a disk device: ``dd of=``, ``tee``, ``cp``, ``shred``, ``blkdiscard`` or any output redirection
   (``cat … > /dev/sda``) onto ``/dev/sd*``, ``/dev/nvme*``, ``/dev/disk/by-id/…`` and the like;
 - ``mkfs*``, ``mke2fs``, ``mkswap``, ``wipefs``; ``shutdown``, ``reboot``, ``poweroff``, ``halt`` (also through
-  ``systemctl``, ``loginctl``, ``init 0|6``);
+  ``systemctl``, ``loginctl``, ``init 0|6``), writes to ``/proc/sysrq-trigger``;
 - fork bombs: a function that starts itself twice in a pipeline or in the background (``:(){ :|:& };:`` under any
   name).
 
 How, module by module: ``syntax`` parses the command with tree-sitter's bash grammar (the only module that imports
 it); ``walk`` goes over the tree and finds every simple command bash would run, with its words expanded by
-``words`` (quotes, ``$'…'``, braces, ``~``, variables, ``${IFS}``, ``$(echo …)``), looks through wrappers and
-follows code handed to shells and interpreters (``programs``), and applies the ``rules``. When the grammar rejects
+``words`` (quotes, ``$'…'``, ``~``, variables and ``${x%…}``-style operations, ``${IFS}``, ``$(echo …)``) and
+``braces``, looks through wrappers and follows code handed to shells and interpreters (``programs``), and applies
+the ``rules``. When the grammar rejects
 the text (unbalanced quotes, an unfinished here-document), ``fallback`` splits it as ``shlex`` does and the same
 rules run: a refusal found there stands; otherwise the command is in doubt and must be asked. The same words inside
 quotes or file names (``echo "rm -rf /"``, ``grep reboot log``) are not refused.
 
+A check does bounded work (``walk.STEPS``, a few hundred ms at most), whatever the command: one built to be
+expensive (loops inside loops, brace expansions of thousands of words, deep nesting) is read by the fallback, whose
+refusals stand, and is otherwise in doubt. A caller on an event loop runs the check in a worker thread (the first
+one also loads the grammar).
+
 This is the first line, not the boundary: commands run in the sandbox (``tools.sandbox``). It does no I/O and
-knows nothing about modes or approval. The grammar is loaded on the first check (``parser_loaded`` tells whether it
-is, so that a caller on an event loop can make the first check in a worker thread).
+knows nothing about modes or approval.
 """
 
 from __future__ import annotations
@@ -36,9 +41,8 @@ from dataclasses import dataclass
 
 from . import walk
 from .rules import Refused
-from .syntax import loaded as parser_loaded
 
-__all__ = ["CommandCheck", "check_command", "hard_block_reason", "parser_loaded"]
+__all__ = ["CommandCheck", "check_command", "hard_block_reason"]
 
 
 @dataclass(frozen=True, slots=True)

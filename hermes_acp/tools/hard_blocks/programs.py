@@ -13,6 +13,7 @@ Pure functions over expanded words (``words.Arg`` or their text). Nothing here d
 
 from __future__ import annotations
 
+import functools
 import itertools
 import os
 import posixpath
@@ -28,6 +29,7 @@ __all__ = [
     "DOWNLOADERS",
     "FindLine",
     "Language",
+    "Xargs",
     "builtin_scripts",
     "code_source",
     "download_targets",
@@ -55,7 +57,6 @@ _LANGUAGE_PREFIXES: tuple[tuple[str, Language], ...] = (
     ("pwsh", "pwsh"),
 )  # fmt: skip
 _INLINE_FLAGS: dict[Language, tuple[str, ...]] = {
-    "shell": ("-c",),
     "python": ("-c",),
     "perl": ("-e", "-E"),
     "ruby": ("-e",),
@@ -83,7 +84,7 @@ _WRAPPERS: dict[str, frozenset[str]] = {
     "chroot": frozenset({"--userspec", "--groups"}),
     "setsid": frozenset(),
     "unbuffer": frozenset(),
-    "xargs": frozenset({"-I", "-i", "-n", "-P", "-L", "-l", "-d", "-E", "-e", "-s", "-a", "--arg-file", "--delimiter"}),
+    "xargs": frozenset({"-I", "-n", "-P", "-L", "-d", "-E", "-s", "-a", "--arg-file", "--delimiter"}),
     "timeout": frozenset({"-s", "-k", "--signal", "--kill-after"}),
     "flock": frozenset({"-w", "-E", "--timeout"}),
     "firejail": frozenset(),
@@ -96,6 +97,7 @@ _WRAPPER_POSITIONALS = {"timeout": 1, "chroot": 1, "flock": 1}
 """Wrappers whose first positional arguments are theirs (``timeout 10 cmd``, ``chroot /srv cmd``)."""
 
 
+@functools.lru_cache(maxsize=1024)
 def program(word: str) -> str:
     """The program a command word names (``/usr/bin/rm`` is ``rm``)."""
     return os.path.basename(word.rstrip("/")) if word else ""
@@ -109,11 +111,28 @@ def split_words(text: str) -> list[str]:
         return text.split()
 
 
-def unwrap(args: list[Arg]) -> tuple[list[Arg], bool]:
+@dataclass(frozen=True, slots=True)
+class Xargs:
+    """How ``xargs`` hands its input to the command: as words (the default), as one argument per record (``-0``,
+    ``-d``), or in place of a placeholder (``-I {}``)."""
+
+    records: bool = False
+    replace: str | None = None
+
+    def command(self, args: list[Arg], text: str) -> list[Arg]:
+        """The command line ``xargs`` runs for the input ``text``."""
+        if self.replace is not None:
+            return [Arg(a.text.replace(self.replace, text), a.downloaded) for a in args]
+        if self.records:
+            return [*args, Arg(text)]
+        return [*args, *(Arg(word) for word in split_words(text))]
+
+
+def unwrap(args: list[Arg]) -> tuple[list[Arg], Xargs | None]:
     """The command line without leading assignments and wrappers (``sudo -u x``, ``env -i A=1``, ``nice -n 5`` …),
-    and whether ``xargs`` was among them (the command then also gets the words of its stdin)."""
+    and how ``xargs`` feeds it when ``xargs`` was among them."""
     args = list(args)
-    via_xargs = False
+    xargs: Xargs | None = None
     index = 0
     while index < len(args):
         word = args[index].text
@@ -124,19 +143,46 @@ def unwrap(args: list[Arg]) -> tuple[list[Arg], bool]:
         takes_value = _WRAPPERS.get(name)
         if takes_value is None:
             break
-        via_xargs = via_xargs or name == "xargs"
+        if name == "xargs":
+            xargs = xargs or Xargs()
         index += 1
         while index < len(args) and (args[index].text.startswith("-") or _ASSIGNMENT.match(args[index].text)):
             option = args[index].text
+            value = args[index + 1].text if index + 1 < len(args) else None
             index += 1
-            if name == "env" and option in ("-S", "--split-string") and index < len(args):
-                split = split_words(args[index].text)
-                args[index : index + 1] = [Arg(t, args[index].downloaded) for t in split]
+            if name == "env" and option in ("-S", "--split-string") and value is not None:
+                args[index : index + 1] = [Arg(t, args[index].downloaded) for t in split_words(value)]
                 break
-            if option in takes_value and index < len(args):
+            if name == "xargs":
+                xargs = _xargs_option(xargs or Xargs(), option, value)
+            if value is not None and (option in takes_value or _value_follows(option, takes_value)):
                 index += 1
         index += min(_WRAPPER_POSITIONALS.get(name, 0), len(args) - index)
-    return args[index:], via_xargs
+    return args[index:], xargs
+
+
+def _value_follows(option: str, takes_value: frozenset[str]) -> bool:
+    """Whether a cluster of short options (``-iu``) ends with one that takes the next word as its value."""
+    if option.startswith("--") or len(option) < 3:
+        return False
+    for index, letter in enumerate(option[1:], start=2):
+        if f"-{letter}" in takes_value:
+            return index == len(option)  # earlier, the rest of the cluster is the value (``-uroot``)
+    return False
+
+
+def _xargs_option(xargs: Xargs, option: str, value: str | None) -> Xargs:
+    if option in ("-0", "--null") or option.startswith(("-d", "--delimiter")):
+        return Xargs(records=True, replace=xargs.replace)
+    if option.startswith("-I"):
+        replace = option[2:] or value
+    elif option.startswith("-i"):
+        replace = option[2:] or "{}"
+    elif option.startswith("--replace"):
+        replace = option.partition("=")[2] or "{}"
+    else:
+        return xargs
+    return Xargs(records=True, replace=replace) if replace else xargs
 
 
 def language(name: str) -> Language | None:
@@ -154,6 +200,8 @@ def language(name: str) -> Language | None:
 
 def code_source(lang: Language, args: list[Arg]) -> tuple[Arg | None, Arg | None, bool]:
     """Where a shell or interpreter takes its code from: (inline code, script operand, whether it reads stdin)."""
+    if lang == "shell":
+        return _shell_source(args)
     if lang == "awk":
         operands = [a for a in args if not a.text.startswith("-")]
         return (operands[0] if operands else None), None, False
@@ -161,22 +209,43 @@ def code_source(lang: Language, args: list[Arg]) -> tuple[Arg | None, Arg | None
     index = 0
     while index < len(args):
         text = args[index].text
-        following = args[index + 1] if index + 1 < len(args) else None
-        if lang == "shell" and text.startswith("-") and not text.startswith("--") and "c" in text[1:]:
-            return following, None, False
         if text in flags:
-            return following, None, False
+            return (args[index + 1] if index + 1 < len(args) else None), None, False
         attached = next((f for f in flags if len(f) == 2 and text.startswith(f) and len(text) > 2), None)
         if attached is not None:
             return Arg(text[2:], args[index].downloaded), None, False
         if lang == "python" and text == "-m":
             return None, None, False
-        if text == "-" or (lang == "shell" and text in ("-s", "--")):
+        if text == "-":
             return None, None, True
         if not text.startswith(("-", "+")):
             return None, args[index], False
         index += 2 if text in _VALUED_INTERPRETER_OPTIONS else 1
     return None, None, True
+
+
+def _shell_source(args: list[Arg]) -> tuple[Arg | None, Arg | None, bool]:
+    """A shell reads its options first, wherever ``-c`` stands among them (``bash -c -- CODE``, ``bash -ec -x
+    CODE``); its first operand is then the code (``-c``), or a script file; without one, or with ``-s``, stdin."""
+    inline = from_stdin = False
+    index = 0
+    while index < len(args):
+        text = args[index].text
+        if text in ("--", "-"):
+            index += 1
+            break
+        if not text.startswith(("-", "+")) or len(text) < 2:
+            break
+        if text.startswith("-") and not text.startswith("--"):
+            inline = inline or "c" in text
+            from_stdin = from_stdin or "s" in text
+        index += 2 if text in _VALUED_INTERPRETER_OPTIONS else 1
+    operand = args[index] if index < len(args) else None
+    if inline:
+        return operand, None, False
+    if from_stdin or operand is None:
+        return None, None, True
+    return None, operand, False
 
 
 def builtin_scripts(name: str, texts: list[str]) -> list[str]:
@@ -207,8 +276,13 @@ class FindLine:
 
 
 def find_line(texts: list[str]) -> FindLine:
-    paths = list(itertools.takewhile(lambda t: not t.startswith(("-", "(", "!")), texts))
-    expression = texts[len(paths) :]
+    start = 0
+    while start < len(texts) and (texts[start] in ("-H", "-L", "-P") or texts[start].startswith("-O")):
+        start += 1  # find's own options come before the paths (``find -L / -delete``)
+    if texts[start : start + 1] == ["-D"]:
+        start += 2
+    paths = list(itertools.takewhile(lambda t: not t.startswith(("-", "(", "!")), texts[start:]))
+    expression = texts[start + len(paths) :]
     executes: list[list[str]] = []
     deletes = False
     index = 0

@@ -3,7 +3,8 @@
 - ``rm`` recursive (any spelling) on the root, ``/*``, a glob at the root, a top-level system folder or the home
   folder; ``--no-preserve-root``; ``find`` on those with ``-delete`` or ``-exec rm``; ``chmod`` / ``chown`` /
   ``chgrp`` recursive on them;
-- writes onto a disk device (``dd of=``, ``tee``, ``cp``, ``shred``, ``blkdiscard``, ``install``, a redirection);
+- writes onto a disk device (``dd of=``, ``tee``, ``cp``, ``shred``, ``blkdiscard``, ``install``, a redirection),
+  or to ``/proc/sysrq-trigger``;
 - ``mkfs*`` and other formatters; ``shutdown``, ``reboot``, ``poweroff``, ``halt`` (also through ``systemctl``,
   ``loginctl``, ``init 0|6``).
 
@@ -20,7 +21,7 @@ import re
 from .programs import find_line, program
 from .words import HOME, UNKNOWN, shown
 
-__all__ = ["Refused", "device", "fork_bomb", "redirect", "runs_download", "simple_command", "wiped"]
+__all__ = ["Refused", "fork_bomb", "runs_download", "simple_command", "wiped", "written"]
 
 _POWER = frozenset({"shutdown", "reboot", "halt", "poweroff"})
 _SYSTEMCTL_POWER = frozenset({"poweroff", "reboot", "halt", "kexec", "soft-reboot"})
@@ -56,10 +57,16 @@ def fork_bomb(name: str) -> Refused:
     return Refused(f"the function {name!r} starts two copies of itself: a fork bomb exhausts the machine")
 
 
-def redirect(target: str) -> str | None:
-    """Why an output redirection onto ``target`` is refused, if it is."""
-    found = device(target)
-    return f"writing onto the disk device {found} destroys its data" if found is not None else None
+def written(target: str) -> str | None:
+    """Why writing to ``target`` is refused, if it is: a disk device, or the kernel's SysRq trigger."""
+    if UNKNOWN in target or not target.startswith("/"):
+        return None
+    path = posixpath.normpath("/" + target.lstrip("/"))
+    if _DISK.match(path):
+        return f"writing onto the disk device {path} destroys its data"
+    if path == "/proc/sysrq-trigger":
+        return "writing to /proc/sysrq-trigger can reboot or stop the machine at once"
+    return None
 
 
 def wiped(target: str) -> str | None:
@@ -82,14 +89,6 @@ def wiped(target: str) -> str | None:
     if path in _SYSTEM_DIRS:
         return f"the system folder {path}"
     return None
-
-
-def device(target: str) -> str | None:
-    """The disk device ``target`` names, if it names one (``/dev/sda``, ``/dev/disk/by-id/…``)."""
-    if UNKNOWN in target or not target.startswith("/"):
-        return None
-    path = posixpath.normpath("/" + target.lstrip("/"))
-    return path if _DISK.match(path) else None
 
 
 def simple_command(name: str, texts: list[str]) -> str | None:
@@ -171,8 +170,5 @@ def _device_writer(name: str, texts: list[str]) -> str | None:
     else:
         operands = [t for t in texts if not t.startswith("-")]
         targets = operands[-1:] if len(operands) >= 2 else []
-    for target in targets:
-        found = device(target)
-        if found is not None:
-            return f"{name} onto the disk device {found} destroys its data"
-    return None
+    reason = next(filter(None, map(written, targets)), None)
+    return f"{name}: {reason}" if reason is not None else None

@@ -1,13 +1,14 @@
 """The bash grammar: a command line parsed by tree-sitter's bash grammar, and a few questions asked of the tree.
 
 The only module that imports ``tree_sitter``. The grammar is loaded on the first ``parse`` (a few ms to some tens of
-ms, a shared library read from disk): a caller on an event loop asks ``loaded`` and parses in a worker thread the
-first time. This module knows nothing of words, programs or what is refused.
+ms, a shared library read from disk), so callers on an event loop check commands in a worker thread; parses are
+serialised by a lock. This module knows nothing of words, programs or what is refused.
 """
 
 from __future__ import annotations
 
 import functools
+import threading
 from collections import deque
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -20,15 +21,16 @@ __all__ = [
     "Node",
     "Redirections",
     "descendants",
-    "has_token",
-    "in_pipeline",
-    "loaded",
     "parse",
     "redirections",
     "redirects",
     "target",
     "text",
 ]
+
+
+_lock = threading.Lock()
+"""One parse at a time: checks run in worker threads, and a parser is not made to be shared between them."""
 
 
 @functools.cache
@@ -39,14 +41,11 @@ def _parser() -> Parser:
     return tree_sitter.Parser(tree_sitter.Language(tree_sitter_bash.language()))
 
 
-def loaded() -> bool:
-    """Whether the grammar is loaded already."""
-    return _parser.cache_info().currsize > 0
-
-
 def parse(source: str) -> Node:
     """The root of ``source``'s syntax tree (``has_error`` when bash would not read it either)."""
-    return _parser().parse(source.encode("utf-8", "surrogatepass")).root_node
+    data = source.encode("utf-8", "surrogatepass")
+    with _lock:
+        return _parser().parse(data).root_node
 
 
 def text(node: Node | None) -> str:
@@ -63,21 +62,6 @@ def descendants(node: Node) -> Iterator[Node]:
         current = stack.pop()
         yield current
         stack.extend(reversed(current.children))
-
-
-def has_token(node: Node, token: str) -> bool:
-    """Whether the operator or keyword ``token`` (``&``, ``|`` …) appears anywhere in ``node``."""
-    return any(not n.is_named and n.type == token for n in descendants(node))
-
-
-def in_pipeline(node: Node, top: Node) -> bool:
-    """Whether ``node`` is a stage of a pipeline inside ``top``."""
-    current = node.parent
-    while current is not None and current != top:
-        if current.type == "pipeline":
-            return True
-        current = current.parent
-    return False
 
 
 def redirects(node: Node) -> list[Node]:

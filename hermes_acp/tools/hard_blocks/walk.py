@@ -5,8 +5,9 @@ What the walk sees through:
 
 - lists, pipelines, subshells, ``{ …; }`` groups, conditions and loops, ``$(…)``, backticks and ``<(…)``: the
   commands inside are checked where they stand;
-- variables assigned earlier in the command (``d=/; rm -rf $d``), ``${x:-default}``, ``$(echo /)``, ``for``
-  loops over literal values (the body is checked once per value);
+- variables assigned earlier in the command (``d=/; rm -rf $d``), the operations on them (``${x:-default}``,
+  ``${x%/*}``, ``${x:0:1}`` …), ``$(echo /)``, ``for`` loops over literal values (the body is checked once per
+  distinct value);
 - what a pipeline stage writes to the next one: a download (through any stages), or literal text (``echo``,
   ``printf``, ``cat`` of a here-document);
 - redirections: onto a disk device (refused), here-strings and here-documents (they feed stdin);
@@ -17,11 +18,13 @@ What the walk sees through:
   the command itself, are refused; so is a function that starts itself twice (a fork bomb).
 
 It raises ``rules.Refused``. What it cannot know (an unset variable, ``$(date)``) stays unknown and is never refused:
-the sandbox is the boundary, this is the first line.
+the sandbox is the boundary, this is the first line. The work is bounded (``STEPS``; brace expansion by
+``braces.MAX_BRACE_WORDS``; nesting by Python's recursion limit): a walk that gives up leaves the command in doubt.
 """
 
 from __future__ import annotations
 
+import contextlib
 import posixpath
 import re
 from collections.abc import Sequence
@@ -29,6 +32,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from . import fallback, rules, syntax
+from .braces import BraceLimit
 from .programs import (
     CODE_BUILTINS,
     DOWNLOADERS,
@@ -39,7 +43,6 @@ from .programs import (
     find_line,
     language,
     program,
-    split_words,
     unwrap,
 )
 from .rules import Refused, runs_download
@@ -50,6 +53,7 @@ from .words import (
     Arg,
     ansi_c,
     home_at_start,
+    parameter_operation,
     plain,
     protect,
     unescape_bare,
@@ -60,12 +64,15 @@ from .words import (
 if TYPE_CHECKING:
     from .syntax import Node
 
-__all__ = ["DOUBT", "check"]
+__all__ = ["DOUBT", "STEPS", "TOO_COMPLEX", "check"]
 
 DOUBT = "the command could not be read as bash (unbalanced quotes or brackets?)"
+TOO_COMPLEX = "the command is too long or too intricate to check before it runs"
+STEPS = 50_000
+"""The work one check may do: a node visited or a word expanded is a step (5 to 10 µs). A 100 kB script takes about
+40,000; past this the check gives up (a few hundred ms at most) and the command is asked."""
 _MAX_DEPTH = 4
 """How deep code handed to a shell is followed (``sh -c "eval 'bash -c …'"``)."""
-_MAX_LOOP_VALUES = 16
 _OUTPUT_REDIRECTS = frozenset({">", ">>", ">|", "&>", "&>>", "<>", ">&"})
 _LITERAL_IN_CODE = re.compile(r"'((?:[^'\\]|\\.)*)'|\"((?:[^\"\\]|\\.)*)\"|`([^`]*)`")
 
@@ -86,37 +93,79 @@ class _Ran:
     stdin: _Stdin
 
 
+class _OutOfSteps(Exception):
+    pass
+
+
+class _Budget:
+    """The work left to one check, shared by the walks of the code it hands on; running out ends the walk."""
+
+    __slots__ = ("left",)
+
+    def __init__(self) -> None:
+        self.left = STEPS
+
+    def spend(self, steps: int = 1) -> None:
+        self.left -= steps
+        if self.left < 0:
+            raise _OutOfSteps
+
+
+_TOO_MUCH = (_OutOfSteps, BraceLimit, RecursionError)
+"""How a walk gives up on a command built to be expensive: loops in loops, huge brace expansions, deep nesting."""
+
+
 def check(source: str) -> str | None:
-    """Checks ``source``: raises ``Refused``, or returns why it is in doubt (it could not be read), or None."""
-    return _Walk(0, {}, set()).check(source)
+    """Checks ``source``: raises ``Refused``, or returns why it is in doubt (it could not be read), or None.
+
+    A walk that gives up (``_TOO_MUCH``) leaves the command in doubt after the fallback, which is linear, has read
+    it: a refusal found there still stands.
+    """
+    try:
+        return _Walk(0, {}, set(), _Budget()).check(source)
+    except _TOO_MUCH:
+        pass
+    with contextlib.suppress(*_TOO_MUCH):
+        _Walk(0, {}, set(), _Budget()).fallback(source)
+    return TOO_COMPLEX
 
 
 class _Walk:
-    def __init__(self, depth: int, variables: dict[str, Arg], downloads: set[str]):
+    def __init__(self, depth: int, variables: dict[str, Arg], downloads: set[str], budget: _Budget):
         self.depth = depth
         self.variables = variables
         self.downloads = downloads
         """Files a downloader wrote earlier in the command (``curl -o x.sh``)."""
+        self.budget = budget
 
     def check(self, source: str) -> str | None:
         if not source.strip():
             return None
+        self.budget.spend(len(source) // 64 + 1)
         root = syntax.parse(source)
         if not root.has_error:
             self._visit(root, None)
             return None
+        self.fallback(source)
+        return DOUBT
+
+    def fallback(self, source: str) -> None:
+        """Checks the simple commands the fallback reads in ``source`` (text the grammar rejects)."""
         for lexed in fallback.commands(source):
             for target in lexed.outputs:
-                reason = rules.redirect(target)
+                reason = rules.written(target)
                 if reason is not None:
                     raise Refused(reason)
-            self._simple(lexed.words, _Stdin())
-        return DOUBT
+            try:
+                expanded = fallback.expand(lexed.words)
+            except BraceLimit:
+                continue  # this command cannot be checked; the others still can
+            self._simple(expanded, _Stdin())
 
     def _nested(self, script: str) -> None:
         """Code handed to a shell: checked as a command of its own (depth-bounded)."""
         if self.depth < _MAX_DEPTH and UNKNOWN not in script:
-            _Walk(self.depth + 1, dict(self.variables), set(self.downloads)).check(script)
+            _Walk(self.depth + 1, dict(self.variables), set(self.downloads), self.budget).check(script)
 
     def _run_code(self, lang: Language, code: str) -> None:
         """Code in ``lang``: a shell's is checked as a command; in another language, each string literal is."""
@@ -132,6 +181,7 @@ class _Walk:
 
     def _visit(self, node: Node, stdin: _Stdin | None) -> _Ran | None:
         """Checks what ``node`` runs; returns the simple command when ``node`` is one (for the next pipeline stage)."""
+        self.budget.spend()
         kind = node.type
         if kind == "command":
             return self._statement(node, [], stdin)
@@ -216,18 +266,31 @@ class _Walk:
         self.variables[syntax.text(name)] = Arg(arg.text.replace(SPLIT, " "), arg.downloaded)
 
     def _function(self, node: Node) -> None:
+        """A function definition: refused when the body starts the function twice, in a pipeline or in the
+        background (a fork bomb); otherwise its body is checked where it is defined."""
         name_node = node.child_by_field_name("name")
         body = node.child_by_field_name("body")
         if name_node is None or body is None:
             return
         name = syntax.text(name_node)
-        calls = [n for n in syntax.descendants(body) if n.type == "command" and _command_name(n) == name]
-        if len(calls) >= 2 and (syntax.has_token(body, "&") or any(syntax.in_pipeline(c, body) for c in calls)):
+        calls = 0
+        spawned = False
+        pending = [(child, False) for child in body.children]  # each node, and whether it is inside a pipeline
+        while pending:
+            current, piped = pending.pop()
+            self.budget.spend()
+            if current.type == "&" and not current.is_named:
+                spawned = True
+            elif current.type == "command" and _command_name(current) == name:
+                calls += 1
+                spawned = spawned or piped
+            pending.extend((child, piped or current.type == "pipeline") for child in current.children)
+        if calls >= 2 and spawned:
             raise rules.fork_bomb(name)
         self._visit(body, None)
 
     def _for(self, node: Node) -> None:
-        """``for d in / /usr; do rm -rf "$d"; done``: the body is checked once for each literal value."""
+        """``for d in / /usr; do rm -rf "$d"; done``: the body is checked once for each distinct value."""
         variable = node.child_by_field_name("variable")
         body = node.child_by_field_name("body")
         value_nodes = node.children_by_field_name("value")
@@ -237,7 +300,7 @@ class _Walk:
         if variable is None or body is None:
             return
         name = syntax.text(variable)
-        for value in values[:_MAX_LOOP_VALUES] or [Arg(UNKNOWN)]:
+        for value in dict.fromkeys(values) or [Arg(UNKNOWN)]:
             self.variables[name] = value
             self._visit(body, None)
         self.variables.pop(name, None)
@@ -255,6 +318,7 @@ class _Walk:
         pending = [node]
         while pending:
             current = pending.pop()
+            self.budget.spend()
             if current.type in ("command_substitution", "process_substitution"):
                 for inner in current.named_children:
                     self._visit(inner, None)
@@ -270,7 +334,9 @@ class _Walk:
             elif child.type != "variable_assignment" and not child.type.endswith("_redirect"):
                 raw.append(self._value(child))
         raw.extend(self._value(word) for word in more_words)
-        return words(raw)
+        expanded = words(raw)
+        self.budget.spend(len(expanded))
+        return expanded
 
     def _redirects(self, redirects: list[Node]) -> tuple[_Stdin | None, list[str]]:
         """Refuses writes onto a disk device; returns what the redirections feed to stdin (None: nothing) and the
@@ -281,15 +347,16 @@ class _Walk:
             if redirect.type == "file_redirect":
                 operator = next((c.type for c in redirect.children if not c.is_named), "")
                 destination = syntax.target(redirect)
-                target = self._value(destination).text if destination is not None else ""
-                if destination is not None:
-                    self._substitutions(destination)
+                if destination is None:
+                    continue
+                self._substitutions(destination)
+                targets = [arg.text for arg in words([self._value(destination)])]  # bash: one word, or an error
                 if operator in _OUTPUT_REDIRECTS:
-                    reason = rules.redirect(target)
+                    reason = next(filter(None, map(rules.written, targets)), None)
                     if reason is not None:
                         raise Refused(reason)
-                    outputs.append(target)
-                elif operator == "<" and posixpath.normpath(target or ".") in self.downloads:
+                    outputs.extend(targets)
+                elif operator == "<" and any(posixpath.normpath(t or ".") in self.downloads for t in targets):
                     fed = _Stdin(downloaded=True)
             elif redirect.type == "herestring_redirect":
                 value = self._value(redirect.named_children[-1]) if redirect.named_children else Arg("")
@@ -306,9 +373,12 @@ class _Walk:
 
     def _value(self, node: Node) -> Arg:
         """One word node expanded to text (with the stand-ins), and whether it carries downloaded content."""
+        self.budget.spend()
         kind = node.type
         if kind in ("word", "number"):
             return Arg(home_at_start(unescape_bare(syntax.text(node))))
+        if kind == "brace_expression":  # {1..3}: expanded with the word it is part of
+            return Arg(syntax.text(node))
         if kind == "raw_string":
             return Arg(protect(syntax.text(node)[1:-1]))
         if kind == "ansi_c_string":
@@ -347,26 +417,49 @@ class _Walk:
         return Arg("".join(pieces), downloaded)
 
     def _expansion(self, node: Node, *, quoted: bool) -> Arg:
-        """``$x`` / ``${x…}``: a variable assigned earlier, ``$HOME``, ``${IFS}``, or a default value."""
-        name_node = next((c for c in node.named_children if c.type in ("variable_name", "special_variable_name")), None)
-        if name_node is None:
+        """``$x`` / ``${x…}``: a variable assigned earlier in the command, ``$HOME``, ``${IFS}``, and the operations
+        on them (``${x:-default}``, ``${x:+alternative}``, ``${x%pattern}``, ``${x:0:1}`` …); unknown otherwise."""
+        children = node.children
+        fields = [node.field_name_for_child(index) for index in range(len(children))]
+        at = next((i for i, c in enumerate(children) if c.type in ("variable_name", "special_variable_name")), None)
+        if at is None or "operator" in fields[:at]:  # ${#x}, ${!x}, ${a[0]}
             return Arg(UNKNOWN, self._downloads_in(node))
-        name = syntax.text(name_node)
-        operator = node.child_by_field_name("operator")
-        value = self.variables.get(name)
+        name = syntax.text(children[at])
+        value = self.variables.get(name) or {"HOME": Arg(HOME), "IFS": Arg(" " if quoted else SPLIT)}.get(name)
+        operator = next((syntax.text(c) for c, f in zip(children, fields, strict=True) if f == "operator"), None)
+        if operator is not None:
+            operands = [c for c, f in zip(children[at + 1 :], fields[at + 1 :], strict=True) if c.is_named and not f]
+            value = self._operated(value, operator, operands)
         if value is None:
-            if name == "HOME":
-                value = Arg(HOME)
-            elif name == "IFS":
-                value = Arg(" " if quoted else SPLIT)
-            elif operator is not None and syntax.text(operator) in (":-", "-", ":=", "="):
-                parts = [self._value(c) for c in node.named_children if c != name_node]
-                value = Arg("".join(p.text for p in parts), any(p.downloaded for p in parts))
-            else:
-                return Arg(UNKNOWN)
+            return Arg(UNKNOWN)
         if not quoted and value.known:
             return Arg(re.sub(r"[ \t\n]+", SPLIT, value.text), value.downloaded)
         return value
+
+    def _operated(self, value: Arg | None, operator: str, operands: list[Node]) -> Arg | None:
+        """``${x<operator>operands}`` for the value of ``x`` (None: not assigned in the command)."""
+        if operator in (":-", "-", ":=", "=", ":+", "+", ":?", "?"):
+            given = value is not None and (not operator.startswith(":") or value.text != "")
+            if operator.endswith(("-", "=")):
+                return value if given else self._joined(operands)
+            if operator.endswith("+"):
+                return (self._joined(operands) if given else Arg("")) if value is not None else None
+            return value
+        if value is None:
+            return None
+        patterns = [self._pattern(operand) for operand in operands]
+        return Arg(parameter_operation(value.text, operator, patterns), value.downloaded)
+
+    def _joined(self, nodes: list[Node]) -> Arg:
+        parts = [self._value(node) for node in nodes]
+        return Arg("".join(p.text for p in parts), any(p.downloaded for p in parts))
+
+    def _pattern(self, node: Node) -> str:
+        """An operand of ``${x%pattern}``, ``${x/pattern/text}``: the grammar leaves a pattern as written."""
+        if node.type != "regex":
+            return self._value(node).text
+        written = syntax.text(node)
+        return UNKNOWN if any(char in written for char in "$`\"'\\") else written
 
     def _substitution(self, node: Node) -> Arg:
         """``$(echo /)`` is ``/``; any other substitution is unknown (and maybe downloaded)."""
@@ -380,6 +473,7 @@ class _Walk:
     def _downloads_in(self, node: Node) -> bool:
         """Whether a download runs anywhere inside ``node`` (a substitution, a stage, a here-string)."""
         for inner in syntax.descendants(node):
+            self.budget.spend()
             if inner.type == "command" and program(_command_name(inner)) in DOWNLOADERS:
                 return True
             if inner.type in ("simple_expansion", "expansion"):
@@ -393,11 +487,11 @@ class _Walk:
 
     def _simple(self, expanded: list[Arg], stdin: _Stdin) -> list[Arg]:
         """Checks one simple command (wrappers looked through); returns its words as they run."""
-        args, via_xargs = unwrap(expanded)
+        args, xargs = unwrap(expanded)
         if not args:
             return args
-        if via_xargs and stdin.literal is not None:
-            args += [Arg(word) for word in split_words(stdin.literal)]
+        if xargs is not None and stdin.literal is not None:
+            args = xargs.command(args, stdin.literal)
         name = program(args[0].text)
         texts = [a.text for a in args[1:]]
         reason = rules.simple_command(name, texts)

@@ -1,8 +1,9 @@
 """Word expansion on text: what one argument becomes before the program sees it, as far as the command line tells.
 
-Quotes and backslashes are removed (``unescape_bare``, ``unescape_double``), ``$'…'`` is decoded (``ansi_c``), brace
-expansion makes several words of one (``/{bin,usr}``, ``{1..3}``), and an unquoted expansion splits a word where
-its value had blanks (``rm${IFS}-rf``). Three stand-ins travel inside the text of an expanded word:
+Quotes and backslashes are removed (``unescape_bare``, ``unescape_double``), ``$'…'`` is decoded (``ansi_c``),
+``${x%pattern}`` and the other operations on a known value are applied (``parameter_operation``), brace expansion
+makes several words of one (``braces``), and an unquoted expansion splits a word where its value had blanks
+(``rm${IFS}-rf``). Three stand-ins travel inside the text of an expanded word:
 
 - ``UNKNOWN`` for what cannot be known before the command runs (``$(date)``, an unset variable);
 - ``HOME`` for the home folder (``~``, ``$HOME``) at the start of a word;
@@ -16,10 +17,12 @@ the grammar, of programs or of what is refused.
 from __future__ import annotations
 
 import codecs
-import itertools
+import fnmatch
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+
+from .braces import brace_expand
 
 __all__ = [
     "HOME",
@@ -27,8 +30,8 @@ __all__ = [
     "UNKNOWN",
     "Arg",
     "ansi_c",
-    "brace_expand",
     "home_at_start",
+    "parameter_operation",
     "plain",
     "protect",
     "shown",
@@ -42,7 +45,6 @@ HOME = "\x01"
 SPLIT = "\x02"
 _PROTECTED = str.maketrans({"{": "\ue000", ",": "\ue001", "}": "\ue002"})
 _UNPROTECTED = str.maketrans({"\ue000": "{", "\ue001": ",", "\ue002": "}"})
-_MAX_BRACE_WORDS = 256
 _TILDE = re.compile(r"~[\w.-]*")
 
 
@@ -97,47 +99,66 @@ def home_at_start(word: str) -> str:
     return HOME + slash + rest if _TILDE.fullmatch(head) else word
 
 
-def brace_expand(text: str) -> list[str]:
-    """Bash brace expansion of one word (``a{b,c}d`` → ``abd acd``, nested, ``{1..3}``), bounded in size."""
-    match = _innermost_brace(text)
-    if match is None:
-        return [text]
-    start, end, parts = match
-    out: list[str] = []
-    for part in parts:
-        out.extend(brace_expand(text[:start] + part + text[end + 1 :]))
-        if len(out) > _MAX_BRACE_WORDS:
-            break
-    return out[:_MAX_BRACE_WORDS]
+_MAX_OPERATED_CHARS = 4096
+_GLOB = re.compile(r"[*?\[]")
 
 
-def _innermost_brace(text: str) -> tuple[int, int, list[str]] | None:
-    """The first ``{…}`` (from the left, balanced) that expands: a comma list or a ``{a..b}`` sequence."""
-    for start, char in enumerate(text):
-        if char != "{" or (start > 0 and text[start - 1] == "$"):
-            continue
-        depth = 0
-        commas: list[int] = []
-        for end in range(start, len(text)):
-            if text[end] == "{":
-                depth += 1
-            elif text[end] == "}":
-                depth -= 1
-                if depth == 0:
-                    body = text[start + 1 : end]
-                    if commas:
-                        edges = [start, *commas, end]
-                        return start, end, [text[a + 1 : b] for a, b in itertools.pairwise(edges)]
-                    sequence = re.fullmatch(r"(-?\d+)\.\.(-?\d+)", body)
-                    if sequence:
-                        low, high = int(sequence.group(1)), int(sequence.group(2))
-                        step = 1 if high >= low else -1
-                        values = range(low, high + step, step)
-                        return start, end, [str(v) for v in itertools.islice(values, _MAX_BRACE_WORDS)]
-                    break
-            elif text[end] == "," and depth == 1:
-                commas.append(end)
-    return None
+def parameter_operation(value: str, operator: str, operands: list[str]) -> str:
+    """``${x<operator>…}`` applied to the known value of ``x``: pattern removal (``%``, ``%%``, ``#``, ``##``),
+    substring (``:``), replacement of literal text (``/``, ``//``, ``/#``, ``/%``), case (``^^``, ``,,``, ``^``,
+    ``,``). ``UNKNOWN`` for any other
+    operation, or when part of it is unknown. The home folder stays itself (``${HOME%/*}`` is taken as home: its
+    real path is not known here, and its parent is no safer)."""
+    if any(UNKNOWN in t or HOME in t or "\\" in t for t in operands) or UNKNOWN in value:
+        return UNKNOWN
+    if HOME in value:
+        return value
+    if len(value) > _MAX_OPERATED_CHARS:
+        return UNKNOWN
+    if operator in ("#", "##", "%", "%%"):
+        return _removed(value, operator, operands[0] if operands else "")
+    if operator == ":":
+        return _substring(value, operands)
+    if operator in ("^^", ",,", "^", ",") and not operands:
+        changed = value.upper() if operator.startswith("^") else value.lower()
+        return changed if len(operator) == 2 else changed[:1] + value[1:]
+    if operator in ("/", "//", "/#", "/%"):
+        pattern, replacement = [*operands, "", ""][:2]
+        if _GLOB.search(pattern):
+            return UNKNOWN
+        if operator == "/#":
+            return replacement + value[len(pattern) :] if value.startswith(pattern) else value
+        if operator == "/%":
+            return value[: len(value) - len(pattern)] + replacement if value.endswith(pattern) else value
+        return value.replace(pattern, replacement, -1 if operator == "//" else 1) if pattern else value
+    return UNKNOWN
+
+
+def _removed(value: str, operator: str, pattern: str) -> str:
+    """``${x#p}`` (shortest matching prefix removed), ``##`` (longest), ``%`` / ``%%`` (suffix)."""
+    cuts = range(len(value) + 1)
+    if operator in ("##", "%"):
+        cuts = cuts[::-1]
+    for cut in cuts:
+        part = value[:cut] if operator.startswith("#") else value[cut:]
+        if fnmatch.fnmatchcase(part, pattern):
+            return value[cut:] if operator.startswith("#") else value[:cut]
+    return value
+
+
+def _substring(value: str, operands: list[str]) -> str:
+    """``${x:offset}`` / ``${x:offset:length}`` with literal numbers (negative ones count from the end)."""
+    try:
+        offset, *rest = (int(operand) for operand in operands)
+    except ValueError:
+        return UNKNOWN
+    start = offset if offset >= 0 else len(value) + offset
+    if start < 0 or len(rest) > 1:
+        return "" if start < 0 else UNKNOWN
+    if not rest:
+        return value[start:]
+    end = start + rest[0] if rest[0] >= 0 else len(value) + rest[0]
+    return value[start:end] if end >= start else UNKNOWN
 
 
 def words(args: Iterable[Arg]) -> list[Arg]:
