@@ -5,19 +5,24 @@ What a sandboxed command sees:
 - **files:** the whole file system read-only, except the session's directories (read-write) and a private ``/tmp``
   (and ``/var/tmp``), empty at the start of each command;
 - **masked:** ``~/.ssh``, ``~/.aws``, ``~/.gnupg``, ``~/.config/gh``, ``~/.netrc``, ``~/.docker/config.json``,
-  ``$HERMES_ACP_HOME``, the Docker socket, the ssh-agent socket (unless ``SSH_AUTH_SOCK`` is in ``pass_env``),
-  ``.env*`` files inside the session's directories (found by a bounded walk), and ``[sandbox] mask``: folders are
-  empty, files read as empty, nothing there can be written;
+  ``$HERMES_ACP_HOME``, the Docker socket, the ssh-agent socket (unless ``SSH_AUTH_SOCK`` is in ``pass_env``), the
+  user's runtime folder (``$XDG_RUNTIME_DIR``, ``/run/user/UID``: the session's D-Bus bus, keyring, gpg-agent,
+  podman; a passed ssh-agent socket there stays), ``.env*`` files inside the session's directories (found by a
+  bounded walk), and ``[sandbox] mask``: folders are empty, files read as empty, nothing there can be written;
 - **devices:** a minimal ``/dev`` (null, zero, random, tty, pts, shm);
-- **processes:** its own PID namespace (it cannot see or signal the agent or the editor) and no capabilities, even
-  as root (so it cannot remount anything writable); it dies with its parent;
+- **processes:** its own PID namespace (it cannot see or signal the agent or the editor), its own terminal session
+  (no controlling terminal to push keystrokes into) and no capabilities, even as root (so it cannot remount
+  anything writable); it dies with its parent;
 - **network:** on, unless ``[sandbox] network = false`` or the session is in ``read_only`` mode;
-- **environment:** ours without secrets (``environment.EnvPolicy``), ``TMPDIR=/tmp``.
+- **environment:** ours without secrets (``environment.EnvPolicy``), ``TMPDIR=/tmp``, and the command's own
+  variables, which bwrap sets inside the sandbox (bwrap itself starts without them: ``LD_PRELOAD`` there would run
+  code outside).
 
 ``[sandbox] mode``: ``auto`` sandboxes where bwrap works; ``required`` refuses commands where it does not; ``off``
 runs commands unconfined. Whether bwrap works is probed once per process (one ``bwrap … true``, a few ms, in a
 worker thread). For the editor's terminals (``terminal/create``) the same ``bwrap`` line is handed over: the editor
-runs it on this machine; it unsets the withheld variables by name, so their values never travel.
+runs it on this machine in its own environment; the line unsets the withheld variables by name, so their values
+never travel, and sets the command's variables itself.
 
 ``explain`` turns what a command printed into notes for the model when the sandbox stopped something (a write
 outside, a masked path, no network), so it asks the user instead of retrying. This module decides nothing about
@@ -87,7 +92,7 @@ _probed: dict[str | None, Availability] = {}
 
 
 def _base_args(*, network: bool) -> list[str]:
-    args = ["--die-with-parent", "--unshare-pid", "--unshare-ipc", "--cap-drop", "ALL"]
+    args = ["--die-with-parent", "--new-session", "--unshare-pid", "--unshare-ipc", "--cap-drop", "ALL"]
     if not network:
         args.append("--unshare-net")
     return [*args, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
@@ -142,6 +147,9 @@ class Confined:
 class _Layout:
     roots: tuple[Path, ...]
     masks: tuple[tuple[Path, bool], ...]
+    """Each masked path, and whether it is a folder; nothing inside a masked folder is listed again."""
+    kept: tuple[Path, ...]
+    """Sockets inside a masked folder that stay reachable (the ssh-agent's, when ``SSH_AUTH_SOCK`` is passed)."""
     empty: Path
     var_tmp: bool
 
@@ -217,8 +225,10 @@ class Sandbox:
     ) -> Confined:
         """The command line and environment for ``argv``: sandboxed when available (``mode`` decides the network).
 
-        ``for_editor``: the line is handed to the editor's terminal, which adds ``extra_env`` to its own
-        environment; the withheld variables are unset by name inside the command line instead.
+        ``for_editor``: the line is handed to the editor's terminal, which starts it in its own environment; the
+        withheld variables are unset by name inside the command line instead. In a sandbox, ``extra_env`` (the
+        model's choice) is set inside it by bwrap, never in the environment bwrap itself starts with: bwrap runs
+        outside the sandbox, and its dynamic loader obeys ``LD_PRELOAD`` and the like.
         """
         environ = os.environ if environ is None else environ
         availability = await self.availability()
@@ -233,9 +243,7 @@ class Sandbox:
                 return Confined(line, env, sandboxed=False, network=True)
             return Confined(list(argv), {**self.env_policy.filter(environ), **env}, sandboxed=False, network=True)
         assert availability.bwrap is not None
-        pass_socket = "SSH_AUTH_SOCK" in self.env_policy.pass_env
-        agent_socket = environ.get("SSH_AUTH_SOCK") if not pass_socket else None
-        layout = await anyio.to_thread.run_sync(self._layout, tuple(roots), environ.get("HOME"), agent_socket)
+        layout = await anyio.to_thread.run_sync(self._layout, tuple(roots), dict(environ))
         args = [availability.bwrap, *_base_args(network=network)]
         if layout.var_tmp:
             args += ["--tmpfs", "/var/tmp"]
@@ -243,27 +251,35 @@ class Sandbox:
             args += ["--bind", str(root), str(root)]
         for path, is_dir in layout.masks:
             if is_dir:
-                args += ["--tmpfs", str(path), "--remount-ro", str(path)]
+                args += ["--tmpfs", str(path)]
+                for kept in (k for k in layout.kept if path in k.parents):
+                    args += ["--bind", str(kept), str(kept)]
+                args += ["--remount-ro", str(path)]
             else:
                 args += ["--ro-bind", str(layout.empty), str(path)]
+        hide_agent = "SSH_AUTH_SOCK" not in self.env_policy.pass_env
+        launcher_env: dict[str, str] = {}
         if for_editor:
-            unset = [*withheld, *([] if pass_socket or "SSH_AUTH_SOCK" not in environ else ["SSH_AUTH_SOCK"])]
-            for name in unset:
+            for name in [*withheld, *(["SSH_AUTH_SOCK"] if hide_agent and "SSH_AUTH_SOCK" in environ else [])]:
                 args += ["--unsetenv", name]
+        else:
+            launcher_env = self.env_policy.filter(environ)
+            if hide_agent:
+                launcher_env.pop("SSH_AUTH_SOCK", None)
+        for name, value in {**extra_env, "TMPDIR": "/tmp"}.items():
+            args += ["--setenv", name, value]
         args += ["--chdir", str(cwd), "--"]
-        env = {**dict(extra_env), "TMPDIR": "/tmp"}
-        if not for_editor:
-            base = self.env_policy.filter(environ)
-            if not pass_socket:
-                base.pop("SSH_AUTH_SOCK", None)
-            env = {**base, **env}
         masked = tuple(path for path, _ in layout.masks)
-        return Confined([*args, *argv], env, sandboxed=True, network=network, masked=masked, roots=layout.roots)
+        return Confined(
+            [*args, *argv], launcher_env, sandboxed=True, network=network, masked=masked, roots=layout.roots
+        )
 
-    def _layout(self, roots: tuple[Path, ...], home: str | None, agent_socket: str | None) -> _Layout:
-        """The real roots, the existing paths to mask (each with whether it is a folder) and the empty file that
-        stands in for masked files (blocking: stats, the ``.env`` walk, the empty file made once)."""
+    def _layout(self, roots: tuple[Path, ...], environ: Mapping[str, str]) -> _Layout:
+        """The real roots, the existing paths to mask (each with whether it is a folder), the sockets kept inside
+        masked folders and the empty file that stands in for masked files (blocking: stats, the ``.env`` walk, the
+        empty file made once)."""
         real_roots = tuple(Path(os.path.realpath(root)) for root in roots)
+        home = environ.get("HOME")
         wanted: list[Path] = []
         for entry in (*HOME_MASKS, *self.mask):
             if entry.startswith("~"):
@@ -275,22 +291,31 @@ class Sandbox:
                 wanted.extend(root / entry for root in real_roots)
         if self.home is not None:
             wanted.append(self.home)
-        if agent_socket:
+        agent_socket = environ.get("SSH_AUTH_SOCK")
+        pass_socket = "SSH_AUTH_SOCK" in self.env_policy.pass_env
+        if agent_socket and not pass_socket:
             wanted.append(Path(agent_socket))
+        wanted.extend(_runtime_dirs(environ))
         wanted.extend(Path(p) for p in SOCKET_MASKS)
         for root in real_roots:
             wanted.extend(_env_files(root))
-        masks: list[tuple[Path, bool]] = []
-        seen: set[Path] = set()
+        found: dict[Path, bool] = {}
         for path in wanted:
             real = Path(os.path.realpath(path))
-            if real in seen or not os.path.lexists(real):
+            if real in found or not os.path.lexists(real):
                 continue
             if any(real == root or real in root.parents for root in real_roots):
                 continue  # masking it would hide the session's own directory
-            seen.add(real)
-            masks.append((real, real.is_dir()))
-        return _Layout(real_roots, tuple(masks), self._empty_file(), os.path.isdir("/var/tmp"))
+            found[real] = real.is_dir()
+        folders = [path for path, is_dir in found.items() if is_dir]
+        # What a masked folder holds is hidden with it (and bwrap could not mount onto it once it is read-only).
+        masks = tuple((path, is_dir) for path, is_dir in found.items() if not any(f in path.parents for f in folders))
+        kept: tuple[Path, ...] = ()
+        if agent_socket and pass_socket:
+            real_socket = Path(os.path.realpath(agent_socket))
+            if any(folder in real_socket.parents for folder, is_dir in masks if is_dir):
+                kept = (real_socket,)
+        return _Layout(real_roots, masks, kept, self._empty_file(), os.path.isdir("/var/tmp"))
 
     def _empty_file(self) -> Path:
         """An empty, read-only file that stands in for masked files (created once in the home's cache)."""
@@ -301,6 +326,14 @@ class Sandbox:
             path.unlink(missing_ok=True)
             path.touch(mode=0o444)
         return path
+
+
+def _runtime_dirs(environ: Mapping[str, str]) -> list[Path]:
+    """The user's runtime folders (``$XDG_RUNTIME_DIR``, ``/run/user/UID``): the session's D-Bus bus, the keyring,
+    gpg-agent, podman, pipewire and Wayland listen there, and each of them can run or reveal things outside the
+    sandbox (``systemd-run --user`` over the bus)."""
+    found = [Path(environ["XDG_RUNTIME_DIR"])] if environ.get("XDG_RUNTIME_DIR") else []
+    return [*found, Path(f"/run/user/{os.getuid()}")]
 
 
 def _env_files(root: Path) -> list[Path]:
