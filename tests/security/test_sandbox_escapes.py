@@ -144,14 +144,14 @@ async def test_the_user_session_sockets_are_out_of_reach(
     assert "reached agent.sock" in kept.text, "a passed ssh-agent socket stays reachable"
 
 
-async def test_a_sandboxed_command_has_no_controlling_terminal(bwrap: str, ws: Path) -> None:
-    """Without a terminal session of its own, a command can push keystrokes into the terminal it was started from
-    (TIOCSTI), to be run there after it exits, outside the sandbox."""
+async def test_a_command_for_the_editor_terminal_has_no_controlling_terminal(bwrap: str, ws: Path) -> None:
+    """The editor starts the line on a terminal: without a session of its own, a command can push keystrokes into
+    that terminal (TIOCSTI), to be run there after it exits, outside the sandbox."""
     setsid = shutil.which("setsid")
     if setsid is None:
         pytest.skip("needs util-linux setsid to start a command on a terminal")
     probe = ["/bin/sh", "-c", "if (exec 3<>/dev/tty) 2>/dev/null; then echo has-a-terminal; else echo no-terminal; fi"]
-    confined = await _sandbox(ws).confine(probe, roots=[ws], cwd=ws, mode="dont_ask", extra_env={})
+    confined = await _sandbox(ws).confine(probe, roots=[ws], cwd=ws, mode="dont_ask", extra_env={}, for_editor=True)
     assert confined.sandboxed
     control = await anyio.to_thread.run_sync(_on_a_terminal, [setsid, "--ctty", *probe], None)
     assert "has-a-terminal" in control, "the control: a command started this way has a terminal"
@@ -185,3 +185,34 @@ async def test_masks_inside_a_masked_folder_do_not_break_commands(bwrap: str, ws
     called = await call(TerminalTool(), ctx, command=f"cat {agent_home}/config.toml private/.env 2>&1; echo ran")
     assert "\nran" in called.text and "bwrap" not in called.text, called.text
     assert "[model]" not in called.text and "abc" not in called.text
+
+
+async def test_what_git_runs_stays_as_it_is(bwrap: str, ws: Path) -> None:
+    """git runs what .git/config names (core.fsmonitor on every `git status`, which editors run in the background)
+    and what .git/hooks holds, outside the sandbox; a command must not change either, nor swap .git for another,
+    in the workspace's repository or one inside it. Commits still work."""
+    git = shutil.which("git")
+    if git is None:
+        pytest.skip("needs git")
+    for repository in (ws, ws / "vendored"):
+        repository.mkdir(exist_ok=True)
+        with anyio.fail_after(30):
+            await anyio.run_process([git, "init", "-q", str(repository)])
+    attempts = [
+        "git config core.fsmonitor 'touch ../ran-by-git'",
+        "git -C vendored config core.pager 'touch ../../ran-by-git'",
+        "printf '#!/bin/sh\\ntouch ../ran-by-git\\n' > .git/hooks/post-commit",
+        "mv .git .git-moved",
+        "rm -rf vendored/.git/hooks",
+    ]
+    command = "; ".join(f"{attempt} 2>/dev/null" for attempt in attempts)
+    command += "; echo one > file.txt && git add file.txt && git -c user.name=a -c user.email=a@b commit -qm one"
+    ctx = context(ws, mode="dont_ask", sandbox=_sandbox(ws))
+    called = await call(TerminalTool(), ctx, command=command + " && echo committed")
+    assert "committed" in called.text, called.text
+    for repository in (ws, ws / "vendored"):
+        config = (repository / ".git" / "config").read_text()
+        assert "fsmonitor" not in config and "pager" not in config, config
+        assert (repository / ".git" / "hooks").is_dir()
+    assert not (ws / ".git" / "hooks" / "post-commit").exists()
+    assert not (ws / ".git-moved").exists()
