@@ -81,6 +81,10 @@ EVASIONS: dict[str, str] = {
     "xargs handing one record to a shell": "echo 'rm -rf /' | xargs -0 sh -c",
     "xargs placeholder": "echo 'rm -rf /' | xargs -I{} sh -c {}",
     "SysRq trigger": "echo b > /proc/sysrq-trigger",
+    "relative glob after cd /": "cd / && rm -rf *",
+    "cd home then delete all": "cd && rm -rf ./*",
+    "find from the root by cd": "cd / && find . -delete",
+    "above the home folder": "rm -rf ~/..",
 }
 
 LOOK_ALIKES: list[str] = [
@@ -105,4 +109,8 @@ LOOK_ALIKES: list[str] = [
     "bash -s -- --verbose < install-local.sh",
     "cat <<EOF | sh\necho hello\nEOF",
     "find -L . -name '*.md'",
+    "cd /tmp/build && rm -rf *",
+    "(cd /; ls) && rm -rf ./*",
+    "cd / && cd - && rm -rf *",
+    "rm -rf ~/../$USER/project/build",
 ]

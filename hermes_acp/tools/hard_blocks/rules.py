@@ -1,7 +1,8 @@
 """What is refused, and the reason the model reads: the rules applied to one simple command after expansion.
 
-- ``rm`` recursive (any spelling) on the root, ``/*``, a glob at the root, a top-level system folder or the home
-  folder; ``--no-preserve-root``; ``find`` on those with ``-delete`` or ``-exec rm``; ``chmod`` / ``chown`` /
+- ``rm`` recursive (any spelling) on the root, ``/*``, a glob at the root, a top-level system folder, the home
+  folder or a folder above it, also relative to a folder the command line went to (``cd / && rm -rf *``);
+  ``--no-preserve-root``; ``find`` on those with ``-delete`` or ``-exec rm``; ``chmod`` / ``chown`` /
   ``chgrp`` recursive on them;
 - writes onto a disk device (``dd of=``, ``tee``, ``cp``, ``shred``, ``blkdiscard``, ``install``, a redirection),
   or to ``/proc/sysrq-trigger``;
@@ -21,7 +22,7 @@ import re
 from .programs import find_line, program
 from .words import HOME, UNKNOWN, shown
 
-__all__ = ["Refused", "fork_bomb", "runs_download", "simple_command", "wiped", "written"]
+__all__ = ["Refused", "fork_bomb", "located", "runs_download", "simple_command", "wiped", "written"]
 
 _POWER = frozenset({"shutdown", "reboot", "halt", "poweroff"})
 _SYSTEMCTL_POWER = frozenset({"poweroff", "reboot", "halt", "kexec", "soft-reboot"})
@@ -69,19 +70,24 @@ def written(target: str) -> str | None:
     return None
 
 
+def located(target: str, cwd: str | None) -> str:
+    """``target`` taken from ``cwd``, when it is relative and the command line tells where it runs (``cd /``)."""
+    if cwd is None or not target or target.startswith(("/", HOME)):
+        return target
+    return posixpath.join(cwd, target)
+
+
 def wiped(target: str) -> str | None:
-    """What a recursive deletion (or chmod) of ``target`` reaches, when that is the root, a system folder or home."""
+    """What a recursive deletion (or chmod) of ``target`` reaches, when that is the root, a system folder, the home
+    folder or a folder above it."""
     if UNKNOWN in target or not target:
         return None
     if target.startswith(HOME):
-        return "the home folder" if re.fullmatch(r"(?:/+(?:\.|\*|\.\*)?)*", target[1:]) else None
+        return _from_home(target[1:])
     if not target.startswith("/"):
         return None
     path = "/" + posixpath.normpath("/" + target.lstrip("/")).lstrip("/")
-    globbed = False
-    while path != "/" and re.search(r"/(?:\*|\.\*|\.)$", path):
-        path = path.rsplit("/", 1)[0] or "/"
-        globbed = True
+    path, globbed = _unglobbed(path)
     if path == "/":
         return "everything under the root folder" if globbed else "the root folder"
     if path.count("/") == 1 and re.search(r"[*?\[]", path):
@@ -91,14 +97,36 @@ def wiped(target: str) -> str | None:
     return None
 
 
-def simple_command(name: str, texts: list[str]) -> str | None:
-    """Why the program ``name`` run with the words ``texts`` is refused, if it is."""
+def _unglobbed(path: str) -> tuple[str, bool]:
+    """``path`` without trailing ``/*``, ``/.*`` and ``/.`` (a glob of everything in a folder reaches the folder)."""
+    globbed = False
+    while path not in ("/", "") and re.search(r"(?:^|/)(?:\*|\.\*|\.)$", path):
+        path = path.rsplit("/", 1)[0] if "/" in path else ""
+        path = path or "/"
+        globbed = True
+    return path, globbed
+
+
+def _from_home(rest: str) -> str | None:
+    """What a path below the home folder (``rest`` after ``~``) reaches: the home folder itself (``~``, ``~/*``,
+    ``~/x/..``), or one above it (``~/..``: every home, or the root)."""
+    parts = [part for part in posixpath.normpath("." + rest).split("/") if part != "."]
+    while parts and parts[-1] in ("*", ".*"):
+        parts.pop()
+    if not parts:
+        return "the home folder"
+    return "a folder above the home folder" if all(part == ".." for part in parts) else None
+
+
+def simple_command(name: str, texts: list[str], cwd: str | None = None) -> str | None:
+    """Why the program ``name`` run with the words ``texts`` is refused, if it is (``cwd``: where it runs, when the
+    command line tells)."""
     if name == "rm":
-        return _rm(texts)
+        return _rm(texts, cwd)
     if name == "find":
-        return _find(texts)
+        return _find(texts, cwd)
     if name in ("chmod", "chown", "chgrp"):
-        return _recursive_owner(name, texts)
+        return _recursive_owner(name, texts, cwd)
     if name.startswith("mkfs") or name in _FORMATTERS:
         return f"{name} formats a disk"
     if name in _DEVICE_WRITERS:
@@ -112,7 +140,7 @@ def simple_command(name: str, texts: list[str]) -> str | None:
     return None
 
 
-def _rm(texts: list[str]) -> str | None:
+def _rm(texts: list[str], cwd: str | None) -> str | None:
     recursive = False
     targets: list[str] = []
     options_done = False
@@ -131,16 +159,16 @@ def _rm(texts: list[str]) -> str | None:
             recursive = True
     if not recursive:
         return None
-    for target in targets:
+    for target in (located(t, cwd) for t in targets):
         what = wiped(target)
         if what is not None:
             return f"rm -r of {what} ({shown(target)}) destroys it"
     return None
 
 
-def _find(texts: list[str]) -> str | None:
+def _find(texts: list[str], cwd: str | None) -> str | None:
     line = find_line(texts)
-    reach = next((w for w in map(wiped, line.paths) if w is not None), None)
+    reach = next((w for w in (wiped(located(p, cwd)) for p in line.paths or ["."]) if w is not None), None)
     if reach is None:
         return None
     deleter = next((program(inner[0]) for inner in line.executes if program(inner[0]) in _DELETERS), None)
@@ -151,11 +179,11 @@ def _find(texts: list[str]) -> str | None:
     return None
 
 
-def _recursive_owner(name: str, texts: list[str]) -> str | None:
+def _recursive_owner(name: str, texts: list[str], cwd: str | None) -> str | None:
     flags = [t for t in texts if t.startswith("-")]
     if not any(t in ("--recursive", "-R") or (not t.startswith("--") and "R" in t) for t in flags):
         return None
-    for target in (t for t in texts if not t.startswith("-")):
+    for target in (located(t, cwd) for t in texts if not t.startswith("-")):
         what = wiped(target)
         if what is not None:
             return f"{name} -R on {what} ({shown(target)}) breaks the system"

@@ -7,7 +7,8 @@ What the walk sees through:
   commands inside are checked where they stand;
 - variables assigned earlier in the command (``d=/; rm -rf $d``), the operations on them (``${x:-default}``,
   ``${x%/*}``, ``${x:0:1}`` …), ``$(echo /)``, ``for`` loops over literal values (the body is checked once per
-  distinct value);
+  distinct value), ``cd`` to a folder the command line names (relative targets are then taken from there; a
+  subshell's ``cd`` ends with it);
 - what a pipeline stage writes to the next one: a download (through any stages), or literal text (``echo``,
   ``printf``, ``cat`` of a here-document);
 - redirections: onto a disk device (refused), here-strings and here-documents (they feed stdin);
@@ -131,12 +132,16 @@ def check(source: str) -> str | None:
 
 
 class _Walk:
-    def __init__(self, depth: int, variables: dict[str, Arg], downloads: set[str], budget: _Budget):
+    def __init__(
+        self, depth: int, variables: dict[str, Arg], downloads: set[str], budget: _Budget, cwd: str | None = None
+    ):
         self.depth = depth
         self.variables = variables
         self.downloads = downloads
         """Files a downloader wrote earlier in the command (``curl -o x.sh``)."""
         self.budget = budget
+        self.cwd = cwd
+        """Where the command went (``cd /``), when the command line tells; None: the session's folder, or unknown."""
 
     def check(self, source: str) -> str | None:
         if not source.strip():
@@ -165,7 +170,7 @@ class _Walk:
     def _nested(self, script: str) -> None:
         """Code handed to a shell: checked as a command of its own (depth-bounded)."""
         if self.depth < _MAX_DEPTH and UNKNOWN not in script:
-            _Walk(self.depth + 1, dict(self.variables), set(self.downloads), self.budget).check(script)
+            _Walk(self.depth + 1, dict(self.variables), set(self.downloads), self.budget, self.cwd).check(script)
 
     def _run_code(self, lang: Language, code: str) -> None:
         """Code in ``lang``: a shell's is checked as a command; in another language, each string literal is."""
@@ -202,11 +207,25 @@ class _Walk:
             self._function(node)
         elif kind == "for_statement":
             self._for(node)
+        elif kind == "subshell":
+            cwd = self.cwd
+            for child in node.named_children:
+                self._visit(child, stdin)
+            self.cwd = cwd
         else:
-            passed = stdin if kind in ("subshell", "compound_statement") else None
+            passed = stdin if kind == "compound_statement" else None
             for child in node.named_children:
                 self._visit(child, passed)
         return None
+
+    def _apart(self, node: Node, stdin: _Stdin | None) -> _Ran | None:
+        """``node`` run in a subshell (a pipeline stage, ``$(…)``, a function's body): a ``cd`` there does not
+        outlast it."""
+        cwd = self.cwd
+        try:
+            return self._visit(node, stdin)
+        finally:
+            self.cwd = cwd
 
     def _statement(self, body: Node | None, outer: list[Node], stdin: _Stdin | None) -> _Ran | None:
         """A command or another statement, with its redirections (and what the grammar put inside them)."""
@@ -238,7 +257,7 @@ class _Walk:
 
     def _pipeline(self, node: Node, stdin: _Stdin | None) -> None:
         for stage in node.named_children:
-            ran = self._visit(stage, stdin)
+            ran = self._apart(stage, stdin)
             stdin = self._output(stage, ran, stdin)
 
     def _output(self, stage: Node, ran: _Ran | None, stdin: _Stdin | None) -> _Stdin:
@@ -287,7 +306,7 @@ class _Walk:
             pending.extend((child, piped or current.type == "pipeline") for child in current.children)
         if calls >= 2 and spawned:
             raise rules.fork_bomb(name)
-        self._visit(body, None)
+        self._apart(body, None)
 
     def _for(self, node: Node) -> None:
         """``for d in / /usr; do rm -rf "$d"; done``: the body is checked once for each distinct value."""
@@ -321,7 +340,7 @@ class _Walk:
             self.budget.spend()
             if current.type in ("command_substitution", "process_substitution"):
                 for inner in current.named_children:
-                    self._visit(inner, None)
+                    self._apart(inner, None)
             else:
                 pending.extend(reversed(current.named_children))
 
@@ -494,9 +513,11 @@ class _Walk:
             args = xargs.command(args, stdin.literal)
         name = program(args[0].text)
         texts = [a.text for a in args[1:]]
-        reason = rules.simple_command(name, texts)
+        reason = rules.simple_command(name, texts, self.cwd)
         if reason is not None:
             raise Refused(reason)
+        if name in ("cd", "pushd"):
+            self.cwd = self._went_to(texts)
         if name == "find":
             for inner in find_line(texts).executes:
                 self._simple([Arg(t) for t in inner], _Stdin())
@@ -504,6 +525,18 @@ class _Walk:
             self.downloads.update(download_targets(name, texts))
         self._code(name, args, stdin)
         return args
+
+    def _went_to(self, texts: list[str]) -> str | None:
+        """Where ``cd`` goes, when the command line tells."""
+        operands = [text for text in texts if not (text.startswith("-") and len(text) > 1)]
+        target = operands[0] if operands else HOME
+        if UNKNOWN in target or target == "-":
+            return None
+        if target.startswith(HOME):
+            return target
+        if target.startswith("/"):
+            return posixpath.normpath(target)
+        return posixpath.join(self.cwd, target) if self.cwd is not None else None
 
     def _code(self, name: str, args: list[Arg], stdin: _Stdin) -> None:
         """Code handed to a shell or an interpreter, and downloads run."""
