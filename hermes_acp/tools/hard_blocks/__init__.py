@@ -5,7 +5,8 @@ refused (and why), or cannot be read at all (then it is asked, never passed).
 Refused:
 
 - ``rm`` recursive (any spelling: ``-rf``, ``-r -f``, ``-Rf``, ``--recursive``, ``--recur``) on ``/``, ``/*``, a
-  glob or brace expansion at the root, a top-level system folder, ``~`` or ``$HOME``; ``--no-preserve-root``;
+  glob or brace expansion at the root, a top-level system folder, ``~`` or ``$HOME`` or a folder above it, also
+  relative to where the command line went (``cd / && rm -rf *``); ``--no-preserve-root``;
 - ``find`` on those with ``-delete`` or ``-exec rm``; ``chmod`` / ``chown`` / ``chgrp`` recursive on them;
 - downloads executed: ``curl … | sh`` (through any stages, into any interpreter), ``bash <(curl …)``,
   ``sh -c "$(curl …)"``, ``eval "$(wget …)"``, ``python3 <<< "$(curl …)"``, ``$(curl …)`` as a command, and
@@ -19,14 +20,14 @@ Refused:
 
 How, module by module: ``syntax`` parses the command with tree-sitter's bash grammar (the only module that imports
 it); ``walk`` goes over the tree and finds every simple command bash would run, with its words expanded by
-``words`` (quotes, ``$'…'``, ``~``, variables and ``${x%…}``-style operations, ``${IFS}``, ``$(echo …)``) and
-``braces``, looks through wrappers and follows code handed to shells and interpreters (``programs``), and applies
-the ``rules``. When the grammar rejects
-the text (unbalanced quotes, an unfinished here-document), ``fallback`` splits it as ``shlex`` does and the same
-rules run: a refusal found there stands; otherwise the command is in doubt and must be asked. The same words inside
-quotes or file names (``echo "rm -rf /"``, ``grep reboot log``) are not refused.
+``expand`` (the grammar's word nodes, in the context of the command line) through ``words`` and ``braces`` (text);
+it looks through wrappers and follows code handed to shells and interpreters (``programs``), and applies the
+``rules``. When the grammar rejects the text (unbalanced quotes, an unfinished here-document), ``fallback`` splits
+it as ``shlex`` does and the same rules run: a refusal found there stands; otherwise the command is in doubt and
+must be asked. The same words inside quotes or file names (``echo "rm -rf /"``, ``grep reboot log``) are not
+refused.
 
-A check does bounded work (``walk.STEPS``, a few hundred ms at most), whatever the command: one built to be
+A check does bounded work (``budget``: a few hundred ms at most), whatever the command: one built to be
 expensive (loops inside loops, brace expansions of thousands of words, deep nesting) is read by the fallback, whose
 refusals stand, and is otherwise in doubt. A caller on an event loop runs the check in a worker thread (the first
 one also loads the grammar).

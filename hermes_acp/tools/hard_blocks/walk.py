@@ -19,7 +19,7 @@ What the walk sees through:
   the command itself, are refused; so is a function that starts itself twice (a fork bomb).
 
 It raises ``rules.Refused``. What it cannot know (an unset variable, ``$(date)``) stays unknown and is never refused:
-the sandbox is the boundary, this is the first line. The work is bounded (``STEPS``; brace expansion by
+the sandbox is the boundary, this is the first line. The work is bounded (``budget``; brace expansion by
 ``braces.MAX_BRACE_WORDS``; nesting by Python's recursion limit): a walk that gives up leaves the command in doubt.
 """
 
@@ -28,12 +28,13 @@ from __future__ import annotations
 import contextlib
 import posixpath
 import re
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from . import fallback, rules, syntax
 from .braces import BraceLimit
+from .budget import Budget, OutOfSteps
+from .expand import Expander, command_name
 from .programs import (
     CODE_BUILTINS,
     DOWNLOADERS,
@@ -47,31 +48,15 @@ from .programs import (
     unwrap,
 )
 from .rules import Refused, runs_download
-from .words import (
-    HOME,
-    SPLIT,
-    UNKNOWN,
-    Arg,
-    ansi_c,
-    home_at_start,
-    parameter_operation,
-    plain,
-    protect,
-    unescape_bare,
-    unescape_double,
-    words,
-)
+from .words import HOME, SPLIT, UNKNOWN, Arg, plain, words
 
 if TYPE_CHECKING:
     from .syntax import Node
 
-__all__ = ["DOUBT", "STEPS", "TOO_COMPLEX", "check"]
+__all__ = ["DOUBT", "TOO_COMPLEX", "check"]
 
 DOUBT = "the command could not be read as bash (unbalanced quotes or brackets?)"
 TOO_COMPLEX = "the command is too long or too intricate to check before it runs"
-STEPS = 50_000
-"""The work one check may do: a node visited or a word expanded is a step (5 to 10 µs). A 100 kB script takes about
-40,000; past this the check gives up (a few hundred ms at most) and the command is asked."""
 _MAX_DEPTH = 4
 """How deep code handed to a shell is followed (``sh -c "eval 'bash -c …'"``)."""
 _OUTPUT_REDIRECTS = frozenset({">", ">>", ">|", "&>", "&>>", "<>", ">&"})
@@ -94,25 +79,7 @@ class _Ran:
     stdin: _Stdin
 
 
-class _OutOfSteps(Exception):
-    pass
-
-
-class _Budget:
-    """The work left to one check, shared by the walks of the code it hands on; running out ends the walk."""
-
-    __slots__ = ("left",)
-
-    def __init__(self) -> None:
-        self.left = STEPS
-
-    def spend(self, steps: int = 1) -> None:
-        self.left -= steps
-        if self.left < 0:
-            raise _OutOfSteps
-
-
-_TOO_MUCH = (_OutOfSteps, BraceLimit, RecursionError)
+_TOO_MUCH = (OutOfSteps, BraceLimit, RecursionError)
 """How a walk gives up on a command built to be expensive: loops in loops, huge brace expansions, deep nesting."""
 
 
@@ -123,23 +90,24 @@ def check(source: str) -> str | None:
     it: a refusal found there still stands.
     """
     try:
-        return _Walk(0, {}, set(), _Budget()).check(source)
+        return _Walk(0, {}, set(), Budget()).check(source)
     except _TOO_MUCH:
         pass
     with contextlib.suppress(*_TOO_MUCH):
-        _Walk(0, {}, set(), _Budget()).fallback(source)
+        _Walk(0, {}, set(), Budget()).fallback(source)
     return TOO_COMPLEX
 
 
 class _Walk:
     def __init__(
-        self, depth: int, variables: dict[str, Arg], downloads: set[str], budget: _Budget, cwd: str | None = None
+        self, depth: int, variables: dict[str, Arg], downloads: set[str], budget: Budget, cwd: str | None = None
     ):
         self.depth = depth
         self.variables = variables
         self.downloads = downloads
         """Files a downloader wrote earlier in the command (``curl -o x.sh``)."""
         self.budget = budget
+        self.words = Expander(variables, budget)
         self.cwd = cwd
         """Where the command went (``cd /``), when the command line tells; None: the session's folder, or unknown."""
 
@@ -247,7 +215,7 @@ class _Walk:
         if command is not None:
             output = self._output(command, ran, stdin)
         else:  # ``ls && cat <<EOF | sh``: the here-document is taken to be passed on, as ``cat`` does
-            downloaded = (fed is not None and fed.downloaded) or (body is not None and self._downloads_in(body))
+            downloaded = (fed is not None and fed.downloaded) or (body is not None and self.words.downloads_in(body))
             output = _Stdin(downloaded, fed.literal if fed is not None else None)
         for pipeline in parts.piped:
             self._pipeline(pipeline, output)
@@ -262,7 +230,7 @@ class _Walk:
 
     def _output(self, stage: Node, ran: _Ran | None, stdin: _Stdin | None) -> _Stdin:
         """What a pipeline stage writes to the next one, as far as it can be told."""
-        downloaded = (stdin is not None and stdin.downloaded) or self._downloads_in(stage)
+        downloaded = (stdin is not None and stdin.downloaded) or self.words.downloads_in(stage)
         if ran is None or not ran.args:
             return _Stdin(downloaded)
         name = program(ran.args[0].text)
@@ -281,7 +249,7 @@ class _Walk:
         if name is None:
             return
         self._substitutions(node)
-        arg = self._value(value) if value is not None else Arg("")
+        arg = self.words.value(value) if value is not None else Arg("")
         self.variables[syntax.text(name)] = Arg(arg.text.replace(SPLIT, " "), arg.downloaded)
 
     def _function(self, node: Node) -> None:
@@ -300,7 +268,7 @@ class _Walk:
             self.budget.spend()
             if current.type == "&" and not current.is_named:
                 spawned = True
-            elif current.type == "command" and _command_name(current) == name:
+            elif current.type == "command" and command_name(current) == name:
                 calls += 1
                 spawned = spawned or piped
             pending.extend((child, piped or current.type == "pipeline") for child in current.children)
@@ -313,7 +281,7 @@ class _Walk:
         variable = node.child_by_field_name("variable")
         body = node.child_by_field_name("body")
         value_nodes = node.children_by_field_name("value")
-        values = words(self._value(v) for v in value_nodes)
+        values = words(self.words.value(v) for v in value_nodes)
         for value_node in value_nodes:
             self._substitutions(value_node)
         if variable is None or body is None:
@@ -327,7 +295,7 @@ class _Walk:
     # -- simple commands --
 
     def _command(self, node: Node, more_words: list[Node], stdin: _Stdin, outputs: list[str]) -> _Ran:
-        args = self._simple(self._expand(node, more_words), stdin)
+        args = self._simple(self.words.command_words(node, more_words), stdin)
         if args and program(args[0].text) in DOWNLOADERS:
             self.downloads.update(posixpath.normpath(target) for target in outputs if target)
         return _Ran(args, stdin)
@@ -344,19 +312,6 @@ class _Walk:
             else:
                 pending.extend(reversed(current.named_children))
 
-    def _expand(self, node: Node, more_words: Sequence[Node] = ()) -> list[Arg]:
-        """The words of a ``command`` node (its assignments and redirections left out), and ``more_words``."""
-        raw: list[Arg] = []
-        for child in node.named_children:
-            if child.type == "command_name":
-                raw.extend(self._value(grandchild) for grandchild in child.named_children)
-            elif child.type != "variable_assignment" and not child.type.endswith("_redirect"):
-                raw.append(self._value(child))
-        raw.extend(self._value(word) for word in more_words)
-        expanded = words(raw)
-        self.budget.spend(len(expanded))
-        return expanded
-
     def _redirects(self, redirects: list[Node]) -> tuple[_Stdin | None, list[str]]:
         """Refuses writes onto a disk device; returns what the redirections feed to stdin (None: nothing) and the
         files they write."""
@@ -369,7 +324,7 @@ class _Walk:
                 if destination is None:
                     continue
                 self._substitutions(destination)
-                targets = [arg.text for arg in words([self._value(destination)])]  # bash: one word, or an error
+                targets = [arg.text for arg in words([self.words.value(destination)])]  # bash: one word, or an error
                 if operator in _OUTPUT_REDIRECTS:
                     reason = next(filter(None, map(rules.written, targets)), None)
                     if reason is not None:
@@ -378,129 +333,15 @@ class _Walk:
                 elif operator == "<" and any(posixpath.normpath(t or ".") in self.downloads for t in targets):
                     fed = _Stdin(downloaded=True)
             elif redirect.type == "herestring_redirect":
-                value = self._value(redirect.named_children[-1]) if redirect.named_children else Arg("")
-                fed = _Stdin(value.downloaded or self._downloads_in(redirect), plain(value.text))
+                value = self.words.value(redirect.named_children[-1]) if redirect.named_children else Arg("")
+                fed = _Stdin(value.downloaded or self.words.downloads_in(redirect), plain(value.text))
                 self._substitutions(redirect)
             elif redirect.type == "heredoc_redirect":
                 body = next((c for c in redirect.named_children if c.type == "heredoc_body"), None)
-                fed = _Stdin(body is not None and self._downloads_in(body), syntax.text(body))
+                fed = _Stdin(body is not None and self.words.downloads_in(body), syntax.text(body))
                 if body is not None:
                     self._substitutions(body)
         return fed, outputs
-
-    # -- words --
-
-    def _value(self, node: Node) -> Arg:
-        """One word node expanded to text (with the stand-ins), and whether it carries downloaded content."""
-        self.budget.spend()
-        kind = node.type
-        if kind in ("word", "number"):
-            return Arg(home_at_start(unescape_bare(syntax.text(node))))
-        if kind == "brace_expression":  # {1..3}: expanded with the word it is part of
-            return Arg(syntax.text(node))
-        if kind == "raw_string":
-            return Arg(protect(syntax.text(node)[1:-1]))
-        if kind == "ansi_c_string":
-            return Arg(protect(ansi_c(syntax.text(node))))
-        if kind in ("string", "translated_string"):
-            return self._string(node)
-        if kind in ("simple_expansion", "expansion"):
-            return self._expansion(node, quoted=False)
-        if kind == "concatenation":
-            parts = [self._value(child) for child in node.named_children]
-            return Arg("".join(p.text for p in parts), any(p.downloaded for p in parts))
-        if kind == "command_substitution":
-            return self._substitution(node)
-        return Arg(UNKNOWN, self._downloads_in(node))
-
-    def _string(self, node: Node) -> Arg:
-        """A ``"…"`` string: its literal text between the expansions it holds."""
-        pieces: list[str] = []
-        downloaded = False
-        source = node.text or b""
-        base = node.start_byte
-        cursor = base + (2 if source.startswith(b"$") else 1)
-        for child in node.named_children:
-            gap = source[cursor - base : child.start_byte - base].decode("utf-8", "replace")
-            pieces.append(protect(unescape_double(gap)))
-            if child.type == "string_content":
-                pieces.append(protect(unescape_double(syntax.text(child))))
-            else:
-                quoted = child.type in ("simple_expansion", "expansion")
-                value = self._expansion(child, quoted=True) if quoted else self._value(child)
-                pieces.append(protect(value.text.replace(SPLIT, " ")))
-                downloaded = downloaded or value.downloaded
-            cursor = child.end_byte
-        tail = source[cursor - base : len(source) - 1].decode("utf-8", "replace")
-        pieces.append(protect(unescape_double(tail)))
-        return Arg("".join(pieces), downloaded)
-
-    def _expansion(self, node: Node, *, quoted: bool) -> Arg:
-        """``$x`` / ``${x…}``: a variable assigned earlier in the command, ``$HOME``, ``${IFS}``, and the operations
-        on them (``${x:-default}``, ``${x:+alternative}``, ``${x%pattern}``, ``${x:0:1}`` …); unknown otherwise."""
-        children = node.children
-        fields = [node.field_name_for_child(index) for index in range(len(children))]
-        at = next((i for i, c in enumerate(children) if c.type in ("variable_name", "special_variable_name")), None)
-        if at is None or "operator" in fields[:at]:  # ${#x}, ${!x}, ${a[0]}
-            return Arg(UNKNOWN, self._downloads_in(node))
-        name = syntax.text(children[at])
-        value = self.variables.get(name) or {"HOME": Arg(HOME), "IFS": Arg(" " if quoted else SPLIT)}.get(name)
-        operator = next((syntax.text(c) for c, f in zip(children, fields, strict=True) if f == "operator"), None)
-        if operator is not None:
-            operands = [c for c, f in zip(children[at + 1 :], fields[at + 1 :], strict=True) if c.is_named and not f]
-            value = self._operated(value, operator, operands)
-        if value is None:
-            return Arg(UNKNOWN)
-        if not quoted and value.known:
-            return Arg(re.sub(r"[ \t\n]+", SPLIT, value.text), value.downloaded)
-        return value
-
-    def _operated(self, value: Arg | None, operator: str, operands: list[Node]) -> Arg | None:
-        """``${x<operator>operands}`` for the value of ``x`` (None: not assigned in the command)."""
-        if operator in (":-", "-", ":=", "=", ":+", "+", ":?", "?"):
-            given = value is not None and (not operator.startswith(":") or value.text != "")
-            if operator.endswith(("-", "=")):
-                return value if given else self._joined(operands)
-            if operator.endswith("+"):
-                return (self._joined(operands) if given else Arg("")) if value is not None else None
-            return value
-        if value is None:
-            return None
-        patterns = [self._pattern(operand) for operand in operands]
-        return Arg(parameter_operation(value.text, operator, patterns), value.downloaded)
-
-    def _joined(self, nodes: list[Node]) -> Arg:
-        parts = [self._value(node) for node in nodes]
-        return Arg("".join(p.text for p in parts), any(p.downloaded for p in parts))
-
-    def _pattern(self, node: Node) -> str:
-        """An operand of ``${x%pattern}``, ``${x/pattern/text}``: the grammar leaves a pattern as written."""
-        if node.type != "regex":
-            return self._value(node).text
-        written = syntax.text(node)
-        return UNKNOWN if any(char in written for char in "$`\"'\\") else written
-
-    def _substitution(self, node: Node) -> Arg:
-        """``$(echo /)`` is ``/``; any other substitution is unknown (and maybe downloaded)."""
-        commands = node.named_children
-        if len(commands) == 1 and commands[0].type == "command":
-            said = self._expand(commands[0])
-            if said and program(said[0].text) in ("echo", "printf") and all(a.known for a in said):
-                return Arg(SPLIT.join(a.text for a in said[1:]))
-        return Arg(UNKNOWN, self._downloads_in(node))
-
-    def _downloads_in(self, node: Node) -> bool:
-        """Whether a download runs anywhere inside ``node`` (a substitution, a stage, a here-string)."""
-        for inner in syntax.descendants(node):
-            self.budget.spend()
-            if inner.type == "command" and program(_command_name(inner)) in DOWNLOADERS:
-                return True
-            if inner.type in ("simple_expansion", "expansion"):
-                name = next((c for c in inner.named_children if c.type == "variable_name"), None)
-                value = self.variables.get(syntax.text(name)) if name is not None else None
-                if value is not None and value.downloaded:
-                    return True
-        return False
 
     # -- what a simple command runs --
 
@@ -572,9 +413,3 @@ class _Walk:
                 raise runs_download(f"piping a download into {name}")
             if stdin.literal is not None:
                 self._run_code(lang, stdin.literal)
-
-
-def _command_name(node: Node) -> str:
-    """The program a ``command`` node names, as written (quotes and backslashes removed)."""
-    name = node.child_by_field_name("name")
-    return unescape_bare(syntax.text(name)).strip("'\"") if name is not None else ""
