@@ -4,20 +4,27 @@ What a sandboxed command sees:
 
 - **files:** the whole file system read-only, except the session's directories (read-write) and a private ``/tmp``
   (and ``/var/tmp``), empty at the start of each command;
+- **repositories:** in each git repository inside them, ``.git/config`` and ``.git/hooks`` are read-only and
+  ``.git`` cannot be swapped (git, the user's or the editor's, runs what they name outside the sandbox);
 - **masked:** ``~/.ssh``, ``~/.aws``, ``~/.gnupg``, ``~/.config/gh``, ``~/.netrc``, ``~/.docker/config.json``,
-  ``$HERMES_ACP_HOME``, the Docker socket, the ssh-agent socket (unless ``SSH_AUTH_SOCK`` is in ``pass_env``),
-  ``.env*`` files inside the session's directories (found by a bounded walk), and ``[sandbox] mask``: folders are
-  empty, files read as empty, nothing there can be written;
+  ``$HERMES_ACP_HOME``, the Docker socket, the ssh-agent socket (unless ``SSH_AUTH_SOCK`` is in ``pass_env``), the
+  user's runtime folder (``$XDG_RUNTIME_DIR``, ``/run/user/UID``: the session's D-Bus bus, keyring, gpg-agent,
+  podman; a passed ssh-agent socket there stays), ``.env*`` files inside the session's directories (found by a
+  bounded walk), and ``[sandbox] mask``: folders are empty, files read as empty, nothing there can be written;
 - **devices:** a minimal ``/dev`` (null, zero, random, tty, pts, shm);
-- **processes:** its own PID namespace (it cannot see or signal the agent or the editor) and no capabilities, even
-  as root (so it cannot remount anything writable); it dies with its parent;
+- **processes:** its own PID namespace (it cannot see or signal the agent or the editor), no controlling terminal
+  to push keystrokes into (locally it starts without one; in the editor's terminal it gets a session of its own)
+  and no capabilities, even as root (so it cannot remount anything writable); it dies with its parent;
 - **network:** on, unless ``[sandbox] network = false`` or the session is in ``read_only`` mode;
-- **environment:** ours without secrets (``environment.EnvPolicy``), ``TMPDIR=/tmp``.
+- **environment:** ours without secrets (``environment.EnvPolicy``), ``TMPDIR=/tmp``, and the command's own
+  variables, which bwrap sets inside the sandbox (bwrap itself starts without them: ``LD_PRELOAD`` there would run
+  code outside).
 
 ``[sandbox] mode``: ``auto`` sandboxes where bwrap works; ``required`` refuses commands where it does not; ``off``
 runs commands unconfined. Whether bwrap works is probed once per process (one ``bwrap … true``, a few ms, in a
 worker thread). For the editor's terminals (``terminal/create``) the same ``bwrap`` line is handed over: the editor
-runs it on this machine; it unsets the withheld variables by name, so their values never travel.
+runs it on this machine in its own environment; the line unsets the withheld variables by name, so their values
+never travel, and sets the command's variables itself.
 
 ``explain`` turns what a command printed into notes for the model when the sandbox stopped something (a write
 outside, a masked path, no network), so it asks the user instead of retrying. This module decides nothing about
@@ -26,6 +33,7 @@ approval (the terminal tool and the policy do) and knows nothing about ACP.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
@@ -142,6 +150,13 @@ class Confined:
 class _Layout:
     roots: tuple[Path, ...]
     masks: tuple[tuple[Path, bool], ...]
+    """Each masked path, and whether it is a folder; nothing inside a masked folder is listed again."""
+    kept: tuple[Path, ...]
+    """Sockets inside a masked folder that stay reachable (the ssh-agent's, when ``SSH_AUTH_SOCK`` is passed)."""
+    pinned: tuple[Path, ...]
+    """Folders bound onto themselves, so that they cannot be renamed or replaced (each repository's ``.git``)."""
+    frozen: tuple[Path, ...]
+    """Paths made read-only inside the writable roots (``.git/config``, ``.git/hooks``, ``.git`` pointer files)."""
     empty: Path
     var_tmp: bool
 
@@ -217,8 +232,10 @@ class Sandbox:
     ) -> Confined:
         """The command line and environment for ``argv``: sandboxed when available (``mode`` decides the network).
 
-        ``for_editor``: the line is handed to the editor's terminal, which adds ``extra_env`` to its own
-        environment; the withheld variables are unset by name inside the command line instead.
+        ``for_editor``: the line is handed to the editor's terminal, which starts it in its own environment; the
+        withheld variables are unset by name inside the command line instead. In a sandbox, ``extra_env`` (the
+        model's choice) is set inside it by bwrap, never in the environment bwrap itself starts with: bwrap runs
+        outside the sandbox, and its dynamic loader obeys ``LD_PRELOAD`` and the like.
         """
         environ = os.environ if environ is None else environ
         availability = await self.availability()
@@ -233,37 +250,52 @@ class Sandbox:
                 return Confined(line, env, sandboxed=False, network=True)
             return Confined(list(argv), {**self.env_policy.filter(environ), **env}, sandboxed=False, network=True)
         assert availability.bwrap is not None
-        pass_socket = "SSH_AUTH_SOCK" in self.env_policy.pass_env
-        agent_socket = environ.get("SSH_AUTH_SOCK") if not pass_socket else None
-        layout = await anyio.to_thread.run_sync(self._layout, tuple(roots), environ.get("HOME"), agent_socket)
+        layout = await anyio.to_thread.run_sync(self._layout, tuple(roots), dict(environ))
         args = [availability.bwrap, *_base_args(network=network)]
+        if for_editor:
+            # The editor starts the line on a terminal; without a session of its own the command could push
+            # keystrokes into it (TIOCSTI). Local commands start without a terminal, in one process group that the
+            # runner ends as a whole, which a new session would leave.
+            args.append("--new-session")
         if layout.var_tmp:
             args += ["--tmpfs", "/var/tmp"]
         for root in layout.roots:
             args += ["--bind", str(root), str(root)]
+        for folder in layout.pinned:
+            args += ["--bind", str(folder), str(folder)]
+        for path in layout.frozen:
+            args += ["--ro-bind", str(path), str(path)]
         for path, is_dir in layout.masks:
             if is_dir:
-                args += ["--tmpfs", str(path), "--remount-ro", str(path)]
+                args += ["--tmpfs", str(path)]
+                for kept in (k for k in layout.kept if path in k.parents):
+                    args += ["--bind", str(kept), str(kept)]
+                args += ["--remount-ro", str(path)]
             else:
                 args += ["--ro-bind", str(layout.empty), str(path)]
+        hide_agent = "SSH_AUTH_SOCK" not in self.env_policy.pass_env
+        launcher_env: dict[str, str] = {}
         if for_editor:
-            unset = [*withheld, *([] if pass_socket or "SSH_AUTH_SOCK" not in environ else ["SSH_AUTH_SOCK"])]
-            for name in unset:
+            for name in [*withheld, *(["SSH_AUTH_SOCK"] if hide_agent and "SSH_AUTH_SOCK" in environ else [])]:
                 args += ["--unsetenv", name]
+        else:
+            launcher_env = self.env_policy.filter(environ)
+            if hide_agent:
+                launcher_env.pop("SSH_AUTH_SOCK", None)
+        for name, value in {**extra_env, "TMPDIR": "/tmp"}.items():
+            args += ["--setenv", name, value]
         args += ["--chdir", str(cwd), "--"]
-        env = {**dict(extra_env), "TMPDIR": "/tmp"}
-        if not for_editor:
-            base = self.env_policy.filter(environ)
-            if not pass_socket:
-                base.pop("SSH_AUTH_SOCK", None)
-            env = {**base, **env}
         masked = tuple(path for path, _ in layout.masks)
-        return Confined([*args, *argv], env, sandboxed=True, network=network, masked=masked, roots=layout.roots)
+        return Confined(
+            [*args, *argv], launcher_env, sandboxed=True, network=network, masked=masked, roots=layout.roots
+        )
 
-    def _layout(self, roots: tuple[Path, ...], home: str | None, agent_socket: str | None) -> _Layout:
-        """The real roots, the existing paths to mask (each with whether it is a folder) and the empty file that
-        stands in for masked files (blocking: stats, the ``.env`` walk, the empty file made once)."""
+    def _layout(self, roots: tuple[Path, ...], environ: Mapping[str, str]) -> _Layout:
+        """The real roots, the existing paths to mask (each with whether it is a folder), the sockets kept inside
+        masked folders and the empty file that stands in for masked files (blocking: stats, the ``.env`` walk, the
+        empty file made once)."""
         real_roots = tuple(Path(os.path.realpath(root)) for root in roots)
+        home = environ.get("HOME")
         wanted: list[Path] = []
         for entry in (*HOME_MASKS, *self.mask):
             if entry.startswith("~"):
@@ -275,22 +307,37 @@ class Sandbox:
                 wanted.extend(root / entry for root in real_roots)
         if self.home is not None:
             wanted.append(self.home)
-        if agent_socket:
+        agent_socket = environ.get("SSH_AUTH_SOCK")
+        pass_socket = "SSH_AUTH_SOCK" in self.env_policy.pass_env
+        if agent_socket and not pass_socket:
             wanted.append(Path(agent_socket))
+        wanted.extend(_runtime_dirs(environ))
         wanted.extend(Path(p) for p in SOCKET_MASKS)
+        pinned: list[Path] = []
+        frozen: list[Path] = []
         for root in real_roots:
-            wanted.extend(_env_files(root))
-        masks: list[tuple[Path, bool]] = []
-        seen: set[Path] = set()
+            env_files, repositories = _scan(root)
+            wanted.extend(env_files)
+            for repository in repositories:
+                _protect_repository(repository, real_roots, pinned, frozen)
+        found: dict[Path, bool] = {}
         for path in wanted:
             real = Path(os.path.realpath(path))
-            if real in seen or not os.path.lexists(real):
+            if real in found or not os.path.lexists(real):
                 continue
             if any(real == root or real in root.parents for root in real_roots):
                 continue  # masking it would hide the session's own directory
-            seen.add(real)
-            masks.append((real, real.is_dir()))
-        return _Layout(real_roots, tuple(masks), self._empty_file(), os.path.isdir("/var/tmp"))
+            found[real] = real.is_dir()
+        folders = [path for path, is_dir in found.items() if is_dir]
+        # What a masked folder holds is hidden with it (and bwrap could not mount onto it once it is read-only).
+        masks = tuple((path, is_dir) for path, is_dir in found.items() if not any(f in path.parents for f in folders))
+        kept: tuple[Path, ...] = ()
+        if agent_socket and pass_socket:
+            real_socket = Path(os.path.realpath(agent_socket))
+            if any(folder in real_socket.parents for folder, is_dir in masks if is_dir):
+                kept = (real_socket,)
+        pinned_once, frozen_once = tuple(dict.fromkeys(pinned)), tuple(dict.fromkeys(frozen))
+        return _Layout(real_roots, masks, kept, pinned_once, frozen_once, self._empty_file(), os.path.isdir("/var/tmp"))
 
     def _empty_file(self) -> Path:
         """An empty, read-only file that stands in for masked files (created once in the home's cache)."""
@@ -303,9 +350,19 @@ class Sandbox:
         return path
 
 
-def _env_files(root: Path) -> list[Path]:
-    """``.env*`` files (and links to files) under ``root``: a bounded walk, ``.git`` and ``node_modules`` skipped."""
-    found: list[Path] = []
+def _runtime_dirs(environ: Mapping[str, str]) -> list[Path]:
+    """The user's runtime folders (``$XDG_RUNTIME_DIR``, ``/run/user/UID``): the session's D-Bus bus, the keyring,
+    gpg-agent, podman, pipewire and Wayland listen there, and each of them can run or reveal things outside the
+    sandbox (``systemd-run --user`` over the bus)."""
+    found = [Path(environ["XDG_RUNTIME_DIR"])] if environ.get("XDG_RUNTIME_DIR") else []
+    return [*found, Path(f"/run/user/{os.getuid()}")]
+
+
+def _scan(root: Path) -> tuple[list[Path], list[Path]]:
+    """``.env*`` files (and links to files) and ``.git`` entries (repository folders, worktree and submodule pointer
+    files) under ``root``: a bounded walk; what ``.git`` and ``node_modules`` hold is not walked."""
+    env_files: list[Path] = []
+    repositories: list[Path] = []
     budget = ENV_SCAN_ENTRIES
     stack: list[tuple[str, int]] = [(str(root), 0)]
     while stack and budget > 0:
@@ -318,14 +375,55 @@ def _env_files(root: Path) -> list[Path]:
         budget -= len(entries)
         for entry in entries:
             try:
-                if entry.is_dir(follow_symlinks=False):
+                if entry.name == ".git":
+                    repositories.append(Path(entry.path))
+                elif entry.is_dir(follow_symlinks=False):
                     if depth < ENV_SCAN_DEPTH and entry.name not in _SKIPPED_DIRS:
                         stack.append((entry.path, depth + 1))
                 elif entry.name.startswith(".env") and entry.is_file(follow_symlinks=True):
-                    found.append(Path(entry.path))
+                    env_files.append(Path(entry.path))
             except OSError:
                 continue
-    return found
+    return env_files, repositories
+
+
+def _protect_repository(entry: Path, roots: tuple[Path, ...], pinned: list[Path], frozen: list[Path]) -> None:
+    """What git runs programs from, kept as it is: a repository's ``config`` (``core.fsmonitor``, ``core.pager``,
+    aliases, filters) and ``hooks``, which the user's git and the editor's (``git status`` in the background) would
+    run outside the sandbox; its ``.git`` folder pinned, so that it cannot be swapped for another, and a ``.git``
+    pointer file kept from pointing elsewhere. Folders outside the roots are read-only already. Blocking: creates an
+    empty ``hooks`` folder where there is none (as ``git init`` does), so that none can appear."""
+    if entry.is_symlink():
+        frozen.append(entry)
+        return
+    if entry.is_file():
+        frozen.append(entry)
+        gitdir = _pointed(entry, "gitdir:")
+    elif entry.is_dir():
+        pinned.append(entry)
+        gitdir = entry
+    else:
+        return
+    common = _pointed(gitdir / "commondir", "") if gitdir is not None else None
+    folders = {Path(os.path.realpath(folder)) for folder in (gitdir, common) if folder is not None}
+    for real in folders:
+        if not any(real == root or root in real.parents for root in roots) or not real.is_dir():
+            continue
+        hooks = real / "hooks"
+        with contextlib.suppress(OSError):
+            hooks.mkdir(exist_ok=True)
+        frozen.extend(path for path in (real / "config", real / "config.worktree", hooks) if path.exists())
+
+
+def _pointed(pointer: Path, prefix: str) -> Path | None:
+    """The folder a git pointer file names (``gitdir: ../.git/worktrees/x``, a ``commondir``), if it names one."""
+    try:
+        line = pointer.read_text(encoding="utf-8", errors="replace").strip()
+    except OSError:
+        return None
+    if not line.startswith(prefix) or not line[len(prefix) :].strip():
+        return None
+    return pointer.parent / line[len(prefix) :].strip()
 
 
 def explain(confined: Confined, command: str, output: str, *, home: str | None) -> list[str]:
@@ -347,6 +445,11 @@ def explain(confined: Confined, command: str, output: str, *, home: str | None) 
     offline = ("Could not resolve host", "Network is unreachable", "Temporary failure in name resolution")
     if not confined.network and any(phrase in output for phrase in (*offline, "Connection refused")):
         notes.append("[Sandbox: commands have no network in this session. Ask the user if it is needed.]")
+    if ".git" in output and ("Read-only file system" in output or "Device or resource busy" in output):
+        notes.append(
+            "[Sandbox: a repository's .git/config and .git/hooks are read-only to commands (git would run what they"
+            " name outside the sandbox). Ask the user to change git settings or hooks.]"
+        )
     if "No such process" in output and "kill" in command:
         notes.append("[Sandbox: a command sees only its own processes; it cannot signal others.]")
     return notes

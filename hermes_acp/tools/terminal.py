@@ -32,7 +32,7 @@ from ._process import CommandResult, OutputBuffer, run_command
 from ._text import cap_middle, fence, one_line
 from .base import Presentation, ToolOutcome, TypedTool
 from .context import ApprovalRequest, ToolContext
-from .hard_blocks import CommandCheck, check_command, parser_loaded
+from .hard_blocks import CommandCheck, check_command
 from .sandbox import Availability, Confined, Sandbox, explain
 
 __all__ = ["CLIENT_OUTPUT_BYTES", "MODEL_OUTPUT_CHARS", "TIMEOUT_DEFAULT_S", "TIMEOUT_MAX_S", "TerminalTool"]
@@ -135,11 +135,9 @@ class TerminalTool(TypedTool[_TerminalInput]):
 
     @staticmethod
     async def _checked(command: str) -> CommandCheck:
-        """The hard-block check; refused commands raise. The bash grammar is loaded off the loop the first time."""
-        if parser_loaded():
-            check = check_command(command)
-        else:
-            check = await anyio.to_thread.run_sync(check_command, command)
+        """The hard-block check, in a worker thread (it loads the grammar the first time, and a long command takes up
+        to a few hundred ms); refused commands raise."""
+        check = await anyio.to_thread.run_sync(check_command, command)
         if check.blocked is not None:
             raise HardBlockedError(
                 f"refused in every mode: {check.blocked}. The command was not run; do not run it or a variant of it."

@@ -1,5 +1,5 @@
 """Hard blocks: the few commands refused in every mode, the evasions of a naive check, commands that cannot be read
-(asked), and the look-alikes that must still run."""
+(asked), commands built to make the check itself slow (asked), and the look-alikes that must still run."""
 
 from __future__ import annotations
 
@@ -174,3 +174,41 @@ def test_an_unreadable_command_that_still_shows_a_block_is_refused() -> None:
 def test_readable_commands_are_not_in_doubt() -> None:
     for command in LOOK_ALIKES:
         assert check_command(command).doubt is None, command
+
+
+def _nested(opening: str, middle: str, closing: str, count: int) -> str:
+    return opening * count + middle + closing * count
+
+
+EXPENSIVE = {
+    "loops inside loops": _nested("for v in 1 2 3 4 5 6 7 8; do ", "rm x; ", "done; ", 300),
+    "substitutions a thousand deep": "echo " + _nested("$(echo ", "x", ")", 1000),
+    "brace expansion of a million words": "echo " + "{a,b}" * 20,
+    "sequence of a hundred thousand words": "echo {1..99999}",
+    "a word of unclosed braces": "echo " + "{" * 5000,
+}
+
+
+@pytest.mark.parametrize("command", list(EXPENSIVE.values()), ids=list(EXPENSIVE))
+def test_a_command_built_to_be_expensive_is_asked_not_checked_for_ever(command: str) -> None:
+    check = check_command(command)
+    assert check.blocked is None
+    assert check.doubt is not None and "too long or too intricate" in check.doubt
+
+
+@pytest.mark.parametrize("command", list(EXPENSIVE.values()), ids=list(EXPENSIVE))
+def test_a_refusal_beside_an_expensive_part_still_stands(command: str) -> None:
+    assert check_command(f"{command}\nrm -rf /").blocked == "rm -r of the root folder (/) destroys it"
+
+
+def test_brace_expansion_follows_bash() -> None:
+    from hermes_acp.tools.hard_blocks.braces import brace_expand
+
+    assert brace_expand("/{bin,usr}") == ["/bin", "/usr"]
+    assert brace_expand("{a},/usr}") == ["a}", "/usr"]
+    assert brace_expand("x{,{a,b}}y") == ["xy", "xay", "xby"]
+    assert brace_expand("{a..e..2}") == ["a", "c", "e"]
+    assert brace_expand("{01..10..3}") == ["01", "04", "07", "10"]
+    assert brace_expand("{5..3}") == ["5", "4", "3"]
+    for literal in ("{}", "{a}", "{},x}", "${a,b}", "{aa..b}", "{{{", "a,b"):
+        assert brace_expand(literal) == [literal], literal
