@@ -2,14 +2,15 @@
 
 ``run_turn`` starts in ``Converting`` and runs one step per phase (``hermes_acp.turns.phases``), each returning the
 next phase or ``Ended``: convert and store the prompt → build a request → stream the response and store it with
-its calls announced (``hermes_acp.turns.streaming``, ``hermes_acp.turns.tool_calls``) → run each call → the next
-request, until the model stops, ``max_turn_requests`` is reached, or the turn is stopped. Every step ends on the
-durable write that completes its phase, so the phase value always says what is stored and what is open.
+its calls announced (``hermes_acp.turns.streaming``, ``hermes_acp.turns.tool_calls``) → run the calls in batches
+(consecutive reads together, anything else alone) → the next request, until the model stops, ``max_turn_requests``
+is reached, or the turn is stopped. Every step ends on the durable write that completes its phase, so the phase
+value always says what is stored and what is open.
 
 When a step raises, ``ENDINGS`` (one table) says how the turn ends: which way the open work is settled, which stop
 reason is stored, whether the user is told and whether the error goes on to the caller. ``settle`` is the one
 place that knows what each phase leaves open: the prompt not yet stored, text streamed but not stored, announced
-calls (the one running "cancelled", the rest "not run"). When the store itself failed, the open calls are settled
+calls (those running "cancelled", the rest "not run"). When the store itself failed, the open calls are settled
 in the editor only, with the words the repair before the session's next turn stores (a reload by a new process
 before that repair says the same "outcome unknown" / "not run", in crash recovery's words).
 
@@ -51,7 +52,7 @@ from .request import build_request
 from .settlements import CANCELLED, INTERRUPTED, STORE_FAILED, Failure, failed_settlements, interrupted_message
 from .state import TurnDeps, TurnResult, TurnState
 from .streaming import PartialResponse, stream_response
-from .tool_calls import announce, ask_attachment, run_call
+from .tool_calls import announce, ask_attachment, batch_end, run_calls
 
 __all__ = ["CLEANUP_TIMEOUT_S", "ENDINGS", "Ending", "TurnDeps", "TurnResult", "TurnState", "run_turn", "settle"]
 
@@ -187,9 +188,10 @@ async def _stream(phase: Streaming, state: TurnState, deps: TurnDeps) -> Phase |
 
 
 async def _run_tool(phase: RunningTool, state: TurnState, deps: TurnDeps) -> Phase | Ended:
-    await run_call(phase.calls[phase.next], deps, state)
-    if phase.next + 1 < len(phase.calls):
-        return RunningTool(calls=phase.calls, next=phase.next + 1, model_stop=phase.model_stop)
+    end = batch_end(phase.calls, phase.next)
+    await run_calls(phase.calls[phase.next : end], deps, state)
+    if end < len(phase.calls):
+        return RunningTool(calls=phase.calls, next=end, model_stop=phase.model_stop)
     if phase.model_stop in ("max_tokens", "refusal"):
         return Ended(_turn_stop(phase.model_stop))
     return BetweenRequests()

@@ -10,8 +10,9 @@ exactly one value, and ``settle`` in the loop matches on it:
   phase that prepares the request (e.g. compacting the history) goes between this one and ``Streaming``.
 - ``Streaming``: a model response streams. Its text so far is in ``partial`` (checkpointed at intervals); a stop
   stores it as an interrupted message.
-- ``RunningTool``: the announced calls of a stored response run one after another, from ``next``. The log says
-  which one runs (``ToolCallRunning``); a stop fails that one and marks the rest "not run".
+- ``RunningTool``: the announced calls of a stored response run in order, from ``next``, one batch per step:
+  consecutive calls that only read run together, any other call alone. The log says which ones run
+  (``ToolCallRunning``); a stop fails those and marks the rest "not run".
 
 Pure data; the only mutable piece is the streamed text buffer, which the streaming step appends to.
 """
@@ -55,7 +56,7 @@ class Streaming:
 class RunningTool:
     calls: tuple[PreparedCall, ...]
     next: int
-    """Index of the call to run next."""
+    """Index of the call to run next: the first of the next batch."""
     model_stop: ModelStopReason
     """Why the response stopped: after ``max_tokens`` or ``refusal`` the turn ends once its calls are settled."""
 

@@ -1,7 +1,8 @@
 """Projections of the session log that the turn loop needs: the model history, what a stop leaves open, the rules.
 
 ``SessionProjection.apply`` folds one stored event in. It is used for live events (as they are stored) and to
-rebuild a loaded session from its log, so both paths see the same history. ``transcript_events`` picks the events a
+rebuild a loaded session from its log, so both paths see the same history (tool results in the order the model
+made the calls, whatever order they were stored in). ``transcript_events`` picks the events a
 replay renders (a checkpoint of a message stored complete later is left out). Pure data; no I/O.
 """
 
@@ -23,6 +24,7 @@ from hermes_acp.core import (
     ToolCallRunning,
     ToolCallSettled,
     ToolCallStarted,
+    ToolResultMessage,
     TurnEnded,
     UserMessage,
     UserPrompted,
@@ -116,7 +118,7 @@ class SessionProjection:
             case ToolCallSettled():
                 self.open_calls.pop(event.tool_call_id, None)
                 if event.result is not None:
-                    self.history.append(event.result)
+                    self._append_result(event.result)
             case PermissionResolved():
                 if event.outcome == "allow_always":
                     self.rules[event.scope] = "allow"
@@ -128,6 +130,26 @@ class SessionProjection:
                 self.title = event.title
             case _:
                 pass
+
+    def _append_result(self, result: ToolResultMessage) -> None:
+        """A tool result goes after its response's other results in the order the model made the calls, whatever
+        order they settled in (calls that only read run together and finish in any order). The log keeps the order
+        they settled in; this is where the model's order is restored, live and on a reload alike."""
+        history = self.history
+        first = len(history)
+        while first > 0 and isinstance(history[first - 1], ToolResultMessage):
+            first -= 1
+        response = history[first - 1] if first > 0 else None
+        calls = response.tool_calls if isinstance(response, AssistantMessage) else []
+        order = {call.id: i for i, call in enumerate(calls)}
+        rank = order.get(result.tool_call_id, len(order))
+        at = len(history)
+        while at > first:
+            before = history[at - 1]
+            if not isinstance(before, ToolResultMessage) or order.get(before.tool_call_id, -1) <= rank:
+                break
+            at -= 1
+        history.insert(at, result)
 
     def _append_user(self, message: UserMessage) -> None:
         """Consecutive user messages (a turn that produced no answer) merge, so roles keep alternating."""
