@@ -2,8 +2,12 @@
 
 Prompts and slash commands are serialised (DESIGN §4.11): each registers its cancel scope before its first await,
 then waits its turn on a FIFO lock, so a second prompt is answered when its own turn ends. ``cancel`` cancels the
-running turn and everything queued (DESIGN §4.10); the next prompt is accepted at once. Mode and model live here
-and in the store; the tool surface is derived from them for every model request (DESIGN §4.6). No ACP here.
+running turn and everything queued (DESIGN §4.10); the next prompt is accepted at once. Mode, model and thinking
+effort live here and in the store; the tool surface is derived from them for every model request (DESIGN §4.6).
+
+A prompt that names one of the session's slash commands (``commands``: the built-in ones and the prompt files) runs
+it: a reply the session stores itself, or a model turn with a prompt of the command's own. The prompt files are
+rescanned when each prompt starts and when it ends; the editor is told when the list changed. No ACP here.
 """
 
 from __future__ import annotations
@@ -15,11 +19,12 @@ from typing import TypeVar
 import anyio
 
 from hermes_acp.computer_use import ComputerUse
-from hermes_acp.config import Settings
+from hermes_acp.config import Effort, Settings
 from hermes_acp.core import (
     DisplayBlock,
     ModeId,
     NoticeAdded,
+    StopReason,
     TextBlock,
     TextPart,
     TitleSet,
@@ -32,6 +37,7 @@ from hermes_acp.core import (
 from hermes_acp.core.ids import new_message_id, new_turn_id
 from hermes_acp.core.modes import MODES
 from hermes_acp.core.notice import Notice
+from hermes_acp.core.sanitize import clean_text
 from hermes_acp.errors import NoProviderError, SessionBusyError, UnknownModeError
 from hermes_acp.mcp_client import McpServers
 from hermes_acp.providers.catalog import CatalogModel, ModelCatalog
@@ -42,19 +48,23 @@ from hermes_acp.tools.context import Workspace
 from hermes_acp.tools.sandbox import Availability, Sandbox
 from hermes_acp.turns.loop import TurnDeps, TurnResult, TurnState, run_turn
 from hermes_acp.turns.projection import SessionProjection
-from hermes_acp.turns.recorder import Recorder
+from hermes_acp.turns.recorder import EMIT_TIMEOUT_S, Recorder
 from hermes_acp.turns.system_prompt import build_system_prompt
 
 from ._runtime import SessionRuntime
-from .commands import CommandOutcome, help_text
+from .builtin_commands import BUILT_INS
+from .commands import Ask, CommandSet, Invocation, Reply
+from .effort import EFFORT_META_KEY, choose_effort, current_effort
 from .instructions import InstructionFile
 from .ports import ClientBridge
+from .prompt_files import PromptFile, expand, load_prompt_files
 from .recovery import STORE_FAILED_TEXT, recovery_events
 from .titles import title_from_prompt, title_with_model
 
-__all__ = ["Session", "SessionServices"]
+__all__ = ["PromptResult", "Session", "SessionServices"]
 
 T = TypeVar("T")
+_HANDLERS = {built_in.command.name: built_in.run for built_in in BUILT_INS}
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +79,18 @@ class SessionServices:
     tool_surface: Callable[[Session], Sequence[Tool]]
 
 
+@dataclass(frozen=True, slots=True)
+class PromptResult:
+    """How one prompt ended, and what the editor should be told again."""
+
+    stop_reason: StopReason
+    usage: Usage | None = None
+    """None when no model was asked (a command the session answered itself, or a cancel before the turn began)."""
+    mode_changed: bool = False
+    config_changed: bool = False
+    """The mode, model or thinking effort changed (a command did it)."""
+
+
 class Session:
     def __init__(
         self,
@@ -81,6 +103,7 @@ class Session:
         mcp_servers: list[dict[str, object]],
         mcp: McpServers,
         instructions: Sequence[InstructionFile] = (),
+        prompt_files: Sequence[PromptFile] = (),
     ):
         self.record = record
         self.recorder = recorder
@@ -95,6 +118,8 @@ class Session:
         """The project instruction files read when the session opened (``/status`` lists them)."""
         self.system_prompt = build_system_prompt(workspace, self.instructions)
         """Fixed for the session's life in this process: byte-identical for every request."""
+        self.commands = CommandSet([built_in.command for built_in in BUILT_INS], prompt_files)
+        """The slash commands: the built-in ones, then the prompt files (rescanned around every prompt)."""
         self.computer_use = ComputerUse.for_session(
             runtime,
             services.settings,
@@ -126,6 +151,17 @@ class Session:
     def model_id(self) -> str | None:
         return self.record.model_id
 
+    @property
+    def effort(self) -> Effort | None:
+        """The thinking effort the session's requests get (None: none is sent; see ``sessions.effort``)."""
+        return current_effort(self.current_model(), self.chosen_effort)
+
+    @property
+    def chosen_effort(self) -> str | None:
+        """The thinking effort chosen for the session, if any (kept even while the model does not take it)."""
+        chosen = self.record.meta.get(EFFORT_META_KEY)
+        return chosen if isinstance(chosen, str) else None
+
     def current_model(self) -> CatalogModel | None:
         """The session's model; the catalog's default when none is stored or the stored one left the catalog."""
         catalog = self.services.catalog
@@ -140,21 +176,15 @@ class Session:
     def projection(self) -> SessionProjection:
         return self.recorder.projection
 
-    async def prompt(self, display: list[DisplayBlock]) -> TurnResult:
-        """Run (or queue, then run) one prompt turn. A cancel while queued or running answers ``cancelled``."""
-        result = await self._queued(lambda: self._turn(display))
+    async def prompt(self, display: list[DisplayBlock]) -> PromptResult:
+        """Run (or queue, then run) one prompt: a model turn, or the slash command it names. A cancel while queued
+        or running answers ``cancelled`` (a command that had not started does not run)."""
+        result = await self._queued(lambda: self._prompt(display))
         if result is None:
-            return TurnResult(stop_reason="cancelled", usage=Usage())
+            return PromptResult(stop_reason="cancelled")
         if self.projection.title is None and self.projection.first_prompt:
             self.runtime.submit(self._write_title, "title")
         return result
-
-    async def run_command(self, name: str, argument: str, display: list[DisplayBlock]) -> CommandOutcome:
-        """A slash command, queued like a prompt and stored like a turn the model never sees.
-
-        A cancel while it waits its turn answers ``cancelled`` and the command does not run."""
-        outcome = await self._queued(lambda: self._command_turn(name, argument, display))
-        return outcome or CommandOutcome("Cancelled before it ran.", stop_reason="cancelled")
 
     async def _queued(self, work: Callable[[], Awaitable[T]]) -> T | None:
         """Run ``work`` when the turns queued before it have ended (DESIGN §4.11); None when a cancel came first,
@@ -170,59 +200,63 @@ class Session:
         finally:
             self._in_flight.remove(scope)
 
-    async def _turn(self, display: list[DisplayBlock]) -> TurnResult:
+    async def _prompt(self, display: list[DisplayBlock]) -> PromptResult:
+        await self.refresh_commands()
+        invocation = self.commands.find(display)
+        result = await (self._turn(display) if invocation is None else self._command(invocation, display))
+        await self.refresh_commands()
+        return result
+
+    async def _turn(self, display: list[DisplayBlock], prompt: str | None = None) -> PromptResult:
         self._running = True
         try:
-            return await self._run(display)
+            turn = await self._run(display, prompt)
         finally:
             self._running = False
+        return PromptResult(stop_reason=turn.stop_reason, usage=turn.usage)
 
-    async def _command_turn(self, name: str, argument: str, display: list[DisplayBlock]) -> CommandOutcome:
-        outcome = await self._command(name, argument)
+    async def _command(self, invocation: Invocation, display: list[DisplayBlock]) -> PromptResult:
+        """A slash command: a prompt file's text (its arguments in) or a built-in command's outcome."""
+        if invocation.file is not None:
+            outcome: Ask | Reply = Ask(expand(invocation.file.template, invocation.argument))
+        else:
+            outcome = await _HANDLERS[invocation.command.name](self, invocation.argument)
+        if isinstance(outcome, Ask):
+            return await self._turn(display, outcome.prompt)
+        await self._reply(display, outcome.text)
+        return PromptResult("end_turn", mode_changed=outcome.mode_changed, config_changed=outcome.config_changed)
+
+    async def _reply(self, display: list[DisplayBlock], text: str) -> None:
+        """Store a command the session answered itself like a turn the model never sees: the user's line, the
+        answer (which may quote servers' and files' words: it passes the sanitizer), the turn's end."""
         turn_id = new_turn_id()
-        text = "".join(b.text for b in display if isinstance(b, TextBlock))
+        typed = "".join(b.text for b in display if isinstance(b, TextBlock))
         await self.recorder.record(
             UserPrompted(
                 turn_id=turn_id,
                 message_id=new_message_id(),
                 display=display,
-                message=UserMessage(parts=[TextPart(text=text)]),
+                message=UserMessage(parts=[TextPart(text=typed)]),
                 for_model=False,
             ),
-            NoticeAdded(turn_id=turn_id, message_id=new_message_id(), text=outcome.text),
+            NoticeAdded(turn_id=turn_id, message_id=new_message_id(), text=clean_text(text)),
             TurnEnded(turn_id=turn_id, stop_reason="end_turn"),
         )
-        return outcome
 
-    async def _command(self, name: str, argument: str) -> CommandOutcome:
-        catalog = self.services.catalog
-        if name == "mode":
-            if not argument:
-                return CommandOutcome(f"Mode: {self.mode}. Modes: " + ", ".join(m.id for m in MODES))
-            await self.set_mode(argument)
-            return CommandOutcome(f"Mode set to {self.mode}.", mode_changed=True)
-        if name == "model":
-            if not argument:
-                listing = "\n".join(
-                    f"- `{m.id}`" + ("" if m.usable else f" (needs {m.api_key_env})") for m in catalog.models
-                )
-                current = self.current_model()
-                return CommandOutcome(f"Model: {current.id if current else 'none'}.\n{listing}")
-            await self.set_model(argument)
-            return CommandOutcome(f"Model set to {argument}.", model_changed=True)
-        if name == "title":
-            if not argument:
-                return CommandOutcome(f"Title: {self.projection.title or '(none yet)'}")
-            await self._set_title(argument[:200])
-            return CommandOutcome("Session renamed.")
-        return CommandOutcome(help_text())
+    async def refresh_commands(self) -> None:
+        """Read the prompt files again; tell the editor (bounded) when the list of commands changed."""
+        files = await load_prompt_files(self.workspace.cwd, self.services.settings.home)
+        before, self.commands = self.commands.listing, self.commands.with_files(files)
+        if self.commands.listing != before:
+            with anyio.move_on_after(EMIT_TIMEOUT_S):
+                await self.services.client.commands_changed(self.id, self.commands.listing)
 
     def cancel(self) -> None:
         """Cancel the running turn and every queued prompt."""
         for scope in list(self._in_flight):
             scope.cancel()
 
-    async def _run(self, display: list[DisplayBlock]) -> TurnResult:
+    async def _run(self, display: list[DisplayBlock], prompt: str | None) -> TurnResult:
         services = self.services
         repairs = recovery_events(self.projection, text=STORE_FAILED_TEXT)
         if repairs:  # an earlier turn stopped on a failed write: settle what it left open, as a reload would
@@ -253,11 +287,12 @@ class Session:
             terminals=client.terminals(self.id),
             images=self.computer_use.gate,
             sandbox=self.sandbox,
+            effort=self.effort,
         )
         # Bounded: MCP servers still starting are reported, not awaited.
         mcp = [Notice("warning", text.removeprefix("⚠ ")) for text in await self.mcp.prepare_turn()]
         texts = await self._show_notices([*self._sandbox_notice(await self.sandbox.availability()), *mcp])
-        return await run_turn(TurnState(turn_id=new_turn_id()), deps, display, notices=texts)
+        return await run_turn(TurnState(turn_id=new_turn_id()), deps, display, notices=texts, prompt=prompt)
 
     async def _show_notices(self, notices: Sequence[Notice]) -> list[str]:
         """Show each notice live where the client takes notices; the texts of the others, to store with the turn."""
@@ -283,9 +318,9 @@ class Session:
             title = await title_with_model(self.services.providers.provider_for(model), model.model, first)
         title = title or title_from_prompt(first)
         if title:
-            await self._set_title(title)
+            await self.set_title(title)
 
-    async def _set_title(self, title: str) -> None:
+    async def set_title(self, title: str) -> None:
         await self.recorder.record(TitleSet(title=title, updated_at=utc_now()))
         self.record = await self.services.store.update_session(self.id, title=title)
 
@@ -294,6 +329,15 @@ class Session:
             valid = ", ".join(m.id for m in MODES)
             raise UnknownModeError(f"unknown mode {mode_id!r}; valid modes: {valid}", field="modeId")
         self.record = await self.services.store.update_session(self.id, mode_id=mode_id)
+
+    async def set_effort(self, value: str) -> None:
+        """Choose the thinking effort (one of ``sessions.effort.effort_choices`` for the current model); stored in
+        the record's ``meta``, so a reload and a fork keep it. Takes effect from the next prompt."""
+        chosen = choose_effort(self.current_model(), value)
+        meta = {key: item for key, item in self.record.meta.items() if key != EFFORT_META_KEY}
+        if chosen is not None:
+            meta[EFFORT_META_KEY] = chosen
+        self.record = await self.services.store.update_session(self.id, meta=meta)
 
     async def set_model(self, model_id: str) -> None:
         self.services.catalog.get(model_id)

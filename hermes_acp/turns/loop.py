@@ -47,7 +47,7 @@ from hermes_acp.providers.base import ModelStopReason
 
 from .approvals import TurnCancelledByClient
 from .phases import BetweenRequests, Converting, Ended, Phase, RunningTool, Streaming
-from .prompt_input import convert_prompt
+from .prompt_input import ConvertedPrompt, convert_prompt
 from .request import build_request
 from .settlements import CANCELLED, INTERRUPTED, STORE_FAILED, Failure, failed_settlements, interrupted_message
 from .state import TurnDeps, TurnResult, TurnState
@@ -100,12 +100,19 @@ def ending_for(exc: BaseException) -> Ending | None:
 
 
 async def run_turn(
-    state: TurnState, deps: TurnDeps, display: list[DisplayBlock], *, notices: Sequence[str] = ()
+    state: TurnState,
+    deps: TurnDeps,
+    display: list[DisplayBlock],
+    *,
+    notices: Sequence[str] = (),
+    prompt: str | None = None,
 ) -> TurnResult:
     """Run one prompt turn to its end. Cancellation propagates after the turn was settled and stored.
 
-    ``notices`` are shown to the user with the prompt (e.g. an MCP server that failed to start)."""
-    current: Phase | Ended = Converting(display=display, notices=tuple(notices))
+    ``notices`` are shown to the user with the prompt (e.g. an MCP server that failed to start). ``prompt``: what
+    the model gets instead of ``display`` (a slash command's expanded text; the transcript still shows
+    ``display``)."""
+    current: Phase | Ended = Converting(display=display, notices=tuple(notices), prompt=prompt)
     try:
         while not isinstance(current, Ended):
             current = await _step(current, state, deps)
@@ -136,12 +143,15 @@ async def _step(phase: Phase, state: TurnState, deps: TurnDeps) -> Phase | Ended
 
 
 async def _convert(phase: Converting, state: TurnState, deps: TurnDeps) -> Phase:
-    converted = await convert_prompt(
-        phase.display,
-        workspace=deps.workspace,
-        ask_outside=lambda path, request: ask_attachment(deps, state, path, request),
-        images=deps.images,
-    )
+    if phase.prompt is not None:
+        converted = ConvertedPrompt(UserMessage(parts=[TextPart(text=phase.prompt)]))
+    else:
+        converted = await convert_prompt(
+            phase.display,
+            workspace=deps.workspace,
+            ask_outside=lambda path, request: ask_attachment(deps, state, path, request),
+            images=deps.images,
+        )
     await deps.recorder.record(
         UserPrompted(
             turn_id=state.turn_id, message_id=new_message_id(), display=phase.display, message=converted.message
@@ -164,6 +174,7 @@ def _next_request(state: TurnState, deps: TurnDeps) -> Phase | Ended:
         history=deps.recorder.projection.history,
         tools=tools,
         native_images=deps.images.route() == "native" if deps.images is not None else None,
+        effort=deps.effort,
     )
     state.requests += 1
     return Streaming(request=request, tools=tools, partial=PartialResponse(message_id=new_message_id()))

@@ -4,8 +4,8 @@ A turn is a sequence of phases; each step of the loop (``hermes_acp.turns.loop``
 next, or ``Ended``. A phase value is never changed, only replaced, so "where was the turn when it stopped" is always
 exactly one value, and ``settle`` in the loop matches on it:
 
-- ``Converting``: the user's prompt is being converted (attachments read, perhaps asked about). It is not stored
-  yet; a stop stores it for the transcript only.
+- ``Converting``: the user's prompt is being converted (attachments read, perhaps asked about), or taken as the
+  text a slash command gives the model. It is not stored yet; a stop stores it for the transcript only.
 - ``BetweenRequests``: everything so far is stored; the next model request is built here (or the turn ends). A
   phase that prepares the request (e.g. compacting the history) goes between this one and ``Streaming``.
 - ``Streaming``: a model response streams. Its text so far is in ``partial`` (checkpointed at intervals); a stop
@@ -37,6 +37,8 @@ class Converting:
     """The prompt as the editor showed it."""
     notices: tuple[str, ...] = ()
     """Shown with the prompt (e.g. an MCP server that failed to start)."""
+    prompt: str | None = None
+    """What the model gets instead of ``display`` (a slash command's text); ``display`` is still what is shown."""
 
 
 @dataclass(frozen=True, slots=True)

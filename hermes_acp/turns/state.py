@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from hermes_acp.config import Effort
 from hermes_acp.core import ModeId, StopReason, Usage
 from hermes_acp.providers.base import ModelProvider
 from hermes_acp.providers.catalog import CatalogModel
@@ -50,6 +51,8 @@ class TurnDeps:
     """How the session's commands are contained (``[sandbox]``)."""
     checkpoints: CheckpointPolicy | None = CHECKPOINTS
     """How often streamed text is checkpointed into the log; None stores it only when the response ends."""
+    effort: Effort | None = None
+    """The thinking effort every request of the turn asks for (None: none is sent)."""
 
 
 @dataclass(kw_only=True)
