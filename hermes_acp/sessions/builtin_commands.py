@@ -99,7 +99,7 @@ async def _init(session: Session, argument: str) -> Ask:
 
 
 async def _review(session: Session, argument: str) -> Outcome:
-    changes = await collect_changes(session.workspace.cwd, session.sandbox)
+    changes = await collect_changes(session.workspace.cwd, session.sandbox.env_policy)
     if isinstance(changes, NothingToReview):
         return Reply(changes.reason)
     return Ask(changes.prompt(argument))
