@@ -178,9 +178,12 @@ class PermissionSettings(_Section):
     """0 = wait for the user as long as the turn lives; otherwise a timeout denies that one call."""
 
 
+DEFAULT_DRIVER_COMMAND = ("cua-driver", "mcp", "--no-overlay")
+
+
 class ComputerUseSettings(_Section):
     driver_command: Annotated[list[str], Field(min_length=1)] = Field(
-        default_factory=lambda: ["cua-driver", "mcp", "--no-overlay"]
+        default_factory=lambda: list(DEFAULT_DRIVER_COMMAND)
     )
     call_timeout_s: Annotated[float, Field(gt=0)] = 30.0
 

@@ -1,4 +1,4 @@
-"""The exception tree of hermes_acp.
+"""The exception tree of hermes_acp, and every error code the model, the editor or the wire sees.
 
 Every error we raise on purpose is a ``HermesError``. The tree says who has to act::
 
@@ -10,7 +10,7 @@ Every error we raise on purpose is a ``HermesError``. The tree says who has to a
     ├── SessionError
     │   ├── SessionNotFoundError     no session with that id (→ ACP resource-not-found, -32002)
     │   └── SessionBusyError         the request needs an idle session and a turn is running
-    ├── ProviderError                a model provider failed
+    ├── ProviderError                a model provider failed (the turn ends with a notice saying why)
     │   ├── ProviderAuthError        missing or rejected credentials (→ ACP auth_required, -32000)
     │   │   └── NoProviderError      no usable provider is configured at all
     │   ├── ProviderRateLimitError   HTTP 429 after every retry
@@ -18,36 +18,43 @@ Every error we raise on purpose is a ``HermesError``. The tree says who has to a
     │   ├── ProviderTimeoutError     the provider did not answer within the configured timeout
     │   ├── ProviderRequestError     the provider rejected the request (4xx other than auth/429)
     │   │   └── ContextLengthError   … because the prompt does not fit the model's context window
-    │   └── ProviderStreamError      the stream broke or carried something we cannot read
-    ├── ToolError                    a tool failed; goes back to the model, never to the wire
+    │   ├── ProviderStreamError      the stream broke or carried something we cannot read
+    │   └── ScriptExhaustedError     (providers.scripted, the test double) asked for more than its script
+    ├── ToolError                    a tool failed; goes back to the model as its result, never to the wire
     │   ├── ToolInputError           arguments invalid, unknown tool, bad JSON
     │   ├── PermissionDeniedError    the user (or the mode) refused
     │   ├── HardBlockedError         refused in every mode without asking
     │   ├── ToolTimeoutError         the tool ran past its time limit
     │   ├── OutcomeUnknownError      a mutation may or may not have happened; never retried
+    │   ├── McpServerUnavailableError  an editor-supplied MCP server could not be reached; nothing was sent
     │   └── ComputerUseError         the desktop driver refused or failed
-    │       └── DriverUnavailableError  no cua-driver could be started
-    ├── McpServerError               an editor-supplied MCP server could not be reached
-    ├── StorageError                 the session store failed; the turn stops, nothing runs
-    └── TurnLimitExceededError       max_turn_requests reached
+    │       ├── DriverUnavailableError  no cua-driver could be started
+    │       └── ComputerUseRefusal   (computer_use.results) a refusal with its own code and details
+    │           └── DriverRefusal    (computer_use.results) the driver answered isError, with its own code
+    └── StorageError                 the session store failed (``cause``); the turn stops, nothing runs
 
-Translation to JSON-RPC happens in exactly one place (``hermes_acp.protocol.boundary``). This module imports
-nothing from the SDKs: adapters translate foreign exceptions into these classes where they import the library.
+``ErrorCode`` lists every code a failed tool call carries (its card's ``rawOutput`` and the model's result say
+it); a cua-driver's own refusal codes pass through as it sent them (``DriverCode``). ``WireErrorCode`` lists the
+JSON-RPC error codes we answer with. Translation to JSON-RPC happens in exactly one place
+(``hermes_acp.protocol.boundary``). This module imports nothing from the SDKs: adapters translate foreign
+exceptions into these classes where they import the library.
 """
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, NewType
 
 __all__ = [
     "ComputerUseError",
     "ConfigError",
     "ContextLengthError",
+    "DriverCode",
     "DriverUnavailableError",
+    "ErrorCode",
     "HardBlockedError",
     "HermesError",
     "InvalidParamsError",
-    "McpServerError",
+    "McpServerUnavailableError",
     "NoProviderError",
     "OutcomeUnknownError",
     "PermissionDeniedError",
@@ -64,12 +71,58 @@ __all__ = [
     "StorageCause",
     "StorageError",
     "ToolError",
+    "ToolErrorCode",
     "ToolInputError",
     "ToolTimeoutError",
-    "TurnLimitExceededError",
     "UnknownModeError",
     "UnknownModelError",
+    "WireErrorCode",
 ]
+
+
+ErrorCode = Literal[
+    # the tool seam
+    "tool_error",
+    "invalid_arguments",
+    "permission_denied",
+    "hard_blocked",
+    "timeout",
+    "nonzero_exit",
+    # at most once: a mutation whose outcome is unknown
+    "timeout_outcome_unknown",
+    "transport_outcome_unknown",
+    # a turn that stopped around a call (settlements)
+    "not_run",
+    "cancelled",
+    "interrupted",
+    "outcome_unknown",
+    # MCP servers
+    "mcp_server_unavailable",
+    "mcp_tool_error",
+    # computer_use
+    "computer_use_error",
+    "driver_unavailable",
+    "driver_error",
+    "driver_protocol_error",
+    "driver_unresponsive",
+    "no_target",
+    "stale_target",
+    "no_matching_window",
+    "input_target_mismatch",
+    "unsupported_action",
+    "unsupported_argument",
+    "foreground_unsupported",
+    "unknown_element",
+    "element_unaddressable",
+    "no_screenshot",
+]
+"""Every error code of ours a failed tool call carries."""
+DriverCode = NewType("DriverCode", str)
+"""A code the cua-driver chose, passed on as it came."""
+ToolErrorCode = ErrorCode | DriverCode
+WireErrorCode = Literal[-32700, -32600, -32601, -32602, -32603, -32800, -32000, -32002]
+"""The JSON-RPC errors we answer with: parse error, invalid request, method not found, invalid params, internal
+error, request cancelled, ACP auth_required, ACP resource_not_found."""
 
 
 class HermesError(Exception):
@@ -157,37 +210,37 @@ class ProviderStreamError(ProviderError):
 class ToolError(HermesError):
     """A tool failed. The message goes back to the model as the tool's result; the client sees ``failed``."""
 
-    code: str = "tool_error"
+    code: ToolErrorCode = "tool_error"
 
 
 class ToolInputError(ToolError):
     """The model's arguments are invalid, the JSON does not parse, or the tool does not exist."""
 
-    code = "invalid_arguments"
+    code: ToolErrorCode = "invalid_arguments"
 
 
 class PermissionDeniedError(ToolError):
     """The user or the session mode refused this call."""
 
-    code = "permission_denied"
+    code: ToolErrorCode = "permission_denied"
 
 
 class HardBlockedError(ToolError):
     """The call is refused in every mode, without asking."""
 
-    code = "hard_blocked"
+    code: ToolErrorCode = "hard_blocked"
 
 
 class ToolTimeoutError(ToolError):
     """The tool ran past its time limit and was stopped."""
 
-    code = "timeout"
+    code: ToolErrorCode = "timeout"
 
 
 class OutcomeUnknownError(ToolError):
     """A mutating call timed out or lost its transport: it may or may not have happened. Never retried."""
 
-    def __init__(self, message: str, *, code: str):
+    def __init__(self, message: str, *, code: Literal["timeout_outcome_unknown", "transport_outcome_unknown"]):
         super().__init__(message)
         self.code = code
 
@@ -195,17 +248,19 @@ class OutcomeUnknownError(ToolError):
 class ComputerUseError(ToolError):
     """The desktop driver refused or failed an action."""
 
-    code = "computer_use_error"
+    code: ToolErrorCode = "computer_use_error"
 
 
 class DriverUnavailableError(ComputerUseError):
     """No cua-driver could be started for this session."""
 
-    code = "driver_unavailable"
+    code: ToolErrorCode = "driver_unavailable"
 
 
-class McpServerError(HermesError):
-    """An editor-supplied MCP server could not be started or reached."""
+class McpServerUnavailableError(ToolError):
+    """An editor-supplied MCP server could not be (re)connected for this call; nothing was sent."""
+
+    code: ToolErrorCode = "mcp_server_unavailable"
 
 
 StorageCause = Literal["disk_full", "read_only", "corrupt", "locked", "io_error", "other"]
@@ -218,7 +273,3 @@ class StorageError(HermesError):
     def __init__(self, message: str, *, cause: StorageCause = "other"):
         super().__init__(message)
         self.cause: StorageCause = cause
-
-
-class TurnLimitExceededError(HermesError):
-    """The turn reached ``agent.max_turn_requests``."""

@@ -16,6 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from hermes_acp.errors import ErrorCode
+
 from .elements import Element, Seen
 from .results import ComputerUseRefusal
 from .schema import ComputerUseInput
@@ -35,7 +37,7 @@ class PlannedCall:
     foreground: bool
 
 
-def _refuse(message: str, code: str) -> ComputerUseRefusal:
+def _refuse(message: str, code: ErrorCode) -> ComputerUseRefusal:
     return ComputerUseRefusal(message, code=code)
 
 

@@ -8,6 +8,9 @@ given in original pixels; when that fails, or nothing describes images, the call
 screenshot: its element list) or a note stands in. Native pixels are re-encoded to fit
 ``vision.embed_target_bytes`` with the long edge at most 1568 px, at most 4 per call, off the event loop.
 
+When images reach the model as text although pixels were meant (no vision and nothing to describe them, or the
+auxiliary model failed), the user is told once per session and reason (``notify``, a ``Notice``).
+
 It deliberately knows nothing about where images come from (screenshots, MCP results, prompts).
 """
 
@@ -15,7 +18,7 @@ from __future__ import annotations
 
 import base64
 import binascii
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from contextlib import aclosing
 
 import anyio
@@ -24,6 +27,7 @@ import structlog
 
 from hermes_acp.config import Settings
 from hermes_acp.core import ImagePart, TextPart, UserMessage
+from hermes_acp.core.notice import Notice
 from hermes_acp.errors import HermesError
 from hermes_acp.providers.base import ProviderRequest, ResponseDone
 from hermes_acp.providers.catalog import CatalogModel, ModelCatalog
@@ -62,6 +66,9 @@ class SessionImageGate:
         self._catalog = catalog
         self._providers = providers
         self._aux_timeout_s = aux_timeout_s
+        self.notify: Callable[[Notice], Awaitable[None]] | None = None
+        """Where a downgrade is told (the session sets it); told once per reason."""
+        self._told: set[str] = set()
 
     @property
     def embed_target_bytes(self) -> int:
@@ -99,8 +106,32 @@ class SessionImageGate:
             described = await self._describe(images, purpose=purpose, hint=hint)
             if described is not None:
                 return GatedImages(parts=[described], route="auxiliary", scales=tuple(None for _ in images))
+        await self._tell_downgrade(route)
         note = fallback or self._note(images, purpose)
         return GatedImages(parts=[TextPart(text=note)], route="text", scales=tuple(None for _ in images))
+
+    async def _tell_downgrade(self, route: ImageRoute) -> None:
+        """Images meant for the model go as text: say so once per reason (not when the user chose text)."""
+        if self._settings.agent.image_input_mode == "text" or self.notify is None or route in self._told:
+            return
+        self._told.add(route)
+        model = self._model()
+        if route == "auxiliary":
+            aux = self._aux_model()
+            notice = Notice(
+                "warning",
+                "Images reach the model as text: the auxiliary vision model failed",
+                f"{aux.id if aux else 'auxiliary.vision'} did not describe them; the model gets what text there is"
+                " (a screenshot's element list)",
+            )
+        else:
+            notice = Notice(
+                "warning",
+                "Images reach the model as text only",
+                f"{model.id if model else 'the model'} has no vision and no auxiliary.vision model is configured;"
+                " the model gets what text there is (a screenshot's element list)",
+            )
+        await self.notify(notice)
 
     def _note(self, images: Sequence[ImagePart], purpose: str) -> str:
         model = self._model()

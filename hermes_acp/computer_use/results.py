@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from hermes_acp.errors import ComputerUseError
+from hermes_acp.errors import ComputerUseError, DriverCode, ToolErrorCode
 
 __all__ = ["ActionReport", "ComputerUseRefusal", "DriverRefusal", "DriverReply", "action_report", "refusal_report"]
 
@@ -82,7 +82,7 @@ def _json_object(text: str) -> dict[str, Any]:
 class ComputerUseRefusal(ComputerUseError):
     """A computer_use failure with its own code (ours or the driver's) and optional details for the model."""
 
-    def __init__(self, message: str, *, code: str, details: Mapping[str, Any] | None = None):
+    def __init__(self, message: str, *, code: ToolErrorCode, details: Mapping[str, Any] | None = None):
         super().__init__(message)
         self.code = code
         self.details = dict(details or {})
@@ -92,7 +92,7 @@ class DriverRefusal(ComputerUseRefusal):
     """The driver answered ``isError``: a refusal or a failure, with the driver's own code and advice."""
 
     def __init__(self, tool: str, reply: DriverReply):
-        code = reply.code or "driver_error"
+        code: ToolErrorCode = DriverCode(reply.code) if reply.code else "driver_error"
         refusal = reply.structured.get("refusal")
         message = ""
         if isinstance(refusal, Mapping) and refusal.get("message"):
@@ -124,7 +124,7 @@ class ActionReport:
     verified: bool | None = None
     recommended: str | None = None
     escalation_reason: str | None = None
-    code: str | None = None
+    code: ToolErrorCode | None = None
     message: str | None = None
     route: str | None = None
     delivery_mode: str | None = None
@@ -159,7 +159,7 @@ def action_report(reply: DriverReply) -> ActionReport:
         recommended=_recommended(escalation),
         escalation_reason=str(escalation.get("reason")) if isinstance(escalation, Mapping) and "reason" in escalation
         else None,
-        code=reply.code,
+        code=DriverCode(reply.code) if reply.code else None,
         message=str(data.get("summary") or reply.text or "")[:500] or None,
         route=str(data.get("route") or data.get("path") or "") or None,
         delivery_mode=str(delivery["mode"]) if isinstance(delivery, Mapping) and delivery.get("mode") else None,

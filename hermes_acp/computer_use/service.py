@@ -25,7 +25,8 @@ from types import MappingProxyType
 
 import anyio
 
-from hermes_acp.config import Settings
+from hermes_acp.config import DEFAULT_DRIVER_COMMAND, Settings
+from hermes_acp.core.notice import Notice
 from hermes_acp.providers.catalog import CatalogModel, ModelCatalog
 from hermes_acp.providers.registry import ProviderRegistry
 
@@ -114,6 +115,19 @@ class ComputerUse:
     gate: SessionImageGate
     driver: DriverClient
     available: bool
+    command: tuple[str, ...] = DEFAULT_DRIVER_COMMAND
+
+    def notice(self) -> Notice | None:
+        """A warning when the user asked for a driver (a command other than the default) that cannot be found;
+        with the default command, computer_use is simply not offered (``--check`` says why)."""
+        if self.available or self.command == DEFAULT_DRIVER_COMMAND:
+            return None
+        return Notice(
+            "warning",
+            "computer_use is off: the cua-driver was not found",
+            f"{self.command[0] if self.command else 'no command'} (computer_use.driver_command or"
+            " HERMES_CUA_DRIVER_CMD) is not on PATH; `hermes-acp --check` shows what was looked for",
+        )
 
     @classmethod
     def for_session(
@@ -139,4 +153,4 @@ class ComputerUse:
         gate = SessionImageGate(settings, model=model, catalog=catalog, providers=providers)
         driver = DriverClient(runtime, params)
         tool = ComputerUseTool(driver, gate, cache_dir or settings.cache_dir)
-        return cls(tool=tool, gate=gate, driver=driver, available=path is not None)
+        return cls(tool=tool, gate=gate, driver=driver, available=path is not None, command=tuple(command))

@@ -14,7 +14,6 @@ from .connection import (
     CONNECT_TIMEOUT_S,
     LIST_TIMEOUT_S,
     McpTimeouts,
-    McpUnavailableError,
     ServerConnection,
 )
 from .images import MAX_SAVED_IMAGES
@@ -40,7 +39,6 @@ __all__ = [
     "McpServers",
     "McpTimeouts",
     "McpTool",
-    "McpUnavailableError",
     "NotConnected",
     "RequestLost",
     "ServerConnection",

@@ -12,7 +12,7 @@ this module adds:
 - a tool without ``readOnlyHint`` is not replay-safe, lists and reads are; the supervisor's failures become the
   model's errors: ``OutcomeUnknownError`` (``timeout_outcome_unknown`` / ``transport_outcome_unknown``) for a
   mutating call whose answer was lost, ``ToolTimeoutError`` / ``ToolError`` for a read lost twice,
-  ``McpUnavailableError`` when nothing could be sent, ``ToolError`` for an error answer.
+  ``McpServerUnavailableError`` when nothing could be sent, ``ToolError`` for an error answer.
 
 This module does not import the mcp SDK.
 """
@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import structlog
 
-from hermes_acp.errors import OutcomeUnknownError, ToolError, ToolTimeoutError
+from hermes_acp.errors import McpServerUnavailableError, OutcomeUnknownError, ToolError, ToolTimeoutError
 
 from ._failures import NotConnected, RequestLost, ServerRejected
 from .naming import sanitise
@@ -41,7 +41,6 @@ __all__ = [
     "CONNECT_TIMEOUT_S",
     "LIST_TIMEOUT_S",
     "McpTimeouts",
-    "McpUnavailableError",
     "ServerConnection",
 ]
 
@@ -60,12 +59,6 @@ class McpTimeouts:
     connect_s: float = field(default_factory=lambda: CONNECT_TIMEOUT_S)
     call_s: float = field(default_factory=lambda: CALL_TIMEOUT_S)
     list_s: float = field(default_factory=lambda: LIST_TIMEOUT_S)
-
-
-class McpUnavailableError(ToolError):
-    """The server could not be (re)connected for this request; nothing was sent."""
-
-    code = "mcp_server_unavailable"
 
 
 class ServerConnection:
@@ -179,7 +172,7 @@ class ServerConnection:
         try:
             return await request
         except NotConnected as exc:
-            raise McpUnavailableError(str(exc)) from None
+            raise McpServerUnavailableError(str(exc)) from None
         except ServerRejected as exc:
             raise ToolError(f"{what}: the server answered with an error: {exc}") from exc
         except RequestLost as lost:

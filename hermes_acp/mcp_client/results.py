@@ -18,6 +18,7 @@ from typing import Any
 
 from hermes_acp.core import DisplayBlock, ImageBlock, ImagePart, ResourceBlock, ResourceLinkBlock, TextBlock, TextPart
 from hermes_acp.core.sanitize import clean_text
+from hermes_acp.errors import ErrorCode
 from hermes_acp.tools._text import cap_middle
 from hermes_acp.tools.base import ToolOutcome
 from hermes_acp.tools.context import ImageGate
@@ -29,7 +30,7 @@ __all__ = ["MAX_IMAGE_BYTES", "outcome_from_result", "outcome_from_text"]
 
 MAX_IMAGE_BYTES = 4 * 1024 * 1024
 """An image larger than this is saved but not embedded (the model and the editor get its path)."""
-ERROR_CODE = "mcp_tool_error"
+ERROR_CODE: ErrorCode = "mcp_tool_error"
 _IMAGE_PURPOSE = "an image returned by an MCP tool"
 
 

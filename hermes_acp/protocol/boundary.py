@@ -21,12 +21,14 @@ from hermes_acp.errors import (
     ProviderAuthError,
     SessionBusyError,
     SessionNotFoundError,
+    StorageError,
+    WireErrorCode,
 )
 
 __all__ = ["AUTH_REQUIRED", "CANCELLED", "RESOURCE_NOT_FOUND", "ClientRequestError", "to_wire"]
 
-AUTH_REQUIRED = -32000
-RESOURCE_NOT_FOUND = -32002
+AUTH_REQUIRED: WireErrorCode = -32000
+RESOURCE_NOT_FOUND: WireErrorCode = -32002
 CANCELLED: dict[str, Any] = {"code": -32800, "message": "Request cancelled"}
 _log = logging.getLogger("hermes_acp.protocol")
 
@@ -72,6 +74,8 @@ def to_wire(exc: BaseException, method: str) -> dict[str, Any]:
             return _error(-32603, str(exc), {"reason": "busy"})
         case ConfigError():
             return _error(-32603, f"hermes-acp configuration error: {exc}", {"reason": "config"})
+        case StorageError():
+            return _error(-32603, f"StorageError: {exc}", {"error": "StorageError", "cause": exc.cause})
         case HermesError():
             return _error(-32603, f"{type(exc).__name__}: {exc}", {"error": type(exc).__name__})
         case _:

@@ -22,6 +22,8 @@ import json
 import re
 from typing import Any
 
+from hermes_acp.errors import WireErrorCode
+
 __all__ = [
     "MAX_DEPTH",
     "MAX_LINE_BYTES",
@@ -45,7 +47,7 @@ _NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
 class FrameError(Exception):
     """A frame that cannot be dispatched: the JSON-RPC error to answer, and the id to answer it with."""
 
-    def __init__(self, code: int, message: str, request_id: Any = None):
+    def __init__(self, code: WireErrorCode, message: str, request_id: Any = None):
         super().__init__(message)
         self.code = code
         self.request_id = request_id

@@ -46,7 +46,7 @@ from hermes_acp.errors import ProviderStreamError
 from ._http_errors import ProviderIdentity, TransientFailure, error_for_response, map_httpx_errors
 from ._retry import retry_delay
 from ._sse import SseMessage, SseParser
-from .base import ProviderEvent, ProviderRequest, ResponseDone
+from .base import ProviderEvent, ProviderRequest, ResponseDone, RetryWait
 
 __all__ = ["HostBoundKeyAuth", "HttpProvider", "StreamDecoder"]
 
@@ -235,6 +235,8 @@ class HttpProvider(ABC):
                     status=failure.error.status,
                     reason=str(failure.error),
                 )
+                reason = str(failure.error).removeprefix(f"{provider}: ")
+                yield RetryWait(attempt=attempt, max_retries=self._max_retries, delay_s=delay, reason=reason)
                 await self._sleep(delay)
 
     async def _attempt(self, body: dict[str, Any], decoder: StreamDecoder) -> AsyncGenerator[ProviderEvent, None]:

@@ -28,6 +28,7 @@ __all__ = [
     "ProviderEvent",
     "ProviderRequest",
     "ResponseDone",
+    "RetryWait",
     "TextDelta",
     "ThinkingDelta",
     "ToolCallDelta",
@@ -89,7 +90,19 @@ class ResponseDone(BaseModel):
     usage: Usage | None = None
 
 
-ProviderEvent = TextDelta | ThinkingDelta | ToolCallDelta | ResponseDone
+class RetryWait(BaseModel):
+    """The request failed before any output and will be retried after ``delay_s`` (a rate limit, an overloaded or
+    unreachable service): the user is told, since the turn seems to stall meanwhile."""
+
+    kind: Literal["retry_wait"] = "retry_wait"
+    attempt: int
+    """The retry about to be made (1 = the first retry)."""
+    max_retries: int
+    delay_s: float
+    reason: str
+
+
+ProviderEvent = TextDelta | ThinkingDelta | ToolCallDelta | RetryWait | ResponseDone
 
 
 class ModelProvider(Protocol):

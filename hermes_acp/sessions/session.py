@@ -45,7 +45,7 @@ from hermes_acp.providers.registry import ProviderRegistry
 from hermes_acp.storage.base import SessionRecord, SessionStore, utc_now
 from hermes_acp.tools.base import Tool
 from hermes_acp.tools.context import Workspace
-from hermes_acp.tools.sandbox import Availability, Sandbox
+from hermes_acp.tools.sandbox import Sandbox
 from hermes_acp.turns.loop import TurnDeps, TurnResult, TurnState, run_turn
 from hermes_acp.turns.projection import SessionProjection
 from hermes_acp.turns.recorder import EMIT_TIMEOUT_S, Recorder
@@ -133,7 +133,10 @@ class Session:
         """Questions to the user through the editor (the ``ask_user`` tool), when the client can ask them."""
         self.sandbox = Sandbox.from_settings(services.settings)
         """How the session's commands are contained (``[sandbox]``)."""
-        self._sandbox_told = False
+        self._told_once = False
+        self._turn_id: str | None = None
+        """The turn running now (a notice during it is stored in it for clients without notices)."""
+        self.computer_use.gate.notify = self._notify
         self._turn_lock = anyio.Lock()
         self._in_flight: list[anyio.CancelScope] = []
         self._running = False
@@ -291,20 +294,30 @@ class Session:
         )
         # Bounded: MCP servers still starting are reported, not awaited.
         mcp = [Notice("warning", text.removeprefix("⚠ ")) for text in await self.mcp.prepare_turn()]
-        texts = await self._show_notices([*self._sandbox_notice(await self.sandbox.availability()), *mcp])
-        return await run_turn(TurnState(turn_id=new_turn_id()), deps, display, notices=texts, prompt=prompt)
+        texts = await self._show_notices([*await self._once_notices(), *mcp])
+        self._turn_id = new_turn_id()
+        try:
+            return await run_turn(TurnState(turn_id=self._turn_id), deps, display, notices=texts, prompt=prompt)
+        finally:
+            self._turn_id = None
 
     async def _show_notices(self, notices: Sequence[Notice]) -> list[str]:
         """Show each notice live where the client takes notices; the texts of the others, to store with the turn."""
         return [notice.as_text() for notice in notices if not await self.recorder.sink.notice(notice)]
 
-    def _sandbox_notice(self, availability: Availability) -> list[Notice]:
-        """Once per session: commands are not sandboxed here although ``[sandbox]`` wants them to be."""
-        if self._sandbox_told:
+    async def _once_notices(self) -> list[Notice]:
+        """Once per session, at its first turn: commands not sandboxed although ``[sandbox]`` wants them to be, and
+        a configured cua-driver that cannot be found."""
+        if self._told_once:
             return []
-        self._sandbox_told = True
-        notice = self.sandbox.notice(availability)
-        return [notice] if notice else []
+        self._told_once = True
+        found = [self.sandbox.notice(await self.sandbox.availability()), self.computer_use.notice()]
+        return [notice for notice in found if notice is not None]
+
+    async def _notify(self, notice: Notice) -> None:
+        """A warning that arises during a turn (an image downgraded to text): live, or stored in the turn."""
+        if self._turn_id is not None:
+            await self.recorder.notice(notice, turn_id=self._turn_id)
 
     async def _write_title(self) -> None:
         """After the first turn, off the prompt's path: from the prompt text, or by ``agent.title_model``."""

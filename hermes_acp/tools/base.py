@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from hermes_acp.core import DisplayBlock, ImagePart, Location, PlanEntry, TextPart, ToolKind
-from hermes_acp.errors import ToolInputError
+from hermes_acp.errors import ToolErrorCode, ToolInputError
 
 from .context import ApprovalRequest
 
@@ -43,7 +43,7 @@ class ToolOutcome:
     content: list[DisplayBlock] = field(default_factory=list)
     raw_output: Any = None
     failed: bool = False
-    error_code: str | None = None
+    error_code: ToolErrorCode | None = None
     plan: list[PlanEntry] | None = None
     """Set by ``update_plan``: the complete new plan."""
 

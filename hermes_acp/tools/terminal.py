@@ -24,7 +24,7 @@ import anyio
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from hermes_acp.core import DisplayBlock, TerminalBlock, TextBlock, TextPart
-from hermes_acp.errors import HardBlockedError, PermissionDeniedError, ToolError, ToolInputError
+from hermes_acp.errors import ErrorCode, HardBlockedError, PermissionDeniedError, ToolError, ToolInputError
 
 from ._client_terminal import run_in_client_terminal
 from ._paths import display_path, missing_path_error, policy_paths
@@ -245,7 +245,7 @@ def _outcome(parsed: _TerminalInput, result: CommandResult, confined: Confined, 
         notes.append("[The output was long: only part of it is shown.]")
     text = "\n".join([status, output if output else "(no output)", *notes])
     failed = result.timed_out or result.exit_code != 0
-    error_code = "timeout" if result.timed_out else ("nonzero_exit" if failed else None)
+    error_code: ErrorCode | None = "timeout" if result.timed_out else ("nonzero_exit" if failed else None)
     return ToolOutcome(
         parts=[TextPart(text=text)],
         content=display,

@@ -7,7 +7,8 @@ only read) take turns: each is stored, folded in and emitted before the next, so
 order a replay will show them. Every emission is bounded, and a client that lets one
 wait out ``EMIT_TIMEOUT_S`` counts as stalled until the turn ends: nothing more is sent to it live (logged once),
 so a client that stopped reading costs a turn one timeout, not one per update. The log keeps everything and
-``session/load`` replays it. It knows the store and sink seams, not their implementations.
+``session/load`` replays it. ``notice`` shows a warning live where the client takes notices and stores it as agent
+text where it does not. It knows the store and sink seams, not their implementations.
 """
 
 from __future__ import annotations
@@ -17,7 +18,9 @@ from collections.abc import Sequence
 import anyio
 import structlog
 
-from hermes_acp.core import SessionEvent, TurnEnded
+from hermes_acp.core import NoticeAdded, SessionEvent, TurnEnded
+from hermes_acp.core.ids import new_message_id
+from hermes_acp.core.notice import Notice
 from hermes_acp.storage.base import SessionStore
 
 from .ports import LiveUpdate, UpdateSink
@@ -64,6 +67,16 @@ class Recorder:
                 await self.sink.emit_event(event, live=True)
         if emitting.cancelled_caught:
             self._stall()
+
+    async def notice(self, notice: Notice, *, turn_id: str) -> None:
+        """A warning for the user: a live ``notice`` where the client takes them (never stored), else stored as a
+        line of agent text in ``turn_id`` (raises ``StorageError`` like ``record``)."""
+        shown = False
+        if not self._stalled:
+            with anyio.move_on_after(EMIT_TIMEOUT_S):
+                shown = await self.sink.notice(notice)
+        if not shown:
+            await self.record(NoticeAdded(turn_id=turn_id, message_id=new_message_id(), text=notice.as_text()))
 
     async def live(self, update: LiveUpdate) -> None:
         """Send a transient update (streamed text, progress); bounded like every other send, dropped when stalled."""

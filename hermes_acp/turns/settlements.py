@@ -21,6 +21,7 @@ from hermes_acp.core import (
     ToolCallSettled,
     ToolResultMessage,
 )
+from hermes_acp.errors import ErrorCode
 
 from .projection import SessionProjection
 
@@ -37,7 +38,7 @@ __all__ = [
     "interrupted_message",
 ]
 
-Failure = tuple[str, str]
+Failure = tuple[ErrorCode, str]
 """``(error_code, text)``: why a call failed, for the editor and (for the model's own calls) the model."""
 
 NOT_RUN: Failure = ("not_run", "Not run: the turn was stopped before this call started.")

@@ -28,8 +28,16 @@ from hermes_acp.core import (
 )
 from hermes_acp.core.ids import new_tool_call_id
 from hermes_acp.core.messages import AssistantPart
+from hermes_acp.core.notice import Notice
 from hermes_acp.errors import ProviderStreamError, StorageError
-from hermes_acp.providers.base import ModelProvider, ProviderRequest, ResponseDone, TextDelta, ThinkingDelta
+from hermes_acp.providers.base import (
+    ModelProvider,
+    ProviderRequest,
+    ResponseDone,
+    RetryWait,
+    TextDelta,
+    ThinkingDelta,
+)
 
 from .ports import LiveTextChunk, LiveThoughtChunk
 from .recorder import Recorder
@@ -95,7 +103,7 @@ async def stream_response(
     Raises the provider's error, ``ProviderStreamError`` for a stream without a final event, or ``StorageError``
     when a checkpoint cannot be stored (the stream is stopped then)."""
     if checkpoints is None:
-        done = await _forward(provider, request, partial, recorder, grew=None)
+        done = await _forward(provider, request, partial, recorder, turn_id=turn_id, grew=None)
     else:
         checkpointer = _Checkpointer(partial, recorder, turn_id=turn_id, model_id=model_id, policy=checkpoints)
         error: Exception | None = None
@@ -103,7 +111,7 @@ async def stream_response(
             group.start_soon(checkpointer.write, group.cancel_scope)
             group.start_soon(checkpointer.watch)
             try:
-                done = await _forward(provider, request, partial, recorder, grew=checkpointer.grew)
+                done = await _forward(provider, request, partial, recorder, turn_id=turn_id, grew=checkpointer.grew)
             except Exception as exc:  # raised below, not inside the group (which would wrap it in a group)
                 error = exc
             finally:
@@ -123,6 +131,7 @@ async def _forward(
     partial: PartialResponse,
     recorder: Recorder,
     *,
+    turn_id: str,
     grew: Callable[[int], None] | None,
 ) -> ResponseDone:
     done: ResponseDone | None = None
@@ -140,11 +149,21 @@ async def _forward(
                     if grew is not None:
                         grew(len(event.text))
                     await recorder.live(LiveThoughtChunk(partial.message_id, event.text))
+            elif isinstance(event, RetryWait):
+                await recorder.notice(_retry_notice(event), turn_id=turn_id)
             elif isinstance(event, ResponseDone):
                 done = event
     if done is None:
         raise ProviderStreamError("the model's stream ended without a final event", provider=provider.provider_id)
     return done
+
+
+def _retry_notice(wait: RetryWait) -> Notice:
+    return Notice(
+        "warning",
+        f"Retrying the model request in {wait.delay_s:.0f} s ({wait.attempt} of {wait.max_retries})",
+        wait.reason,
+    )
 
 
 class _Checkpointer:

@@ -19,6 +19,7 @@ from hermes_acp.computer_use import gate as gate_module
 from hermes_acp.computer_use import images as images_module
 from hermes_acp.config import load_settings
 from hermes_acp.core import DisplayBlock, ImageBlock, ImagePart, TextBlock, TextPart, ToolResultMessage, UserMessage
+from hermes_acp.core.notice import Notice
 from hermes_acp.errors import ProviderUnavailableError
 from hermes_acp.providers.base import ProviderRequest
 from hermes_acp.providers.catalog import CatalogModel, ModelCatalog
@@ -170,3 +171,40 @@ def test_native_route_keeps_tool_images_for_a_model_the_catalog_marks_without_vi
     kept_message, dropped_message = kept.messages[0], dropped.messages[0]
     assert isinstance(kept_message, ToolResultMessage) and isinstance(dropped_message, ToolResultMessage)
     assert isinstance(kept_message.parts[0], ImagePart) and isinstance(dropped_message.parts[0], TextPart)
+
+
+@pytest.mark.parametrize(
+    ("config", "vision", "title"),
+    [
+        ("", False, "Images reach the model as text only"),
+        (AUX_CONFIG, False, "Images reach the model as text: the auxiliary vision model failed"),
+    ],
+)
+async def test_a_downgrade_to_text_is_told_once(tmp_path: Path, config: str, vision: bool, title: str) -> None:
+    failing = ScriptedReply(parts=[], error=ProviderUnavailableError("down", provider="aux"))
+    gate, _ = make_gate(tmp_path, config, vision=vision, aux_steps=[failing, failing])
+    told: list[Notice] = []
+
+    async def notify(notice: Notice) -> None:
+        told.append(notice)
+
+    gate.notify = notify
+    image = [ImagePart(media_type="image/png", data=noisy_png(20, 20))]
+    await gate.admit(image, purpose="a screenshot", fallback="ELEMENTS")
+    await gate.admit(image, purpose="a screenshot", fallback="ELEMENTS")
+    assert [n.title for n in told] == [title]
+    assert told[0].severity == "warning"
+
+
+async def test_no_notice_when_the_user_chose_text_or_pixels_arrive(tmp_path: Path) -> None:
+    told: list[Notice] = []
+
+    async def notify(notice: Notice) -> None:
+        told.append(notice)
+
+    image = [ImagePart(media_type="image/png", data=noisy_png(20, 20))]
+    for config, vision in (('[agent]\nimage_input_mode = "text"\n', True), ("", True)):
+        gate, _ = make_gate(tmp_path / str(len(told)) / config[:3], config, vision=vision)
+        gate.notify = notify
+        await gate.admit(image, purpose="a screenshot", fallback="ELEMENTS")
+    assert told == []

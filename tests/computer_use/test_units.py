@@ -17,6 +17,7 @@ from hermes_acp.computer_use.elements import (
 from hermes_acp.computer_use.results import ActionReport, DriverRefusal, DriverReply, action_report
 from hermes_acp.computer_use.surface import DriverSurface
 from hermes_acp.computer_use.verdict import verdict
+from hermes_acp.errors import DriverCode
 
 
 def _listing(version: str, **properties: list[str]) -> DriverSurface:
@@ -51,14 +52,18 @@ def test_with_only_drops_the_arguments_a_tool_schema_does_not_list() -> None:
 @pytest.mark.parametrize(
     ("report", "decision", "recommended"),
     [
-        (ActionReport(ok=False, code="policy_denied"), "deny", None),
+        (ActionReport(ok=False, code=DriverCode("policy_denied")), "deny", None),
         (ActionReport(ok=False, code="permission_denied"), "deny", None),
         (ActionReport(ok=True, effect="confirmed"), "done", None),
         (ActionReport(ok=True, verified=True), "done", None),
         (ActionReport(ok=True, effect="unverifiable"), "verify_fresh_state", None),
         (ActionReport(ok=True, effect="suspected_noop", recommended="px"), "escalate", "px"),
-        (ActionReport(ok=False, code="background_unavailable", recommended="foreground"), "escalate", "foreground"),
-        (ActionReport(ok=False, code="stale_element_token"), "verify_fresh_state", None),
+        (
+            ActionReport(ok=False, code=DriverCode("background_unavailable"), recommended="foreground"),
+            "escalate",
+            "foreground",
+        ),
+        (ActionReport(ok=False, code=DriverCode("stale_element_token")), "verify_fresh_state", None),
         (ActionReport(ok=True), "verify_fresh_state", None),
     ],
 )

@@ -153,10 +153,10 @@ def tool_names(record: RequestRecord) -> list[str]:
     return names
 
 
-def _config(base_url: str) -> str:
+def _config(base_url: str, max_retries: int) -> str:
     return (
         '[model]\ndefault = "fx:m"\n\n'
-        f'[providers.fx]\nkind = "openai"\nbase_url = "{base_url}"\nmodels = ["m", "m2"]\nmax_retries = 0\n'
+        f'[providers.fx]\nkind = "openai"\nbase_url = "{base_url}"\nmodels = ["m", "m2"]\nmax_retries = {max_retries}\n'
     )
 
 
@@ -170,9 +170,11 @@ async def spawn_agent(
     initialize: bool = True,
     client: RecordingClient | None = None,
     config_extra: str = "",
+    max_retries: int = 0,
 ) -> AsyncIterator[AgentProcess]:
     """The real agent against a scripted model (``scenario``: the model server's format; default: "Hello." for
-    every request). ``config_extra`` is appended to config.toml (e.g. ``[permissions]`` or ``[agent]``)."""
+    every request). ``config_extra`` is appended to config.toml (e.g. ``[permissions]`` or ``[agent]``);
+    ``max_retries`` is the provider's (0: a failed request fails the turn at once)."""
     home = home or tmp_path / "home"
     home.mkdir(parents=True, exist_ok=True)
     workspace = tmp_path / "workspace"
@@ -180,7 +182,7 @@ async def spawn_agent(
     stderr_path = tmp_path / "agent-stderr.log"
     scenario = scenario or {"name": "default", "responses": [{"steps": [{"text": "Hello."}], "repeat": True}]}
     async with serve_model_server(scenario) as model:
-        (home / "config.toml").write_text(_config(model.openai_base_url) + config_extra)
+        (home / "config.toml").write_text(_config(model.openai_base_url, max_retries) + config_extra)
         process_env = {
             "PATH": os.environ.get("PATH", ""),
             "HOME": str(tmp_path),

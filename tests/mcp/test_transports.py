@@ -9,8 +9,8 @@ import anyio
 import pytest
 
 from fixtures.mcp_server import read_journal, serve_http
-from hermes_acp.errors import OutcomeUnknownError, ToolError
-from hermes_acp.mcp_client import McpTimeouts, McpUnavailableError
+from hermes_acp.errors import McpServerUnavailableError, OutcomeUnknownError, ToolError
+from hermes_acp.mcp_client import McpTimeouts
 from hermes_acp.providers.scripted import ScriptedProvider, text_reply, tool_reply
 from tests.fakes.agent_process import servers as acp_servers
 from tests.fakes.server import open_pair
@@ -84,7 +84,7 @@ async def test_http_timeouts_and_crashes_are_at_most_once(tmp_path: Path) -> Non
         with pytest.raises(OutcomeUnknownError) as crashed:
             await run_tool(tmp_path, find_tool(servers, "mcp__web__crash"))
         assert crashed.value.code == "transport_outcome_unknown"
-        with pytest.raises(McpUnavailableError, match="not sent"):
+        with pytest.raises(McpServerUnavailableError, match="not sent"):
             await run_tool(tmp_path, find_tool(servers, "mcp__web__add_note"), text="never")
     view = read_journal(journal)
     assert [c["tool"] for c in view.calls()] == ["sleep", "echo", "crash"]
