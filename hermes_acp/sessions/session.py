@@ -1,9 +1,9 @@
 """``Session``: one live conversation — its state, its prompt queue and its cancel scopes.
 
-Prompts and slash commands are serialised (DESIGN §4.11): each registers its cancel scope before its first await,
-then waits its turn on a FIFO lock, so a second prompt is answered when its own turn ends. ``cancel`` cancels the
-running turn and everything queued (DESIGN §4.10); the next prompt is accepted at once. Mode, model and thinking
-effort live here and in the store; the tool surface is derived from them for every model request (DESIGN §4.6).
+Prompts and slash commands are serialised (one prompt at a time, docs/architecture.md): each registers its cancel
+scope before its first await, then waits its turn on a FIFO lock, so a second prompt is answered when its own turn
+ends. ``cancel`` cancels the running turn and everything queued; the next prompt is accepted at once. Mode, model and
+thinking effort live here and in the store; the tool surface is derived from them for every model request.
 
 A prompt that names one of the session's slash commands (``commands``: the built-in ones and the prompt files) runs
 it: a reply the session stores itself, or a model turn with a prompt of the command's own. The prompt files are
