@@ -1,8 +1,8 @@
 """Settings: ``$HERMES_ACP_HOME/config.toml`` plus the environment quick start, validated with pydantic.
 
-Every key is optional; an unknown key or a bad value raises ``ConfigError`` naming the key and the file.
-The quick start (DESIGN §2): ``HERMES_ACP_BASE_URL`` + ``HERMES_ACP_MODEL`` (+ ``HERMES_ACP_API_KEY``) define a
-provider ``custom``; ``OPENAI_API_KEY`` / ``ANTHROPIC_API_KEY`` enable providers ``openai`` / ``anthropic``.
+Every key is optional; an unknown key or a bad value raises ``ConfigError`` naming the key and the file. The quick start
+(docs/architecture.md §1.1): ``HERMES_ACP_BASE_URL`` + ``HERMES_ACP_MODEL`` (+ ``HERMES_ACP_API_KEY``) define a provider
+``custom``; ``OPENAI_API_KEY`` / ``ANTHROPIC_API_KEY`` enable providers ``openai`` / ``anthropic``.
 This module reads files and the environment; it does not know HTTP, ACP or how a provider is called.
 """
 

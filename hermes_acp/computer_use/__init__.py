@@ -1,4 +1,4 @@
-"""computer_use: one model-facing tool driving desktop apps through the cua-driver MCP server (DESIGN §7).
+"""computer_use: one model-facing tool driving desktop apps through the cua-driver MCP server (docs/computer-use.md).
 
 Wire it with ``ComputerUse.for_session(runtime, settings, model=..., catalog=..., providers=...)``: offer
 ``.tool`` when ``.available``, hand ``.gate`` (the session's ``ImageGate``) to every ``ToolContext``, prompt

@@ -1,5 +1,5 @@
 """Input actions → the call the connected driver accepts (click, double/right click, drag, scroll, type, key,
-set_value), decided by the driver's live input schemas (cua-driver.md §4.1, §11).
+set_value), decided by the driver's live input schemas (docs/cua-driver.md §4.1, §9).
 
 ``plan_input`` resolves the model's ``element`` through the latest capture (``element_token`` where the schema
 has it, else ``element_index`` + ``snapshot_id``, else a bare ``element_index``, else the element's centre in

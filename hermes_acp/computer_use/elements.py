@@ -3,10 +3,10 @@
 ``parse_elements`` reads ``structuredContent.elements[]`` (index, token, role, label, value, screen ``frame``,
 0.37 ``screenshot_frame``) and falls back to the markdown rows (``- [N] role "label"``) of drivers that only
 send text. ``Geometry`` maps the model's coordinates (pixels of the image the model was given) to the driver's
-screenshot pixels, which the driver itself maps through its HiDPI scale and downscale ratio (cua-driver.md §5).
+screenshot pixels, which the driver itself maps through its HiDPI scale and downscale ratio (docs/cua-driver.md §5).
 ``element_rows`` is what the model reads: at most ``MAX_INLINE`` elements, labels cut to ``MAX_LABEL`` with
 ``label_truncated``, bounds in image pixels when the driver gave screenshot frames, else in native window units
-with a ``bounds_scale`` hint when those disagree with the image by more than 5 % (hermes-acp.md §5).
+with a ``bounds_scale`` hint when those disagree with the image by more than 5 % (docs/computer-use.md §6).
 
 It deliberately knows nothing about MCP, files or which route the image takes.
 """

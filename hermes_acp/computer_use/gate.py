@@ -1,6 +1,6 @@
 """The session's image gate (``hermes_acp.tools.context.ImageGate``): one decision for every image bound for the model.
 
-Route (reference/seeds/003): ``agent.image_input_mode`` ``native`` always sends pixels; ``text`` never does;
+Route (docs/computer-use.md §10): ``agent.image_input_mode`` ``native`` always sends pixels; ``text`` never does;
 ``auto`` sends pixels when the session's current model has vision and no ``auxiliary.vision`` model is configured.
 Otherwise the auxiliary vision model (when configured) describes the images in one bounded request through the
 provider seam, with the long edge scaled to at most 1456 px and the scale factor stated so coordinates can be

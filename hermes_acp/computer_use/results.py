@@ -6,7 +6,7 @@ result as a ``ComputerUseError`` carrying the driver's code (shape A ``refusal.c
 its escalation advice and hint. ``ActionReport`` normalises a successful action from the legacy open object
 (``path``/``verified``/``escalation.recommended``), the closed ActionResult (``effect``/``route``/``delivery``/
 ``escalation.target``) and the 0.37 additions (``summary``/``hint``); transport success (``ok``) stays apart from
-the semantic ``effect`` (cua-driver.md §4).
+the semantic ``effect`` (docs/cua-driver.md §4.2).
 
 It deliberately knows nothing about MCP, sessions or the model-facing schema.
 """

@@ -1,4 +1,4 @@
-"""Hard blocks: desktop input refused in every mode, before any approval is asked (hermes-acp.md §5).
+"""Hard blocks: desktop input refused in every mode, before any approval is asked (docs/computer-use.md §3).
 
 Key combinations that lock the screen, log out, force-quit or force-delete are refused after normalising the
 keys (split on ``+`` and ``-``, aliases such as ``command``/``⌘`` → ``cmd``, ``alt``/``⌥`` → ``option``,

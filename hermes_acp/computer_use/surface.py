@@ -1,4 +1,4 @@
-"""What the connected cua-driver accepts, read from its live ``tools/list`` (cua-driver.md §2.2, §7.1).
+"""What the connected cua-driver accepts, read from its live ``tools/list`` (docs/cua-driver.md §2.2).
 
 ``DriverSurface`` holds, per driver tool, the input-schema properties. Every adaptation the backend makes
 (element token vs index + snapshot id vs bare index, ``tree_format``, ``delivery_mode``, ``hotkey`` vs
@@ -19,7 +19,8 @@ __all__ = ["REPLAY_SAFE_TOOLS", "DriverSurface", "DriverTool", "ElementForm"]
 REPLAY_SAFE_TOOLS = frozenset(
     {"list_apps", "list_windows", "get_window_state", "get_screen_size", "get_desktop_state", "verify_state"}
 )
-"""The only driver tools ever sent twice (after a timeout or a dropped transport): pure reads (DESIGN §4.7)."""
+"""The only driver tools ever sent twice (after a timeout or a dropped transport): pure reads
+(docs/architecture.md §4.7)."""
 
 ElementForm = Literal["token", "index_snapshot", "index", "none"]
 """How a tool addresses an element: ``element_token`` (0.2x+), ``element_index`` + ``snapshot_id`` (0.2x only),

@@ -1,4 +1,4 @@
-"""The verdict: what the model should do next after an input action (hermes-acp.md §5, "Verdict").
+"""The verdict: what the model should do next after an input action (docs/computer-use.md §7).
 
 ``verdict`` turns an ``ActionReport`` into ``{decision, recommended?, retryable?, next}`` so the model never reads
 "the RPC returned" as "the action worked". Rows, in precedence order:

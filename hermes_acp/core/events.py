@@ -1,8 +1,8 @@
 """The durable session log: one event type per thing that happened in a session.
 
-The log is the truth (DESIGN §4.2). The model history (``hermes_acp.turns.projection``) and the editor transcript
-(``hermes_acp.protocol.convert``) are both projections of it, so what an editor sees live and what it sees after
-``session/load`` come from the same records. Events are immutable once stored; nothing here knows SQLite or ACP.
+The log is the truth (docs/architecture.md §4.2). The model history (``hermes_acp.turns.projection``) and the editor
+transcript (``hermes_acp.protocol.convert``) are both projections of it, so what an editor sees live and what it sees
+after ``session/load`` come from the same records. Events are immutable once stored; nothing here knows SQLite or ACP.
 """
 
 from __future__ import annotations
@@ -78,7 +78,7 @@ class UserPrompted(_Event):
 
 
 class AssistantMessageStored(_Event):
-    """One complete model response, stored before any of its tool calls runs (DESIGN §4.3)."""
+    """One complete model response, stored before any of its tool calls runs (docs/architecture.md §4.3)."""
 
     kind: Literal["assistant_message"] = "assistant_message"
     turn_id: str

@@ -1,7 +1,7 @@
 """Identifier factories for sessions, turns, messages and tool calls.
 
-Ids are opaque strings. Tool-call ids normally come from the provider (DESIGN §4.4); ``new_tool_call_id`` is only
-for a provider that gave none or a duplicate.
+Ids are opaque strings. Tool-call ids normally come from the provider (docs/architecture.md §4.4); ``new_tool_call_id``
+is only for a provider that gave none or a duplicate.
 """
 
 from __future__ import annotations

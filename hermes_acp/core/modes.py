@@ -1,4 +1,4 @@
-"""The session modes of DESIGN §2 and what each one means, as data.
+"""The session modes (docs/architecture.md §1.2) and what each one means, as data.
 
 The mode decides what needs the user's permission; the decision itself is made in ``hermes_acp.tools.policy``.
 """

@@ -2,7 +2,7 @@
 
 ``ServerConnection`` is the editor's-MCP-server user of the one ``SupervisedConnection`` (``supervisor``), which
 owns the connection's life: it runs in the session's MCP task group (inside the session's owner task, see
-docs/architecture.md), connects at once, reconnects when the next request needs it, and bounds every wait. What
+docs/architecture.md §6.2), connects at once, reconnects when the next request needs it, and bounds every wait. What
 this module adds:
 
 - each new connection lists the server's tools (``setup``); the last listing is kept while the connection is

@@ -42,7 +42,7 @@ async def outcome_from_result(
     gate: ImageGate | None = None,
 ) -> ToolOutcome:
     """The tool's result for the model and the editor. Images reach the model through the session's image ``gate``
-    (the one DESIGN §7 describes, shared with screenshots and prompt images); the editor gets them unchanged."""
+    (the one of docs/computer-use.md §10, shared with screenshots and prompt images); the editor gets them unchanged."""
     texts: list[str] = []
     images: list[ImagePart] = []
     blocks: list[DisplayBlock] = []

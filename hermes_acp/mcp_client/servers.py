@@ -6,13 +6,13 @@ in which each server's supervised connection (``ServerConnection.supervise``) ru
 connection's SDK transport shuts its server down, shielded and bounded (a stdio child: stdin closed, then
 SIGTERM, then SIGKILL).
 
-Before a turn, ``prepare_turn()`` waits (bounded by ``READY_WAIT_S``) until no server is still starting and
-returns notices for the user: a server that failed (and why), one still starting, a spec that cannot be used.
-Each is reported once. ``tools()`` is the MCP part of the tool surface, derived on every call from the live state
-(the invariants in docs/architecture.md): the tools of every server that has listed them and has not failed since,
-plus resource/prompt helpers, named by ``naming`` and sorted by name. ``status()`` describes each server for the
-user (state, why it failed, the tools it offers now); ``reconnect(name)`` drops a server's connection and connects
-again through its supervised connection. It knows nothing about modes, providers or ACP.
+Before a turn, ``prepare_turn()`` waits (bounded by ``READY_WAIT_S``) until no server is still starting and returns
+notices for the user: a server that failed (and why), one still starting, a spec that cannot be used. Each is reported
+once. ``tools()`` is the MCP part of the tool surface, derived on every call from the live state
+(docs/architecture.md §4.6): the tools of every server that has listed them and has not failed since, plus
+resource/prompt helpers, named by ``naming`` and sorted by name. ``status()`` describes each server for the user
+(state, why it failed, the tools it offers now); ``reconnect(name)`` drops a server's connection and connects again
+through its supervised connection. It knows nothing about modes, providers or ACP.
 """
 
 from __future__ import annotations

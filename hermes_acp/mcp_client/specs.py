@@ -1,11 +1,11 @@
 """The editor's MCP server entries (ACP ``mcpServers``) as typed specs: stdio, streamable HTTP or SSE.
 
-Entries arrive as the ACP shapes dumped by alias: stdio ``{name, command, args, env: [{name, value}]}``, http
+Entries arrive as the client sent them, in ACP's shapes: stdio ``{name, command, args, env: [{name, value}]}``, http
 ``{type: "http", name, url, headers: [{name, value}]}``, sse ``{type: "sse", ...}``. Anything else (``acp``, a
-missing command or URL, an ``unreadable_entry`` standing for one the acp SDK skipped) becomes an ``UnusableSpec``
-that says why, so the session can tell the user. Env values
-and header values may be secrets: they are registered with the log redactor here and never logged. This module
-does no I/O and knows nothing about the mcp SDK.
+missing command or URL, an ``unreadable_entry`` standing for an entry that is not even an object) becomes an
+``UnusableSpec`` that says why, so the session can tell the user. Env values and header values may be secrets: they
+are registered with the log redactor here and never logged. This module does no I/O and knows nothing about the mcp
+SDK.
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
-"""The ACP surface: the only package that imports the acp SDK.
+"""The ACP surface: JSON-RPC over stdio, the dispatcher, and ACP's shapes as plain JSON and small pydantic models.
 
-Import its modules directly; this ``__init__`` stays empty so that importing ``hermes_acp.protocol.stdio`` (the
-front door, which must answer ``initialize`` before the SDK is loaded) does not pull the SDK in.
+The server imports no acp SDK (``wire.py`` says why). Import the modules directly; this ``__init__`` stays empty so
+that importing ``hermes_acp.protocol.stdio`` (the front door, which answers ``initialize`` before the rest of the
+server has loaded: docs/architecture.md §3) pulls in nothing else.
 """

@@ -1,4 +1,4 @@
-"""The per-session owner task (DESIGN §4.8): it owns every resource with a task group of its own.
+"""The per-session owner task (docs/architecture.md §4.8): it owns every resource with a task group of its own.
 
 MCP connections and the cua-driver enter cancel scopes that must be exited by the task that entered them, while
 ACP runs each request in a different task. So a session's resources are entered here, in one long-lived task, on

@@ -209,7 +209,7 @@ class SessionManager:
             session.runtime.submit(lambda: self.services.providers.warm_up(model), "warm up provider")
 
     async def _replay(self, session: Session, events: list[SessionEvent]) -> None:
-        """Re-emit every stored event, in order, before the load responds (DESIGN §4.2)."""
+        """Re-emit every stored event, in order, before the load responds (docs/architecture.md §4.2)."""
         sink = session.recorder.sink
         for event in transcript_events(events):
             await sink.emit_event(event, live=False)

@@ -1,4 +1,4 @@
-"""Crash recovery: settle what a killed server left open, so a loaded session is consistent (DESIGN §4.5).
+"""Crash recovery: settle what a killed server left open, so a loaded session is consistent (docs/architecture.md §4.5).
 
 A response that was streaming is stored as interrupted with the text of its checkpoints (what the user saw, up to
 the last one). A tool call that was running has an unknown outcome and is never re-executed; one the log proves

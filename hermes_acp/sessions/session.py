@@ -1,9 +1,10 @@
 """``Session``: one live conversation — its state, its prompt queue and its cancel scopes.
 
-Prompts and slash commands are serialised (one prompt at a time, docs/architecture.md): each registers its cancel
-scope before its first await, then waits its turn on a FIFO lock, so a second prompt is answered when its own turn
-ends. ``cancel`` cancels the running turn and everything queued; the next prompt is accepted at once. Mode, model and
-thinking effort live here and in the store; the tool surface is derived from them for every model request.
+Prompts and slash commands are serialised (docs/architecture.md §4.11): each registers its cancel scope before its first
+await, then waits its turn on a FIFO lock, so a second prompt is answered when its own turn ends. ``cancel`` cancels the
+running turn and everything queued (docs/architecture.md §4.10); the next prompt is accepted at once. Mode, model and
+thinking effort live here and in the store; the tool surface is derived from them for every model request
+(docs/architecture.md §4.6).
 
 A prompt that names one of the session's slash commands (``commands``: the built-in ones and the prompt files) runs
 it: a reply the session stores itself, or a model turn with a prompt of the command's own. The prompt files are
@@ -190,9 +191,9 @@ class Session:
         return result
 
     async def _queued(self, work: Callable[[], Awaitable[T]]) -> T | None:
-        """Run ``work`` when the turns queued before it have ended (DESIGN §4.11); None when a cancel came first,
-        whether it was waiting or running (DESIGN §4.10). Its cancel scope is registered before the first await,
-        so a cancel that follows finds it."""
+        """Run ``work`` when the turns queued before it have ended (docs/architecture.md §4.11); None when a cancel came
+        first, whether it was waiting or running (docs/architecture.md §4.10). Its cancel scope is registered before the
+        first await, so a cancel that follows finds it."""
         scope = anyio.CancelScope()
         self._in_flight.append(scope)
         try:

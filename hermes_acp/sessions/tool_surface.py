@@ -1,4 +1,4 @@
-"""The tool surface of a session, derived from its state before every model request (DESIGN §4.6).
+"""The tool surface of a session, derived from its state before every model request (docs/architecture.md §4.6).
 
 Built-in tools allowed by the mode come first, in their fixed order, then ``ask_user`` when the editor can ask the
 user questions, then the session's MCP tools sorted by name (``read_only`` mode keeps only those with

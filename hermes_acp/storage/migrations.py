@@ -11,7 +11,7 @@ from typing import Final
 __all__ = ["MIGRATIONS", "migrate"]
 
 MIGRATIONS: Final[tuple[str, ...]] = (
-    # 1: sessions and their append-only event logs (DESIGN §5).
+    # 1: sessions and their append-only event logs (docs/architecture.md §7.1).
     """
     CREATE TABLE sessions (
         id TEXT PRIMARY KEY,

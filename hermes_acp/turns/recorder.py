@@ -1,4 +1,4 @@
-"""``Recorder``: persist an event, fold it into the projection, then emit it (DESIGN §4.3).
+"""``Recorder``: persist an event, fold it into the projection, then emit it (docs/architecture.md §4.3).
 
 What is folded and emitted is what the store returns as stored (the store may have had to make text encodable),
 so a live turn shows exactly what a replay will. The write is shielded from cancellation so a cancelled turn never

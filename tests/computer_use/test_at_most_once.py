@@ -1,5 +1,5 @@
-"""At most once (DESIGN §4.7): a mutation whose answer is lost is never repeated; the connection is rebuilt, the
-target and tokens dropped; only reads are replayed."""
+"""At most once (docs/architecture.md §4.7): a mutation whose answer is lost is never repeated; the connection is
+rebuilt, the target and tokens dropped; only reads are replayed."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 
 Every effect is checked twice: by what the driver says, and independently by the app's own state file
 (see fixtures/gtk_apps/app_state.py). Only routes that work headless are used as successes
-(reference/cua-driver.md §8: AT-SPI actions by element token, foreground XTest keys); background
+(docs/cua-driver.md §8: AT-SPI actions by element token, foreground XTest keys); background
 keyboard input is checked as the exact refusal it is there.
 """
 

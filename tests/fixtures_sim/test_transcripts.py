@@ -1,4 +1,4 @@
-"""The fake checked against the recorded real transcripts (cua-driver.md §13.7).
+"""The fake checked against the recorded real transcripts (docs/cua-driver.md §10.5).
 
 Each recorded step of `recorded/run{1,2,3}.jsonl` (cua-driver 0.37.0 under Xvfb, against GTK3 test windows)
 is replayed as the same scenario on the fake desktop — the recorded ProbeCalc becomes the Calculator, ProbeEdit

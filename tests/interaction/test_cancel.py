@@ -1,4 +1,4 @@
-"""Cancel is prompt and never wedges a session; prompts are queued per session (DESIGN §4.10, §4.11)."""
+"""Cancel is prompt and never wedges a session; prompts are queued per session (docs/architecture.md §4.10, §4.11)."""
 
 from __future__ import annotations
 

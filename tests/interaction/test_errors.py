@@ -1,5 +1,5 @@
 """Bad input gets the right JSON-RPC error with a message that names the problem, and the server keeps serving
-(DESIGN §4.9)."""
+(docs/architecture.md §4.9)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""What a stopped server or a failed write leaves open is repaired, and the model history stays valid (DESIGN §4.5)."""
+"""What a stopped server or a failed write leaves open is repaired, and the model history stays valid
+(docs/architecture.md §4.5)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,8 @@
-"""Regression tests through the real process (DESIGN §4.6): ``python -m hermes_acp`` spawned with the scripted model
-server and the stdio fixture MCP server. After every kind of switch — session/set_model, set_config_option (model
-and mode), set_mode, fork, load, resume — the recorded model requests still offer the MCP tools, a tool call still
-works, and the server was not restarted (its journal counts the starts). Also: the servers end when the agent exits.
+"""Regression tests through the real process (docs/architecture.md §4.6): ``python -m hermes_acp`` spawned with the
+scripted model server and the stdio fixture MCP server. After every kind of switch — session/set_model,
+set_config_option (model and mode), set_mode, fork, load, resume — the recorded model requests still offer the MCP
+tools, a tool call still works, and the server was not restarted (its journal counts the starts). Also: the servers end
+when the agent exits.
 """
 
 from __future__ import annotations

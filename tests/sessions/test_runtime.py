@@ -1,5 +1,5 @@
 """The session's owner task: callers never wait forever, nothing entered is left without an owner, and background
-jobs never hold up an entry (DESIGN §4.8)."""
+jobs never hold up an entry (docs/architecture.md §4.8)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The session layer's own answers: queued work and cancel (DESIGN §4.10, §4.11), titles, models."""
+"""The session layer's own answers: queued work and cancel (docs/architecture.md §4.10, §4.11), titles, models."""
 
 from __future__ import annotations
 

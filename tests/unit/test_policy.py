@@ -1,4 +1,4 @@
-"""The mode policy: who may do what without asking (DESIGN §2)."""
+"""The mode policy: who may do what without asking (docs/architecture.md §1.2, §9.3)."""
 
 from __future__ import annotations
 
