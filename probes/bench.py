@@ -322,6 +322,59 @@ async def session_new_with_mcp(bench: Bench, runs: int) -> list[Row]:
     return [Row("session/new with one stdio MCP server", _ms(times), f"median of {runs}; goal ≤ 50 ms")]
 
 
+async def parallel_reads(bench: Bench, turns: int = 5) -> list[Row]:
+    """Three 100 ms MCP calls in one response: the turn's tool time (from the end of that response to the next
+    model request), for read-only calls (``slow_echo``, run together) and, for comparison, mutating ones
+    (``sleep``, run one at a time)."""
+    server = {
+        "name": "fixture",
+        "command": sys.executable,
+        "args": ["-m", "fixtures.mcp_server", "--tools", "slow_echo,sleep"],
+        "env": [{"name": "PYTHONPATH", "value": str(REPO)}],
+    }
+    reads = [
+        {"tool_call": {"name": "mcp__fixture__slow_echo", "arguments": {"text": f"slow-{i}", "seconds": 0.1}}}
+        for i in range(3)
+    ]
+    sleeps = [{"tool_call": {"name": "mcp__fixture__sleep", "arguments": {"seconds": 0.1}}} for _ in range(3)]
+    bench.server.set_scenario(
+        load_scenario(
+            {
+                "name": "parallel-reads-bench",
+                "responses": [
+                    {"match": {"last_message_contains": "read three"}, "repeat": True, "steps": reads},
+                    {"match": {"last_message_contains": "sleep three"}, "repeat": True, "steps": sleeps},
+                    {"repeat": True, "steps": [{"text": "Done."}]},
+                ],
+            }
+        )
+    )
+    gaps: dict[str, list[float]] = {"read three": [], "sleep three": []}
+    async with bench.spawn() as agent:
+        with anyio.fail_after(30):
+            response = await agent.conn.new_session(
+                cwd=str(bench.workspace), mcp_servers=[schema.McpServerStdio.model_validate(server)]
+            )
+            await agent.conn.set_session_mode(session_id=response.session_id, mode_id="dont_ask")
+        for prompt, times in gaps.items():
+            await _prompt(agent, response.session_id, prompt)  # warm: the server started, the tools listed
+            for _ in range(turns):
+                before = len(bench.server.requests())
+                await _prompt(agent, response.session_id, prompt)
+                answered, asked = bench.server.requests()[before : before + 2]
+                times.append(((asked.received_monotonic or 0) - (answered.finished_monotonic or 0)) * 1000)
+    bench.server.set_scenario(load_scenario(SCENARIO))
+    note = f"median of {turns} turns; from the end of the response to the next request"
+    return [
+        Row(
+            "tool time: three 100 ms read-only MCP calls",
+            _ms(gaps["read three"]),
+            f"run together; {note}; goal ≤ 150 ms",
+        ),
+        Row("tool time: three 100 ms mutating MCP calls", _ms(gaps["sleep three"]), f"one at a time; {note}"),
+    ]
+
+
 async def computer_use_overhead(bench: Bench) -> list[Row]:
     """Per action, the agent's own time around the simulated driver's (``rawOutput.meta`` of each call)."""
     from fixtures.cua_driver_sim import command as simulated_driver
@@ -837,6 +890,7 @@ ROWS: dict[str, Callable[[Bench], Awaitable[list[Row]]]] = {
     "replay": lambda b: replay(b, 2000),
     "cancel_latency": lambda b: cancel_latency(b, 10),
     "computer_use": computer_use_overhead,
+    "parallel_reads": parallel_reads,
     "corpus_replay": corpus_replay,
     "sandbox": sandbox_overhead,
     "compaction": lambda b: compaction(b, 200),

@@ -42,6 +42,8 @@ SCOPE_BACKGROUND = "computer_use:background"
 SCOPE_FOREGROUND = "computer_use:foreground"
 MAX_LISTED_APPS = 60
 _KINDS: dict[str, ToolKind] = {"capture": "read", "list_apps": "read", "list_windows": "read", "verify_state": "read"}
+_READING_ACTIONS = frozenset(_KINDS)
+"""The actions that only read the desktop."""
 
 
 def _json(payload: dict[str, Any]) -> str:
@@ -85,6 +87,11 @@ class ComputerUseTool:
     def _live_target(self) -> Target | None:
         target = self._desk.target
         return target if target is not None and target.generation == self._driver.generation else None
+
+    def reads_only(self, parsed: ComputerUseInput) -> bool:
+        """Captures and listings only read (they may run beside the other reads of a response; calls still take
+        turns on the driver); input, ``wait`` and ``focus_app`` do not."""
+        return parsed.action in _READING_ACTIONS
 
     def present(self, parsed: ComputerUseInput, ctx: ToolContext) -> Presentation:
         title = describe(parsed, self._live_target(), self._desk.seen)

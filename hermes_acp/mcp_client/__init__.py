@@ -20,7 +20,7 @@ from .images import MAX_SAVED_IMAGES
 from .naming import MAX_NAME_LENGTH, ToolKey, assign_names
 from .remote_tools import McpTool, UtilityTool
 from .schema import normalise_schema
-from .servers import READY_WAIT_S, McpServers
+from .servers import READY_WAIT_S, McpServers, ServerStatus
 from .specs import HttpSpec, ServerSpec, StdioSpec, UnusableSpec, parse_specs
 from .supervisor import LinkState, Live, SupervisedConnection
 from .untrusted import MAX_RESULT_CHARS, public_meta
@@ -44,6 +44,7 @@ __all__ = [
     "ServerConnection",
     "ServerRejected",
     "ServerSpec",
+    "ServerStatus",
     "StdioSpec",
     "SupervisedConnection",
     "ToolKey",

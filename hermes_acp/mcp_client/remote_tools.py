@@ -9,7 +9,8 @@ model sees the name ``naming`` made.
 
 ``McpTool`` wraps one entry of a server's ``tools/list``: its input schema normalised for providers
 (``schema``), ``readOnlyHint: true`` makes it read-only
-(no approval inside the workspace, retried once after a reconnect, offered in ``read_only`` mode); any other tool
+(no approval inside the workspace, retried once after a reconnect, offered in ``read_only`` mode, run beside the
+other reads of the same response); any other tool
 asks for approval under the scope ``mcp:<server>:<tool>`` and is never retried when its outcome is unknown.
 Presentation: ``<server>: <title>``, kind ``read`` for read-only tools and ``other`` for the rest.
 
@@ -112,6 +113,9 @@ class McpTool:
     def present(self, parsed: dict[str, Any], ctx: ToolContext) -> Presentation:
         return Presentation(title=f"{self.server}: {self.title}", kind="read" if self.read_only else "other")
 
+    def reads_only(self, parsed: dict[str, Any]) -> bool:
+        return bool(self.read_only)
+
     async def approval(self, parsed: dict[str, Any], ctx: ToolContext) -> ApprovalRequest | None:
         if self.read_only:
             return None
@@ -197,6 +201,9 @@ class UtilityTool:
 
     async def approval(self, parsed: dict[str, Any], ctx: ToolContext) -> ApprovalRequest | None:
         return None
+
+    def reads_only(self, parsed: dict[str, Any]) -> bool:
+        return True
 
     async def run(self, parsed: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
         conn = self._connection

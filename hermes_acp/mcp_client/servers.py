@@ -10,13 +10,16 @@ Before a turn, ``prepare_turn()`` waits (bounded by ``READY_WAIT_S``) until no s
 notices for the user: a server that failed (and why), one still starting, a spec that cannot be used. Each is reported
 once. ``tools()`` is the MCP part of the tool surface, derived on every call from the live state
 (docs/architecture.md §4.6): the tools of every server that has listed them and has not failed since, plus
-resource/prompt helpers, named by ``naming`` and sorted by name. It knows nothing about modes, providers or ACP.
+resource/prompt helpers, named by ``naming`` and sorted by name. ``status()`` describes each server for the user
+(state, why it failed, the tools it offers now); ``reconnect(name)`` drops a server's connection and connects again
+through its supervised connection. It knows nothing about modes, providers or ACP.
 """
 
 from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import anyio
@@ -27,13 +30,35 @@ from hermes_acp.tools.base import Tool
 from .connection import McpTimeouts, ServerConnection
 from .naming import ToolKey, assign_names
 from .remote_tools import UTILITY_TOOLS, McpTool, Utility, UtilityTool
-from .specs import UnusableSpec, parse_specs
+from .specs import StdioSpec, UnusableSpec, parse_specs
+from .supervisor import LinkState
 
-__all__ = ["READY_WAIT_S", "McpServers"]
+__all__ = ["READY_WAIT_S", "McpServers", "ServerStatus"]
 
 READY_WAIT_S = 20.0
 """How long the first model request of a turn waits for servers that are still starting."""
 _log = structlog.get_logger("hermes_acp.mcp")
+_STATES: dict[LinkState, str] = {
+    LinkState.IDLE: "starting",
+    LinkState.STARTING: "starting",
+    LinkState.READY: "ready",
+    LinkState.DOWN: "disconnected (it reconnects at its next call)",
+    LinkState.FAILED: "failed",
+    LinkState.CLOSED: "closed",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class ServerStatus:
+    """One server as the user is shown it. Names and errors are as the editor and the server gave them."""
+
+    name: str
+    transport: str
+    """``stdio``, ``http`` or ``sse`` (``-`` for a spec that could not be used)."""
+    state: str
+    error: str | None
+    tools: tuple[str, ...]
+    """The model-facing names of the tools it offers now (none while it is not offered)."""
 
 
 class McpServers:
@@ -57,6 +82,8 @@ class McpServers:
         self._reported: set[tuple[object, ...]] = set()
         self._cache_key: tuple[object, ...] | None = None
         self._cache: list[Tool] = []
+        self._names: dict[int, tuple[str, ...]] = {}
+        """The offered tool names of each connection (by index), as of the cached tool list."""
         self._running = False
 
     def __bool__(self) -> bool:
@@ -148,5 +175,33 @@ class McpServers:
             else:
                 tools.append(McpTool(names[tool_key], conn, source))
         tools.sort(key=lambda t: t.name)
+        by_connection: dict[int, list[str]] = {}
+        for tool_key, _, _ in entries:
+            by_connection.setdefault(tool_key.server_index, []).append(names[tool_key])
+        self._names = {index: tuple(sorted(found)) for index, found in by_connection.items()}
         self._cache_key, self._cache = key, tools
         return tools
+
+    def status(self) -> list[ServerStatus]:
+        """Every server of the session, in the editor's order, the unusable specs last."""
+        self.tools()  # brings the offered names up to date
+        statuses = [
+            ServerStatus(
+                name=conn.name,
+                transport="stdio" if isinstance(conn.spec, StdioSpec) else conn.spec.transport,
+                state=_STATES[conn.state],
+                error=conn.error if conn.state in (LinkState.FAILED, LinkState.DOWN) else None,
+                tools=self._names.get(conn.index, ()) if conn.offered else (),
+            )
+            for conn in self.connections
+        ]
+        statuses += [ServerStatus(spec.name, "-", "not started", spec.reason, ()) for spec in self.unusable]
+        return statuses
+
+    async def reconnect(self, name: str) -> None:
+        """Drop the named server's connection and connect again (bounded); ``KeyError`` for an unknown name,
+        ``NotConnected`` (saying why) when the new connection could not be made."""
+        connection = self.connection(name)
+        if connection is None:
+            raise KeyError(name)
+        await connection.link.reconnect()

@@ -381,6 +381,15 @@ class SupervisedConnection(Generic[P]):
             raise NotConnected(f"MCP server {self.name!r} is shutting down; the request was not sent")
         raise NotConnected(f"MCP server {self.name!r} did not become ready in time; the request was not sent")
 
+    async def reconnect(self) -> Live[P]:
+        """End the current connection (if one is held) and connect again, as a request would after a drop; the new
+        connection (bounded like ``ready``), or ``NotConnected`` saying why there is none. For a user's explicit
+        ask: a request in flight on the old connection loses its answer (``RequestLost``)."""
+        held = self._live_held()
+        if held is not None:
+            self._give_up(held, "a reconnect was asked for")
+        return await self.ready()
+
     async def request(
         self, op: Callable[[Live[P]], Awaitable[T]], *, what: str, timeout_s: float, replay_safe: bool
     ) -> T:

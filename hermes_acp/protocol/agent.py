@@ -6,7 +6,9 @@ Notifications a session sends outside a turn come from here: ``available_command
 opened the session is on the wire (``RequestContext.after_response``; JetBrains needs the session id first), and
 after a ``session/load`` the context meter as it stands (``usage_update``: a live turn sends one after every model
 call, a replay needs only the last; it derives the tool surface, which a fresh process imports, so it goes after
-the response), ``current_mode_update`` after a mode switch, ``config_option_update`` after any option changes.
+the response), ``current_mode_update`` after a mode switch, ``config_option_update`` after any option changes (mode,
+model, thinking effort; through ``session/set_config_option``, the legacy methods or a slash command). A session
+sends ``available_commands_update`` itself when its prompt files change (through the client bridge).
 
 A prompt handler calls ``Session.prompt`` without awaiting anything first, so its turn is queued (and cancellable)
 before the next frame — a ``session/cancel`` right behind it — is handled.
@@ -27,7 +29,6 @@ from hermes_acp.mcp_client.specs import unreadable_entry
 from hermes_acp.providers.catalog import ModelCatalog
 from hermes_acp.providers.registry import ProviderRegistry
 from hermes_acp.sessions import Session, SessionManager, SessionServices, derive_tool_surface
-from hermes_acp.sessions.commands import parse_command
 from hermes_acp.storage.base import SessionStore
 from hermes_acp.tools.base import Tool
 
@@ -35,7 +36,14 @@ from .client_bridge import AcpClientBridge
 from .convert import prompt_to_display
 from .dispatcher import RequestContext, Route
 from .initialize import ENV_METHOD_ID, SETUP_METHOD_ID, key_variables
-from .session_view import MODE_OPTION_ID, MODEL_OPTION_ID, available_commands, config_options, session_view
+from .session_view import (
+    EFFORT_OPTION_ID,
+    MODE_OPTION_ID,
+    MODEL_OPTION_ID,
+    commands_update,
+    config_options,
+    session_view,
+)
 from .wire import (
     AuthenticateParams,
     ListSessionsParams,
@@ -224,19 +232,23 @@ class HermesAgent:
     async def set_config_option(self, ctx: RequestContext, raw: Any) -> dict[str, Any]:
         params = parse(SetConfigOptionParams, raw)
         session = self.manager.get(params.session_id)
-        if params.config_id not in (MODE_OPTION_ID, MODEL_OPTION_ID):
+        offered = [option["id"] for option in self._options(session)]
+        if params.config_id not in offered:
             raise InvalidParamsError(
-                f"configId: unknown option {params.config_id!r}; options: {MODE_OPTION_ID}, {MODEL_OPTION_ID}",
+                f"configId: unknown option {params.config_id!r}; this session's options: {', '.join(offered)}",
                 field="configId",
             )
         if not isinstance(params.value, str):
             raise InvalidParamsError(f"value: option {params.config_id!r} takes a string value", field="value")
         if params.config_id == MODE_OPTION_ID:
             await session.set_mode(params.value)
-        else:
+        elif params.config_id == MODEL_OPTION_ID:
             await session.set_model(params.value)
+        else:
+            assert params.config_id == EFFORT_OPTION_ID
+            await session.set_effort(params.value)
         await self._announce_config(session, mode_changed=params.config_id == MODE_OPTION_ID)
-        return {"configOptions": config_options(session.mode, session.model_id, self._catalog)}
+        return {"configOptions": self._options(session)}
 
     async def set_model(self, ctx: RequestContext, raw: Any) -> dict[str, Any]:
         """The legacy ``session/set_model`` (removed from the schema; JetBrains and older Zed still send it)."""
@@ -251,15 +263,12 @@ class HermesAgent:
     async def prompt(self, ctx: RequestContext, raw: Any) -> dict[str, Any]:
         params = parse(PromptParams, raw)
         session = self.manager.get(params.session_id)
-        display = prompt_to_display(params.prompt)
-        command = parse_command(display)
-        if command is not None:
-            outcome = await session.run_command(*command, display)
-            if outcome.mode_changed or outcome.model_changed:
-                await self._announce_config(session, mode_changed=outcome.mode_changed)
-            return {"stopReason": outcome.stop_reason}
-        result = await session.prompt(display)
+        result = await session.prompt(prompt_to_display(params.prompt))
+        if result.config_changed:
+            await self._announce_config(session, mode_changed=result.mode_changed)
         usage = result.usage
+        if usage is None:  # no model was asked (a slash command the session answered, or cancelled while queued)
+            return {"stopReason": result.stop_reason}
         return {
             "stopReason": result.stop_reason,
             "usage": {
@@ -289,10 +298,13 @@ class HermesAgent:
     # -- notifications outside turns ----------------------------------------------------------------------------
 
     def _view(self, session: Session) -> dict[str, Any]:
-        return session_view(session.mode, session.model_id, self._catalog)
+        return session_view(session.mode, session.model_id, self._catalog, session.chosen_effort)
+
+    def _options(self, session: Session) -> list[dict[str, Any]]:
+        return config_options(session.mode, session.model_id, self._catalog, session.chosen_effort)
 
     def _announce_commands(self, ctx: RequestContext, session: Session) -> None:
-        update = {"sessionUpdate": "available_commands_update", "availableCommands": available_commands()}
+        update = commands_update(session.commands.listing)
 
         async def send() -> None:
             await self._bridge.send(session.id, update)
@@ -313,11 +325,7 @@ class HermesAgent:
         if mode_changed:
             await self._bridge.send(session.id, {"sessionUpdate": "current_mode_update", "currentModeId": session.mode})
         await self._bridge.send(
-            session.id,
-            {
-                "sessionUpdate": "config_option_update",
-                "configOptions": config_options(session.mode, session.model_id, self._catalog),
-            },
+            session.id, {"sessionUpdate": "config_option_update", "configOptions": self._options(session)}
         )
 
 

@@ -13,6 +13,7 @@ with a JSON-RPC error refuses that call with its reason (the turn goes on).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import structlog
@@ -20,6 +21,7 @@ import structlog
 from hermes_acp.core import SessionEvent
 from hermes_acp.core.notice import Notice
 from hermes_acp.errors import InvalidParamsError, PermissionDeniedError
+from hermes_acp.sessions.commands import Command
 from hermes_acp.tools.context import EditorFiles, EditorTerminals, Elicitor
 from hermes_acp.turns.ports import LiveUpdate, PermissionAnswer, PermissionQuestion
 
@@ -28,6 +30,7 @@ from .convert import event_updates, live_update, notice_update, tool_content, to
 from .dispatcher import Dispatcher
 from .editor import AcpEditorFiles, AcpEditorTerminals, AcpElicitor
 from .initialize import Handshake
+from .session_view import commands_update
 from .wire import ClientCapabilities, InitializeParams, PermissionResult, SelectedOutcome, parse
 
 __all__ = ["AcpClientBridge", "AcpPermissionGate", "AcpUpdateSink"]
@@ -163,3 +166,7 @@ class AcpClientBridge:
     async def send(self, session_id: str, update: dict[str, Any]) -> None:
         """A session-level update outside any turn (mode, config options, commands)."""
         await self.sink(session_id).send(update)
+
+    async def commands_changed(self, session_id: str, commands: Sequence[Command]) -> None:
+        """The session's slash commands changed (a prompt file came, went or was edited)."""
+        await self.send(session_id, commands_update(commands))

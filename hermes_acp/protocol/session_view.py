@@ -1,37 +1,54 @@
 """How a session is described to clients, as wire JSON: modes, config options, the legacy ``models`` block and the
 slash commands.
 
-Current Zed reads only ``configOptions`` (mode and model selects); JetBrains still reads ``models`` and sends
-``session/set_model``; older clients read ``modes``. Every session response carries all three, kept in sync. The
-shapes are plain JSON so the front door can answer an early ``session/new`` before the acp SDK has loaded; the SDK
-path validates the same dicts into its response models, and tests check them against the SDK's schema.
+Current Zed reads only ``configOptions`` (mode and model selects, and a ``thought_level`` select for a model with
+thinking efforts); JetBrains still reads ``models`` and sends ``session/set_model``; older clients read ``modes``.
+Every session response carries all three, kept in sync. The shapes are plain JSON, built from plain values; tests
+check them against the official ACP schema.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from hermes_acp.core.modes import MODES
-from hermes_acp.providers.catalog import ModelCatalog
-from hermes_acp.sessions.commands import COMMANDS
+from hermes_acp.providers.catalog import CatalogModel, ModelCatalog
+from hermes_acp.sessions.commands import Command
+from hermes_acp.sessions.effort import PROVIDER_DEFAULT, current_effort, effort_choices
 
 __all__ = [
+    "EFFORT_OPTION_ID",
     "MODEL_OPTION_ID",
     "MODE_OPTION_ID",
     "available_commands",
+    "commands_update",
     "config_options",
     "session_view",
 ]
 
 MODE_OPTION_ID = "mode"
 MODEL_OPTION_ID = "model"
+EFFORT_OPTION_ID = "effort"
+_EFFORT_NAMES = {
+    PROVIDER_DEFAULT: ("Default", "Send no effort: the provider's own default."),
+    "none": ("None", "No thinking."),
+    "minimal": ("Minimal", None),
+    "low": ("Low", None),
+    "medium": ("Medium", None),
+    "high": ("High", None),
+    "xhigh": ("Extra high", None),
+}
 
 
 def _current_model_id(model_id: str | None, catalog: ModelCatalog) -> str | None:
     return model_id if model_id in catalog else catalog.default_id
 
 
-def config_options(mode_id: str, model_id: str | None, catalog: ModelCatalog) -> list[dict[str, Any]]:
+def config_options(
+    mode_id: str, model_id: str | None, catalog: ModelCatalog, effort: str | None = None
+) -> list[dict[str, Any]]:
+    """The session's options; ``effort`` is the thinking effort chosen for the session (``Session.chosen_effort``)."""
     options: list[dict[str, Any]] = [
         {
             "type": "select",
@@ -62,17 +79,45 @@ def config_options(mode_id: str, model_id: str | None, catalog: ModelCatalog) ->
                 "options": choices,
             }
         )
+        effort_option = _effort_option(catalog.get(current), effort)
+        if effort_option is not None:
+            options.append(effort_option)
     return options
 
 
-def session_view(mode_id: str, model_id: str | None, catalog: ModelCatalog) -> dict[str, Any]:
+def _effort_option(model: CatalogModel, chosen: str | None) -> dict[str, Any] | None:
+    """The ``thought_level`` select of a model with thinking efforts; None for any other model."""
+    values = effort_choices(model)
+    if not values:
+        return None
+    choices = []
+    for value in values:
+        name, description = _EFFORT_NAMES.get(value, (value, None))
+        choice: dict[str, Any] = {"value": value, "name": name}
+        if description:
+            choice["description"] = description
+        choices.append(choice)
+    return {
+        "type": "select",
+        "id": EFFORT_OPTION_ID,
+        "name": "Thinking effort",
+        "description": "How hard the model thinks before it answers.",
+        "category": "thought_level",
+        "currentValue": current_effort(model, chosen) or PROVIDER_DEFAULT,
+        "options": choices,
+    }
+
+
+def session_view(
+    mode_id: str, model_id: str | None, catalog: ModelCatalog, effort: str | None = None
+) -> dict[str, Any]:
     """The fields every session response shares: ``modes``, ``configOptions`` and (with a model) ``models``."""
     view: dict[str, Any] = {
         "modes": {
             "currentModeId": mode_id,
             "availableModes": [{"id": m.id, "name": m.name, "description": m.description} for m in MODES],
         },
-        "configOptions": config_options(mode_id, model_id, catalog),
+        "configOptions": config_options(mode_id, model_id, catalog, effort),
     }
     current = _current_model_id(model_id, catalog)
     if current is not None:
@@ -90,12 +135,17 @@ def session_view(mode_id: str, model_id: str | None, catalog: ModelCatalog) -> d
     return view
 
 
-def available_commands() -> list[dict[str, Any]]:
-    """The slash commands, for ``available_commands_update``."""
-    commands = []
-    for command in COMMANDS:
+def available_commands(commands: Sequence[Command]) -> list[dict[str, Any]]:
+    """The slash commands, as ``available_commands_update`` lists them."""
+    listed = []
+    for command in commands:
         entry: dict[str, Any] = {"name": command.name, "description": command.description}
         if command.hint:
             entry["input"] = {"hint": command.hint}
-        commands.append(entry)
-    return commands
+        listed.append(entry)
+    return listed
+
+
+def commands_update(commands: Sequence[Command]) -> dict[str, Any]:
+    """The ``available_commands_update`` for ``commands``."""
+    return {"sessionUpdate": "available_commands_update", "availableCommands": available_commands(commands)}

@@ -1,65 +1,142 @@
-"""Slash commands: ``/help``, ``/mode``, ``/model``, ``/title``, ``/compact``, ``/status``, run by the session.
+"""Slash commands: which a session offers, how a prompt names one, and what running one yields.
 
-A prompt whose only content is ``/<name> [argument]`` for a known command is a command; anything else goes to the
-model (an unknown ``/x`` too). The command and its answer are stored like a turn (the user's line, a notice, the
-turn's end, and what the command itself stored, such as a compaction) so a replay shows them, but the model never
-sees them.
+A session's commands are the built-in ones (``builtin_commands``) and its prompt files (``prompt_files``); a
+built-in name wins over a file of the same name (logged once). ``CommandSet`` is that list, and the listing the
+editor gets (``available_commands_update``).
+
+A prompt that is exactly one text block ``/name`` or ``/name argument`` (the argument may span lines) for a
+command of the set is that command; anything else goes to the model as it is, an unknown ``/x`` too. Running a
+command yields an ``Outcome``:
+
+- ``Reply``: the session answers without the model. The user's line, the answer and what the command itself did that
+  the log keeps (a ``/compact``'s compaction) are stored like a turn the model never sees, so a replay shows them.
+- ``Ask``: a model turn whose prompt (what the model gets) is not what the user typed (what the transcript shows,
+  live and on replay): a prompt file expanded, the review request with the diff, the ``/init`` instructions.
+
+This module knows neither the session nor ACP.
 """
 
 from __future__ import annotations
 
+import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-from hermes_acp.core import DisplayBlock, SessionEvent, StopReason, TextBlock
-from hermes_acp.core.modes import MODES
+import structlog
 
-__all__ = ["COMMANDS", "Command", "CommandOutcome", "parse_command"]
+from hermes_acp.core import DisplayBlock, SessionEvent, TextBlock
+
+from .prompt_files import PromptFile
+
+__all__ = ["Ask", "Command", "CommandSet", "Invocation", "Outcome", "Reply", "parse_command"]
+
+_COMMAND_LINE = re.compile(r"/([^\s/]+)(?:\s+(.*))?", re.S)
+_log = structlog.get_logger("hermes_acp.sessions")
 
 
 @dataclass(frozen=True, slots=True)
 class Command:
+    """A command as the editor lists it."""
+
     name: str
     description: str
     hint: str | None = None
-
-
-COMMANDS: tuple[Command, ...] = (
-    Command("help", "List the slash commands."),
-    Command("mode", "Show or switch the session mode.", "default | accept_edits | dont_ask | read_only"),
-    Command("model", "Show or switch the model.", "<provider>:<model>"),
-    Command("title", "Rename this session.", "<new title>"),
-    Command("compact", "Compact the conversation now: summarise it to free context.", "[what the summary should keep]"),
-    Command("status", "Show the model, mode, context use, cost, MCP servers and directories."),
-)
-_NAMES = {c.name for c in COMMANDS}
+    """What the argument is, for the editor's input hint; None for a command that takes none."""
 
 
 @dataclass(frozen=True, slots=True)
-class CommandOutcome:
+class Reply:
+    """The session answered the command itself; ``text`` is shown to the user and stored."""
+
     text: str
     mode_changed: bool = False
-    model_changed: bool = False
-    stop_reason: StopReason = "end_turn"
-    """``cancelled`` when a cancel came while the command waited its turn (it did not run)."""
+    config_changed: bool = False
+    """The mode, model or thinking effort changed: the editor is sent the session's options again."""
     events: tuple[SessionEvent, ...] = ()
     """What the command did that the log keeps (a compaction), stored with the command in one write."""
 
 
-def parse_command(display: list[DisplayBlock]) -> tuple[str, str] | None:
-    """``(name, argument)`` when the prompt is exactly one known command."""
+@dataclass(frozen=True, slots=True)
+class Ask:
+    """A model turn: ``prompt`` is what the model gets in place of what the user typed."""
+
+    prompt: str
+
+
+Outcome = Reply | Ask
+
+
+@dataclass(frozen=True, slots=True)
+class Invocation:
+    """A prompt that names a command of the set: the command, what followed its name, and its prompt file when it
+    is one."""
+
+    command: Command
+    argument: str
+    file: PromptFile | None = None
+
+
+def parse_command(display: Sequence[DisplayBlock]) -> tuple[str, str] | None:
+    """``(name, argument)`` when the prompt is one text block ``/name [argument]``, whatever the name."""
     if len(display) != 1 or not isinstance(display[0], TextBlock):
         return None
-    text = display[0].text.strip()
-    if not text.startswith("/"):
+    match = _COMMAND_LINE.fullmatch(display[0].text.strip())
+    if match is None:
         return None
-    name, _, argument = text[1:].partition(" ")
-    return (name, argument.strip()) if name in _NAMES else None
+    return match.group(1), (match.group(2) or "").strip()
 
 
-def help_text() -> str:
-    lines = ["Commands:"]
-    for command in COMMANDS:
-        usage = f"/{command.name}" + (f" {command.hint}" if command.hint else "")
-        lines.append(f"- `{usage}`: {command.description}")
-    lines.append("Modes: " + ", ".join(f"{m.id} ({m.description})" for m in MODES))
-    return "\n".join(lines)
+class CommandSet:
+    """The built-in commands, then the prompt files whose names no built-in takes, sorted by name."""
+
+    def __init__(
+        self, built_in: Sequence[Command], files: Sequence[PromptFile] = (), *, logged: frozenset[str] = frozenset()
+    ):
+        """``logged``: the shadowed file names already logged (by the set this one replaces)."""
+        taken = {command.name for command in built_in}
+        self.built_in = tuple(built_in)
+        self.files = tuple(sorted((f for f in files if f.name not in taken), key=lambda f: f.name))
+        self.shadowed = frozenset(f.name for f in files if f.name in taken)
+        for name in sorted(self.shadowed - logged):
+            path = next(str(f.path) for f in files if f.name == name)
+            _log.warning(
+                "a prompt file is named like a built-in command; the built-in one is used", name=name, path=path
+            )
+        self.listing: tuple[Command, ...] = (
+            *self.built_in,
+            *(Command(f.name, f.description, f.hint) for f in self.files),
+        )
+
+    def with_files(self, files: Sequence[PromptFile]) -> CommandSet:
+        """The same built-ins with ``files`` (a rescan)."""
+        return CommandSet(self.built_in, files, logged=self.shadowed)
+
+    def find(self, display: Sequence[DisplayBlock]) -> Invocation | None:
+        """The command the prompt names, if it is exactly one of this set's."""
+        parsed = parse_command(display)
+        if parsed is None:
+            return None
+        name, argument = parsed
+        command = next((c for c in self.built_in if c.name == name), None)
+        if command is not None:
+            return Invocation(command, argument)
+        file = next((f for f in self.files if f.name == name), None)
+        if file is not None:
+            return Invocation(Command(file.name, file.description, file.hint), argument, file)
+        return None
+
+    def help_text(self, extra: Sequence[str] = ()) -> str:
+        """Every command with its usage, the prompt files' after the built-ins; ``extra`` lines follow."""
+        lines = ["Commands:"]
+        for command in self.built_in:
+            lines.append(_usage(command))
+        if self.files:
+            lines.append("Prompt files (.hermes/commands/NAME.md of the project, commands/NAME.md of the home):")
+            lines.extend(_usage(Command(f.name, f.description, f.hint)) for f in self.files)
+        lines.extend(extra)
+        return "\n".join(lines)
+
+
+def _usage(command: Command) -> str:
+    usage = f"/{command.name}" + (f" {command.hint}" if command.hint else "")
+    return f"- `{usage}`: {command.description}"

@@ -24,7 +24,9 @@ from hermes_acp.turns.projection import SessionProjection, transcript_events
 from hermes_acp.turns.recorder import Recorder
 
 from ._runtime import SessionRuntime
+from .effort import EFFORT_META_KEY
 from .instructions import load_instructions
+from .prompt_files import load_prompt_files
 from .records import directories, new_record, normalise_cwd
 from .recovery import recovery_events
 from .session import Session, SessionServices
@@ -128,7 +130,11 @@ class SessionManager:
             model_id=source.model_id,
             title=f"{source.title} (fork)" if source.title else None,
             parent_id=source.id,
-            meta={"additional_directories": extra, "forked_from": {"sessionId": source.id, "at": now}},
+            meta={
+                "additional_directories": extra,
+                "forked_from": {"sessionId": source.id, "at": now},
+                **{key: source.meta[key] for key in (EFFORT_META_KEY,) if key in source.meta},
+            },
         )
         await self.services.store.fork_session(source.id, record)
         servers = mcp_servers or (parent.mcp_servers if parent is not None else [])
@@ -186,6 +192,7 @@ class SessionManager:
                 mcp_servers=list(mcp_servers),
                 mcp=servers,
                 instructions=await load_instructions(workspace, self.services.settings.home),
+                prompt_files=await load_prompt_files(workspace.cwd, self.services.settings.home),
             )
         except BaseException:
             with anyio.CancelScope(shield=True):  # the owner task would outlive a session that never opened

@@ -1,16 +1,19 @@
 """What the session layer needs from the client connection, as one port.
 
 ``ClientBridge`` hands each session its update sink, its permission gate, and the editor's file system, terminals
-and questions to the user when the client advertised them. ``hermes_acp.protocol`` implements it over ACP; tests
-use doubles.
+and questions to the user when the client advertised them; and takes the session's slash commands when they
+change. ``hermes_acp.protocol`` implements it over ACP; tests use doubles.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Protocol
 
 from hermes_acp.tools.context import EditorFiles, EditorTerminals, Elicitor
 from hermes_acp.turns.ports import PermissionGate, UpdateSink
+
+from .commands import Command
 
 __all__ = ["ClientBridge"]
 
@@ -25,3 +28,7 @@ class ClientBridge(Protocol):
     def terminals(self, session_id: str) -> EditorTerminals | None: ...
 
     def elicitor(self, session_id: str) -> Elicitor | None: ...
+
+    async def commands_changed(self, session_id: str, commands: Sequence[Command]) -> None:
+        """Tell the editor the session's slash commands are now ``commands``."""
+        ...

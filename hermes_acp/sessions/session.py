@@ -3,9 +3,13 @@
 Prompts and slash commands are serialised (docs/architecture.md §4.11): each registers its cancel scope before its
 first await, then waits its turn on a FIFO lock, so a second prompt is answered when its own turn ends. ``cancel``
 cancels the running turn and everything queued (docs/architecture.md §4.10); the next prompt is accepted at once.
-Mode and model live here and in the store; the tool surface is derived from them for every model request
-(docs/architecture.md §4.6). ``compact`` and ``status`` are the behaviour of ``/compact`` and ``/status``; ``usage``
-is the context meter a replay ends with.
+Mode, model and thinking effort live here and in the store; the tool surface is derived from them for every model
+request (docs/architecture.md §4.6).
+
+A prompt that names one of the session's slash commands (``commands``: the built-in ones and the prompt files) runs
+it: a reply the session stores itself, or a model turn with a prompt of the command's own. The prompt files are
+rescanned when each prompt starts and when it ends; the editor is told when the list changed. ``compact`` and
+``status`` are the behaviour of ``/compact`` and ``/status``; ``usage`` is the context meter a replay ends with.
 No ACP here.
 """
 
@@ -20,11 +24,12 @@ import anyio
 import structlog
 
 from hermes_acp.computer_use import ComputerUse
-from hermes_acp.config import Settings
+from hermes_acp.config import Effort, Settings
 from hermes_acp.core import (
     DisplayBlock,
     ModeId,
     NoticeAdded,
+    StopReason,
     TextBlock,
     TextPart,
     TitleSet,
@@ -37,6 +42,7 @@ from hermes_acp.core import (
 from hermes_acp.core.ids import new_compaction_id, new_message_id, new_turn_id
 from hermes_acp.core.modes import MODES
 from hermes_acp.core.notice import Notice
+from hermes_acp.core.sanitize import clean_text
 from hermes_acp.errors import NoProviderError, ProviderError, SessionBusyError, UnknownModeError
 from hermes_acp.mcp_client import McpServers
 from hermes_acp.providers.catalog import CatalogModel, ModelCatalog
@@ -50,21 +56,25 @@ from hermes_acp.turns.loop import TurnDeps, TurnResult, TurnState, run_turn
 from hermes_acp.turns.meter import Meter
 from hermes_acp.turns.ports import LiveCompaction, LiveUsage
 from hermes_acp.turns.projection import SessionProjection
-from hermes_acp.turns.recorder import Recorder
+from hermes_acp.turns.recorder import EMIT_TIMEOUT_S, Recorder
 from hermes_acp.turns.state import CompactionPolicy
 from hermes_acp.turns.system_prompt import build_system_prompt
 
 from ._runtime import SessionRuntime
-from .commands import CommandOutcome, help_text
+from .builtin_commands import BUILT_INS
+from .commands import Ask, CommandSet, Invocation, Reply
+from .effort import EFFORT_META_KEY, choose_effort, current_effort
 from .instructions import InstructionFile
 from .ports import ClientBridge
+from .prompt_files import PromptFile, expand, load_prompt_files
 from .recovery import STORE_FAILED_TEXT, recovery_events
 from .status import session_status
 from .titles import title_from_prompt, title_with_model
 
-__all__ = ["Session", "SessionServices"]
+__all__ = ["PromptResult", "Session", "SessionServices"]
 
 T = TypeVar("T")
+_HANDLERS = {built_in.command.name: built_in.run for built_in in BUILT_INS}
 _log = structlog.get_logger("hermes_acp.sessions")
 
 
@@ -80,6 +90,18 @@ class SessionServices:
     tool_surface: Callable[[Session], Sequence[Tool]]
 
 
+@dataclass(frozen=True, slots=True)
+class PromptResult:
+    """How one prompt ended, and what the editor should be told again."""
+
+    stop_reason: StopReason
+    usage: Usage | None = None
+    """None when no model was asked (a command the session answered itself, or a cancel before the turn began)."""
+    mode_changed: bool = False
+    config_changed: bool = False
+    """The mode, model or thinking effort changed (a command did it)."""
+
+
 class Session:
     def __init__(
         self,
@@ -92,6 +114,7 @@ class Session:
         mcp_servers: list[dict[str, object]],
         mcp: McpServers,
         instructions: Sequence[InstructionFile] = (),
+        prompt_files: Sequence[PromptFile] = (),
     ):
         self.record = record
         self.recorder = recorder
@@ -106,6 +129,8 @@ class Session:
         """The project instruction files read when the session opened (``/status`` lists them)."""
         self.system_prompt = build_system_prompt(workspace, self.instructions)
         """Fixed for the session's life in this process: byte-identical for every request."""
+        self.commands = CommandSet([built_in.command for built_in in BUILT_INS], prompt_files)
+        """The slash commands: the built-in ones, then the prompt files (rescanned around every prompt)."""
         self.computer_use = ComputerUse.for_session(
             runtime,
             services.settings,
@@ -140,6 +165,17 @@ class Session:
     def model_id(self) -> str | None:
         return self.record.model_id
 
+    @property
+    def effort(self) -> Effort | None:
+        """The thinking effort the session's requests get (None: none is sent; see ``sessions.effort``)."""
+        return current_effort(self.current_model(), self.chosen_effort)
+
+    @property
+    def chosen_effort(self) -> str | None:
+        """The thinking effort chosen for the session, if any (kept even while the model does not take it)."""
+        chosen = self.record.meta.get(EFFORT_META_KEY)
+        return chosen if isinstance(chosen, str) else None
+
     def current_model(self) -> CatalogModel | None:
         """The session's model; the catalog's default when none is stored or the stored one left the catalog."""
         catalog = self.services.catalog
@@ -154,26 +190,20 @@ class Session:
     def projection(self) -> SessionProjection:
         return self.recorder.projection
 
-    async def prompt(self, display: list[DisplayBlock]) -> TurnResult:
-        """Run (or queue, then run) one prompt turn. A cancel while queued or running answers ``cancelled``."""
-        result = await self._queued(lambda: self._turn(display))
+    async def prompt(self, display: list[DisplayBlock]) -> PromptResult:
+        """Run (or queue, then run) one prompt: a model turn, or the slash command it names. A cancel while queued
+        or running answers ``cancelled`` (a command that had not started does not run)."""
+        result = await self._queued(lambda: self._prompt(display))
         if result is None:
-            return TurnResult(stop_reason="cancelled", usage=Usage())
+            return PromptResult(stop_reason="cancelled")
         if self.projection.title is None and self.projection.first_prompt:
             self.runtime.submit(self._write_title, "title")
         return result
 
-    async def run_command(self, name: str, argument: str, display: list[DisplayBlock]) -> CommandOutcome:
-        """A slash command, queued like a prompt and stored like a turn the model never sees.
-
-        A cancel while it waits its turn answers ``cancelled`` and the command does not run."""
-        outcome = await self._queued(lambda: self._command_turn(name, argument, display))
-        return outcome or CommandOutcome("Cancelled before it ran.", stop_reason="cancelled")
-
     async def _queued(self, work: Callable[[], Awaitable[T]]) -> T | None:
-        """Run ``work`` when the turns queued before it have ended (docs/architecture.md §4.11); None when a cancel
-        came first, whether it was waiting or running (docs/architecture.md §4.10). Its cancel scope is registered
-        before the first await, so a cancel that follows finds it."""
+        """Run ``work`` when the turns queued before it have ended (docs/architecture.md §4.11); None when a cancel came
+        first, whether it was waiting or running (docs/architecture.md §4.10). Its cancel scope is registered before the
+        first await, so a cancel that follows finds it."""
         scope = anyio.CancelScope()
         self._in_flight.append(scope)
         try:
@@ -184,65 +214,75 @@ class Session:
         finally:
             self._in_flight.remove(scope)
 
-    async def _turn(self, display: list[DisplayBlock]) -> TurnResult:
+    async def _prompt(self, display: list[DisplayBlock]) -> PromptResult:
+        await self.refresh_commands()
+        invocation = self.commands.find(display)
+        result = await (self._turn(display) if invocation is None else self._command(invocation, display))
+        await self.refresh_commands()
+        return result
+
+    async def _turn(self, display: list[DisplayBlock], prompt: str | None = None) -> PromptResult:
         self._running = True
         try:
-            return await self._run(display)
+            turn = await self._run(display, prompt)
         finally:
             self._running = False
+        return PromptResult(stop_reason=turn.stop_reason, usage=turn.usage)
 
-    async def _command_turn(self, name: str, argument: str, display: list[DisplayBlock]) -> CommandOutcome:
-        turn_id = new_turn_id()
-        outcome = await self._command(name, argument, turn_id)
-        text = "".join(b.text for b in display if isinstance(b, TextBlock))
-        prompt = UserPrompted(
-            turn_id=turn_id,
-            message_id=new_message_id(),
-            display=display,
-            message=UserMessage(parts=[TextPart(text=text)]),
-            for_model=False,
+    @property
+    def turn_id(self) -> str | None:
+        """The turn or command running now (what a notice, or a command's own events, are stored in)."""
+        return self._turn_id
+
+    async def _command(self, invocation: Invocation, display: list[DisplayBlock]) -> PromptResult:
+        """A slash command: a prompt file's text (its arguments in) or a built-in command's outcome."""
+        if invocation.file is not None:
+            outcome: Ask | Reply = Ask(expand(invocation.file.template, invocation.argument))
+        else:
+            self._turn_id = new_turn_id()
+            try:
+                outcome = await _HANDLERS[invocation.command.name](self, invocation.argument)
+                if isinstance(outcome, Reply):
+                    await self._reply(display, outcome, self._turn_id)
+            finally:
+                self._turn_id = None
+        if isinstance(outcome, Ask):
+            return await self._turn(display, outcome.prompt)
+        return PromptResult("end_turn", mode_changed=outcome.mode_changed, config_changed=outcome.config_changed)
+
+    async def _reply(self, display: list[DisplayBlock], reply: Reply, turn_id: str) -> None:
+        """Store a command the session answered itself like a turn the model never sees, in one write: the user's
+        line, the answer (which may quote servers' and files' words: it passes the sanitizer), what the command
+        itself did that the log keeps (a compaction), the turn's end."""
+        typed = "".join(b.text for b in display if isinstance(b, TextBlock))
+        answer = [NoticeAdded(turn_id=turn_id, message_id=new_message_id(), text=clean_text(reply.text))]
+        await self.recorder.record(
+            UserPrompted(
+                turn_id=turn_id,
+                message_id=new_message_id(),
+                display=display,
+                message=UserMessage(parts=[TextPart(text=typed)]),
+                for_model=False,
+            ),
+            *(answer if reply.text else []),
+            *reply.events,
+            TurnEnded(turn_id=turn_id, stop_reason="end_turn"),
         )
-        notice = [NoticeAdded(turn_id=turn_id, message_id=new_message_id(), text=outcome.text)] if outcome.text else []
-        await self.recorder.record(prompt, *outcome.events, *notice, TurnEnded(turn_id=turn_id, stop_reason="end_turn"))
-        if outcome.events:
-            meter = self.usage()
-            if meter is not None:
-                await self.recorder.live(meter)
-        return outcome
 
-    async def _command(self, name: str, argument: str, turn_id: str) -> CommandOutcome:
-        catalog = self.services.catalog
-        if name == "compact":
-            return await self.compact(argument, turn_id=turn_id)
-        if name == "status":
-            return CommandOutcome(self.status())
-        if name == "mode":
-            if not argument:
-                return CommandOutcome(f"Mode: {self.mode}. Modes: " + ", ".join(m.id for m in MODES))
-            await self.set_mode(argument)
-            return CommandOutcome(f"Mode set to {self.mode}.", mode_changed=True)
-        if name == "model":
-            if not argument:
-                listing = "\n".join(
-                    f"- `{m.id}`" + ("" if m.usable else f" (needs {m.api_key_env})") for m in catalog.models
-                )
-                current = self.current_model()
-                return CommandOutcome(f"Model: {current.id if current else 'none'}.\n{listing}")
-            await self.set_model(argument)
-            return CommandOutcome(f"Model set to {argument}.", model_changed=True)
-        if name == "title":
-            if not argument:
-                return CommandOutcome(f"Title: {self.projection.title or '(none yet)'}")
-            await self._set_title(argument[:200])
-            return CommandOutcome("Session renamed.")
-        return CommandOutcome(help_text())
+    async def refresh_commands(self) -> None:
+        """Read the prompt files again; tell the editor (bounded) when the list of commands changed."""
+        files = await load_prompt_files(self.workspace.cwd, self.services.settings.home)
+        before, self.commands = self.commands.listing, self.commands.with_files(files)
+        if self.commands.listing != before:
+            with anyio.move_on_after(EMIT_TIMEOUT_S):
+                await self.services.client.commands_changed(self.id, self.commands.listing)
 
     def cancel(self) -> None:
         """Cancel the running turn and every queued prompt."""
         for scope in list(self._in_flight):
             scope.cancel()
 
-    async def _run(self, display: list[DisplayBlock]) -> TurnResult:
+    async def _run(self, display: list[DisplayBlock], prompt: str | None) -> TurnResult:
         await self._repair()
         deps = self._turn_deps()
         # Bounded: MCP servers still starting are reported, not awaited.
@@ -250,7 +290,7 @@ class Session:
         texts = await self._show_notices([*await self._once_notices(), *mcp])
         self._turn_id = new_turn_id()
         try:
-            return await run_turn(TurnState(turn_id=self._turn_id), deps, display, notices=texts)
+            return await run_turn(TurnState(turn_id=self._turn_id), deps, display, notices=texts, prompt=prompt)
         finally:
             self._turn_id = None
 
@@ -294,6 +334,7 @@ class Session:
             sandbox=self.sandbox,
             compaction=self._compaction_policy(),
             models=self._configured_model,
+            effort=self.effort,
         )
 
     def _compaction_policy(self) -> CompactionPolicy:
@@ -318,7 +359,7 @@ class Session:
         """The context meter of this session with ``model``."""
         gate = self.computer_use.gate
         native = gate.route() == "native" if gate is not None else None
-        return Meter(model, self.system_prompt, self.projection, native, self._configured_model)
+        return Meter(model, self.system_prompt, self.projection, native, self._configured_model, self.effort)
 
     def usage(self) -> LiveUsage | None:
         """The context meter now (tokens in the context, the window, the cost so far); None without a model."""
@@ -327,10 +368,10 @@ class Session:
             return None
         return self.meter(model).usage(tuple(self.services.tool_surface(self)))
 
-    async def compact(self, instructions: str, *, turn_id: str) -> CommandOutcome:
+    async def compact(self, instructions: str, *, turn_id: str) -> Reply:
         """``/compact [instructions]``: compact the whole history now, the summary focused by ``instructions``.
 
-        The compaction comes back in the outcome, to be stored with the command in one write. A cancel while the
+        The compaction comes back in the reply, to be stored with the command in one write. A cancel while the
         summary is written leaves the history as it was (the editor is told it was cancelled)."""
         started = time.perf_counter()
         await self._repair()
@@ -353,9 +394,9 @@ class Session:
                 await self.recorder.live(LiveCompaction(compaction_id, status))
             raise
         if event is None:
-            return CommandOutcome("Nothing to compact yet: the conversation is empty.")
+            return Reply("Nothing to compact yet: the conversation is empty.")
         log_compaction(event, session_id=self.id, started=started)
-        return CommandOutcome("", events=(event,))
+        return Reply("", events=(event,))
 
     def status(self) -> str:
         """``/status``: what the session runs on and how full its context is; no model call."""
@@ -391,9 +432,9 @@ class Session:
             title = await title_with_model(self.services.providers.provider_for(model), model.model, first)
         title = title or title_from_prompt(first)
         if title:
-            await self._set_title(title)
+            await self.set_title(title)
 
-    async def _set_title(self, title: str) -> None:
+    async def set_title(self, title: str) -> None:
         await self.recorder.record(TitleSet(title=title, updated_at=utc_now()))
         self.record = await self.services.store.update_session(self.id, title=title)
 
@@ -402,6 +443,15 @@ class Session:
             valid = ", ".join(m.id for m in MODES)
             raise UnknownModeError(f"unknown mode {mode_id!r}; valid modes: {valid}", field="modeId")
         self.record = await self.services.store.update_session(self.id, mode_id=mode_id)
+
+    async def set_effort(self, value: str) -> None:
+        """Choose the thinking effort (one of ``sessions.effort.effort_choices`` for the current model); stored in
+        the record's ``meta``, so a reload and a fork keep it. Takes effect from the next prompt."""
+        chosen = choose_effort(self.current_model(), value)
+        meta = {key: item for key, item in self.record.meta.items() if key != EFFORT_META_KEY}
+        if chosen is not None:
+            meta[EFFORT_META_KEY] = chosen
+        self.record = await self.services.store.update_session(self.id, meta=meta)
 
     async def set_model(self, model_id: str) -> None:
         self.services.catalog.get(model_id)

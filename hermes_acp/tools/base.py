@@ -1,7 +1,8 @@
 """The tool seam: what every model-facing tool (built-in, MCP, computer_use) provides to the turn loop.
 
 A tool has a name, a description and a JSON schema (what the model sees); it validates raw arguments, says how a
-call is presented to the editor (title, kind, locations, initial content), and runs. Running returns a
+call is presented to the editor (title, kind, locations, initial content), whether a given call only reads (such
+calls of one response may run together), and runs. Running returns a
 ``ToolOutcome``: display content for the editor and parts for the model. A ``ToolError`` raised by ``run`` becomes
 a failed outcome for the model; it never reaches the wire. This module knows neither ACP nor any concrete tool.
 """
@@ -70,6 +71,12 @@ class Tool(Protocol):
         """True when a call cannot change anything (safe to retry, allowed in ``read_only`` mode)."""
         ...
 
+    def reads_only(self, parsed: Any) -> bool:
+        """True when this call only reads (files, listings, observations): it may run at the same time as the other
+        such calls of one response. Stricter than ``read_only``: a call that asks the user something (``ask_user``)
+        or sets the session's plan (``update_plan``) is not one."""
+        ...
+
     def validate(self, arguments: dict[str, Any]) -> Any:
         """Check the model's arguments; return the parsed input or raise ``ToolInputError``."""
         ...
@@ -112,6 +119,10 @@ class TypedTool(Generic[InputT]):
         if self.read_only:
             return None
         return ApprovalRequest(scope=self.name, title=self.name, mutating=True, raw_input=parsed.model_dump())
+
+    def reads_only(self, parsed: InputT) -> bool:
+        """No call runs beside others unless its tool says so (the tools that only read override this)."""
+        return False
 
     def validate(self, arguments: dict[str, Any]) -> InputT:
         try:

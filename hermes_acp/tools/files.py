@@ -70,6 +70,9 @@ class ReadFileTool(TypedTool[_ReadInput]):
     Input = _ReadInput
     read_only = True
 
+    def reads_only(self, parsed: _ReadInput) -> bool:
+        return True
+
     def present(self, parsed: _ReadInput, ctx: ToolContext) -> Presentation:
         path = ctx.workspace.resolve(parsed.path)
         title = _read_title(parsed, display_path(path, ctx.workspace))

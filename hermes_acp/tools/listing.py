@@ -78,6 +78,9 @@ class ListFilesTool(TypedTool[_ListInput]):
     Input = _ListInput
     read_only = True
 
+    def reads_only(self, parsed: _ListInput) -> bool:
+        return True
+
     def __init__(self, *, ripgrep: RipgrepChoice = AUTO, timeout_s: float = SEARCH_TIMEOUT_S):
         self._finder = Finder(ripgrep, timeout_s=timeout_s)
 

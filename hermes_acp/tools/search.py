@@ -75,6 +75,9 @@ class SearchFilesTool(TypedTool[_SearchInput]):
     Input = _SearchInput
     read_only = True
 
+    def reads_only(self, parsed: _SearchInput) -> bool:
+        return True
+
     def __init__(self, *, ripgrep: RipgrepChoice = AUTO, timeout_s: float = SEARCH_TIMEOUT_S):
         self._finder = Finder(ripgrep, timeout_s=timeout_s)
 

@@ -3,16 +3,17 @@
 ``run_turn`` starts in ``Converting`` and runs one step per phase (``hermes_acp.turns.phases``), each returning the
 next phase or ``Ended``: convert and store the prompt → build a request (compacting the history first when the
 request would pass the compaction threshold, ``hermes_acp.turns.compaction``) → stream the response and store it
-with its calls announced (``hermes_acp.turns.streaming``, ``hermes_acp.turns.tool_calls``) → run each call → the
-next request, until the model stops, ``max_turn_requests`` is reached, or the turn is stopped. A request the
-provider refuses as too long for the context is compacted for and sent again, once. After every model call and
-every compaction the editor gets the context meter (``hermes_acp.turns.meter``). Every step ends on the durable
-write that completes its phase, so the phase value always says what is stored and what is open.
+with its calls announced (``hermes_acp.turns.streaming``, ``hermes_acp.turns.tool_calls``) → run the calls in
+batches (consecutive reads together, anything else alone) → the next request, until the model stops,
+``max_turn_requests`` is reached, or the turn is stopped. A request the provider refuses as too long for the context
+is compacted for and sent again, once. After every model call and every compaction the editor gets the context
+meter (``hermes_acp.turns.meter``). Every step ends on the durable write that completes its phase, so the phase
+value always says what is stored and what is open.
 
 When a step raises, ``ENDINGS`` (one table) says how the turn ends: which way the open work is settled, which stop
 reason is stored, whether the user is told and whether the error goes on to the caller. ``settle`` is the one
 place that knows what each phase leaves open: the prompt not yet stored, a compaction the editor saw start, text
-streamed but not stored, announced calls (the one running "cancelled", the rest "not run"). When the store itself
+streamed but not stored, announced calls (those running "cancelled", the rest "not run"). When the store itself
 failed, the open calls are settled in the editor only, with the words the repair before the session's next turn
 stores (a reload by a new process before that repair says the same "outcome unknown" / "not run", in crash
 recovery's words).
@@ -56,11 +57,11 @@ from .context import fixed_tokens
 from .meter import Meter
 from .phases import BetweenRequests, Compacting, Converting, Ended, Phase, RunningTool, Streaming
 from .ports import LiveCompaction
-from .prompt_input import convert_prompt
+from .prompt_input import ConvertedPrompt, convert_prompt
 from .settlements import CANCELLED, INTERRUPTED, STORE_FAILED, Failure, failed_settlements, interrupted_message
 from .state import TurnDeps, TurnResult, TurnState
 from .streaming import PartialResponse, stream_response
-from .tool_calls import announce, ask_attachment, run_call
+from .tool_calls import announce, ask_attachment, batch_end, run_calls
 
 __all__ = ["CLEANUP_TIMEOUT_S", "ENDINGS", "Ending", "TurnDeps", "TurnResult", "TurnState", "run_turn", "settle"]
 
@@ -116,12 +117,19 @@ def ending_for(exc: BaseException) -> Ending | None:
 
 
 async def run_turn(
-    state: TurnState, deps: TurnDeps, display: list[DisplayBlock], *, notices: Sequence[str] = ()
+    state: TurnState,
+    deps: TurnDeps,
+    display: list[DisplayBlock],
+    *,
+    notices: Sequence[str] = (),
+    prompt: str | None = None,
 ) -> TurnResult:
     """Run one prompt turn to its end. Cancellation propagates after the turn was settled and stored.
 
-    ``notices`` are shown to the user with the prompt (e.g. an MCP server that failed to start)."""
-    current: Phase | Ended = Converting(display=display, notices=tuple(notices))
+    ``notices`` are shown to the user with the prompt (e.g. an MCP server that failed to start). ``prompt``: what
+    the model gets instead of ``display`` (a slash command's expanded text; the transcript still shows
+    ``display``)."""
+    current: Phase | Ended = Converting(display=display, notices=tuple(notices), prompt=prompt)
     try:
         while not isinstance(current, Ended):
             current = await _step(current, state, deps)
@@ -154,12 +162,15 @@ async def _step(phase: Phase, state: TurnState, deps: TurnDeps) -> Phase | Ended
 
 
 async def _convert(phase: Converting, state: TurnState, deps: TurnDeps) -> Phase:
-    converted = await convert_prompt(
-        phase.display,
-        workspace=deps.workspace,
-        ask_outside=lambda path, request: ask_attachment(deps, state, path, request),
-        images=deps.images,
-    )
+    if phase.prompt is not None:
+        converted = ConvertedPrompt(UserMessage(parts=[TextPart(text=phase.prompt)]))
+    else:
+        converted = await convert_prompt(
+            phase.display,
+            workspace=deps.workspace,
+            ask_outside=lambda path, request: ask_attachment(deps, state, path, request),
+            images=deps.images,
+        )
     await deps.recorder.record(
         UserPrompted(
             turn_id=state.turn_id, message_id=new_message_id(), display=phase.display, message=converted.message
@@ -234,9 +245,10 @@ async def _stream(phase: Streaming, state: TurnState, deps: TurnDeps) -> Phase |
 
 
 async def _run_tool(phase: RunningTool, state: TurnState, deps: TurnDeps) -> Phase | Ended:
-    await run_call(phase.calls[phase.next], deps, state)
-    if phase.next + 1 < len(phase.calls):
-        return RunningTool(calls=phase.calls, next=phase.next + 1, model_stop=phase.model_stop)
+    end = batch_end(phase.calls, phase.next)
+    await run_calls(phase.calls[phase.next : end], deps, state)
+    if end < len(phase.calls):
+        return RunningTool(calls=phase.calls, next=end, model_stop=phase.model_stop)
     if phase.model_stop in ("max_tokens", "refusal"):
         return Ended(_turn_stop(phase.model_stop))
     return BetweenRequests()

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from hermes_acp.config import Effort
 from hermes_acp.core import Message
 from hermes_acp.providers.base import ProviderRequest
 from hermes_acp.providers.catalog import CatalogModel, Cost
@@ -36,11 +37,13 @@ class Meter:
     """The image gate's answer for ``model`` (``route() == "native"``); None: the model's vision."""
     models: Callable[[str], CatalogModel | None] | None = None
     """The configured models by id, for the prices of every model the session used."""
+    effort: Effort | None = None
+    """The thinking effort the requests ask for (it never changes the system prompt or the tool schemas)."""
 
     @classmethod
     def of(cls, deps: TurnDeps) -> Meter:
         native = deps.images.route() == "native" if deps.images is not None else None
-        return cls(deps.model, deps.system_prompt, deps.recorder.projection, native, deps.models)
+        return cls(deps.model, deps.system_prompt, deps.recorder.projection, native, deps.models, deps.effort)
 
     @property
     def window(self) -> int:
@@ -54,6 +57,7 @@ class Meter:
             history=self.projection.history if history is None else history,
             tools=tools,
             native_images=self.native_images,
+            effort=self.effort,
         )
 
     def measure(self, request: ProviderRequest) -> Measurement:

@@ -4,8 +4,8 @@ A turn is a sequence of phases; each step of the loop (``hermes_acp.turns.loop``
 next, or ``Ended``. A phase value is never changed, only replaced, so "where was the turn when it stopped" is always
 exactly one value, and ``settle`` in the loop matches on it:
 
-- ``Converting``: the user's prompt is being converted (attachments read, perhaps asked about). It is not stored
-  yet; a stop stores it for the transcript only.
+- ``Converting``: the user's prompt is being converted (attachments read, perhaps asked about), or taken as the
+  text a slash command gives the model. It is not stored yet; a stop stores it for the transcript only.
 - ``BetweenRequests``: everything so far is stored; the next model request is built here (or the turn ends).
 - ``Compacting``: the next request would not fit (it passes the compaction threshold, or the provider refused it
   as too long), so the history is compacted first (``hermes_acp.turns.compaction``). The compaction is stored in
@@ -13,8 +13,9 @@ exactly one value, and ``settle`` in the loop matches on it:
   compaction in progress, is told it was cancelled or failed.
 - ``Streaming``: a model response streams. Its text so far is in ``partial`` (checkpointed at intervals); a stop
   stores it as an interrupted message.
-- ``RunningTool``: the announced calls of a stored response run one after another, from ``next``. The log says
-  which one runs (``ToolCallRunning``); a stop fails that one and marks the rest "not run".
+- ``RunningTool``: the announced calls of a stored response run in order, from ``next``, one batch per step:
+  consecutive calls that only read run together, any other call alone. The log says which ones run
+  (``ToolCallRunning``); a stop fails those and marks the rest "not run".
 
 Pure data; the only mutable piece is the streamed text buffer, which the streaming step appends to.
 """
@@ -40,6 +41,8 @@ class Converting:
     """The prompt as the editor showed it."""
     notices: tuple[str, ...] = ()
     """Shown with the prompt (e.g. an MCP server that failed to start)."""
+    prompt: str | None = None
+    """What the model gets instead of ``display`` (a slash command's text); ``display`` is still what is shown."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,7 +72,7 @@ class Streaming:
 class RunningTool:
     calls: tuple[PreparedCall, ...]
     next: int
-    """Index of the call to run next."""
+    """Index of the call to run next: the first of the next batch."""
     model_stop: ModelStopReason
     """Why the response stopped: after ``max_tokens`` or ``refusal`` the turn ends once its calls are settled."""
 

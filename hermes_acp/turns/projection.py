@@ -1,12 +1,13 @@
 """Projections of the session log that the turn loop needs: the model history, what a stop leaves open, the rules.
 
 ``SessionProjection.apply`` folds one stored event in. It is used for live events (as they are stored) and to
-rebuild a loaded session from its log, so both paths see the same history. The model history starts from the latest
-compaction (``compacted_history``: the summary in place of the messages it replaced, stubs in place of the tool
-results it cut); the log, and with it the editor's transcript, keeps everything. Beside the history the projection
-keeps what context accounting needs: the last reported usage (``anchor``) and every model's usage so far (for the
-session's cost). ``transcript_events`` picks the events a replay renders (a checkpoint of a message stored complete
-later is left out). Pure data; no I/O.
+rebuild a loaded session from its log, so both paths see the same history (tool results in the order the model made
+the calls, whatever order they were stored in). The model history starts from the latest compaction
+(``compacted_history``: the summary in place of the messages it replaced, stubs in place of the tool results it cut);
+the log, and with it the editor's transcript, keeps everything. Beside the history the projection keeps what context
+accounting needs: the last reported usage (``anchor``) and every model's usage so far (for the session's cost).
+``transcript_events`` picks the events a replay renders (a checkpoint of a message stored complete later is left
+out). Pure data; no I/O.
 """
 
 from __future__ import annotations
@@ -168,7 +169,7 @@ class SessionProjection:
             case ToolCallSettled():
                 self.open_calls.pop(event.tool_call_id, None)
                 if event.result is not None:
-                    self.history.append(event.result)
+                    self._append_result(event.result)
             case PermissionResolved():
                 if event.outcome == "allow_always":
                     self.rules[event.scope] = "allow"
@@ -191,6 +192,26 @@ class SessionProjection:
     def _add_usage(self, model_id: str, usage: Usage) -> None:
         before = self.usage_by_model.get(model_id)
         self.usage_by_model[model_id] = usage if before is None else before + usage
+
+    def _append_result(self, result: ToolResultMessage) -> None:
+        """A tool result goes after its response's other results in the order the model made the calls, whatever
+        order they settled in (calls that only read run together and finish in any order). The log keeps the order
+        they settled in; this is where the model's order is restored, live and on a reload alike."""
+        history = self.history
+        first = len(history)
+        while first > 0 and isinstance(history[first - 1], ToolResultMessage):
+            first -= 1
+        response = history[first - 1] if first > 0 else None
+        calls = response.tool_calls if isinstance(response, AssistantMessage) else []
+        order = {call.id: i for i, call in enumerate(calls)}
+        rank = order.get(result.tool_call_id, len(order))
+        at = len(history)
+        while at > first:
+            before = history[at - 1]
+            if not isinstance(before, ToolResultMessage) or order.get(before.tool_call_id, -1) <= rank:
+                break
+            at -= 1
+        history.insert(at, result)
 
     def _append_user(self, message: UserMessage) -> None:
         """Consecutive user messages (a turn that produced no answer) merge, so roles keep alternating."""

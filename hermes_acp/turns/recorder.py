@@ -2,7 +2,9 @@
 
 What is folded and emitted is what the store returns as stored (the store may have had to make text encodable),
 so a live turn shows exactly what a replay will. The write is shielded from cancellation so a cancelled turn never
-leaves the store and the in-memory projection disagreeing. Every emission is bounded, and a client that lets one
+leaves the store and the in-memory projection disagreeing. Writes from tasks that run together (tool calls that
+only read) take turns: each is stored, folded in and emitted before the next, so the editor sees the events in the
+order a replay will show them. Every emission is bounded, and a client that lets one
 wait out ``EMIT_TIMEOUT_S`` counts as stalled until the turn ends: nothing more is sent to it live (logged once),
 so a client that stopped reading costs a turn one timeout, not one per update. The log keeps everything and
 ``session/load`` replays it. ``notice`` shows a warning live where the client takes notices and stores it as agent
@@ -38,14 +40,16 @@ class Recorder:
         self.sink = sink
         self.projection = projection
         self._stalled = False
+        self._writing = anyio.Lock()
 
     async def record(self, *events: SessionEvent) -> None:
         """Store ``events`` (one transaction), apply them, then emit them in order. Raises ``StorageError``."""
         with anyio.CancelScope(shield=True):
-            stored = [s.event for s in await self._store.append_events(self._session_id, events)]
-            for event in stored:
-                self.projection.apply(event)
-            await self._emit(stored)
+            async with self._writing:
+                stored = [s.event for s in await self._store.append_events(self._session_id, events)]
+                for event in stored:
+                    self.projection.apply(event)
+                await self._emit(stored)
         if any(isinstance(event, TurnEnded) for event in events):
             self._stalled = False  # the next turn tries the client again
 

@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from hermes_acp.config import Effort
 from hermes_acp.core import ModeId, StopReason, Usage
 from hermes_acp.providers.base import ModelProvider
 from hermes_acp.providers.catalog import CatalogModel
@@ -66,6 +67,8 @@ class TurnDeps:
     models: Callable[[str], CatalogModel | None] | None = None
     """The configured models by id, for the prices of every model the session used (its cost); None: only
     ``model``'s prices are known."""
+    effort: Effort | None = None
+    """The thinking effort every request of the turn asks for (None: none is sent)."""
 
 
 @dataclass(kw_only=True)

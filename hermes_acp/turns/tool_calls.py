@@ -1,11 +1,15 @@
-"""The tool calls of one response: announced with it in one write, then run one by one, each settled.
+"""The tool calls of one response: announced with it in one write, then run in order, each settled on its own.
 
 - ``announce`` checks every call (known tool, arguments that parse and validate, not cut off by the output limit),
   then stores the response and a ``ToolCallStarted`` per call in one write, so no stored call is ever unannounced.
   A call that fails its checks is announced too, and settles failed without running.
-- ``run_call`` runs one announced call: policy and the editor's permission, then ``ToolCallRunning`` stored (if that
-  write fails, the tool does not run), then the tool, then its outcome, cleaned by the one sanitizer, stored as
-  ``ToolCallSettled`` (with the plan, when the call changed it) and emitted.
+- ``run_calls`` runs one batch of announced calls (``batch_end`` says where a batch ends): consecutive calls that
+  only read (``Tool.reads_only``) run together, at most ``MAX_PARALLEL_READS`` at once; any other call runs alone.
+  Each call: policy and the editor's permission (asked one call at a time, in the model's order, never two
+  questions at once), then ``ToolCallRunning`` stored (if that write fails, the tool does not run), then the tool,
+  then its outcome, cleaned by the one sanitizer, stored as ``ToolCallSettled`` (with the plan, when the call
+  changed it) and emitted. Calls that run together settle in whatever order they finish; the projection keeps
+  their results in the model's order. When one of them fails the turn (a store failure), the others are cancelled.
 - ``ask_attachment`` is the call the agent makes on the user's behalf for a prompt attachment outside the session's
   directories: announced, asked about, settled; it never reaches the model's history.
 
@@ -16,10 +20,12 @@ ports; no ACP, no provider.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
+import anyio
 import structlog
 from pydantic import BaseModel
 
@@ -47,8 +53,10 @@ from .ports import LiveToolProgress
 from .server_tools import server_tool_events
 from .state import TurnDeps, TurnState
 
-__all__ = ["PreparedCall", "announce", "ask_attachment", "run_call", "sanitized"]
+__all__ = ["MAX_PARALLEL_READS", "PreparedCall", "announce", "ask_attachment", "batch_end", "run_calls", "sanitized"]
 
+MAX_PARALLEL_READS = 4
+"""How many calls that only read run at the same time."""
 _log = structlog.get_logger("hermes_acp.turns")
 M = TypeVar("M", bound=BaseModel)
 
@@ -62,6 +70,8 @@ class PreparedCall:
     parsed: Any
     presentation: Presentation
     error: ToolError | None
+    reads_only: bool = False
+    """The call only reads: it may run together with the other such calls next to it."""
 
 
 async def announce(
@@ -99,9 +109,63 @@ async def announce(
     return prepared
 
 
-async def run_call(item: PreparedCall, deps: TurnDeps, state: TurnState) -> None:
-    """Run one announced call and store its settlement (raises ``StorageError``, ``TurnCancelledByClient``)."""
-    outcome = sanitized(await _execute(item, deps, state), session_id=deps.session_id, tool=item.call.name)
+def batch_end(calls: Sequence[PreparedCall], start: int) -> int:
+    """Where the batch that starts at ``start`` ends: after the consecutive calls that only read, or after the one
+    call at ``start`` when it does more."""
+    end = start
+    while end < len(calls) and calls[end].reads_only:
+        end += 1
+    return max(end, start + 1)
+
+
+async def run_calls(batch: Sequence[PreparedCall], deps: TurnDeps, state: TurnState) -> None:
+    """Run one batch (see ``batch_end``) and store each settlement (raises ``StorageError``,
+    ``TurnCancelledByClient``; a cancellation leaves the calls that were running open for the loop to settle)."""
+    if len(batch) == 1:
+        item = batch[0]
+        ctx = _context(item.call, deps, state)
+        refused = await _cleared(item, deps, state, ctx)
+        await _settle(item, refused if refused is not None else await _perform(item, deps, state, ctx), deps, state)
+        return
+    await _run_together(batch, deps, state)
+
+
+async def _run_together(batch: Sequence[PreparedCall], deps: TurnDeps, state: TurnState) -> None:
+    """Calls that only read: each is cleared in order (one question at a time), then runs in a task of its own
+    while the next is cleared, with at most ``MAX_PARALLEL_READS`` running. The first error stops the batch: the
+    others are cancelled and the error is raised as itself (not in a group), for the loop's table of endings."""
+    slots = anyio.Semaphore(MAX_PARALLEL_READS)
+    errors: list[Exception] = []
+
+    async def read(item: PreparedCall, ctx: ToolContext) -> None:
+        try:
+            await _settle(item, await _perform(item, deps, state, ctx), deps, state)
+        except Exception as exc:
+            errors.append(exc)
+            group.cancel_scope.cancel()
+        finally:
+            slots.release()
+
+    async with anyio.create_task_group() as group:
+        try:
+            for item in batch:
+                ctx = _context(item.call, deps, state)
+                refused = await _cleared(item, deps, state, ctx)
+                if refused is not None:
+                    await _settle(item, refused, deps, state)
+                    continue
+                await slots.acquire()
+                group.start_soon(read, item, ctx, name=f"tool call {item.call.id}")
+        except Exception as exc:
+            errors.append(exc)
+            group.cancel_scope.cancel()
+    if errors:
+        raise errors[0]
+
+
+async def _settle(item: PreparedCall, outcome: ToolOutcome, deps: TurnDeps, state: TurnState) -> None:
+    """Store (and emit) how one call ended, cleaned by the sanitizer."""
+    outcome = sanitized(outcome, session_id=deps.session_id, tool=item.call.name)
     plan = [PlanUpdated(turn_id=state.turn_id, entries=outcome.plan)] if outcome.plan is not None else []
     await deps.recorder.record(
         *plan,
@@ -230,7 +294,7 @@ def _prepare(
         presentation = tool.present(parsed, _context(call, deps, state))
     except ToolError as exc:
         return PreparedCall(call, tool, None, fallback, exc)
-    return PreparedCall(call, tool, parsed, presentation, None)
+    return PreparedCall(call, tool, parsed, presentation, None, reads_only=tool.reads_only(parsed))
 
 
 def _context(call: ToolCallPart, deps: TurnDeps, state: TurnState) -> ToolContext:
@@ -252,24 +316,41 @@ def _context(call: ToolCallPart, deps: TurnDeps, state: TurnState) -> ToolContex
     )
 
 
-async def _execute(item: PreparedCall, deps: TurnDeps, state: TurnState) -> ToolOutcome:
+async def _cleared(item: PreparedCall, deps: TurnDeps, state: TurnState, ctx: ToolContext) -> ToolOutcome | None:
+    """None when the call may run; else the failure it settles with (it failed its checks, or was refused)."""
     if item.error is not None or item.tool is None:
         return _failure(item.error or ToolInputError(f"unknown tool {item.call.name!r}"))
-    ctx = _context(item.call, deps, state)
     try:
         request = await item.tool.approval(item.parsed, ctx)
         if request is not None:
             await _approvals(deps, state).check(item.call.id, item.presentation, request)
-        # Persist before execute: from here the log says this call ran, or may have, if the turn stops.
-        await deps.recorder.record(ToolCallRunning(turn_id=state.turn_id, tool_call_id=item.call.id))
+        return None
+    except ToolError as exc:
+        return _failure(exc)
+    except (TurnCancelledByClient, StorageError):
+        raise
+    except Exception as exc:
+        return _crashed(item, deps, exc)
+
+
+async def _perform(item: PreparedCall, deps: TurnDeps, state: TurnState, ctx: ToolContext) -> ToolOutcome:
+    """Run a cleared call: stored as running first (persist before execute: from here the log says this call ran,
+    or may have, if the turn stops)."""
+    assert item.tool is not None
+    await deps.recorder.record(ToolCallRunning(turn_id=state.turn_id, tool_call_id=item.call.id))
+    try:
         return await item.tool.run(item.parsed, ctx)
     except ToolError as exc:
         return _failure(exc)
     except (TurnCancelledByClient, StorageError):
         raise
     except Exception as exc:
-        _log.exception("tool crashed", tool=item.call.name, session_id=deps.session_id)
-        return _failure(ToolError(f"{item.call.name} failed unexpectedly: {type(exc).__name__}: {exc}"))
+        return _crashed(item, deps, exc)
+
+
+def _crashed(item: PreparedCall, deps: TurnDeps, exc: Exception) -> ToolOutcome:
+    _log.exception("tool crashed", tool=item.call.name, session_id=deps.session_id)
+    return _failure(ToolError(f"{item.call.name} failed unexpectedly: {type(exc).__name__}: {exc}"))
 
 
 def _failure(exc: ToolError) -> ToolOutcome:

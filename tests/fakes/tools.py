@@ -1,5 +1,6 @@
-"""Tools for turn-loop tests: one that fails, one that blocks until released or cancelled, one that asks; and the
-model-side tool calls (``call``, ``args``) that scripted replies use to invoke them."""
+"""Tools for turn-loop tests: one that fails, one that blocks until released or cancelled, one that asks, one that
+only reads and waits for each call to be released; and the model-side tool calls (``call``, ``args``) that scripted
+replies use to invoke them."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from hermes_acp.errors import ToolError
 from hermes_acp.tools.base import Presentation, ToolOutcome, TypedTool
 from hermes_acp.tools.context import ApprovalRequest, ToolContext
 
-__all__ = ["BlockingTool", "EchoTool", "FailingTool", "GuardedWriteTool", "RepeatTool", "args", "call"]
+__all__ = ["BlockingTool", "EchoTool", "FailingTool", "GatedReadTool", "GuardedWriteTool", "RepeatTool", "args", "call"]
 
 
 class _Message(BaseModel):
@@ -139,6 +140,56 @@ class GuardedWriteTool(TypedTool[_Message]):
     async def run(self, parsed: _Message, ctx: ToolContext) -> ToolOutcome:
         self.writes.append(parsed.message)
         return ToolOutcome(parts=[TextPart(text="written")], content=[TextBlock(text="written")], raw_output=None)
+
+
+class GatedReadTool(TypedTool[_Message]):
+    """Only reads (its calls may run together): each call waits until the test releases its message; a message
+    that starts with "ask" asks permission first. Records which calls started and which were cancelled."""
+
+    __test__ = False
+    name = "gated_read"
+    description = "Read something slowly."
+    Input = _Message
+    read_only = True
+
+    def __init__(self) -> None:
+        self.started: list[str] = []
+        self.cancelled: list[str] = []
+        self.changed = anyio.Event()
+        self._release: dict[str, anyio.Event] = {}
+
+    def release(self, message: str) -> None:
+        self._gate(message).set()
+
+    def _gate(self, message: str) -> anyio.Event:
+        return self._release.setdefault(message, anyio.Event())
+
+    async def wait_started(self, *messages: str) -> None:
+        with anyio.fail_after(10):
+            while not set(messages) <= set(self.started):
+                await self.changed.wait()
+
+    def reads_only(self, parsed: _Message) -> bool:
+        return True
+
+    def present(self, parsed: _Message, ctx: ToolContext) -> Presentation:
+        return Presentation(title=f"Read {parsed.message}", kind="read")
+
+    async def approval(self, parsed: _Message, ctx: ToolContext) -> ApprovalRequest | None:
+        if not parsed.message.startswith("ask"):
+            return None
+        return ApprovalRequest(scope="gated_read", title=f"Read {parsed.message}", mutating=True, raw_input={})
+
+    async def run(self, parsed: _Message, ctx: ToolContext) -> ToolOutcome:
+        self.started.append(parsed.message)
+        self.changed.set()
+        self.changed = anyio.Event()
+        try:
+            await self._gate(parsed.message).wait()
+        except anyio.get_cancelled_exc_class():
+            self.cancelled.append(parsed.message)
+            raise
+        return ToolOutcome.text(f"read: {parsed.message}")
 
 
 def args(**values: Any) -> str:

@@ -5,7 +5,7 @@ answers, its owner tasks)."""
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -18,6 +18,7 @@ from hermes_acp.providers.catalog import CatalogModel, ModelCatalog
 from hermes_acp.providers.registry import ProviderRegistry
 from hermes_acp.providers.scripted import ScriptedProvider
 from hermes_acp.sessions import SessionManager, SessionServices, derive_tool_surface
+from hermes_acp.sessions.commands import Command
 from hermes_acp.storage import InMemorySessionStore
 from hermes_acp.tools.context import EditorFiles, EditorTerminals, Elicitor
 from hermes_acp.turns import LiveUpdate, PermissionAnswer, PermissionQuestion
@@ -50,6 +51,8 @@ class _AllowGate:
 @dataclass
 class Bridge:
     sinks: dict[str, RecordingSink] = field(default_factory=dict)
+    commands: dict[str, list[list[str]]] = field(default_factory=dict)
+    """Each session's command lists as announced, by name."""
 
     def sink(self, session_id: str) -> RecordingSink:
         return self.sinks.setdefault(session_id, RecordingSink())
@@ -65,6 +68,9 @@ class Bridge:
 
     def elicitor(self, session_id: str) -> Elicitor | None:
         return None
+
+    async def commands_changed(self, session_id: str, commands: Sequence[Command]) -> None:
+        self.commands.setdefault(session_id, []).append([c.name for c in commands])
 
 
 @contextlib.asynccontextmanager

@@ -30,7 +30,7 @@ async def test_cancel_answers_a_queued_command_cancelled_and_it_never_runs(tmp_p
 
             async def command() -> None:
                 display: list[DisplayBlock] = [TextBlock(text="/mode read_only")]
-                results["command"] = await session.run_command("mode", "read_only", display)
+                results["command"] = await session.prompt(display)
 
             async with anyio.create_task_group() as group:
                 group.start_soon(turn)

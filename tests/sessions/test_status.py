@@ -9,7 +9,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from hermes_acp.core import TextBlock, Usage
+from hermes_acp.core import NoticeAdded, TextBlock, Usage
 from hermes_acp.providers.scripted import ScriptedProvider, text_reply
 from hermes_acp.turns.context import text_tokens, tools_tokens
 from hermes_acp.turns.request import tool_specs
@@ -36,12 +36,14 @@ async def test_status_reads_the_session_without_asking_the_model(tmp_path: Path)
         await session.prompt([TextBlock(text="hello")])
         with anyio.fail_after(20):
             await session.mcp.prepare_turn()  # the ghost server has failed by now
-        outcome = await session.run_command("status", "", [TextBlock(text="/status")])
+        await session.prompt([TextBlock(text="/status")])
+        stored = [e.event for e in await session.services.store.load_events(session.id)]
+        (shown,) = [e.text for e in stored if isinstance(e, NoticeAdded)][-1:]
         system = text_tokens(session.system_prompt)
         surface = session.services.tool_surface(session)
         tools = tools_tokens(tool_specs(surface))
     assert len(provider.requests) == 1  # the prompt's; /status asked nothing
-    lines = outcome.text.splitlines()
+    lines = shown.splitlines()
     assert lines[:3] == [
         "**Model:** scripted:model",
         "**Mode:** default",

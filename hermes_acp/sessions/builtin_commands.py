@@ -1,0 +1,174 @@
+"""The built-in slash commands: each one's listing (name, description, input hint) and what it does.
+
+``/help``, ``/mode``, ``/model``, ``/title``, ``/status``, ``/mcp`` and ``/compact`` (whose summary is a model call
+of the compaction's own, stored with the command) are answered by the session (``Reply``).
+``/init`` and ``/review`` are model turns with a prompt of their own (``Ask``); ``/review`` answers by itself when
+there is nothing to review (outside a git repository, no changes). ``BUILT_INS`` is the table the session runs
+commands from: a command is an entry here, its handler a function of the session and the argument. Bad arguments
+get an answer that says what is possible, never an error.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from hermes_acp.core.modes import MODES
+from hermes_acp.errors import InvalidParamsError
+from hermes_acp.mcp_client import NotConnected
+
+from .commands import Ask, Command, Outcome, Reply
+from .effort import effort_choices
+from .review import NothingToReview, collect_changes
+
+if TYPE_CHECKING:
+    from .session import Session
+
+__all__ = ["BUILT_INS", "INIT_PROMPT", "BuiltIn"]
+
+Handler = Callable[["Session", str], Awaitable[Outcome]]
+
+
+@dataclass(frozen=True, slots=True)
+class BuiltIn:
+    command: Command
+    run: Handler
+
+
+INIT_PROMPT = """\
+Write an AGENTS.md for this project: what a coding agent, or a new contributor, needs to know to work here.
+
+First inspect the project: list its files, read the README, the build and package files, the CI configuration, the
+test layout and a few representative source files. If an AGENTS.md or CLAUDE.md exists, read it and improve it
+rather than starting over.
+
+Then write AGENTS.md at the project root with write_file. Keep it concise and accurate: only what you verified in
+the files. Cover what the project is (one or two lines); how to set it up, build it, run its tests and linters (the
+exact commands); where things live; the conventions the code actually follows; and pitfalls. No generic advice, no
+invented commands; aim for under 60 lines."""
+
+
+async def _help(session: Session, argument: str) -> Reply:
+    modes = "Modes: " + ", ".join(f"{m.id} ({m.description})" for m in MODES)
+    return Reply(session.commands.help_text([modes]))
+
+
+async def _mode(session: Session, argument: str) -> Reply:
+    if not argument:
+        return Reply(f"Mode: {session.mode}. Modes: " + ", ".join(m.id for m in MODES))
+    try:
+        await session.set_mode(argument)
+    except InvalidParamsError as exc:
+        return Reply(str(exc))
+    return Reply(f"Mode set to {session.mode}.", mode_changed=True, config_changed=True)
+
+
+async def _model(session: Session, argument: str) -> Reply:
+    catalog = session.services.catalog
+    if not argument:
+        current = session.current_model()
+        lines = [f"Model: {current.id if current else 'none'}" + _effort_note(session)]
+        for m in catalog.models:
+            notes = [] if m.usable else [f"needs {m.api_key_env}"]
+            if m.efforts:
+                notes.append("thinking efforts: " + ", ".join(effort_choices(m)))
+            lines.append(f"- `{m.id}`" + (f" ({'; '.join(notes)})" if notes else ""))
+        return Reply("\n".join(lines))
+    try:
+        await session.set_model(argument)
+    except InvalidParamsError as exc:
+        return Reply(str(exc))
+    return Reply(f"Model set to {argument}{_effort_note(session)}.", config_changed=True)
+
+
+def _effort_note(session: Session) -> str:
+    effort = session.effort
+    return f", thinking effort {effort}" if effort is not None else ""
+
+
+async def _title(session: Session, argument: str) -> Reply:
+    if not argument:
+        return Reply(f"Title: {session.projection.title or '(none yet)'}")
+    await session.set_title(argument[:200])
+    return Reply("Session renamed.")
+
+
+async def _compact(session: Session, argument: str) -> Reply:
+    turn_id = session.turn_id
+    assert turn_id is not None, "commands run inside the session's command turn"
+    return await session.compact(argument, turn_id=turn_id)
+
+
+async def _status(session: Session, argument: str) -> Reply:
+    return Reply(session.status())
+
+
+async def _init(session: Session, argument: str) -> Ask:
+    extra = f"\n\nAlso: {argument}" if argument else ""
+    return Ask(INIT_PROMPT + extra)
+
+
+async def _review(session: Session, argument: str) -> Outcome:
+    changes = await collect_changes(session.workspace.cwd, session.sandbox.env_policy)
+    if isinstance(changes, NothingToReview):
+        return Reply(changes.reason)
+    return Ask(changes.prompt(argument))
+
+
+async def _mcp(session: Session, argument: str) -> Reply:
+    servers = session.mcp
+    action, _, name = argument.partition(" ")
+    if not argument:
+        return Reply(_listing(session))
+    if action != "reconnect":
+        return Reply(f"Unknown /mcp argument {argument!r}. Usage: `/mcp` (list the servers) or `/mcp reconnect NAME`.")
+    names = [c.name for c in servers.connections]
+    known = ", ".join(names) if names else "it has none"
+    name = name.strip()
+    if not name or servers.connection(name) is None:
+        asked = f"No MCP server named {name!r} in this session" if name else "Name the server to reconnect"
+        return Reply(f"{asked}; its servers: {known}.")
+    try:
+        await servers.reconnect(name)
+    except NotConnected as exc:
+        return Reply(f"MCP server {name!r} could not be reconnected: {exc}")
+    status = next(s for s in servers.status() if s.name == name)
+    return Reply(f"Reconnected MCP server {name!r}: {status.state}, {len(status.tools)} tools.")
+
+
+def _listing(session: Session) -> str:
+    statuses = session.mcp.status()
+    if not statuses:
+        return "This session has no MCP servers (the editor passes them when it opens the session)."
+    lines = ["MCP servers of this session:"]
+    for status in statuses:
+        line = f"- {status.name} ({status.transport}): {status.state}"
+        if status.error:
+            line += f": {status.error}"
+        if status.tools:
+            line += f"; {len(status.tools)} tools: " + ", ".join(status.tools)
+        lines.append(line)
+    lines.append("`/mcp reconnect NAME` drops a server's connection and connects again.")
+    return "\n".join(lines)
+
+
+BUILT_INS: tuple[BuiltIn, ...] = (
+    BuiltIn(Command("help", "List the slash commands."), _help),
+    BuiltIn(
+        Command("mode", "Show or switch the session mode.", "default | accept_edits | dont_ask | read_only"), _mode
+    ),
+    BuiltIn(Command("model", "Show or switch the model.", "<provider>:<model>"), _model),
+    BuiltIn(Command("title", "Show or rename this session's title.", "<new title>"), _title),
+    BuiltIn(
+        Command(
+            "compact", "Compact the conversation now: summarise it to free context.", "[what the summary should keep]"
+        ),
+        _compact,
+    ),
+    BuiltIn(Command("status", "Show the model, mode, context use, cost, MCP servers and directories."), _status),
+    BuiltIn(Command("init", "Write an AGENTS.md for this project (asks before writing).", "[what to stress]"), _init),
+    BuiltIn(Command("review", "Review the uncommitted changes (git diff against HEAD).", "[focus]"), _review),
+    BuiltIn(Command("mcp", "List the MCP servers, their state and tools; or reconnect one.", "[reconnect NAME]"), _mcp),
+)
+"""The built-in commands, in the order ``/help`` and the editor list them."""
