@@ -28,7 +28,12 @@ MODES: Final[tuple[ModeInfo, ...]] = (
         "Accept Edits",
         "Edits inside the session's directories are allowed; sensitive paths, commands and desktop input ask.",
     ),
-    ModeInfo("dont_ask", "Don't Ask", "Everything is allowed except sensitive paths and hard-blocked commands."),
+    ModeInfo(
+        "dont_ask",
+        "Don't Ask",
+        "No questions inside the session's directories (commands run in the sandbox); sensitive paths and anything"
+        " outside still ask; hard-blocked commands are refused.",
+    ),
     ModeInfo("read_only", "Read Only", "No edits, no commands; computer_use may only observe."),
 )
 

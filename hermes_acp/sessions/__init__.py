@@ -1,7 +1,7 @@
 """Session lifecycle and concurrency: the manager, live sessions, their owner tasks and crash recovery.
 
-The names below load on first use (PEP 562): ``sessions.records`` must be importable for the front door's early
-``session/new`` without pulling in the turn loop, MCP and computer_use.
+The names below load on first use (PEP 562), so a module that needs one part (``sessions.records``) does not pull
+in the turn loop, MCP and computer_use.
 """
 
 from __future__ import annotations

@@ -1,8 +1,7 @@
 """Checking a client's paths and creating the record of a new session.
 
-Used by ``SessionManager.new_session`` and by the front door's early ``session/new`` (answered while the rest of the
-server still loads), so both create sessions the same way. It knows the store's record type, nothing else about
-sessions, and never imports the acp SDK.
+Used by ``SessionManager.new_session``; the paths' checks name the field in their error (``cwd``,
+``additionalDirectories[0]``). It knows the store's record type, nothing else about sessions.
 """
 
 from __future__ import annotations
