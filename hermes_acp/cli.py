@@ -7,7 +7,6 @@ and setup) may print; in serve mode stdout belongs to the protocol.
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import os
 import sys
@@ -17,12 +16,16 @@ from typing import TYPE_CHECKING
 from hermes_acp.version import __version__
 
 if TYPE_CHECKING:
+    import argparse
+
     from hermes_acp.protocol.stdio import AppRunner
 
 __all__ = ["main"]
 
 
 def _parser() -> argparse.ArgumentParser:
+    import argparse
+
     parser = argparse.ArgumentParser(
         prog="hermes-acp",
         description="An ACP agent server. Without options it serves the Agent Client Protocol on stdin/stdout.",
@@ -48,6 +51,10 @@ def _load_app() -> AppRunner:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
+    argv = sys.argv[1:] if argv is None else argv
+    if not argv:  # how editors launch us: serve without paying for argparse (~15 ms of the answer to initialize)
+        _serve()
+        return
     args = _parser().parse_args(argv)
     if args.version:
         print(f"hermes-acp {__version__}")
@@ -62,6 +69,10 @@ def main(argv: Sequence[str] | None = None) -> None:
         sys.exit(run_setup(print, input))
     if args.verbose:
         os.environ["HERMES_ACP_VERBOSE"] = "1"
+    _serve()
+
+
+def _serve() -> None:
     from hermes_acp.protocol.stdio import serve_stdio
 
     with contextlib.suppress(KeyboardInterrupt):

@@ -55,7 +55,7 @@ SEND_BACK_BY_HOST: dict[str, tuple[SendBackField, ...]] = {
 
 
 class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
 
 class ModelEntry(_Section):

@@ -108,7 +108,7 @@ _NEEDS: dict[str, tuple[str, ...]] = {"type": ("text",), "key": ("keys",), "set_
 
 
 class ComputerUseInput(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     action: Action
     mode: Literal["som", "vision", "ax"] | None = None

@@ -25,7 +25,7 @@ __all__ = [
 
 
 class _Block(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
 
 class TextBlock(_Block):

@@ -50,7 +50,7 @@ ToolStatus = Literal["completed", "failed"]
 
 
 class _Event(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
 
 class Usage(_Event):
@@ -256,4 +256,5 @@ SessionEvent = Annotated[
     | TitleSet,
     Field(discriminator="kind"),
 ]
-SessionEventAdapter: TypeAdapter[SessionEvent] = TypeAdapter(SessionEvent)
+SessionEventAdapter: TypeAdapter[SessionEvent] = TypeAdapter(SessionEvent, config=ConfigDict(defer_build=True))
+"""Built on first use: a process that never reads or writes an event does not pay for the union."""

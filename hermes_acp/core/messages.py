@@ -32,7 +32,7 @@ __all__ = [
 
 
 class _Part(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
 
 class TextPart(_Part):
@@ -134,7 +134,7 @@ ToolResultPart = Annotated[TextPart | ImagePart, Field(discriminator="kind")]
 class UserMessage(BaseModel):
     """What the user said (text and images; other prompt content is converted to these)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
     role: Literal["user"] = "user"
     parts: list[UserPart]
 
@@ -142,7 +142,7 @@ class UserMessage(BaseModel):
 class AssistantMessage(BaseModel):
     """One model response: text, reasoning, tool calls and provider-side tool steps, in stream order."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
     role: Literal["assistant"] = "assistant"
     parts: list[AssistantPart]
     echo: dict[str, Any] | None = None
@@ -166,7 +166,7 @@ class AssistantMessage(BaseModel):
 class ToolResultMessage(BaseModel):
     """The result of one tool call, as the model will read it."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
     role: Literal["tool"] = "tool"
     tool_call_id: str
     name: str

@@ -1,39 +1,7 @@
-"""Model providers behind one streaming seam; the HTTP ones are imported lazily by the registry."""
+"""Model providers behind one streaming seam.
 
-from .base import (
-    ModelProvider,
-    ModelStopReason,
-    ProviderEvent,
-    ProviderRequest,
-    ResponseDone,
-    RetryWait,
-    TextDelta,
-    ThinkingDelta,
-    ToolCallDelta,
-    ToolSpec,
-)
-from .catalog import CatalogModel, Cost, ModelCatalog
-from .registry import ProviderRegistry
-from .scripted import ScriptedProvider, ScriptedReply, ScriptExhaustedError, text_reply, tool_reply
-
-__all__ = [
-    "CatalogModel",
-    "Cost",
-    "ModelCatalog",
-    "ModelProvider",
-    "ModelStopReason",
-    "ProviderEvent",
-    "ProviderRegistry",
-    "ProviderRequest",
-    "ResponseDone",
-    "RetryWait",
-    "ScriptExhaustedError",
-    "ScriptedProvider",
-    "ScriptedReply",
-    "TextDelta",
-    "ThinkingDelta",
-    "ToolCallDelta",
-    "ToolSpec",
-    "text_reply",
-    "tool_reply",
-]
+``base`` is the seam (requests, the events a stream yields, the ``ModelProvider`` protocol), ``catalog`` the
+models the configuration offers, ``registry`` one live provider per configured provider, ``openai`` and
+``anthropic`` the HTTP providers (imported lazily by the registry, with httpx), ``scripted`` the test double.
+The package imports none of them itself, so that opening a session does not load the provider seam.
+"""

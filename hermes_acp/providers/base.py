@@ -41,7 +41,7 @@ ModelStopReason = Literal["end_turn", "tool_use", "max_tokens", "refusal"]
 class ToolSpec(BaseModel):
     """A tool as offered to the model: name, description and JSON schema of its input."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
     name: str
     description: str
     input_schema: dict[str, Any]
@@ -50,7 +50,7 @@ class ToolSpec(BaseModel):
 class ProviderRequest(BaseModel):
     """Everything one model call needs. ``model`` is the provider's own model id (without our prefix)."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
     model: str
     system: str
     messages: list[Message]

@@ -7,18 +7,21 @@ The HTTP providers (and httpx with them) are imported only when a session first 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING
 
 import anyio.to_thread
 
 from hermes_acp.config import ProviderSettings, Settings
 from hermes_acp.errors import NoProviderError, ProviderAuthError
 
-from .base import ModelProvider
 from .catalog import CatalogModel
+
+if TYPE_CHECKING:
+    from .base import ModelProvider
 
 __all__ = ["ProviderRegistry"]
 
-ProviderFactory = Callable[[str, ProviderSettings, str | None], ModelProvider]
+ProviderFactory = Callable[[str, ProviderSettings, str | None], "ModelProvider"]
 
 
 def _anthropic() -> ProviderFactory:

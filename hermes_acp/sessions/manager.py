@@ -30,6 +30,7 @@ from .prompt_files import load_prompt_files
 from .records import directories, new_record, normalise_cwd
 from .recovery import recovery_events
 from .session import Session, SessionServices
+from .turn_imports import warm_up_turn_modules
 
 __all__ = ["SessionManager"]
 
@@ -203,10 +204,17 @@ class SessionManager:
         return session
 
     def _warm_up(self, session: Session) -> None:
-        """Load the session's model provider in the background (its HTTP stack costs ~0.1 s to import)."""
+        """Load the turn machinery and the session's model provider (its HTTP stack costs ~0.1 s to import) in the
+        background, so the first prompt does not wait for them."""
         model = session.current_model()
-        if model is not None:
-            session.runtime.submit(lambda: self.services.providers.warm_up(model), "warm up provider")
+        providers = self.services.providers
+
+        async def warm_up() -> None:  # one after the other: two threads importing at once could wait on each other
+            await warm_up_turn_modules()
+            if model is not None:
+                await providers.warm_up(model)
+
+        session.runtime.submit(warm_up, "warm up")
 
     async def _replay(self, session: Session, events: list[SessionEvent]) -> None:
         """Re-emit every stored event, in order, before the load responds (docs/architecture.md §4.2)."""

@@ -11,6 +11,10 @@ it: a reply the session stores itself, or a model turn with a prompt of the comm
 rescanned when each prompt starts and when it ends; the editor is told when the list changed. ``compact`` and
 ``status`` are the behaviour of ``/compact`` and ``/status``; ``usage`` is the context meter a replay ends with.
 No ACP here.
+
+The turn machinery (``turns.loop``, ``turns.compaction``, ``turns.meter``), ``computer_use`` and the sandbox are
+imported when first used, not when a session opens: ``session/new`` does not wait for them, and the agent warms
+them up in the background as soon as a session opens (``turn_imports``).
 """
 
 from __future__ import annotations
@@ -18,12 +22,12 @@ from __future__ import annotations
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Literal, TypeVar
+from functools import cached_property
+from typing import TYPE_CHECKING, Literal, TypeVar
 
 import anyio
 import structlog
 
-from hermes_acp.computer_use import ComputerUse
 from hermes_acp.config import Effort, Settings
 from hermes_acp.core import (
     DisplayBlock,
@@ -50,14 +54,9 @@ from hermes_acp.providers.registry import ProviderRegistry
 from hermes_acp.storage.base import SessionRecord, SessionStore, utc_now
 from hermes_acp.tools.base import Tool
 from hermes_acp.tools.context import Workspace
-from hermes_acp.tools.sandbox import Sandbox
-from hermes_acp.turns.compaction import compact, log_compaction
-from hermes_acp.turns.loop import TurnDeps, TurnResult, TurnState, run_turn
-from hermes_acp.turns.meter import Meter
 from hermes_acp.turns.ports import LiveCompaction, LiveUsage
 from hermes_acp.turns.projection import SessionProjection
 from hermes_acp.turns.recorder import EMIT_TIMEOUT_S, Recorder
-from hermes_acp.turns.state import CompactionPolicy
 from hermes_acp.turns.system_prompt import build_system_prompt
 
 from ._runtime import SessionRuntime
@@ -70,6 +69,14 @@ from .prompt_files import PromptFile, expand, load_prompt_files
 from .recovery import STORE_FAILED_TEXT, recovery_events
 from .status import session_status
 from .titles import title_from_prompt, title_with_model
+from .turn_imports import load_turn_modules
+
+if TYPE_CHECKING:
+    from hermes_acp.computer_use import ComputerUse
+    from hermes_acp.tools.sandbox import Sandbox
+    from hermes_acp.turns.loop import TurnDeps, TurnResult
+    from hermes_acp.turns.meter import Meter
+    from hermes_acp.turns.state import CompactionPolicy
 
 __all__ = ["PromptResult", "Session", "SessionServices"]
 
@@ -131,26 +138,39 @@ class Session:
         """Fixed for the session's life in this process: byte-identical for every request."""
         self.commands = CommandSet([built_in.command for built_in in BUILT_INS], prompt_files)
         """The slash commands: the built-in ones, then the prompt files (rescanned around every prompt)."""
-        self.computer_use = ComputerUse.for_session(
-            runtime,
-            services.settings,
-            model=self.current_model,
-            catalog=services.catalog,
-            providers=services.providers,
-        )
-        """The session's computer_use tool (offered when the driver command resolves; the driver starts lazily in
-        the owner task at the first call) and its image gate, which every image passes."""
         self.elicitor = services.client.elicitor(record.id)
         """Questions to the user through the editor (the ``ask_user`` tool), when the client can ask them."""
-        self.sandbox = Sandbox.from_settings(services.settings)
-        """How the session's commands are contained (``[sandbox]``)."""
         self._told_once = False
         self._turn_id: str | None = None
         """The turn running now (a notice during it is stored in it for clients without notices)."""
-        self.computer_use.gate.notify = self._notify
         self._turn_lock = anyio.Lock()
         self._in_flight: list[anyio.CancelScope] = []
         self._running = False
+
+    @cached_property
+    def computer_use(self) -> ComputerUse:
+        """The session's computer_use tool (offered when the driver command resolves; the driver starts lazily in
+        the owner task at the first call) and its image gate, which every image passes."""
+        load_turn_modules()
+        from hermes_acp.computer_use import ComputerUse
+
+        computer_use = ComputerUse.for_session(
+            self.runtime,
+            self.services.settings,
+            model=self.current_model,
+            catalog=self.services.catalog,
+            providers=self.services.providers,
+        )
+        computer_use.gate.notify = self._notify
+        return computer_use
+
+    @cached_property
+    def sandbox(self) -> Sandbox:
+        """How the session's commands are contained (``[sandbox]``)."""
+        load_turn_modules()
+        from hermes_acp.tools.sandbox import Sandbox
+
+        return Sandbox.from_settings(self.services.settings)
 
     @property
     def id(self) -> str:
@@ -283,6 +303,9 @@ class Session:
             scope.cancel()
 
     async def _run(self, display: list[DisplayBlock], prompt: str | None) -> TurnResult:
+        load_turn_modules()
+        from hermes_acp.turns.loop import TurnState, run_turn
+
         await self._repair()
         deps = self._turn_deps()
         # Bounded: MCP servers still starting are reported, not awaited.
@@ -311,6 +334,9 @@ class Session:
 
     def _turn_deps(self) -> TurnDeps:
         """The wiring of one turn (or one ``/compact``): raises ``ProviderAuthError`` when the model lacks its key."""
+        load_turn_modules()
+        from hermes_acp.turns.loop import TurnDeps
+
         services = self.services
         model = self._model_or_raise()
         provider = services.providers.provider_for(model)
@@ -340,6 +366,9 @@ class Session:
     def _compaction_policy(self) -> CompactionPolicy:
         """``[agent] compaction_threshold`` and ``compaction_model`` (the session's model writes the summaries when
         that one is unset or its provider cannot be used)."""
+        load_turn_modules()
+        from hermes_acp.turns.state import CompactionPolicy
+
         agent = self.services.settings.agent
         model = self._configured_model(agent.compaction_model) if agent.compaction_model else None
         if model is None:
@@ -357,6 +386,9 @@ class Session:
 
     def meter(self, model: CatalogModel) -> Meter:
         """The context meter of this session with ``model``."""
+        load_turn_modules()
+        from hermes_acp.turns.meter import Meter
+
         gate = self.computer_use.gate
         native = gate.route() == "native" if gate is not None else None
         return Meter(model, self.system_prompt, self.projection, native, self._configured_model, self.effort)
@@ -373,6 +405,9 @@ class Session:
 
         The compaction comes back in the reply, to be stored with the command in one write. A cancel while the
         summary is written leaves the history as it was (the editor is told it was cancelled)."""
+        load_turn_modules()
+        from hermes_acp.turns.compaction import compact, log_compaction
+
         started = time.perf_counter()
         await self._repair()
         deps = self._turn_deps()
@@ -435,8 +470,9 @@ class Session:
             await self.set_title(title)
 
     async def set_title(self, title: str) -> None:
-        await self.recorder.record(TitleSet(title=title, updated_at=utc_now()))
+        """The record first, then the event that tells the editor: once it has the update, ``session/list`` agrees."""
         self.record = await self.services.store.update_session(self.id, title=title)
+        await self.recorder.record(TitleSet(title=title, updated_at=utc_now()))
 
     async def set_mode(self, mode_id: str) -> None:
         if not is_mode_id(mode_id):

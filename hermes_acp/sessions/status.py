@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from hermes_acp.turns.meter import Meter
-
 if TYPE_CHECKING:
+    from hermes_acp.turns.meter import Meter
+
     from .session import Session
 
 __all__ = ["session_status"]

@@ -7,12 +7,15 @@ task after the prompt was answered, never on the prompt's path.
 from __future__ import annotations
 
 from contextlib import aclosing
+from typing import TYPE_CHECKING
 
 import anyio
 
 from hermes_acp.core import TextPart, UserMessage
 from hermes_acp.errors import ProviderError
-from hermes_acp.providers.base import ModelProvider, ProviderRequest, ResponseDone
+
+if TYPE_CHECKING:
+    from hermes_acp.providers.base import ModelProvider
 
 __all__ = ["MAX_TITLE_CHARS", "title_from_prompt", "title_with_model"]
 
@@ -39,6 +42,8 @@ def title_from_prompt(prompt: str) -> str | None:
 
 
 async def title_with_model(provider: ModelProvider, model: str, prompt: str) -> str | None:
+    from hermes_acp.providers.base import ProviderRequest, ResponseDone  # the provider seam loads with the first turn
+
     request = ProviderRequest(
         model=model,
         system=_TITLE_SYSTEM,

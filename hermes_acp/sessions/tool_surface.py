@@ -14,8 +14,9 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from hermes_acp.tools import builtin_tools
-from hermes_acp.tools.ask_user import AskUserTool
 from hermes_acp.tools.base import Tool
+
+from .turn_imports import load_turn_modules
 
 if TYPE_CHECKING:
     from .session import Session
@@ -25,10 +26,14 @@ __all__ = ["derive_tool_surface"]
 
 @functools.cache
 def _builtins() -> tuple[Tool, ...]:
+    load_turn_modules()
     return tuple(builtin_tools())
 
 
 def derive_tool_surface(session: Session) -> Sequence[Tool]:
+    load_turn_modules()
+    from hermes_acp.tools.ask_user import AskUserTool
+
     mode = session.mode
     asking: tuple[Tool, ...] = (AskUserTool(session.elicitor),) if session.elicitor is not None else ()
     tools = [tool for tool in (*_builtins(), *asking, *session.mcp.tools()) if mode != "read_only" or tool.read_only]

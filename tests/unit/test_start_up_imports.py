@@ -1,0 +1,63 @@
+"""What each stage of start-up imports (docs/architecture.md §2.4, §3), checked in a fresh interpreter.
+
+Answering ``initialize`` needs only the dispatcher and the handshake; opening a session needs the app, but not the
+turn machinery, the provider seam, HTTP, the MCP SDK, Pillow or the acp SDK; ``load_turn_modules`` then loads
+everything a turn needs. Import hygiene is what start-up speed rests on, and a stray module-level import undoes it
+silently: these tests name the module that came in.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from hermes_acp.sessions.turn_imports import TURN_MODULES
+
+REPO = Path(__file__).resolve().parent.parent.parent
+HEAVY_FOR_INITIALIZE = ("pydantic", "hermes_acp.config", "hermes_acp.app", "structlog", "sqlite3")
+HEAVY_FOR_SESSION_NEW = (
+    *TURN_MODULES,
+    "hermes_acp.providers.base",
+    "hermes_acp.providers.openai",
+    "hermes_acp.providers.anthropic",
+    "httpx",
+    "mcp",
+    "PIL",
+    "acp",
+    "rich",
+)
+
+
+def _loaded_after(code: str) -> set[str]:
+    """The modules a fresh interpreter holds after running ``code`` (as the server runs: rich kept out)."""
+    listing = "print(json.dumps(sorted(name for name, module in sys.modules.items() if module is not None)))"
+    script = f"import sys, json\nsys.modules.setdefault('rich', None)\n{code}\n{listing}"
+    done = subprocess.run(
+        [sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True, timeout=120, check=True
+    )
+    return set(json.loads(done.stdout))
+
+
+def _present(loaded: set[str], names: tuple[str, ...]) -> list[str]:
+    return [name for name in names if name in loaded]
+
+
+def test_answering_initialize_loads_neither_pydantic_nor_the_server() -> None:
+    loaded = _loaded_after("import hermes_acp.cli, hermes_acp.protocol.stdio")
+    assert _present(loaded, HEAVY_FOR_INITIALIZE) == []
+
+
+def test_opening_a_session_loads_the_app_but_not_the_turn_machinery() -> None:
+    loaded = _loaded_after("import hermes_acp.cli, hermes_acp.protocol.stdio, hermes_acp.app")
+    assert "hermes_acp.sessions.manager" in loaded
+    assert _present(loaded, HEAVY_FOR_SESSION_NEW) == []
+
+
+def test_load_turn_modules_loads_every_module_a_turn_needs() -> None:
+    loaded = _loaded_after(
+        "import hermes_acp.app\nfrom hermes_acp.sessions.turn_imports import load_turn_modules\nload_turn_modules()"
+    )
+    assert _present(loaded, TURN_MODULES) == list(TURN_MODULES)
+    assert "hermes_acp.tools.image_cache" in loaded  # computer_use's, loaded with it
