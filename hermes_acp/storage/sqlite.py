@@ -1,12 +1,18 @@
 """``SqliteSessionStore``: sessions and their event logs in one SQLite file (WAL mode).
 
-One connection, used from worker threads under a lock, so the event loop never blocks on the disk. Each append is
-one transaction; a SIGKILL loses nothing that was committed, and a failed one is rolled back whole, so the store
-keeps serving once the cause is gone. Schema changes go through ``migrations.py``. sqlite3 is imported here and
-nowhere else; its errors become ``StorageError`` at this boundary, with a cause (disk full, read-only, corrupt,
-locked, I/O error) taken from SQLite's error code and, for a failed write, from a look at the files and the file
-system (free space, writable files, a read-only mount, the file-size limit). Every text written is encodable: event
-payloads through ``encode_event``, columns through the one sanitizer. ``health`` is what ``--check`` reports.
+One connection, under a lock. Reads, session changes and WAL checkpoints run in worker threads, so the event loop
+never waits for the disk. An append of events runs on the event loop itself when the connection is free and no
+other process holds the write lock (``_append_here``): in WAL mode with ``synchronous=NORMAL`` a commit only writes
+to the page cache (the WAL is synced by the checkpoints, which this store runs in a worker thread every
+``CHECKPOINT_EVERY`` appends instead of SQLite doing it inside a commit), and a worker thread is what a busy event
+loop starves: a streamed response's checkpoint waited half a second for one. Otherwise the append goes to a worker
+thread too. Each append is one transaction; a SIGKILL loses nothing that was committed, and a failed one is rolled
+back whole, so the store keeps serving once the cause is gone. Schema changes go through ``migrations.py``. sqlite3
+is imported here and nowhere else; its errors become ``StorageError`` at this boundary, with a cause (disk full,
+read-only, corrupt, locked, I/O error) taken from SQLite's error code and, for a failed write, from a look at the
+files and the file system (free space, writable files, a read-only mount, the file-size limit). Every text written
+is encodable: event payloads through ``encode_event``, columns through the one sanitizer. ``health`` is what
+``--check`` reports.
 """
 
 from __future__ import annotations
@@ -74,6 +80,11 @@ _LABELS: Final[dict[StorageCause, str]] = {
 }
 _LOW_SPACE = 1024 * 1024
 """Free space below which a failed write is put down to a full disk."""
+BUSY_TIMEOUT_MS = 5000
+"""How long a write in a worker thread waits for another process's write lock."""
+CHECKPOINT_EVERY = 200
+"""Appends between two WAL checkpoints (in a worker thread; automatic checkpoints are off)."""
+_BUSY = 5  # SQLITE_BUSY
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,15 +106,18 @@ class SqliteSessionStore:
         self._db = connection
         self._path = path
         self._lock = threading.Lock()
+        self._appends = 0
+        """Appends since the last WAL checkpoint."""
 
     @classmethod
     async def open(cls, path: Path) -> SqliteSessionStore:
         def connect() -> sqlite3.Connection:
             path.parent.mkdir(parents=True, exist_ok=True)
-            db = sqlite3.connect(path, check_same_thread=False, isolation_level=None, timeout=5.0)
+            db = sqlite3.connect(path, check_same_thread=False, isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000)
             try:
                 db.execute("PRAGMA journal_mode=WAL")
                 db.execute("PRAGMA synchronous=NORMAL")
+                db.execute("PRAGMA wal_autocheckpoint=0")  # checkpoints sync the disk: a worker thread runs them
                 db.execute("PRAGMA foreign_keys=ON")
                 migrate(db)
             except BaseException:
@@ -138,6 +152,8 @@ class SqliteSessionStore:
 
     def _close(self) -> None:
         with self._lock:
+            with suppress(sqlite3.Error):  # closing the last connection checkpoints anyway; this one says so
+                self._db.execute("PRAGMA wal_checkpoint(PASSIVE)")
             self._db.close()
 
     async def _run(self, fn: Callable[[sqlite3.Connection], T]) -> T:
@@ -149,6 +165,35 @@ class SqliteSessionStore:
             return await anyio.to_thread.run_sync(call)
         except sqlite3.Error as exc:
             raise _storage_error(exc, self._path, f"session store {self._path}") from exc
+
+    def _append_here(self, fn: Callable[[sqlite3.Connection], list[StoredEvent]]) -> list[StoredEvent] | None:
+        """Run the append ``fn`` on the calling (event-loop) thread, or return None without having written anything:
+        the connection is in use by a worker thread, or another process holds the write lock (which ``BEGIN
+        IMMEDIATE`` reports at once here, as the busy timeout is off for this attempt)."""
+        if not self._lock.acquire(blocking=False):
+            return None
+        try:
+            self._db.execute("PRAGMA busy_timeout = 0")
+            try:
+                return fn(self._db)
+            except sqlite3.OperationalError as exc:
+                if (getattr(exc, "sqlite_errorcode", 0) or 0) & 0xFF == _BUSY and not self._db.in_transaction:
+                    return None
+                raise
+            finally:
+                self._db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        except sqlite3.Error as exc:
+            raise _storage_error(exc, self._path, f"session store {self._path}") from exc
+        finally:
+            self._lock.release()
+
+    async def _checkpoint_now_and_then(self) -> None:
+        """Every ``CHECKPOINT_EVERY`` appends, move the WAL into the database (PASSIVE: never waits for readers)."""
+        self._appends += 1
+        if self._appends < CHECKPOINT_EVERY:
+            return
+        self._appends = 0
+        await self._run(lambda db: db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone())
 
     async def create_session(self, record: SessionRecord) -> None:
         def insert(db: sqlite3.Connection) -> None:
@@ -208,7 +253,11 @@ class SqliteSessionStore:
             pairs = zip(rows, stored_events, strict=True)
             return [StoredEvent(seq=row[1], created_at=now, event=event) for row, event in pairs]
 
-        return await self._run(append)
+        stored = self._append_here(append)
+        if stored is None:
+            stored = await self._run(append)
+        await self._checkpoint_now_and_then()
+        return stored
 
     async def load_events(self, session_id: str) -> list[StoredEvent]:
         def load(db: sqlite3.Connection) -> list[tuple[int, str, str]]:

@@ -8,11 +8,13 @@ import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import anyio
 import pytest
 
 from hermes_acp.core import TextPart, TitleSet, TurnEnded, UserMessage, UserPrompted
 from hermes_acp.errors import InvalidParamsError, StorageError
 from hermes_acp.storage import InMemorySessionStore, SessionRecord, SessionStore, SqliteSessionStore, utc_now
+from hermes_acp.storage import sqlite as sqlite_module
 from hermes_acp.storage.migrations import MIGRATIONS
 from tests.fakes.store_faults import immutable
 
@@ -219,3 +221,56 @@ async def test_health_reports_a_sound_store_and_its_schema_version(tmp_path: Pat
     assert health.problems == []
     assert health.schema_version == health.latest_version == len(MIGRATIONS)
     assert health.size_bytes > 0
+
+
+async def test_an_append_while_another_process_writes_waits_off_the_event_loop_and_then_lands(tmp_path: Path) -> None:
+    """Another hermes-acp on the same home holds the write lock: the append is not tried on the event loop (which
+    SQLite's busy wait would block for seconds) but waits in a worker thread, and lands once the lock is free."""
+    store = await SqliteSessionStore.open(tmp_path / "state.db")
+    await store.create_session(record("s1"))
+    other = sqlite3.connect(tmp_path / "state.db", isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")
+    stored: list[int] = []
+
+    async def append() -> None:
+        stored.extend(e.seq for e in await store.append_events("s1", [TitleSet(title="later")]))
+
+    try:
+        with anyio.fail_after(10):
+            async with anyio.create_task_group() as group:
+                group.start_soon(append)
+                await anyio.wait_all_tasks_blocked()  # the loop is free while the append waits for the lock
+                assert stored == []
+                other.execute("ROLLBACK")
+    finally:
+        other.close()
+    assert stored == [1]
+    assert [e.event for e in await store.load_events("s1")] == [TitleSet(title="later")]
+    await store.aclose()
+
+
+async def test_the_store_checkpoints_its_write_ahead_log_so_it_stops_growing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Automatic checkpoints are off (they would sync the disk inside a commit on the event loop); the store runs
+    them itself every ``CHECKPOINT_EVERY`` appends, so the WAL is reused instead of holding the whole history."""
+    monkeypatch.setattr(sqlite_module, "CHECKPOINT_EVERY", 10)
+    store = await SqliteSessionStore.open(tmp_path / "state.db")
+    await store.create_session(record("s1"))
+    wal = tmp_path / "state.db-wal"
+    sizes = []
+    for round_ in range(6):
+        for i in range(10):
+            await store.append_events("s1", [TitleSet(title=f"{round_}-{i} " + "x" * 8000)])
+        sizes.append(wal.stat().st_size)
+    await store.aclose()
+    assert len(await _reopened_events(tmp_path)) == 60
+    assert max(sizes) < 1.5 * sizes[0], f"the WAL grew with the history: {sizes}"
+
+
+async def _reopened_events(tmp_path: Path) -> list[object]:
+    store = await SqliteSessionStore.open(tmp_path / "state.db")
+    try:
+        return [e.event for e in await store.load_events("s1")]
+    finally:
+        await store.aclose()
