@@ -6,7 +6,10 @@ session's cwd, its env merged over the SDK's minimal environment; HTTP and SSE w
 Lists come back as wire-shaped dicts (by alias, JSON mode); a ``tools/call`` result comes back as the server sent
 it, every key kept (the cua-driver's extensions included), so nothing above this module sees SDK types.
 SDK and transport exceptions are translated here, once: a closed connection, a broken pipe, an HTTP transport
-error become ``TransportDropped``; a JSON-RPC error or an unreadable answer becomes ``ServerRejected``. Streamable
+error become ``TransportDropped``; a JSON-RPC error or an unreadable answer becomes ``ServerRejected``. The SDK
+reports a closed connection with code -32000, the first code of JSON-RPC's range for servers' own errors, which
+many servers answer with: only the texts the SDK itself gives such an error make it a dropped connection; a
+server's -32000 is its error (reported, never retried, and the connection stays). Streamable
 HTTP reports any error status of a POST as one generic JSON-RPC error; the status itself is recorded per request
 (an httpx response hook, read through a context variable the SDK carries into its POST task), and 408/502/503/504,
 which a gateway gives without saying whether the server acted, make ``TransportDropped`` instead.
@@ -174,8 +177,8 @@ def _translate(exc: Exception, statuses: list[int]) -> TransportDropped | Server
     if isinstance(exc, ExceptionGroup):
         return _translate(_first_leaf(exc), statuses)
     if isinstance(exc, MCPError):
-        if exc.code == types.CONNECTION_CLOSED:
-            return TransportDropped(exc.error.message or "connection closed")
+        if exc.code == types.CONNECTION_CLOSED and _sdk_says_closed(exc.error.message):
+            return TransportDropped(exc.error.message)
         lost = [status for status in statuses if status in _UNKNOWN_OUTCOME_STATUSES]
         if exc.code == types.INTERNAL_ERROR and lost:
             return TransportDropped(f"HTTP {lost[-1]} from the server or a gateway in front of it")
@@ -190,6 +193,12 @@ def _translate(exc: Exception, statuses: list[int]) -> TransportDropped | Server
     if isinstance(exc, ValidationError):
         return ServerRejected(f"the server's answer could not be read: {exc}")
     return None
+
+
+def _sdk_says_closed(message: str) -> bool:
+    """The texts the SDK gives a request whose connection closed (its dispatcher) or whose response stream broke
+    (its streamable HTTP transport)."""
+    return message == "Connection closed" or message.startswith(("SSE stream failed", "SSE stream ended"))
 
 
 def _first_leaf(group: BaseExceptionGroup[Exception]) -> Exception:

@@ -6,6 +6,7 @@ counted, not guessed.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import sys
@@ -14,11 +15,17 @@ from typing import Any
 
 import anyio
 import pytest
+from mcp import MCPError
+from mcp import types as mcp_types
 
+from fixtures.hostile_mcp import stdio_spec as hostile_spec
 from fixtures.mcp_server import ENGLAND_FLAG, read_journal, stdio_spec
 from hermes_acp.core import ImageBlock, ImagePart
 from hermes_acp.errors import OutcomeUnknownError, ToolError, ToolTimeoutError
 from hermes_acp.mcp_client import McpTimeouts
+from hermes_acp.mcp_client._failures import ServerRejected, TransportDropped
+from hermes_acp.mcp_client._wire import _translate
+from hermes_acp.tools.base import Tool, ToolOutcome
 from hermes_acp.tools.context import ApprovalRequest
 from tests.mcp.support import START_S, alive, context, find_tool, run_tool, running, text_of
 
@@ -225,3 +232,47 @@ async def test_closing_the_servers_ends_their_processes(tmp_path: Path) -> None:
         assert len(pids) == 2 and all(alive(p) for p in pids)
     assert not any(alive(p) for p in pids)
     assert read_journal(journal).count("exit") == 2, "each server saw stdin close and exited on its own"
+
+
+async def test_an_error_with_the_closed_code_from_a_live_server_is_its_error_not_a_dropped_connection(
+    tmp_path: Path,
+) -> None:
+    """-32000 is the code the SDK gives a closed connection, and any server may answer with it: a live server's
+    error is reported as its error, the call is not retried, and the connection (and calls beside it) stay."""
+    journal = tmp_path / "hostile.jsonl"
+    async with running(tmp_path, [hostile_spec("hostile", journal)]) as servers:
+        explode = find_tool(servers, "mcp__hostile__explode")
+        fail = find_tool(servers, "mcp__hostile__fail")
+        outcomes: list[ToolOutcome | BaseException] = []
+
+        async def call(tool: Tool) -> None:
+            try:
+                outcomes.append(await run_tool(tmp_path, tool))
+            except ToolError as exc:
+                outcomes.append(exc)
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(call, explode)
+            tg.start_soon(call, fail)
+        [conn] = servers.connections
+        assert conn.connections == 1, "a live server's error did not rebuild the connection"
+    errors = [o for o in outcomes if isinstance(o, ToolError)]
+    assert len(errors) == 1 and "exploded" in str(errors[0]) and "connection broke" not in str(errors[0])
+    [failed] = [o for o in outcomes if not isinstance(o, BaseException)]
+    assert failed.failed and text_of(failed) == "failure"
+    calls = [json.loads(line) for line in journal.read_text().splitlines() if '"tools/call"' in line]
+    assert sorted(c["params"]["name"] for c in calls) == ["explode", "fail"], "nothing was sent twice"
+
+
+@pytest.mark.parametrize(
+    ("message", "expected"),
+    [
+        ("Connection closed", TransportDropped),
+        ("SSE stream ended without a response", TransportDropped),
+        ("SSE stream failed: peer closed connection", TransportDropped),
+        ("exploded", ServerRejected),
+        ("Internal error", ServerRejected),
+    ],
+)
+def test_only_the_sdks_own_closed_errors_are_a_dropped_connection(message: str, expected: type[Exception]) -> None:
+    assert isinstance(_translate(MCPError(code=mcp_types.CONNECTION_CLOSED, message=message), []), expected)
