@@ -50,13 +50,17 @@ M = TypeVar("M", bound=BaseModel)
 
 
 def _default_on_error(default: Any) -> WrapValidator:
-    """For fields the schema marks ``x-deserialize-default-on-error``: a value that cannot be read is ``default``."""
+    """For fields the schema marks ``x-deserialize-default-on-error``: a value that cannot be read is ``default``.
+
+    A model class as ``default`` means a fresh empty instance of it, made only when needed: building one here,
+    while the module loads, would build the model's validator and undo ``defer_build`` (tens of ms at start-up).
+    """
 
     def validate(value: Any, handler: Any) -> Any:
         try:
             return handler(value)
         except ValidationError:
-            return default
+            return default() if isinstance(default, type) and issubclass(default, BaseModel) else default
 
     return WrapValidator(validate)
 
@@ -117,15 +121,17 @@ class AuthCapabilities(_Wire):
 
 
 class ClientCapabilities(_Wire):
-    fs: Annotated[FileSystemCapabilities, _default_on_error(FileSystemCapabilities())] = FileSystemCapabilities()
+    fs: Annotated[FileSystemCapabilities, _default_on_error(FileSystemCapabilities)] = Field(
+        default_factory=FileSystemCapabilities
+    )
     terminal: Annotated[bool, _default_on_error(False)] = False
-    session: Annotated[ClientSessionCapabilities, _default_on_error(ClientSessionCapabilities())] = (
-        ClientSessionCapabilities()
+    session: Annotated[ClientSessionCapabilities, _default_on_error(ClientSessionCapabilities)] = Field(
+        default_factory=ClientSessionCapabilities
     )
-    elicitation: Annotated[ElicitationCapabilities, _default_on_error(ElicitationCapabilities())] = (
-        ElicitationCapabilities()
+    elicitation: Annotated[ElicitationCapabilities, _default_on_error(ElicitationCapabilities)] = Field(
+        default_factory=ElicitationCapabilities
     )
-    auth: Annotated[AuthCapabilities, _default_on_error(AuthCapabilities())] = AuthCapabilities()
+    auth: Annotated[AuthCapabilities, _default_on_error(AuthCapabilities)] = Field(default_factory=AuthCapabilities)
 
     @property
     def notices(self) -> bool:
@@ -142,8 +148,8 @@ class ClientCapabilities(_Wire):
 
 class InitializeParams(_Wire):
     protocol_version: Any = Field(alias="protocolVersion")
-    client_capabilities: Annotated[ClientCapabilities, _default_on_error(ClientCapabilities())] = Field(
-        ClientCapabilities(), alias="clientCapabilities"
+    client_capabilities: Annotated[ClientCapabilities, _default_on_error(ClientCapabilities)] = Field(
+        default_factory=ClientCapabilities, alias="clientCapabilities"
     )
 
 
