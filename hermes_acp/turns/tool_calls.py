@@ -20,7 +20,7 @@ ports; no ACP, no provider.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TypeVar
@@ -59,6 +59,8 @@ MAX_PARALLEL_READS = 4
 """How many calls that only read run at the same time."""
 _log = structlog.get_logger("hermes_acp.turns")
 M = TypeVar("M", bound=BaseModel)
+_Done = TypeVar("_Done")
+"""What a guarded piece of a call gives when it goes well (nothing for the checks, the outcome for the run)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -320,26 +322,30 @@ async def _cleared(item: PreparedCall, deps: TurnDeps, state: TurnState, ctx: To
     """None when the call may run; else the failure it settles with (it failed its checks, or was refused)."""
     if item.error is not None or item.tool is None:
         return _failure(item.error or ToolInputError(f"unknown tool {item.call.name!r}"))
-    try:
-        request = await item.tool.approval(item.parsed, ctx)
+    tool = item.tool
+
+    async def check() -> None:
+        request = await tool.approval(item.parsed, ctx)
         if request is not None:
             await _approvals(deps, state).check(item.call.id, item.presentation, request)
-        return None
-    except ToolError as exc:
-        return _failure(exc)
-    except (TurnCancelledByClient, StorageError):
-        raise
-    except Exception as exc:
-        return _crashed(item, deps, exc)
+
+    return await _guarded(item, deps, check)
 
 
 async def _perform(item: PreparedCall, deps: TurnDeps, state: TurnState, ctx: ToolContext) -> ToolOutcome:
     """Run a cleared call: stored as running first (persist before execute: from here the log says this call ran,
     or may have, if the turn stops)."""
-    assert item.tool is not None
+    tool = item.tool
+    assert tool is not None
     await deps.recorder.record(ToolCallRunning(turn_id=state.turn_id, tool_call_id=item.call.id))
+    return await _guarded(item, deps, lambda: tool.run(item.parsed, ctx))
+
+
+async def _guarded(item: PreparedCall, deps: TurnDeps, work: Callable[[], Awaitable[_Done]]) -> _Done | ToolOutcome:
+    """``work`` for ``item``: a ``ToolError`` is the call's failure, any other exception a crash (logged); a
+    cancelled turn and a failing store stop the turn instead."""
     try:
-        return await item.tool.run(item.parsed, ctx)
+        return await work()
     except ToolError as exc:
         return _failure(exc)
     except (TurnCancelledByClient, StorageError):
