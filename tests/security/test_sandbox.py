@@ -103,7 +103,9 @@ async def test_writes_outside_the_session_and_under_home_fail_and_the_model_is_t
 async def test_home_outside_the_workspace_is_read_only(
     bwrap: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    home = Path.cwd()  # any existing folder outside /tmp and outside the workspace stands for a real home
+    # Any existing folder outside /tmp (which the sandbox replaces with a private one) and outside the workspace
+    # stands for a real home: the checkout, unless it was cloned under /tmp; else the user's home.
+    home = next(p for p in (Path.cwd(), Path.home(), Path("/var/tmp")) if not p.resolve().is_relative_to("/tmp"))
     monkeypatch.setenv("HOME", str(home))
     ws = tmp_path / "ws"
     ws.mkdir()
