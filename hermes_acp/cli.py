@@ -46,12 +46,13 @@ def _load_app() -> AppRunner:
     # structlog's console renderer imports rich when it is installed (mcp pulls it in); the server only writes
     # JSON, and skipping rich cuts a quarter of a second from start-up.
     sys.modules.setdefault("rich", None)  # type: ignore[arg-type]
-    from hermes_acp.app import run_connection
-
-    # The objects of start-up (modules, classes, pydantic's schemas) live as long as the process: keep them out of
-    # every later collection, and collect again from here on (see ``_serve``).
-    gc.freeze()
-    gc.enable()
+    try:
+        from hermes_acp.app import run_connection
+    finally:
+        # The objects of start-up (modules, classes, pydantic's schemas) live as long as the process: keep them
+        # out of every later collection, and collect again from here on (see ``_serve``).
+        gc.freeze()
+        gc.enable()
     return run_connection
 
 

@@ -61,3 +61,16 @@ def test_load_turn_modules_loads_every_module_a_turn_needs() -> None:
     )
     assert _present(loaded, TURN_MODULES) == list(TURN_MODULES)
     assert "hermes_acp.tools.image_cache" in loaded  # computer_use's, loaded with it
+
+
+def test_the_collector_is_back_on_once_the_server_has_loaded() -> None:
+    """The server loads with the cyclic collector off (``cli._serve``); loading it turns it back on."""
+    script = (
+        "import gc\nfrom hermes_acp import cli\ngc.disable()\ncli._load_app()\n"
+        "print(gc.isenabled(), gc.get_freeze_count() > 10_000)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["True", "True"], "collection is on again, with the start-up objects frozen"
