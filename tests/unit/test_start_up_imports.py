@@ -74,3 +74,21 @@ def test_the_collector_is_back_on_once_the_server_has_loaded() -> None:
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["True", "True"], "collection is on again, with the start-up objects frozen"
+
+
+def test_loading_the_server_builds_no_model_schema() -> None:
+    """Every model of ours builds its schema on first use: a model instance made while a module loads (a default
+    value, a constant) would build it at import, tens of ms of start-up each time."""
+    script = (
+        "import sys\nsys.modules.setdefault('rich', None)\nimport hermes_acp.app\nfrom pydantic import BaseModel\n"
+        "def subclasses(cls):\n    for sub in cls.__subclasses__():\n"
+        "        yield sub\n        yield from subclasses(sub)\n"
+        "built = {f'{m.__module__}.{m.__qualname__}' for m in subclasses(BaseModel)\n"
+        "         if m.__module__.startswith('hermes_acp') and m.__dict__.get('__pydantic_complete__')}\n"
+        "print(sorted(built))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]", f"built while loading: {done.stdout.strip()}"
