@@ -16,13 +16,11 @@ requests and by ``--check``. It imports neither pydantic nor the rest of the ser
 from __future__ import annotations
 
 import os
-import shutil
 import sys
-import tomllib
 from collections.abc import Mapping
 from typing import Any
 
-from hermes_acp.home import default_home
+from hermes_acp.home import config_file
 from hermes_acp.version import __version__
 
 from .boundary import ClientRequestError
@@ -123,7 +121,12 @@ def _setup_command() -> tuple[str, list[str]]:
     launched = sys.argv[0] if sys.argv and sys.argv[0] else ""
     if not launched or launched.endswith(".py") or launched == "-c" or os.path.basename(launched) == "__main__.py":
         return os.path.abspath(sys.executable), ["-m", "hermes_acp", "--setup"]
-    found = launched if os.sep in launched else shutil.which(launched)
+    if os.sep in launched:
+        found: str | None = launched
+    else:
+        import shutil
+
+        found = shutil.which(launched)
     return os.path.abspath(found or launched), ["--setup"]
 
 
@@ -133,8 +136,15 @@ def key_variables(env: Mapping[str, str]) -> dict[str, str]:
     if env.get("HERMES_ACP_BASE_URL"):
         variables["custom"] = "HERMES_ACP_API_KEY"
     try:
-        raw = tomllib.loads((default_home(env) / "config.toml").read_text(encoding="utf-8"))
+        with open(config_file(env), encoding="utf-8") as handle:
+            text = handle.read()
     except (OSError, ValueError):
+        return variables
+    import tomllib  # only when there is a file to read
+
+    try:
+        raw = tomllib.loads(text)
+    except ValueError:
         return variables
     providers = raw.get("providers")
     if isinstance(providers, dict):

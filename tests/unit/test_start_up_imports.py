@@ -16,7 +16,18 @@ from pathlib import Path
 from hermes_acp.sessions.turn_imports import TURN_MODULES
 
 REPO = Path(__file__).resolve().parent.parent.parent
-HEAVY_FOR_INITIALIZE = ("pydantic", "hermes_acp.config", "hermes_acp.app", "structlog", "sqlite3")
+HEAVY_FOR_INITIALIZE = (
+    "pydantic",
+    "hermes_acp.config",
+    "hermes_acp.app",
+    "structlog",
+    "sqlite3",
+    "pathlib",
+    "shutil",
+    "tomllib",
+)
+"""Not needed to answer ``initialize``: the last three load only when there is a config file to read or a bare command
+to look up on PATH."""
 HEAVY_FOR_SESSION_NEW = (
     *TURN_MODULES,
     "hermes_acp.providers.base",
