@@ -46,6 +46,9 @@ def _load_app() -> AppRunner:
     # structlog's console renderer imports rich when it is installed (mcp pulls it in); the server only writes
     # JSON, and skipping rich cuts a quarter of a second from start-up.
     sys.modules.setdefault("rich", None)  # type: ignore[arg-type]
+    # httpx imports its command-line client when click is installed (mcp brings it), which imports click and
+    # pygments before it finds rich missing: ~25 ms of the first turn for a client the server never runs.
+    sys.modules.setdefault("click", None)  # type: ignore[arg-type]
     try:
         from hermes_acp.app import run_connection
     finally:

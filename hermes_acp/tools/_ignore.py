@@ -20,8 +20,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from pathspec import GitIgnoreSpec, RegexPattern
+if TYPE_CHECKING:
+    from pathspec import RegexPattern
 
 __all__ = ["GlobPattern", "IgnoreRules", "Verdict", "compile_pattern"]
 
@@ -52,6 +54,8 @@ class GlobPattern:
 
 def compile_pattern(line: str) -> GlobPattern | None:
     """One ``.gitignore`` line (or one glob) as a pattern; None for blanks, comments and lines pathspec rejects."""
+    from pathspec import GitIgnoreSpec  # loaded by the first walk, not with the tools
+
     line = line.rstrip("\r")
     try:
         patterns = GitIgnoreSpec.from_lines([line]).patterns if line else []
@@ -89,6 +93,8 @@ class IgnoreRules:
     def parse(cls, text: str) -> IgnoreRules:
         lines = [line.rstrip("\r") for line in text.split("\n")]
         lines = [line for line in lines if line]
+        from pathspec import GitIgnoreSpec
+
         try:
             compiled = [
                 _applied(line, p) for line, p in zip(lines, GitIgnoreSpec.from_lines(lines).patterns, strict=True)

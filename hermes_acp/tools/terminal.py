@@ -19,6 +19,7 @@ import os
 import re
 import shutil
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import anyio
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -32,8 +33,10 @@ from ._process import CommandResult, OutputBuffer, run_command
 from ._text import cap_middle, fence, one_line
 from .base import Presentation, ToolOutcome, TypedTool
 from .context import ApprovalRequest, ToolContext
-from .hard_blocks import CommandCheck, check_command
 from .sandbox import Availability, Confined, Sandbox, explain
+
+if TYPE_CHECKING:
+    from .hard_blocks import CommandCheck
 
 __all__ = ["CLIENT_OUTPUT_BYTES", "MODEL_OUTPUT_CHARS", "TIMEOUT_DEFAULT_S", "TIMEOUT_MAX_S", "TerminalTool"]
 
@@ -90,6 +93,14 @@ def _code(text: str) -> str:
     return f"`` {text} ``"
 
 
+def _check_command(command: str) -> CommandCheck:
+    """The hard blocks' verdict on ``command`` (a worker thread). The rules and the bash grammar load with the first
+    command a session runs, not with the turn machinery: a turn that runs none never pays for them."""
+    from .hard_blocks import check_command
+
+    return check_command(command)
+
+
 def _shell() -> str:
     return "bash" if shutil.which("bash") else "sh"
 
@@ -135,9 +146,9 @@ class TerminalTool(TypedTool[_TerminalInput]):
 
     @staticmethod
     async def _checked(command: str) -> CommandCheck:
-        """The hard-block check, in a worker thread (it loads the grammar the first time, and a long command takes up
-        to a few hundred ms); refused commands raise."""
-        check = await anyio.to_thread.run_sync(check_command, command)
+        """The hard-block check, in a worker thread (it loads the rules and the grammar the first time, and a long
+        command takes up to a few hundred ms); refused commands raise."""
+        check = await anyio.to_thread.run_sync(_check_command, command)
         if check.blocked is not None:
             raise HardBlockedError(
                 f"refused in every mode: {check.blocked}. The command was not run; do not run it or a variant of it."

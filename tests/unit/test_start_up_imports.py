@@ -72,6 +72,15 @@ def test_load_turn_modules_loads_every_module_a_turn_needs() -> None:
     )
     assert _present(loaded, TURN_MODULES) == list(TURN_MODULES)
     assert "hermes_acp.tools.image_cache" in loaded  # computer_use's, loaded with it
+    # What only some tool calls need loads with the first of them: the hard blocks with the first command,
+    # pathspec with the first walk of a folder.
+    assert _present(loaded, ("hermes_acp.tools.hard_blocks", "tree_sitter", "pathspec")) == []
+
+
+def test_the_server_never_loads_httpx_command_line_client() -> None:
+    loaded = _loaded_after("from hermes_acp import cli\ncli._load_app()\nimport hermes_acp.providers.openai")
+    assert "httpx" in loaded
+    assert _present(loaded, ("httpx._main", "pygments")) == []
 
 
 def test_the_collector_is_back_on_once_the_server_has_loaded() -> None:
