@@ -101,9 +101,10 @@ class SessionManager:
             for event in repairs:
                 projection.apply(event)
             events.extend(repairs)
-        session = await self._open(record, projection, mcp_servers)
+        session = await self._open(record, projection, mcp_servers, warm_up=not replay)
         if replay:
             await self._replay(session, events)
+            self._warm_up(session)  # after the replay, which it would slow down by competing for the interpreter
         return session
 
     async def fork_session(
@@ -171,7 +172,12 @@ class SessionManager:
                     group.start_soon(session.close, name=f"close session {session.id}")
 
     async def _open(
-        self, record: SessionRecord, projection: SessionProjection, mcp_servers: list[dict[str, object]]
+        self,
+        record: SessionRecord,
+        projection: SessionProjection,
+        mcp_servers: list[dict[str, object]],
+        *,
+        warm_up: bool = True,
     ) -> Session:
         if self._task_group is None:
             raise RuntimeError("SessionManager.attach() must be called before sessions are opened")
@@ -200,7 +206,8 @@ class SessionManager:
                 await runtime.aclose()
             raise
         self._live[record.id] = session
-        self._warm_up(session)
+        if warm_up:
+            self._warm_up(session)
         return session
 
     def _warm_up(self, session: Session) -> None:

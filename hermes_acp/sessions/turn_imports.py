@@ -3,7 +3,8 @@
 The turn loop with its phases, compaction, the context meter, ``computer_use`` and the built-in tools take a good
 part of the server's start-up to import, and ``session/new`` needs none of them. A session imports them through
 ``load_turn_modules`` before its first turn, ``/compact``, ``/status`` or tool surface, and the manager warms them up
-in a worker thread as soon as a session opens (``warm_up_turn_modules``), so the first prompt finds them loaded.
+in a worker thread as soon as a session opens, after the replay of a load (``warm_up_turn_modules``), so the first
+prompt finds them loaded.
 
 Both paths import the same modules in the same order. That is what keeps the two threads safe: a thread that needs
 a module the other one is importing waits for it while holding no other module's import lock, so the two can never

@@ -7,10 +7,12 @@ from types import TracebackType
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 import pytest
 
-from hermes_acp.core import DisplayBlock, TextBlock, TextPart
+from hermes_acp.core import DisplayBlock, SessionEvent, TextBlock, TextPart
 from hermes_acp.providers.scripted import ScriptedProvider, ScriptedReply
+from hermes_acp.sessions import manager as manager_module
 
 from .support import Bridge, RecordingSink, open_manager
 
@@ -82,3 +84,45 @@ async def test_closing_the_manager_closes_its_sessions_at_once(tmp_path: Path) -
             await first.runtime.enter(_WaitsForTheOther("first", first_leaving, second_leaving, met))
             await second.runtime.enter(_WaitsForTheOther("second", second_leaving, first_leaving, met))
     assert sorted(met) == ["first", "second"]
+
+
+class _YieldingSink(RecordingSink):
+    """Lets other tasks run at every event, as a real connection does."""
+
+    async def emit_event(self, event: SessionEvent, *, live: bool) -> None:
+        await anyio.lowlevel.checkpoint()
+        await super().emit_event(event, live=live)
+
+
+class _YieldingBridge(Bridge):
+    def sink(self, session_id: str) -> RecordingSink:
+        return self.sinks.setdefault(session_id, _YieldingSink())
+
+
+async def test_a_load_replays_first_and_warms_the_turn_machinery_up_after(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Warming up imports in a worker thread; started before a replay, it competes with it for the interpreter
+    (a 200-turn load took three times as long)."""
+    bridge = _YieldingBridge()
+    seen_at_warm_up: list[int] = []
+    opened: dict[str, str] = {}
+
+    async def recording_warm_up() -> None:
+        seen_at_warm_up.append(len(bridge.sink(opened["id"]).events))
+
+    monkeypatch.setattr(manager_module, "warm_up_turn_modules", recording_warm_up)
+    provider = ScriptedProvider([ScriptedReply(parts=[TextPart(text="hello")])])
+    with anyio.fail_after(5):
+        async with open_manager(tmp_path, provider, bridge=bridge) as manager:
+            session = await manager.new_session(str(tmp_path), None, [])
+            opened["id"] = session.id
+            await session.prompt([TextBlock(text="hi")])
+            await manager.close_session(session.id)
+            before_load = len(bridge.sink(session.id).events)
+            await manager.open_existing(session.id, str(tmp_path), None, [], replay=True)
+            await anyio.wait_all_tasks_blocked()
+            replayed = len(bridge.sink(session.id).events) - before_load
+    assert replayed >= 3, "the load replayed the prompt, the answer and the turn's end"
+    assert len(seen_at_warm_up) == 2, "each opening warms up once"
+    assert seen_at_warm_up[1] == before_load + replayed, "the warm-up of the load began after its replay"
