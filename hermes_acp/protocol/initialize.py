@@ -40,6 +40,8 @@ __all__ = [
 SUPPORTED_PROTOCOL_VERSIONS = (1,)
 SETUP_METHOD_ID = "hermes-setup"
 ENV_METHOD_ID = "hermes-env"
+MAX_CONFIG_CHARS = 1_000_000
+"""More of config.toml than ``initialize`` reads for the key variables (a larger file is not read for them here)."""
 
 
 class Handshake:
@@ -135,9 +137,12 @@ def key_variables(env: Mapping[str, str]) -> dict[str, str]:
     variables = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
     if env.get("HERMES_ACP_BASE_URL"):
         variables["custom"] = "HERMES_ACP_API_KEY"
+    path = config_file(env)
+    if not os.path.isfile(path):  # as the settings read it: a FIFO or a device would block the answer
+        return variables
     try:
-        with open(config_file(env), encoding="utf-8") as handle:
-            text = handle.read()
+        with open(path, encoding="utf-8") as handle:
+            text = handle.read(MAX_CONFIG_CHARS)
     except (OSError, ValueError):
         return variables
     import tomllib  # only when there is a file to read

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -112,3 +113,18 @@ async def test_initialize_without_protocol_version_is_invalid_params(tmp_path: P
         response = await raw.response(9)
     assert response["error"]["code"] == -32602
     assert "protocolVersion" in response["error"]["message"]
+
+
+def test_a_config_path_that_is_not_a_file_does_not_block_the_answer(tmp_path: Path) -> None:
+    """A FIFO where config.toml should be would block a read forever; initialize skips it, as the settings do."""
+    home = tmp_path / "home"
+    home.mkdir()
+    os.mkfifo(home / "config.toml")
+    script = (
+        "from hermes_acp.protocol.initialize import initialize_result\n"
+        f"methods = initialize_result({{'protocolVersion': 1}}, env={{'HERMES_ACP_HOME': {str(home)!r}}})\n"
+        "print(methods['authMethods'][1]['id'])"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=30, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "hermes-env"
