@@ -262,8 +262,10 @@ class Session:
 
     async def detach(self, client: ClientBridge, *, cancel_turns: bool = False) -> bool:
         """Detach ``client`` (it left, or closed the session); with ``cancel_turns`` its prompts are cancelled
-        (``[host] on_leave = "cancel"``). True when it was attached."""
-        was_origin = self.audience.origin is client and self._turn_id is not None
+        (``[host] on_leave = "cancel"``). When it lent the running turn its files or terminal, the turn is told it
+        goes on with the host's own. True when it was attached."""
+        lent = client.files(self.id) is not None or client.terminals(self.id) is not None
+        was_origin = self.audience.origin is client and self._turn_id is not None and lent
         if not self.audience.detach(client):
             return False
         if cancel_turns:
