@@ -117,10 +117,6 @@ async def serve_host(env: Mapping[str, str], *, ready: Callable[[str], None] | N
             door = _Door(host, paths, group)
             server = await asyncio.start_unix_server(door.accept, path=paths.socket, limit=1024 * 1024)
             os.chmod(paths.socket, 0o600)
-            _write_record(paths)
-            if ready is not None:
-                ready(paths.socket)
-            _log.info("session host serving", version=__version__, home=str(settings.home), socket=paths.socket)
             remote = None
             if settings.host.listen:
                 from .remote import RemoteDoors
@@ -128,6 +124,10 @@ async def serve_host(env: Mapping[str, str], *, ready: Callable[[str], None] | N
                 remote = RemoteDoors(host, settings)
                 await remote.start(group)
                 door.remote = remote
+            _write_record(paths)
+            if ready is not None:
+                ready(paths.socket)
+            _log.info("session host serving", version=__version__, home=str(settings.home), socket=paths.socket)
             try:
                 await door.until_done(settings.host.idle_exit_s)
             finally:

@@ -305,7 +305,7 @@ async def test_a_cancel_request_sent_as_a_request_is_answered_and_honoured() -> 
         await raw.send({"jsonrpc": "2.0", "id": "slow", "method": "_slow", "params": {}})
         await probe.started.wait()
         await raw.send({"jsonrpc": "2.0", "id": "stop", "method": "$/cancel_request", "params": {"requestId": "slow"}})
-        answers = {}
+        answers: dict[str, dict[str, Any]] = {}
         with anyio.fail_after(5):
             while len(answers) < 2:
                 message = await raw.receive()
