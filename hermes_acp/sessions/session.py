@@ -52,7 +52,7 @@ from hermes_acp.mcp_client import McpServers
 from hermes_acp.providers.catalog import CatalogModel, ModelCatalog
 from hermes_acp.providers.registry import ProviderRegistry
 from hermes_acp.storage.base import SessionRecord, SessionStore, utc_now
-from hermes_acp.tools.base import Tool
+from hermes_acp.tools.base import AnyTool
 from hermes_acp.tools.context import Workspace
 from hermes_acp.turns.ports import LiveCompaction, LiveUsage
 from hermes_acp.turns.projection import SessionProjection
@@ -94,7 +94,7 @@ class SessionServices:
     catalog: ModelCatalog
     providers: ProviderRegistry
     client: ClientBridge
-    tool_surface: Callable[[Session], Sequence[Tool]]
+    tool_surface: Callable[[Session], Sequence[AnyTool]]
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,7 +15,7 @@ from hermes_acp.config import Effort
 from hermes_acp.core import ModeId, StopReason, Usage
 from hermes_acp.providers.base import ModelProvider
 from hermes_acp.providers.catalog import CatalogModel
-from hermes_acp.tools.base import Tool
+from hermes_acp.tools.base import AnyTool
 from hermes_acp.tools.context import EditorFiles, EditorTerminals, ImageGate, Workspace
 from hermes_acp.tools.sandbox import Sandbox
 
@@ -46,7 +46,7 @@ class TurnDeps:
     model: CatalogModel
     provider: ModelProvider
     system_prompt: str
-    tool_surface: Callable[[], Sequence[Tool]]
+    tool_surface: Callable[[], Sequence[AnyTool]]
     """Derived before every request from session state, never remembered."""
     recorder: Recorder
     gate: PermissionGate
