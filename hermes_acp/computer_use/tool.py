@@ -22,6 +22,7 @@ from pydantic import ValidationError
 
 from hermes_acp.core import DisplayBlock, ImageBlock, ImagePart, TextBlock, TextPart, ToolKind
 from hermes_acp.errors import ComputerUseError, OutcomeUnknownError, ToolInputError
+from hermes_acp.images.gate import SessionImageGate
 from hermes_acp.tools.base import Presentation, ToolOutcome, describe_validation_error
 from hermes_acp.tools.context import ApprovalRequest, ToolContext
 
@@ -29,7 +30,6 @@ from .actions import describe, plan_input
 from .capture import Capturer, CaptureResult
 from .driver import DriverClient
 from .elements import Seen
-from .gate import SessionImageGate
 from .results import ActionReport, ComputerUseRefusal, action_report, refusal_report
 from .safety import check_keys, check_text
 from .schema import DESCRIPTION, INPUT_SCHEMA, OBSERVATION_ACTIONS, ComputerUseInput

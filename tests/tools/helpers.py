@@ -10,9 +10,9 @@ from typing import Any
 import anyio
 
 from hermes_acp.core import DisplayBlock, ModeId
+from hermes_acp.exec.sandbox import Sandbox
 from hermes_acp.tools.base import Tool, ToolOutcome
 from hermes_acp.tools.context import ApprovalRequest, EditorFiles, EditorTerminals, ToolContext, Workspace
-from hermes_acp.tools.sandbox import Sandbox
 
 __all__ = ["UNCONFINED", "Called", "Progress", "call", "context"]
 
