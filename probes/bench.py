@@ -740,8 +740,8 @@ async def _prompt(agent: AgentProcess, session_id: str, text: str) -> None:
 async def sandbox_overhead(bench: Bench, runs: int = 20) -> list[Row]:
     """What the sandbox adds to one command: the terminal tool's own path (``Sandbox.confine`` + ``run_command``) for
     ``bash -c true``, through bubblewrap against plain (in this process: the cost is the spawn, not the protocol)."""
-    from hermes_acp.tools._process import OutputBuffer, run_command
-    from hermes_acp.tools.sandbox import Sandbox
+    from hermes_acp.exec.process import OutputBuffer, run_command
+    from hermes_acp.exec.sandbox import Sandbox
 
     async def once(sandbox: Sandbox) -> float:
         started = time.perf_counter()

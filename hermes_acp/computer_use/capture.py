@@ -12,7 +12,7 @@ a silent fallback), reads it with ``get_window_state`` in the form this driver a
   send are pixels of that image, scaled by the gate when it shrank it further (``Geometry``);
 * the editor gets the image as an ``ImageBlock``; the driver's screenshot goes to ``<cache>/images/``; at most 100
   elements are inlined and the full list spills to ``<cache>/computer_use/elements_<uuid>.json`` when anything was
-  cut (both in the one image cache, ``hermes_acp.tools.image_cache``).
+  cut (both in the one image cache, ``hermes_acp.images.cache``).
 
 ``app="screen"`` reads the whole display (``get_desktop_state``): pixels and the window list, no elements and no
 target. It deliberately knows nothing about approval or input actions.
@@ -28,7 +28,9 @@ from typing import Any
 import anyio.to_thread
 
 from hermes_acp.core import DisplayBlock, ImageBlock, ImagePart, TextBlock, TextPart
-from hermes_acp.tools.image_cache import save_image, save_json
+from hermes_acp.images.cache import save_image, save_json
+from hermes_acp.images.codec import Fitted, ImageDecodeError, Mark, mark_and_fit, measure
+from hermes_acp.images.gate import NATIVE_MAX_EDGE, SessionImageGate
 
 from .driver import DriverClient
 from .elements import (
@@ -42,8 +44,6 @@ from .elements import (
     full_rows,
     parse_elements,
 )
-from .gate import NATIVE_MAX_EDGE, SessionImageGate
-from .images import Fitted, ImageDecodeError, Mark, mark_and_fit, measure
 from .outputs import CaptureOutput, ImageInfo
 from .results import ComputerUseRefusal, DriverReply
 from .surface import DriverSurface

@@ -22,6 +22,7 @@ from pydantic import ValidationError
 
 from hermes_acp.core import DisplayBlock, ImageBlock, ImagePart, TextBlock, TextPart, ToolKind
 from hermes_acp.errors import ComputerUseError, OutcomeUnknownError, ToolInputError
+from hermes_acp.images.gate import SessionImageGate
 from hermes_acp.tools.approval import Approval
 from hermes_acp.tools.base import Presentation, ToolOutcome, describe_validation_error
 from hermes_acp.tools.context import ApprovalRequest, ToolContext
@@ -30,7 +31,6 @@ from .actions import describe, plan_input
 from .capture import Capturer, CaptureResult
 from .driver import DriverClient
 from .elements import Seen
-from .gate import SessionImageGate
 from .outputs import (
     AppsOutput,
     CaptureFailure,

@@ -14,17 +14,19 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hermes_acp.core import DisplayBlock, ImageBlock, ImagePart, ResourceBlock, ResourceLinkBlock, TextBlock, TextPart
 from hermes_acp.core.sanitize import clean_text
 from hermes_acp.errors import ErrorCode
 from hermes_acp.tools._text import cap_middle
 from hermes_acp.tools.base import ToolOutcome
-from hermes_acp.tools.context import ImageGate
 
 from .images import decode_image, save_image
 from .untrusted import MAX_RESULT_CHARS, RESULT_HEAD_SHARE, public_meta
+
+if TYPE_CHECKING:
+    from hermes_acp.images.gate import ImageGate
 
 __all__ = ["MAX_IMAGE_BYTES", "outcome_from_result", "outcome_from_text"]
 

@@ -26,18 +26,18 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from hermes_acp.core import DisplayBlock, TerminalBlock, TextBlock, TextPart
 from hermes_acp.errors import ErrorCode, HardBlockedError, PermissionDeniedError, ToolError, ToolInputError
+from hermes_acp.exec.process import CommandResult, OutputBuffer, run_command
+from hermes_acp.exec.sandbox import Availability, Confined, Sandbox, explain
 
 from ._client_terminal import run_in_client_terminal
 from ._paths import display_path, missing_path_error, policy_paths
-from ._process import CommandResult, OutputBuffer, run_command
 from ._text import cap_middle, fence, one_line
 from .approval import Approval
 from .base import Presentation, ToolOutcome, TypedTool
 from .context import ApprovalRequest, ToolContext
-from .sandbox import Availability, Confined, Sandbox, explain
 
 if TYPE_CHECKING:
-    from .hard_blocks import CommandCheck
+    from hermes_acp.exec.hard_blocks import CommandCheck
 
 __all__ = ["CLIENT_OUTPUT_BYTES", "MODEL_OUTPUT_CHARS", "TIMEOUT_DEFAULT_S", "TIMEOUT_MAX_S", "TerminalTool"]
 
@@ -97,7 +97,7 @@ def _code(text: str) -> str:
 def _check_command(command: str) -> CommandCheck:
     """The hard blocks' verdict on ``command`` (a worker thread). The rules and the bash grammar load with the first
     command a session runs, not with the turn machinery: a turn that runs none never pays for them."""
-    from .hard_blocks import check_command
+    from hermes_acp.exec.hard_blocks import check_command
 
     return check_command(command)
 

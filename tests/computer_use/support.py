@@ -32,8 +32,10 @@ from hermes_acp.computer_use.results import DriverReply
 from hermes_acp.config import Settings, load_settings
 from hermes_acp.core import ModeId, TextPart
 from hermes_acp.errors import ToolError
+from hermes_acp.images.gate import SessionImageGate
 from hermes_acp.providers.base import ModelProvider
 from hermes_acp.providers.catalog import CatalogModel, ModelCatalog
+from hermes_acp.providers.describe import describer_for
 from hermes_acp.providers.registry import ProviderRegistry
 from hermes_acp.tools.base import ToolOutcome
 from hermes_acp.tools.context import ApprovalRequest, ToolContext, Workspace
@@ -104,9 +106,17 @@ async def _noop(_content: Any) -> None:
     return None
 
 
+def image_gate(
+    settings: Settings, model: CatalogModel, catalog: ModelCatalog, providers: ProviderRegistry
+) -> SessionImageGate:
+    """The session's image gate as the session builds it: the model's vision, the auxiliary describer if any."""
+    return SessionImageGate(settings, model=lambda: model, describer=describer_for(settings, catalog, providers))
+
+
 @dataclass
 class Desk:
     cu: ComputerUse
+    gate: SessionImageGate
     owner: CountingRuntime
     settings: Settings
     folder: Path
@@ -121,7 +131,7 @@ class Desk:
             mode=mode,
             progress=_noop,
             cache_dir=self.settings.cache_dir,
-            images=self.cu.gate,
+            images=self.gate,
         )
 
     async def act(self, **arguments: Any) -> ToolOutcome[Any]:
@@ -177,10 +187,9 @@ async def open_desk(
     owner = CountingRuntime()
     async with anyio.create_task_group() as group:
         await group.start(owner.run)
-        cu = ComputerUse.for_session(
-            owner, settings, model=lambda: current, catalog=catalog, providers=registry, env=env
-        )
+        gate = image_gate(settings, current, catalog, registry)
+        cu = ComputerUse.for_session(owner, settings, gate=gate, env=env)
         try:
-            yield Desk(cu, owner, settings, folder, [])
+            yield Desk(cu, gate, owner, settings, folder, [])
         finally:
             await owner.aclose()

@@ -17,10 +17,10 @@ import pytest
 
 from hermes_acp.config import SandboxSettings, Settings
 from hermes_acp.errors import PermissionDeniedError
+from hermes_acp.exec.environment import EnvPolicy
+from hermes_acp.exec.sandbox import HOME_MASKS, Sandbox
 from hermes_acp.tools.approval import Approval
-from hermes_acp.tools.environment import EnvPolicy
 from hermes_acp.tools.policy import decide
-from hermes_acp.tools.sandbox import HOME_MASKS, Sandbox
 from hermes_acp.tools.terminal import TerminalTool
 from tests.fakes.editor_client import EditorClient
 from tests.tools.helpers import Progress, call, context, request_of

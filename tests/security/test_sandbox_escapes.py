@@ -19,8 +19,8 @@ from pathlib import Path
 import anyio
 import pytest
 
-from hermes_acp.tools.environment import EnvPolicy
-from hermes_acp.tools.sandbox import Sandbox
+from hermes_acp.exec.environment import EnvPolicy
+from hermes_acp.exec.sandbox import Sandbox
 from hermes_acp.tools.terminal import TerminalTool
 from tests.fakes.editor_client import EditorClient
 from tests.tools.helpers import call, context

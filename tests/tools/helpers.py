@@ -10,10 +10,10 @@ from typing import Any, Generic, TypeVar
 import anyio
 
 from hermes_acp.core import DisplayBlock, ModeId
+from hermes_acp.exec.sandbox import Sandbox
 from hermes_acp.tools.approval import Approval
 from hermes_acp.tools.base import Tool, ToolOutcome
 from hermes_acp.tools.context import ApprovalRequest, EditorFiles, EditorTerminals, ToolContext, Workspace
-from hermes_acp.tools.sandbox import Sandbox
 from tests.fakes.tools import approved
 
 __all__ = ["UNCONFINED", "Called", "Progress", "call", "context", "request_of"]

@@ -13,7 +13,7 @@ import pytest
 
 from hermes_acp.core import TerminalBlock, TextBlock
 from hermes_acp.errors import HardBlockedError, ToolError, ToolInputError
-from hermes_acp.tools import _process
+from hermes_acp.exec import process as _process
 from hermes_acp.tools.approval import Approval
 from hermes_acp.tools.context import TerminalExit
 from hermes_acp.tools.policy import decide
