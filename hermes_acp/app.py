@@ -35,7 +35,7 @@ from hermes_acp.version import __version__
 
 if TYPE_CHECKING:
     from hermes_acp.sessions import Session
-    from hermes_acp.tools.base import Tool
+    from hermes_acp.tools.base import AnyTool
 
 __all__ = ["SHUTDOWN_TIMEOUT_S", "Host", "open_host", "run_connection", "serve_app"]
 
@@ -43,7 +43,7 @@ SHUTDOWN_TIMEOUT_S = 1.5
 """Bound on closing every session once the client has gone (turns are already cancelled by then)."""
 MAX_ENVIRONMENTS = 64
 """Distinct client environments whose services are kept (a host serving more builds them again)."""
-ToolSurface = Callable[["Session"], Sequence["Tool"]]
+ToolSurface = Callable[["Session"], Sequence["AnyTool"]]
 
 
 class Host:

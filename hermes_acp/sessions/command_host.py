@@ -14,7 +14,7 @@ from hermes_acp.config import Effort, Settings
 from hermes_acp.core import ModeId
 from hermes_acp.mcp_client import McpServers
 from hermes_acp.providers.catalog import CatalogModel, ModelCatalog
-from hermes_acp.tools.base import Tool
+from hermes_acp.tools.base import AnyTool
 from hermes_acp.tools.context import Workspace
 from hermes_acp.turns.projection import SessionProjection
 
@@ -22,7 +22,7 @@ from .commands import CommandSet, Reply
 from .instructions import InstructionFile
 
 if TYPE_CHECKING:
-    from hermes_acp.tools.environment import EnvPolicy
+    from hermes_acp.exec.environment import EnvPolicy
     from hermes_acp.turns.meter import Meter
 
 __all__ = ["CommandHost"]
@@ -70,7 +70,7 @@ class CommandHost(Protocol):
 
     def meter(self, model: CatalogModel) -> Meter: ...
 
-    def tools(self) -> Sequence[Tool]:
+    def tools(self) -> Sequence[AnyTool]:
         """The tool surface a model request would get now."""
         ...
 

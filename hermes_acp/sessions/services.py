@@ -16,7 +16,7 @@ from hermes_acp.config import Settings
 from hermes_acp.providers.catalog import ModelCatalog
 from hermes_acp.providers.registry import ProviderRegistry
 from hermes_acp.storage.base import SessionStore
-from hermes_acp.tools.base import Tool
+from hermes_acp.tools.base import AnyTool
 
 if TYPE_CHECKING:
     from .session import Session
@@ -30,6 +30,6 @@ class SessionServices:
     store: SessionStore
     catalog: ModelCatalog
     providers: ProviderRegistry
-    tool_surface: Callable[[Session], Sequence[Tool]]
+    tool_surface: Callable[[Session], Sequence[AnyTool]]
     env: Mapping[str, str] = field(default_factory=dict)
     """The environment the session's child processes start from (filtered by the sandbox's policy)."""

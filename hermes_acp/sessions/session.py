@@ -52,7 +52,7 @@ from hermes_acp.errors import SessionBusyError, UnknownModeError
 from hermes_acp.mcp_client import McpServers
 from hermes_acp.providers.catalog import CatalogModel, ModelCatalog
 from hermes_acp.storage.base import SessionRecord, utc_now
-from hermes_acp.tools.base import Tool
+from hermes_acp.tools.base import AnyTool
 from hermes_acp.tools.context import Elicitor, Workspace
 from hermes_acp.turns.ports import LiveUsage
 from hermes_acp.turns.projection import SessionProjection
@@ -74,8 +74,9 @@ from .titles import title_from_prompt, title_with_model
 
 if TYPE_CHECKING:
     from hermes_acp.computer_use import ComputerUse
-    from hermes_acp.tools.environment import EnvPolicy
-    from hermes_acp.tools.sandbox import Sandbox
+    from hermes_acp.exec.environment import EnvPolicy
+    from hermes_acp.exec.sandbox import Sandbox
+    from hermes_acp.images.gate import SessionImageGate
     from hermes_acp.turns.meter import Meter
 
     from .turn_wiring import TurnWiring
@@ -167,6 +168,10 @@ class Session:
     @property
     def computer_use(self) -> ComputerUse:
         return self.wiring.computer_use
+
+    @property
+    def image_gate(self) -> SessionImageGate:
+        return self.wiring.image_gate
 
     @property
     def sandbox(self) -> Sandbox:
@@ -395,7 +400,7 @@ class Session:
         """The context meter of this session with ``model``."""
         return self.wiring.meter(model)
 
-    def tools(self) -> Sequence[Tool]:
+    def tools(self) -> Sequence[AnyTool]:
         """The tool surface a model request would get now (docs/architecture.md §4.6)."""
         return self.services.tool_surface(self)
 

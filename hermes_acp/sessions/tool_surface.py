@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from hermes_acp.tools.base import Tool
+from hermes_acp.tools.base import AnyTool
 
 if TYPE_CHECKING:
     from .session import Session
@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 __all__ = ["derive_tool_surface"]
 
 
-def derive_tool_surface(session: Session) -> Sequence[Tool]:
+def derive_tool_surface(session: Session) -> Sequence[AnyTool]:
     wiring = session.wiring
     mode = session.mode
     asking = wiring.ask_user(session.elicitor)

@@ -1,7 +1,7 @@
 """``TurnWiring``: the one module that builds what a session's turns need, and the one place the turn machinery loads.
 
 A session makes one on first need (its first turn, ``/compact``, ``/status``, the tool surface, the context meter):
-the sandbox (from ``[sandbox]`` and the session's own environment), ``computer_use`` and its image gate, the
+the sandbox (from ``[sandbox]`` and the session's own environment), the image gate, ``computer_use``, the
 built-in tools, ``TurnDeps`` for each turn (the model and its provider, the recorder, the audience as update sink
 and permission gate, the files and terminals of the connection whose prompt runs, the compaction policy), the
 context meter and a manual compaction. The turn loop, compaction, the meter, ``computer_use``, the sandbox and the
@@ -23,12 +23,14 @@ from hermes_acp.computer_use import ComputerUse
 from hermes_acp.core import DisplayBlock
 from hermes_acp.core.ids import new_compaction_id
 from hermes_acp.errors import NoProviderError, ProviderError
+from hermes_acp.exec.sandbox import Sandbox
+from hermes_acp.images.gate import SessionImageGate
 from hermes_acp.providers.catalog import CatalogModel
+from hermes_acp.providers.describe import describer_for
 from hermes_acp.tools import builtin_tools
 from hermes_acp.tools.ask_user import AskUserTool
-from hermes_acp.tools.base import Tool
+from hermes_acp.tools.base import AnyTool
 from hermes_acp.tools.context import Elicitor
-from hermes_acp.tools.sandbox import Sandbox
 from hermes_acp.turns.compaction import compact, log_compaction
 from hermes_acp.turns.loop import TurnDeps, TurnResult, TurnState, run_turn
 from hermes_acp.turns.meter import Meter
@@ -46,7 +48,7 @@ _log = structlog.get_logger("hermes_acp.sessions")
 
 
 @functools.cache
-def _builtins() -> tuple[Tool, ...]:
+def _builtins() -> tuple[AnyTool, ...]:
     return tuple(builtin_tools())
 
 
@@ -61,27 +63,35 @@ class TurnWiring:
         return Sandbox.from_settings(services.settings, environ=services.env)
 
     @cached_property
-    def computer_use(self) -> ComputerUse:
-        """The session's computer_use tool (offered when the driver command resolves; the driver starts lazily in
-        the owner task at the first call) and its image gate, which every image passes."""
+    def image_gate(self) -> SessionImageGate:
+        """The one gate every image bound for the session's model passes (tool results, MCP images, prompt
+        images), following the session's current model; a downgrade to text is told as a notice."""
         session = self._session
         services = session.services
-        computer_use = ComputerUse.for_session(
-            session.runtime,
+        gate = SessionImageGate(
             services.settings,
             model=session.current_model,
-            catalog=services.catalog,
-            providers=services.providers,
+            describer=describer_for(services.settings, services.catalog, services.providers),
         )
-        computer_use.gate.notify = session.notify
-        return computer_use
+        gate.notify = session.notify
+        return gate
+
+    @cached_property
+    def computer_use(self) -> ComputerUse:
+        """The session's computer_use tool (offered when the driver command resolves; the driver starts lazily in
+        the owner task at the first call, with the session's environment)."""
+        session = self._session
+        services = session.services
+        return ComputerUse.for_session(
+            session.runtime, services.settings, gate=self.image_gate, env=services.env or None
+        )
 
     @property
-    def builtin_tools(self) -> tuple[Tool, ...]:
+    def builtin_tools(self) -> tuple[AnyTool, ...]:
         return _builtins()
 
     @staticmethod
-    def ask_user(elicitor: Elicitor | None) -> tuple[Tool, ...]:
+    def ask_user(elicitor: Elicitor | None) -> tuple[AnyTool, ...]:
         return (AskUserTool(elicitor),) if elicitor is not None else ()
 
     def deps(self) -> TurnDeps:
@@ -106,7 +116,7 @@ class TurnWiring:
             files=audience.origin_files(),
             terminals=audience.origin_terminals(),
             client_present=lambda: audience.origin is not None,
-            images=self.computer_use.gate,
+            images=self.image_gate,
             sandbox=self.sandbox,
             compaction=self._compaction_policy(),
             models=session.configured_model,
@@ -146,8 +156,7 @@ class TurnWiring:
     def meter(self, model: CatalogModel) -> Meter:
         """The context meter of this session with ``model``."""
         session = self._session
-        gate = self.computer_use.gate
-        native = gate.route() == "native" if gate is not None else None
+        native = self.image_gate.route() == "native"
         return Meter(model, session.system_prompt, session.projection, native, session.configured_model, session.effort)
 
     async def compact(self, instructions: str, *, turn_id: str) -> Reply:
