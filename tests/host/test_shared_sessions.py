@@ -195,3 +195,39 @@ async def test_each_connection_s_environment_applies_to_its_own_sessions_only(tm
         assert seen.count(key_fingerprint("key-of-a")) == 2
         assert seen.count(key_fingerprint("key-of-b")) == 2
         assert key_fingerprint("host-key") not in seen
+
+
+async def test_a_prompt_from_one_connection_is_shown_to_the_others_attached(tmp_path: Path) -> None:
+    async with shared_home(tmp_path) as shared:
+        await shared.start_host()
+        async with shared.front_door() as first, shared.front_door() as second:
+            session = (await first.conn.new_session(cwd=str(shared.workspace), mcp_servers=[])).session_id
+            await second.conn.resume_session(session_id=session, cwd=str(shared.workspace), mcp_servers=[])
+            answer = await second.prompt(session, "asked from the second window")
+            assert answer.stop_reason == "end_turn"
+            await first.client.wait_for(lambda: first.client.text(session) == "Hello.", timeout=WAIT_S)
+            assert first.client.text(session, kind="user_message_chunk") == "asked from the second window"
+            assert second.client.text(session, kind="user_message_chunk") == "", "its own prompt is not echoed"
+            assert second.client.text(session) == "Hello."
+
+
+async def test_on_leave_cancel_stops_the_turns_of_the_connection_that_left(tmp_path: Path) -> None:
+    async with shared_home(tmp_path, STREAMING, config_extra='\n[host]\non_leave = "cancel"\n') as shared:
+        await shared.start_host()
+        async with shared.front_door() as first:
+            session = (await first.conn.new_session(cwd=str(shared.workspace), mcp_servers=[])).session_id
+            await first.conn.set_session_mode(session_id=session, mode_id="dont_ask")
+            async with anyio.create_task_group() as group:
+                group.start_soon(first.prompt, session, "run the long job")  # cancelled when it is killed
+                await first.client.wait_for(
+                    lambda: any(u.get("status") == "in_progress" for u in first.client.of_kind("tool_call_update")),
+                    timeout=WAIT_S,
+                )
+                first.kill()
+                group.cancel_scope.cancel()
+        async with shared.front_door() as second:
+            await second.conn.load_session(session_id=session, cwd=str(shared.workspace), mcp_servers=[])
+            await second.client.wait_for(
+                lambda: second.client.cards(session).get("call_long", {}).get("status") == "failed", timeout=WAIT_S
+            )
+            assert "Finished" not in second.client.text(session)
