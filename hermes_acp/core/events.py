@@ -22,12 +22,18 @@ __all__ = [
     "CompactionTrigger",
     "ContextCompacted",
     "FileChange",
+    "FileNotRestored",
+    "InputDropped",
+    "InputKind",
+    "InputQueued",
     "NoticeAdded",
     "PermissionResolved",
     "PlanEntry",
     "PlanUpdated",
+    "Rewound",
     "SessionEvent",
     "SessionEventAdapter",
+    "SteeringApplied",
     "StopReason",
     "TitleSet",
     "ToolCallRunning",
@@ -49,6 +55,9 @@ CompactionMethod = Literal["summary", "dropped", "stubs"]
 failed); or nothing was replaced and only tool results were cut to stubs."""
 ToolKind = Literal["read", "edit", "delete", "move", "search", "execute", "think", "fetch", "switch_mode", "other"]
 ToolStatus = Literal["completed", "failed"]
+InputKind = Literal["prompt", "steering"]
+"""What waits in a session's queue: a prompt (``session/prompt`` while a turn runs) or a steering message for the
+running turn (``_session/steering``)."""
 
 
 class _Event(BaseModel):
@@ -86,6 +95,8 @@ class UserPrompted(_Event):
     for_model: bool = True
     """False for slash commands and for a prompt whose turn stopped while it was converted (e.g. a cancel while an
     attachment read was being asked about): shown in the transcript, never sent to the model."""
+    input_id: str | None = None
+    """The ``InputQueued`` this prompt waited as (None: it did not have to wait)."""
 
 
 class AssistantMessageStored(_Event):
@@ -264,6 +275,73 @@ class ContextCompacted(_Event):
     """Why the summary request failed (``dropped``)."""
 
 
+class InputQueued(_Event):
+    """A prompt that has to wait for the turn before it, or a steering message for the running turn, stored when it
+    arrives: a server killed before it ran (or was applied) reports it as not run instead of losing it. It is
+    resolved by the ``UserPrompted`` with its ``input_id`` (the prompt started), a ``SteeringApplied`` or an
+    ``InputDropped``."""
+
+    kind: Literal["input_queued"] = "input_queued"
+    input_id: str
+    input_kind: InputKind
+    display: list[DisplayBlock]
+    turn_id: str | None = None
+    """The turn a steering message was sent to (None for a prompt)."""
+
+
+class SteeringApplied(_Event):
+    """A steering message added to the running turn at a safe point (between two model requests, once the calls of
+    the response before have settled): a user message the model reads from the next request on, shown in the
+    transcript where it was applied."""
+
+    kind: Literal["steering_applied"] = "steering_applied"
+    turn_id: str
+    input_id: str
+    message_id: str
+    display: list[DisplayBlock]
+    message: UserMessage
+
+
+class InputDropped(_Event):
+    """A queued prompt or a steering message that was not run (or not applied), and why, in words the user reads in
+    the transcript (``text``)."""
+
+    kind: Literal["input_dropped"] = "input_dropped"
+    input_id: str
+    input_kind: InputKind
+    message_id: str
+    text: str
+    turn_id: str | None = None
+
+
+class FileNotRestored(_Event):
+    """A file a rewind did not put back, and why (changed since by someone else and not confirmed, ``read_only``
+    mode, a write that failed)."""
+
+    path: str
+    reason: str
+
+
+class Rewound(_Event):
+    """The session went back to just before the user message ``to_message_id``: from here on its history (for the
+    model, the transcript and a replay) is the log without that message and everything after it up to this event
+    (``hermes_acp.turns.timeline``); the events stay in the log. What was cut lives on, whole, in the session
+    ``moved_to`` ("… (before rewind)"). ``restored`` are the files the agent's file tools had changed since, put back
+    to their content at that point; ``not_restored`` the ones left as they are; ``commands`` the commands that ran
+    after that point, which a rewind cannot undo. ``text`` is what the user is shown."""
+
+    kind: Literal["rewound"] = "rewound"
+    turn_id: str
+    message_id: str
+    """Of the agent message that reports the rewind."""
+    to_message_id: str
+    moved_to: str | None = None
+    restored: list[str] = Field(default_factory=list)
+    not_restored: list[FileNotRestored] = Field(default_factory=list)
+    commands: list[str] = Field(default_factory=list)
+    text: str
+
+
 class TitleSet(_Event):
     """The session got a (generated or explicit) title."""
 
@@ -285,7 +363,11 @@ SessionEvent = Annotated[
     | NoticeAdded
     | TurnEnded
     | ContextCompacted
-    | TitleSet,
+    | TitleSet
+    | InputQueued
+    | SteeringApplied
+    | InputDropped
+    | Rewound,
     Field(discriminator="kind"),
 ]
 SessionEventAdapter: TypeAdapter[SessionEvent] = TypeAdapter(SessionEvent, config=ConfigDict(defer_build=True))

@@ -8,7 +8,14 @@ from __future__ import annotations
 
 import uuid
 
-__all__ = ["new_compaction_id", "new_message_id", "new_session_id", "new_tool_call_id", "new_turn_id"]
+__all__ = [
+    "new_compaction_id",
+    "new_input_id",
+    "new_message_id",
+    "new_session_id",
+    "new_tool_call_id",
+    "new_turn_id",
+]
 
 
 def new_session_id() -> str:
@@ -29,3 +36,8 @@ def new_tool_call_id() -> str:
 
 def new_compaction_id() -> str:
     return f"compaction_{uuid.uuid4().hex[:16]}"
+
+
+def new_input_id() -> str:
+    """A queued prompt's or a steering message's (``InputQueued``)."""
+    return f"input_{uuid.uuid4().hex[:16]}"

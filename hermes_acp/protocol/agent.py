@@ -40,29 +40,41 @@ from .client_bridge import AcpClientBridge
 from .convert import prompt_to_display
 from .dispatcher import RequestContext, Route
 from .initialize import ENV_METHOD_ID, SETUP_METHOD_ID, key_variables
+from .lifecycle_params import archive_filter, client_system_prompt
 from .session_view import (
     EFFORT_OPTION_ID,
     MODE_OPTION_ID,
     MODEL_OPTION_ID,
     commands_update,
     config_options,
+    rewind_result,
+    session_meta,
     session_view,
 )
 from .wire import (
     AuthenticateParams,
+    ForkSessionParams,
     ListSessionsParams,
     LoadSessionParams,
     NewSessionParams,
     PromptParams,
     ResumeSessionParams,
+    RewindParams,
     SessionIdParams,
     SetConfigOptionParams,
     SetModelParams,
     SetModeParams,
+    SetTitleParams,
+    SteeringParams,
     parse,
 )
 
-__all__ = ["HermesAgent"]
+__all__ = ["REWIND_METHOD", "STEERING_METHOD", "HermesAgent"]
+
+STEERING_METHOD = "_session/steering"
+"""Add a message to the running turn (claude-agent-acp's and codex-acp's extension, in their shapes)."""
+REWIND_METHOD = "_session/rewind"
+"""Go back to just before a user message (docs/architecture.md §6.9)."""
 
 _log = structlog.get_logger("hermes_acp.protocol")
 
@@ -91,8 +103,13 @@ class HermesAgent:
             Route("session/set_mode", self.set_mode),
             Route("session/set_config_option", self.set_config_option),
             Route("session/set_model", self.set_model),
+            Route("session/set_title", self.set_title),
+            Route("session/archive", self.archive_session),
+            Route("session/unarchive", self.unarchive_session),
             Route("session/prompt", self.prompt, cancel=self._cancel_prompt),
             Route("session/cancel", self.cancel),
+            Route(STEERING_METHOD, self.steer),
+            Route(REWIND_METHOD, self.rewind),
         ]
 
     @property
@@ -135,7 +152,11 @@ class HermesAgent:
     async def new_session(self, ctx: RequestContext, raw: Any) -> dict[str, Any]:
         params = parse(NewSessionParams, raw)
         session = await self.manager.new_session(
-            params.cwd, params.additional_directories, _server_entries(params.mcp_servers), client=self._bridge
+            params.cwd,
+            params.additional_directories,
+            _server_entries(params.mcp_servers),
+            client=self._bridge,
+            system_prompt=client_system_prompt(params.system_prompt),
         )
         self._announce_commands(ctx, session)
         return {"sessionId": session.id, **self._view(session)}
@@ -149,6 +170,7 @@ class HermesAgent:
             _server_entries(params.mcp_servers),
             replay=True,
             client=self._bridge,
+            system_prompt=client_system_prompt(params.system_prompt),
         )
         self._announce_commands(ctx, session)
         self._announce_usage(ctx, session)
@@ -163,26 +185,34 @@ class HermesAgent:
             _server_entries(params.mcp_servers or []),
             replay=False,
             client=self._bridge,
+            system_prompt=client_system_prompt(params.system_prompt),
         )
         self._announce_commands(ctx, session)
         return self._view(session)
 
     async def fork_session(self, ctx: RequestContext, raw: Any) -> dict[str, Any]:
-        params = parse(ResumeSessionParams, raw)
+        """``session/fork``; ``_meta.messageId`` forks at that message (inclusive) instead of the end."""
+        params = parse(ForkSessionParams, raw)
+        message_id = params.meta.message_id if params.meta is not None else None
         session = await self.manager.fork_session(
             params.session_id,
             params.cwd,
             params.additional_directories,
             _server_entries(params.mcp_servers or []),
             client=self._bridge,
+            system_prompt=client_system_prompt(params.system_prompt),
+            message_id=message_id,
         )
         self._announce_commands(ctx, session)
-        meta = {"hermes": {"parentSessionId": params.session_id, "forkedAt": session.record.created_at}}
+        hermes: dict[str, Any] = {"parentSessionId": params.session_id, "forkedAt": session.record.created_at}
+        if message_id is not None:
+            hermes["messageId"] = message_id
+        meta = {"hermes": hermes}
         return {"sessionId": session.id, "_meta": meta, **self._view(session)}
 
     async def list_sessions(self, ctx: RequestContext, raw: Any) -> dict[str, Any]:
         params = parse(ListSessionsParams, raw)
-        page = await self.manager.list_sessions(params.cwd, params.cursor)
+        page = await self.manager.list_sessions(params.cwd, params.cursor, archive_filter(params.archived))
         sessions = []
         for record in page.sessions:
             info: dict[str, Any] = {
@@ -190,13 +220,14 @@ class HermesAgent:
                 "cwd": record.cwd,
                 "title": record.title or f"New session in {os.path.basename(record.cwd) or record.cwd}",
                 "updatedAt": record.updated_at,
+                "archived": record.archived,
             }
             extra = record.meta.get("additional_directories")
             if extra:
                 info["additionalDirectories"] = extra
-            live = self.manager.live(record.id)
-            if live is not None:
-                info["_meta"] = {"hermes": {"status": "open", "running": live.working, "attached": len(live.audience)}}
+            hermes = session_meta(record, self.manager.live(record.id))
+            if hermes:
+                info["_meta"] = {"hermes": hermes}
             sessions.append(info)
         result: dict[str, Any] = {"sessions": sessions}
         if page.next_cursor is not None:
@@ -216,6 +247,45 @@ class HermesAgent:
         """``session/delete``: archived, hidden from ``session/list``; the history stays loadable by id."""
         await self.manager.delete_session(parse(SessionIdParams, raw).session_id)
         return {}
+
+    # -- metadata -----------------------------------------------------------------------------------------------
+
+    async def set_title(self, ctx: RequestContext, raw: Any) -> dict[str, Any]:
+        """``session/set_title`` (unstable): any session ``session/list`` could return, open or not."""
+        params = parse(SetTitleParams, raw)
+        return {"title": await self.manager.set_title(params.session_id, params.title)}
+
+    async def archive_session(self, ctx: RequestContext, raw: Any) -> dict[str, Any]:
+        """``session/archive`` (unstable): an open session's work is cancelled and it is closed first."""
+        await self.manager.archive(parse(SessionIdParams, raw).session_id)
+        return {}
+
+    async def unarchive_session(self, ctx: RequestContext, raw: Any) -> dict[str, Any]:
+        await self.manager.unarchive(parse(SessionIdParams, raw).session_id)
+        return {}
+
+    # -- conversation control -------------------------------------------------------------------------------
+
+    async def steer(self, ctx: RequestContext, raw: Any) -> dict[str, Any]:
+        """``_session/steering``: ``injected`` (the running turn applies it at its next safe point),
+        ``startedNewTurn``, or ``{"outcome": "promptRequired", "reason": "noRunningTurn"}`` when the client asked
+        to get it back (``_meta.steering.idleBehavior``) and no turn runs."""
+        params = parse(SteeringParams, raw)
+        session = self._session(params.session_id)
+        outcome = await session.steer(
+            prompt_to_display(params.prompt),
+            origin=self._bridge,
+            idle="promptRequired" if params.prompt_required else "startNewTurn",
+        )
+        if outcome == "promptRequired":
+            return {"outcome": outcome, "reason": "noRunningTurn"}
+        return {"outcome": outcome}
+
+    async def rewind(self, ctx: RequestContext, raw: Any) -> dict[str, Any]:
+        """``_session/rewind``: the session goes back to just before the user message ``messageId``."""
+        params = parse(RewindParams, raw)
+        rewound = await self._session(params.session_id).rewind(params.message_id)
+        return rewind_result(rewound)
 
     # -- modes and models -----------------------------------------------------------------------------------------
 

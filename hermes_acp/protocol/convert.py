@@ -27,13 +27,17 @@ from hermes_acp.core import (
     DiffBlock,
     DisplayBlock,
     ImageBlock,
+    InputDropped,
+    InputQueued,
     Location,
     NoticeAdded,
     PermissionResolved,
     PlanUpdated,
     ResourceBlock,
     ResourceLinkBlock,
+    Rewound,
     SessionEvent,
+    SteeringApplied,
     TerminalBlock,
     TextBlock,
     TextPart,
@@ -154,10 +158,11 @@ def event_updates(event: SessionEvent, *, live: bool, compaction: bool = False) 
         case UserPrompted():
             if live:
                 return []
-            return [
-                {"sessionUpdate": "user_message_chunk", "content": content_block(b), "messageId": event.message_id}
-                for b in event.display
-            ]
+            return _user_chunks(event.display, event.message_id)
+        case SteeringApplied():  # shown where it was applied, live too: the client showed it nowhere yet
+            return _user_chunks(event.display, event.message_id)
+        case InputDropped() | Rewound():
+            return [_chunk("agent_message_chunk", event.text, event.message_id)]
         case AssistantMessageStored():
             updates: list[Update] = []
             if not live:
@@ -229,7 +234,7 @@ def event_updates(event: SessionEvent, *, live: bool, compaction: bool = False) 
                     "summary": summary,
                 }
             ]
-        case PermissionResolved() | TurnEnded():
+        case PermissionResolved() | TurnEnded() | InputQueued():
             return []
         case _:
             assert_never(event)
@@ -322,6 +327,12 @@ def notice_update(notice: Notice) -> Update:
             "description": notice.description,
         }
     )
+
+
+def _user_chunks(display: list[DisplayBlock], message_id: str) -> list[Update]:
+    return [
+        {"sessionUpdate": "user_message_chunk", "content": content_block(b), "messageId": message_id} for b in display
+    ]
 
 
 def _chunk(kind: str, text: str, message_id: str) -> Update:

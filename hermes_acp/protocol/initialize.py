@@ -5,6 +5,9 @@ what the client said (its capabilities decide notices, compaction updates, the e
 and the ``ask_user`` tool). The shapes follow the official ACP schema (``@agentclientprotocol/sdk`` 2.4.0);
 capabilities are objects, never booleans, where the schema says so (JetBrains rejects booleans).
 
+The top-level ``_meta.steering.supported`` tells clients built for claude-agent-acp and codex-acp that
+``_session/steering`` is answered here too.
+
 Authentication methods: ``hermes-setup`` runs ``hermes-acp --setup`` in a terminal (``type: terminal`` for clients
 that advertise ``auth.terminal``; otherwise the default agent type with the legacy ``_meta["terminal-auth"]``,
 naming the running executable by absolute path, since an editor that launched us by path may not find a bare
@@ -90,10 +93,15 @@ def initialize_result(params: Mapping[str, Any], env: Mapping[str, str] | None =
                 "delete": {},
                 "additionalDirectories": {},
                 "status": {},
+                "title": {},
+                "archive": {},
+                "systemPrompt": {"mode": {"override": {}}},
             },
             "auth": {"logout": {}},
         },
         "authMethods": auth_methods(env, terminal_auth=terminal_auth),
+        # ``_session/steering`` (the extension claude-agent-acp and codex-acp answer), advertised where they do.
+        "_meta": {"steering": {"supported": True}},
     }
 
 

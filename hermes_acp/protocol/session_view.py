@@ -10,12 +10,17 @@ check them against the official ACP schema.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from hermes_acp.core import Rewound
 from hermes_acp.core.modes import MODES
 from hermes_acp.providers.catalog import CatalogModel, ModelCatalog
 from hermes_acp.sessions.commands import Command
 from hermes_acp.sessions.effort import PROVIDER_DEFAULT, current_effort, effort_choices
+from hermes_acp.storage.base import SessionRecord
+
+if TYPE_CHECKING:
+    from hermes_acp.sessions import Session
 
 __all__ = [
     "EFFORT_OPTION_ID",
@@ -24,6 +29,8 @@ __all__ = [
     "available_commands",
     "commands_update",
     "config_options",
+    "rewind_result",
+    "session_meta",
     "session_view",
 ]
 
@@ -149,3 +156,35 @@ def available_commands(commands: Sequence[Command]) -> list[dict[str, Any]]:
 def commands_update(commands: Sequence[Command]) -> dict[str, Any]:
     """The ``available_commands_update`` for ``commands``."""
     return {"sessionUpdate": "available_commands_update", "availableCommands": available_commands(commands)}
+
+
+QUEUE_TEXT_CHARS = 200
+"""How much of a waiting prompt's text ``session_meta`` shows."""
+
+
+def session_meta(record: SessionRecord, live: Session | None) -> dict[str, Any]:
+    """What ``session/list`` says of a session under ``_meta.hermes``: where it came from (a fork, a rewind), and
+    for an open one whether it works, how many connections are attached, and what waits in its queue."""
+    meta: dict[str, Any] = {}
+    provenance = record.meta.get("provenance")
+    if isinstance(provenance, dict):
+        meta["provenance"] = provenance
+    if live is not None:
+        meta.update(status="open", running=live.working, attached=len(live.audience))
+        meta["queue"] = [
+            {"inputId": item.input_id, "kind": item.input_kind, "text": item.text[:QUEUE_TEXT_CHARS]}
+            for item in live.queue_listing()
+        ]
+    return meta
+
+
+def rewind_result(rewound: Rewound) -> dict[str, Any]:
+    """The answer to ``_session/rewind``."""
+    return {
+        "rewound": True,
+        "movedToSessionId": rewound.moved_to,
+        "restored": list(rewound.restored),
+        "notRestored": [{"path": item.path, "reason": item.reason} for item in rewound.not_restored],
+        "commands": list(rewound.commands),
+        "messageId": rewound.message_id,
+    }

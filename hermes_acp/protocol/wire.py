@@ -29,6 +29,7 @@ __all__ = [
     "ContentBlock",
     "CreateTerminalResult",
     "ElicitationResult",
+    "ForkSessionParams",
     "InitializeParams",
     "ListSessionsParams",
     "LoadSessionParams",
@@ -37,10 +38,14 @@ __all__ = [
     "PromptParams",
     "ReadTextFileResult",
     "ResumeSessionParams",
+    "RewindParams",
     "SessionIdParams",
     "SetConfigOptionParams",
     "SetModeParams",
     "SetModelParams",
+    "SetTitleParams",
+    "SteeringParams",
+    "SystemPromptParam",
     "TerminalExitResult",
     "TerminalOutputResult",
     "parse",
@@ -242,11 +247,20 @@ class SessionIdParams(_Wire):
 CancelParams = SessionIdParams
 
 
+class SystemPromptParam(_Wire):
+    """The unstable ``systemPrompt`` of the lifecycle requests. Read strictly: a mode or a block we do not support is
+    an error, never ignored (``system_prompt`` checks them)."""
+
+    mode: str
+    content: list[ContentBlock]
+
+
 class NewSessionParams(_Wire):
     cwd: str
     mcp_servers: list[Any] = Field(alias="mcpServers")
     """Raw entries: each is read (or reported as not started) by the MCP client, so a bad one loses only itself."""
     additional_directories: list[str] | None = Field(None, alias="additionalDirectories")
+    system_prompt: SystemPromptParam | None = Field(None, alias="systemPrompt")
 
 
 class LoadSessionParams(NewSessionParams):
@@ -260,11 +274,58 @@ class ResumeSessionParams(_Wire):
     cwd: str
     mcp_servers: list[Any] | None = Field(None, alias="mcpServers")
     additional_directories: list[str] | None = Field(None, alias="additionalDirectories")
+    system_prompt: SystemPromptParam | None = Field(None, alias="systemPrompt")
+
+
+class ForkMeta(_Wire):
+    message_id: str | None = Field(None, alias="messageId", min_length=1)
+    """Fork at this message (inclusive) instead of the end."""
+
+
+class ForkSessionParams(ResumeSessionParams):
+    meta: ForkMeta | None = Field(None, alias="_meta")
 
 
 class ListSessionsParams(_Wire):
     cwd: str | None = None
     cursor: str | None = None
+    archived: str | None = None
+    """``exclude`` (the default), ``include`` or ``only``; anything else is refused (``archive_filter``)."""
+
+
+class SetTitleParams(_Wire):
+    session_id: str = Field(alias="sessionId")
+    title: str
+
+
+class SteeringIdle(_Wire):
+    model_config = ConfigDict(populate_by_name=True, extra="allow", frozen=True, defer_build=True)
+    idle_behavior: Literal["promptRequired"] | None = Field(None, alias="idleBehavior")
+
+
+class SteeringMeta(_Wire):
+    model_config = ConfigDict(populate_by_name=True, extra="allow", frozen=True, defer_build=True)
+    steering: SteeringIdle | None = None
+
+
+class SteeringParams(_Wire):
+    """``_session/steering``, in the shape claude-agent-acp and codex-acp read: the prompt's content blocks, and
+    ``_meta.steering.idleBehavior`` (only ``promptRequired``) to get the message back when no turn runs."""
+
+    session_id: str = Field(alias="sessionId", min_length=1)
+    prompt: list[ContentBlock] = Field(min_length=1)
+    meta: SteeringMeta | None = Field(None, alias="_meta")
+
+    @property
+    def prompt_required(self) -> bool:
+        return self.meta is not None and self.meta.steering is not None and self.meta.steering.idle_behavior is not None
+
+
+class RewindParams(_Wire):
+    """``_session/rewind``: back to just before the user message ``messageId`` (the session rewind proposal)."""
+
+    session_id: str = Field(alias="sessionId")
+    message_id: str = Field(alias="messageId", min_length=1)
 
 
 class SetModeParams(_Wire):

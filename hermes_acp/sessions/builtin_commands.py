@@ -1,7 +1,9 @@
 """The built-in slash commands: each one's listing (name, description, input hint) and what it does.
 
-``/help``, ``/mode``, ``/model``, ``/title``, ``/status``, ``/mcp`` and ``/compact`` (whose summary is a model call
-of the compaction's own, stored with the command) are answered by the session (``Reply``).
+``/help``, ``/mode``, ``/model``, ``/title``, ``/status``, ``/mcp``, ``/compact`` (whose summary is a model call
+of the compaction's own, stored with the command), ``/rewind [N]`` and ``/undo`` (``sessions.rewind``; the rewind
+is stored with the command) are answered by the session (``Reply``). ``/rewind`` without a number asks which prompt
+to go back to with a form where an editor can show one, else lists them numbered, newest first.
 ``/init`` and ``/review`` are model turns with a prompt of their own (``Ask``); ``/review`` answers by itself when
 there is nothing to review (outside a git repository, no changes). ``BUILT_INS`` is the table the session runs
 commands from: a command is an entry here, its handler a function of the session and the argument. Bad arguments
@@ -90,8 +92,68 @@ def _effort_note(session: CommandHost) -> str:
 async def _title(session: CommandHost, argument: str) -> Reply:
     if not argument:
         return Reply(f"Title: {session.projection.title or '(none yet)'}")
-    await session.set_title(argument[:200])
-    return Reply("Session renamed.")
+    try:
+        title = await session.set_title(argument)
+    except InvalidParamsError as exc:
+        return Reply(str(exc))
+    return Reply(f"Session renamed to “{title}”.")
+
+
+REWIND_LISTED = 20
+"""How many recent prompts ``/rewind`` offers."""
+
+
+async def _rewind(session: CommandHost, argument: str) -> Reply:
+    recent = list(reversed(await session.rewind_points()))[:REWIND_LISTED]
+    if not recent:
+        return Reply("Nothing to rewind to yet: this session has no prompt the model answered.")
+    if argument:
+        number = int(argument) if argument.isdigit() else 0
+        if not 1 <= number <= len(recent):
+            return Reply(
+                f"`/rewind N` takes the number of a prompt, 1 to {len(recent)} (1 is the latest); `/rewind` lists them."
+            )
+        return await session.rewind_reply(recent[number - 1].message_id)
+    choices = [(point.message_id, f"{n}. {_brief(point.text)}") for n, point in enumerate(recent, start=1)]
+    elicitor = session.elicitor
+    if elicitor is None:
+        lines = ["Prompts to rewind to, latest first (the session goes back to just before the one you pick):"]
+        lines.extend(f"- {title}" for _, title in choices)
+        lines.append("Type `/rewind N` to go back to before prompt N; `/undo` takes back the latest one.")
+        return Reply("\n".join(lines))
+    schema = {
+        "type": "object",
+        "properties": {
+            "prompt": {
+                "type": "string",
+                "title": "Rewind to before",
+                "oneOf": [{"const": message_id, "title": title} for message_id, title in choices],
+            }
+        },
+        "required": ["prompt"],
+    }
+    answer = await elicitor.ask(
+        "Rewind the session to just before which prompt? What comes after it is kept as a session of its own;"
+        " the files the agent changed since are put back.",
+        schema,
+        tool_call_id=None,
+    )
+    picked = (answer.content or {}).get("prompt") if answer.action == "accept" else None
+    if not isinstance(picked, str) or picked not in {message_id for message_id, _ in choices}:
+        return Reply("Not rewound.")
+    return await session.rewind_reply(picked)
+
+
+async def _undo(session: CommandHost, argument: str) -> Reply:
+    points = await session.rewind_points()
+    if not points:
+        return Reply("Nothing to undo yet: this session has no prompt the model answered.")
+    return await session.rewind_reply(points[-1].message_id)
+
+
+def _brief(text: str) -> str:
+    words = " ".join(text.split())
+    return words if len(words) <= 80 else words[:79] + "…"
 
 
 async def _compact(session: CommandHost, argument: str) -> Reply:
@@ -170,5 +232,14 @@ BUILT_INS: tuple[BuiltIn, ...] = (
     BuiltIn(Command("init", "Write an AGENTS.md for this project (asks before writing).", "[what to stress]"), _init),
     BuiltIn(Command("review", "Review the uncommitted changes (git diff against HEAD).", "[focus]"), _review),
     BuiltIn(Command("mcp", "List the MCP servers, their state and tools; or reconnect one.", "[reconnect NAME]"), _mcp),
+    BuiltIn(
+        Command(
+            "rewind",
+            "Go back to before one of your prompts; the files the agent changed since are put back.",
+            "[N: the prompt's number, 1 = the latest]",
+        ),
+        _rewind,
+    ),
+    BuiltIn(Command("undo", "Take back the latest prompt and what followed it; put its file changes back."), _undo),
 )
 """The built-in commands, in the order ``/help`` and the editor list them."""

@@ -15,8 +15,10 @@ from hermes_acp.core import ModeId
 from hermes_acp.mcp_client import McpServers
 from hermes_acp.providers.catalog import CatalogModel, ModelCatalog
 from hermes_acp.tools.base import AnyTool
-from hermes_acp.tools.context import Workspace
+from hermes_acp.tools.context import Elicitor, Workspace
 from hermes_acp.turns.projection import SessionProjection
+from hermes_acp.turns.system_prompt import ClientSystemPrompt
+from hermes_acp.turns.timeline import RewindPoint
 
 from .commands import CommandSet, Reply
 from .instructions import InstructionFile
@@ -24,6 +26,8 @@ from .instructions import InstructionFile
 if TYPE_CHECKING:
     from hermes_acp.exec.environment import EnvPolicy
     from hermes_acp.turns.meter import Meter
+
+    from .session import QueuedInput
 
 __all__ = ["CommandHost"]
 
@@ -66,6 +70,18 @@ class CommandHost(Protocol):
         """Which variables the session's child processes (the agent's own git calls too) may inherit."""
         ...
 
+    @property
+    def elicitor(self) -> Elicitor | None:
+        """Questions to the user through the attached editors, when one can ask them (forms)."""
+        ...
+
+    @property
+    def client_system_prompt(self) -> ClientSystemPrompt | None: ...
+
+    def queue_listing(self) -> list[QueuedInput]:
+        """The prompts and steering messages waiting, in order."""
+        ...
+
     def current_model(self) -> CatalogModel | None: ...
 
     def meter(self, model: CatalogModel) -> Meter: ...
@@ -80,6 +96,16 @@ class CommandHost(Protocol):
 
     async def set_model(self, model_id: str) -> None: ...
 
-    async def set_title(self, title: str) -> None: ...
+    async def set_title(self, title: str) -> str:
+        """Returns the title as stored (normalised)."""
+        ...
 
     async def compact(self, instructions: str, *, turn_id: str) -> Reply: ...
+
+    async def rewind_points(self) -> list[RewindPoint]:
+        """The prompts a rewind can go back to, oldest first."""
+        ...
+
+    async def rewind_reply(self, message_id: str) -> Reply:
+        """The rewind to just before ``message_id``, as the command's reply."""
+        ...

@@ -1,16 +1,21 @@
-"""``SessionManager``: the lifecycle of sessions — new, load, resume, fork, list, close, delete, status.
+"""``SessionManager``: the lifecycle of sessions — new, load, resume, fork, list, close, delete, status, and the
+metadata a client sets on any stored session (title, archive).
 
 It keeps the live sessions of this process (the host's: every connection shares them), opens stored ones
 (repairing what a crash left open), and attaches the connection that asked: ``session/load`` with catch-up (the
 log so far, then live), ``session/resume`` without. A session opened by a connection runs with that connection's
 services (its environment's keys and variables). It starts each session's owner task, and its turns, in the root
 task group it was attached to. Paths from the client are checked here: ``cwd`` must be absolute and is stored
-normalised. No ACP here.
+normalised. A session's history is its log's timeline (``turns.timeline``: what rewinds cut is left out); a fork
+may end at a message of it. A system prompt a client gives is stored with the session (a live session keeps the
+one it opened with: another is refused). Archiving a live session cancels its work and closes it first; deleting
+hides it for good (its log stays, loadable by id). No ACP here.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Coroutine, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -18,27 +23,34 @@ import anyio
 import structlog
 from anyio.abc import TaskGroup
 
-from hermes_acp.core.ids import new_session_id
-from hermes_acp.errors import SessionNotFoundError
+from hermes_acp.core import SessionEvent, TitleSet
+from hermes_acp.errors import InvalidParamsError, SessionNotFoundError
 from hermes_acp.mcp_client import McpServers
-from hermes_acp.storage.base import PAGE_SIZE, SessionPage, SessionRecord, utc_now
+from hermes_acp.storage.base import PAGE_SIZE, ArchiveFilter, SessionPage, SessionRecord, StoredEvent
 from hermes_acp.tools.context import Workspace
 from hermes_acp.turns.projection import SessionProjection
 from hermes_acp.turns.recorder import Recorder
+from hermes_acp.turns.system_prompt import ClientSystemPrompt
+from hermes_acp.turns.timeline import effective, fork_point
 
 from ._runtime import SessionRuntime
 from .audience import Audience
-from .effort import EFFORT_META_KEY
 from .instructions import load_instructions
+from .metadata import normalise_title, stored_system_prompt, with_system_prompt
 from .ports import ClientBridge
 from .prompt_files import load_prompt_files
-from .records import directories, new_record, normalise_cwd
+from .records import derived_record, directories, new_record, normalise_cwd
 from .recovery import recovery_events
 from .services import SessionServices
 from .session import Session
 from .turn_imports import warm_up_turn_modules
 
 __all__ = ["SessionManager"]
+
+
+def _event(stored: StoredEvent) -> SessionEvent:
+    return stored.event
+
 
 _log = structlog.get_logger("hermes_acp.sessions")
 
@@ -84,10 +96,18 @@ class SessionManager:
         return "saved"
 
     async def new_session(
-        self, cwd: str, additional: Sequence[str] | None, mcp_servers: list[dict[str, object]], *, client: ClientBridge
+        self,
+        cwd: str,
+        additional: Sequence[str] | None,
+        mcp_servers: list[dict[str, object]],
+        *,
+        client: ClientBridge,
+        system_prompt: ClientSystemPrompt | None = None,
     ) -> Session:
         services = client.services
         record = await new_record(cwd, additional, services.catalog.default_id)
+        if system_prompt is not None:
+            record = replace(record, meta=with_system_prompt(record.meta, system_prompt))
         await self.services.store.create_session(record)
         session = await self._open(record, SessionProjection(), mcp_servers, services)
         await session.attach(client)
@@ -102,12 +122,19 @@ class SessionManager:
         *,
         replay: bool,
         client: ClientBridge,
+        system_prompt: ClientSystemPrompt | None = None,
     ) -> Session:
         """``session/load`` (replay=True: the log so far, then live) and ``session/resume`` (replay=False)."""
         real = normalise_cwd(cwd)
         extra = directories(additional)
         live = self._live.get(session_id)
         if live is not None:
+            if system_prompt is not None and system_prompt != live.client_system_prompt:
+                raise InvalidParamsError(
+                    "systemPrompt: this session is open with another system prompt, which stays byte for byte"
+                    " while it is open; send the same one, or none, or close the session first",
+                    field="systemPrompt",
+                )
             await live.attach(client, catch_up=replay)
             return live
         record = await self.services.store.get_session(session_id)
@@ -116,11 +143,16 @@ class SessionManager:
         changes: dict[str, object] = {}
         if real != record.cwd:
             changes["cwd"] = real
-        if additional is not None and extra != record.meta.get("additional_directories"):
-            changes["meta"] = {**record.meta, "additional_directories": extra}
+        meta = record.meta
+        if additional is not None and extra != meta.get("additional_directories"):
+            meta = {**meta, "additional_directories": extra}
+        if system_prompt is not None and system_prompt != stored_system_prompt(meta):
+            meta = with_system_prompt(meta, system_prompt)
+        if meta is not record.meta:
+            changes["meta"] = meta
         if changes:
             record = await self.services.store.update_session(session_id, **changes)
-        events = [stored.event for stored in await self.services.store.load_events(session_id)]
+        events = [stored.event for stored in effective(await self.services.store.load_events(session_id), _event)]
         projection = SessionProjection()
         for event in events:
             projection.apply(event)
@@ -145,7 +177,11 @@ class SessionManager:
         mcp_servers: list[dict[str, object]],
         *,
         client: ClientBridge,
+        system_prompt: ClientSystemPrompt | None = None,
+        message_id: str | None = None,
     ) -> Session:
+        """A copy of the session under a new id: its whole log, or (``message_id``) its timeline up to and including
+        that message (an agent message with its calls' results), as the fork-at-message proposal has it."""
         real = normalise_cwd(cwd)
         parent = self._live.get(session_id)
         source = parent.record if parent is not None else await self.services.store.get_session(session_id)
@@ -153,30 +189,71 @@ class SessionManager:
             raise SessionNotFoundError(session_id)
         if parent is not None and parent.busy:
             _log.info("forking a session while it runs a turn", session_id=session_id)
-        now = utc_now()
-        extra = directories(additional) if additional is not None else source.meta.get("additional_directories", [])
-        record = SessionRecord(
-            id=new_session_id(),
-            cwd=real,
-            created_at=now,
-            updated_at=now,
-            mode_id=source.mode_id,
-            model_id=source.model_id,
+        until = None
+        if message_id is not None:
+            until = await self._fork_seq(session_id, message_id)
+        record = derived_record(
+            source,
+            kind="fork",
             title=f"{source.title} (fork)" if source.title else None,
-            parent_id=source.id,
-            meta={
-                "additional_directories": extra,
-                "forked_from": {"sessionId": source.id, "at": now},
-                **{key: source.meta[key] for key in (EFFORT_META_KEY,) if key in source.meta},
-            },
+            cwd=real,
+            additional=directories(additional) if additional is not None else None,
+            message_id=message_id,
+            meta=with_system_prompt({}, system_prompt),
         )
-        await self.services.store.fork_session(source.id, record)
+        await self.services.store.fork_session(source.id, record, until_seq=until)
         servers = mcp_servers or (parent.mcp_servers if parent is not None else [])
         return await self.open_existing(record.id, cwd, additional, servers, replay=False, client=client)
 
-    async def list_sessions(self, cwd: str | None, cursor: str | None) -> SessionPage:
+    async def _fork_seq(self, session_id: str, message_id: str) -> int:
+        """The sequence number of the last event a fork at ``message_id`` keeps; -32602 for a message that is not
+        in the session's timeline."""
+        timeline = effective(await self.services.store.load_events(session_id), _event)
+        last = fork_point([stored.event for stored in timeline], message_id)
+        if last is None:
+            raise InvalidParamsError(
+                f"_meta.messageId: {message_id!r} is not a message of this session's history", field="_meta.messageId"
+            )
+        return timeline[last].seq
+
+    async def list_sessions(
+        self, cwd: str | None, cursor: str | None, archived: ArchiveFilter = "exclude"
+    ) -> SessionPage:
         real = normalise_cwd(cwd) if cwd is not None else None
-        return await self.services.store.list_sessions(cwd=real, cursor=cursor, limit=PAGE_SIZE)
+        return await self.services.store.list_sessions(cwd=real, cursor=cursor, limit=PAGE_SIZE, archived=archived)
+
+    async def _listable(self, session_id: str) -> SessionRecord:
+        """A stored session ``session/list`` could return (archived or not); deleted ones are not found."""
+        record = await self.services.store.get_session(session_id)
+        if record is None or record.deleted:
+            raise SessionNotFoundError(session_id)
+        return record
+
+    async def set_title(self, session_id: str, title: str) -> str:
+        """``session/set_title``: for any listable session, open or not; stored (normalised) before the answer, the
+        ``TitleSet`` in its log, and the attached connections told. Returns the title as stored."""
+        live = self._live.get(session_id)
+        if live is not None:
+            return await live.set_title(title)
+        await self._listable(session_id)
+        title = normalise_title(title)
+        record = await self.services.store.update_session(session_id, title=title)
+        stored = record.title or title
+        await self.services.store.append_events(session_id, [TitleSet(title=stored, updated_at=record.updated_at)])
+        return stored
+
+    async def archive(self, session_id: str) -> None:
+        """``session/archive``: a live session's work is cancelled and it is closed for every connection first."""
+        await self._listable(session_id)
+        session = self._live.pop(session_id, None)
+        if session is not None:
+            await session.close()
+        await self.services.store.update_session(session_id, archived=True)
+
+    async def unarchive(self, session_id: str) -> None:
+        """``session/unarchive``: listed again; it is not opened."""
+        await self._listable(session_id)
+        await self.services.store.update_session(session_id, archived=False)
 
     async def close_session(self, session_id: str, *, client: ClientBridge | None = None) -> None:
         """``session/close``: ``client`` is detached; the session closes once no other connection is attached."""
@@ -198,13 +275,13 @@ class SessionManager:
             await session.detach(client, cancel_turns=cancel_turns)
 
     async def delete_session(self, session_id: str) -> None:
-        """Archive: hidden from ``session/list``; the history stays and can still be loaded by id."""
+        """Delete: never listed again (archived or not); the history stays and can still be loaded by id."""
         if await self.services.store.get_session(session_id) is None:
             raise SessionNotFoundError(session_id)
         session = self._live.pop(session_id, None)
         if session is not None:
             await session.close()
-        await self.services.store.update_session(session_id, archived=True)
+        await self.services.store.update_session(session_id, deleted=True)
 
     async def aclose(self) -> None:
         """Close every live session, all at once (process exit); each close is bounded."""

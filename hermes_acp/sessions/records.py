@@ -1,13 +1,17 @@
-"""Checking a client's paths and creating the record of a new session.
+"""Checking a client's paths, and creating the record of a new session or of one made from another.
 
-Used by ``SessionManager.new_session``; the paths' checks name the field in their error (``cwd``,
-``additionalDirectories[0]``). It knows the store's record type, nothing else about sessions.
+Used by ``SessionManager`` (new, fork) and by a rewind (the session that keeps what it cut); the paths' checks name
+the field in their error (``cwd``, ``additionalDirectories[0]``). A session made from another records where it
+came from in one shape, ``meta["provenance"]`` (``kind``: ``fork`` or ``rewind``, the source's ``sessionId``, the
+``messageId`` it was cut at when there is one, ``at``), beside ``parent_id``. It knows the store's record type,
+nothing else about sessions.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from typing import Any, Literal
 
 import anyio
 
@@ -16,7 +20,13 @@ from hermes_acp.core.modes import DEFAULT_MODE
 from hermes_acp.errors import InvalidParamsError
 from hermes_acp.storage.base import SessionRecord, utc_now
 
-__all__ = ["directories", "new_record", "normalise_cwd"]
+from .effort import EFFORT_META_KEY
+from .metadata import SYSTEM_PROMPT_META_KEY
+
+__all__ = ["CARRIED_META", "derived_record", "directories", "new_record", "normalise_cwd"]
+
+CARRIED_META = (EFFORT_META_KEY, SYSTEM_PROMPT_META_KEY)
+"""What a session made from another takes over from its record's ``meta`` (beside the directories)."""
 
 
 def normalise_cwd(cwd: str, field: str = "cwd") -> str:
@@ -55,6 +65,42 @@ async def new_record(cwd: str, additional: Sequence[str] | None, model_id: str |
         mode_id=DEFAULT_MODE,
         model_id=model_id,
         meta={"additional_directories": directories(additional)},
+    )
+
+
+def derived_record(
+    source: SessionRecord,
+    *,
+    kind: Literal["fork", "rewind"],
+    title: str | None,
+    cwd: str | None = None,
+    additional: list[str] | None = None,
+    message_id: str | None = None,
+    meta: dict[str, Any] | None = None,
+) -> SessionRecord:
+    """A new record made from ``source`` (a fork, or what a rewind cut): its mode, model and carried ``meta``, a
+    fresh id, ``parent_id`` and the provenance. ``meta`` is added last (a client's system prompt for a fork)."""
+    now = utc_now()
+    provenance: dict[str, Any] = {"kind": kind, "sessionId": source.id, "at": now}
+    if message_id is not None:
+        provenance["messageId"] = message_id
+    extra = additional if additional is not None else source.meta.get("additional_directories", [])
+    return SessionRecord(
+        id=new_session_id(),
+        cwd=cwd or source.cwd,
+        created_at=now,
+        updated_at=now,
+        mode_id=source.mode_id,
+        model_id=source.model_id,
+        title=title,
+        parent_id=source.id,
+        meta={
+            "additional_directories": extra,
+            **({"forked_from": {"sessionId": source.id, "at": now}} if kind == "fork" else {}),
+            "provenance": provenance,
+            **{key: source.meta[key] for key in CARRIED_META if key in source.meta},
+            **(meta or {}),
+        },
     )
 
 

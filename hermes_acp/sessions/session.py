@@ -24,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -32,8 +33,11 @@ import structlog
 from hermes_acp.config import Effort, Settings
 from hermes_acp.core import (
     DisplayBlock,
+    InputKind,
+    InputQueued,
     ModeId,
     NoticeAdded,
+    Rewound,
     StopReason,
     TextBlock,
     TextPart,
@@ -44,20 +48,22 @@ from hermes_acp.core import (
     UserPrompted,
     is_mode_id,
 )
-from hermes_acp.core.ids import new_message_id, new_turn_id
+from hermes_acp.core.ids import new_input_id, new_message_id, new_turn_id
 from hermes_acp.core.modes import MODES
 from hermes_acp.core.notice import Notice
 from hermes_acp.core.sanitize import clean_text
-from hermes_acp.errors import SessionBusyError, UnknownModeError
+from hermes_acp.errors import SessionBusyError, StorageError, UnknownModeError
 from hermes_acp.mcp_client import McpServers
 from hermes_acp.providers.catalog import CatalogModel, ModelCatalog
-from hermes_acp.storage.base import SessionRecord, utc_now
+from hermes_acp.storage.base import SessionRecord, SessionStore, utc_now
 from hermes_acp.tools.base import AnyTool
 from hermes_acp.tools.context import Elicitor, Workspace
-from hermes_acp.turns.ports import LiveUsage
+from hermes_acp.turns.ports import LiveUsage, PermissionGate, Steer
 from hermes_acp.turns.projection import SessionProjection
 from hermes_acp.turns.recorder import Recorder
+from hermes_acp.turns.settlements import dropped_input
 from hermes_acp.turns.system_prompt import build_system_prompt
+from hermes_acp.turns.timeline import RewindPoint, effective_events, project
 
 from ._runtime import SessionRuntime
 from .audience import Audience
@@ -65,11 +71,14 @@ from .builtin_commands import BUILT_INS
 from .commands import Ask, CommandSet, Invocation, Reply
 from .effort import EFFORT_META_KEY, choose_effort, current_effort
 from .instructions import InstructionFile
+from .metadata import normalise_title, stored_system_prompt
 from .ports import ClientBridge
 from .prompt_files import PromptFile, expand, load_prompt_files
 from .recovery import STORE_FAILED_TEXT, recovery_events
+from .rewind import Rewind
 from .services import SessionServices
 from .status import session_status
+from .steering import IdleBehavior, SteeringQueue, SteerOutcome
 from .titles import title_from_prompt, title_with_model
 
 if TYPE_CHECKING:
@@ -81,9 +90,14 @@ if TYPE_CHECKING:
 
     from .turn_wiring import TurnWiring
 
-__all__ = ["PromptResult", "Session", "SessionServices"]
+__all__ = ["PromptResult", "QueuedInput", "Session", "SessionServices"]
 
 _HANDLERS = {built_in.command.name: built_in.run for built_in in BUILT_INS}
+_AT_ONCE = frozenset({"status", "rewind", "undo"})
+"""Commands answered without waiting for the running turn (a rewind needs an idle session: refused at once)."""
+BUSY_REWIND = (
+    "Cannot rewind while a turn runs or prompts wait: wait for the turn to end, or cancel it first, then rewind."
+)
 _log = structlog.get_logger("hermes_acp.sessions")
 LEFT_NOTICE = Notice(
     "warning",
@@ -104,11 +118,31 @@ class PromptResult:
     """The mode, model or thinking effort changed (a command did it)."""
 
 
+@dataclass(frozen=True, slots=True)
+class QueuedInput:
+    """A prompt or steering message waiting in a session (``/status`` and ``session/list``'s ``_meta`` list them)."""
+
+    input_id: str
+    input_kind: InputKind
+    display: list[DisplayBlock]
+
+    @property
+    def text(self) -> str:
+        return "".join(b.text for b in self.display if isinstance(b, TextBlock))
+
+
 @dataclass(eq=False)
 class _Queued:
     """One prompt in the session's queue: its cancel scope, the connection that sent it, and how it ended."""
 
     origin: ClientBridge | None
+    display: list[DisplayBlock]
+    input_id: str | None = None
+    """Set when it is (or is being) stored as queued (``InputQueued``)."""
+    stored: anyio.Event = field(default_factory=anyio.Event)
+    """Set once it may start: stored as queued, or never needed to be."""
+    queued_in_log: bool = False
+    started: bool = False
     scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
     done: anyio.Event = field(default_factory=anyio.Event)
     result: PromptResult | None = None
@@ -146,7 +180,9 @@ class Session:
         """The live connections to those servers (started by the manager in the owner task)."""
         self.instructions = tuple(instructions)
         """The project instruction files read when the session opened (``/status`` lists them)."""
-        self.system_prompt = build_system_prompt(workspace, self.instructions)
+        self.client_system_prompt = stored_system_prompt(record.meta)
+        """The system prompt the client gave the session (stored with it), if any."""
+        self.system_prompt = build_system_prompt(workspace, self.instructions, self.client_system_prompt)
         """Fixed for the session's life in this process: byte-identical for every request."""
         self.commands = CommandSet([built_in.command for built_in in BUILT_INS], prompt_files)
         """The slash commands: the built-in ones, then the prompt files (rescanned around every prompt)."""
@@ -156,6 +192,8 @@ class Session:
         self._turn_lock = anyio.Lock()
         self._queue: list[_Queued] = []
         """Every prompt queued or running, in order."""
+        self.steering = SteeringQueue()
+        """Steering messages for the running model turn (opened for each turn, closed when it ends)."""
         self._running = False
 
     @cached_property
@@ -261,7 +299,7 @@ class Session:
         async def history() -> Sequence[Any]:
             if replay is not None:
                 return replay
-            return [stored.event for stored in await self.services.store.load_events(self.id)]
+            return effective_events([stored.event for stored in await self.services.store.load_events(self.id)])
 
         await self.audience.attach(client, history=history, quiet=self.recorder.quiet)
 
@@ -286,27 +324,65 @@ class Session:
 
     async def prompt(self, display: list[DisplayBlock], *, origin: ClientBridge | None = None) -> PromptResult:
         """Queue one prompt (a model turn, or the slash command it names) and wait for its end. It is queued, and
-        cancellable, before the first await. A cancel while queued or running answers ``cancelled`` (a command
-        that had not started does not run). The turn runs in a task of the session's: a caller that stops
-        waiting (its connection left) leaves it running."""
-        queued = _Queued(origin)
-        self._queue.append(queued)
-        self._spawn(lambda: self._serve(queued, display), f"session {self.id} prompt")
+        cancellable, before the first await; one that has to wait for the turn before it is stored as queued
+        (``InputQueued``) first. A cancel while queued or running answers ``cancelled`` (a command that had not
+        started does not run). The turn runs in a task of the session's: a caller that stops waiting (its
+        connection left) leaves it running. ``/status`` while the session works is answered at once, and
+        ``/rewind`` / ``/undo`` are refused at once (they need an idle session), without waiting in the queue."""
+        invocation = self.commands.find(display)
+        if self._queue and invocation is not None and invocation.command.name in _AT_ONCE:
+            return await self._at_once(invocation, display)
+        queued = self._enqueue(display, origin, waits=bool(self._queue))
+        await self._store_queued(queued)
         await queued.done.wait()
         if queued.error is not None:
             raise queued.error
         return queued.result or PromptResult(stop_reason="cancelled")
 
-    async def _serve(self, queued: _Queued, display: list[DisplayBlock]) -> None:
+    def submit(self, display: list[DisplayBlock], *, origin: ClientBridge | None, input_id: str | None) -> None:
+        """Queue a prompt nobody waits for (a steering message that found no turn to join starts one); ``input_id``:
+        it is already stored as queued."""
+        queued = self._enqueue(display, origin, waits=False, input_id=input_id)
+        self.runtime.submit(lambda: self._store_queued(queued), "queued prompt")
+
+    def _enqueue(
+        self, display: list[DisplayBlock], origin: ClientBridge | None, *, waits: bool, input_id: str | None = None
+    ) -> _Queued:
+        queued = _Queued(origin, display, input_id=new_input_id() if waits else input_id)
+        if not waits:
+            queued.stored.set()
+        self._queue.append(queued)
+        self._spawn(lambda: self._serve(queued), f"session {self.id} prompt")
+        return queued
+
+    async def _store_queued(self, queued: _Queued) -> None:
+        """Store a prompt that waits as queued, before its turn may start (``_serve`` waits for it)."""
+        if queued.stored.is_set():
+            return
+        assert queued.input_id is not None
+        try:
+            await self.recorder.record(
+                InputQueued(input_id=queued.input_id, input_kind="prompt", display=queued.display)
+            )
+            queued.queued_in_log = True
+        except StorageError as exc:
+            queued.error = exc  # the prompt does not run: it could not be kept
+            queued.scope.cancel()
+        finally:
+            queued.stored.set()
+
+    async def _serve(self, queued: _Queued) -> None:
         """Run one queued prompt when the ones before it have ended (docs/architecture.md §4.11)."""
         try:
             with queued.scope:
                 async with self._turn_lock:
+                    await queued.stored.wait()
+                    queued.started = True
                     self.audience.origin = (
                         queued.origin if queued.origin is not None and queued.origin.present else None
                     )
                     try:
-                        queued.result = await self._prompt(display)
+                        queued.result = await self._prompt(queued.display, queued.input_id)
                     finally:
                         self.audience.origin = None
             if queued.result is not None and self.projection.title is None and self.projection.first_prompt:
@@ -315,16 +391,34 @@ class Session:
             queued.error = exc
         finally:
             self._queue.remove(queued)
+            if not queued.started:
+                await self._drop_unstarted(queued)
             queued.done.set()
 
-    async def _prompt(self, display: list[DisplayBlock]) -> PromptResult:
+    async def _drop_unstarted(self, queued: _Queued) -> None:
+        """A prompt stored as queued that was cancelled before its turn came: the log says it did not run."""
+        with anyio.CancelScope(shield=True), anyio.move_on_after(5):
+            await queued.stored.wait()
+            if queued.queued_in_log and queued.input_id is not None:
+                why = "it was cancelled before its turn came"
+                try:
+                    await self.recorder.record(dropped_input(queued.input_id, "prompt", queued.display, why))
+                except StorageError:
+                    _log.warning("a cancelled queued prompt could not be marked as not run", session_id=self.id)
+
+    async def _prompt(self, display: list[DisplayBlock], input_id: str | None = None) -> PromptResult:
         await self.refresh_commands()
         invocation = self.commands.find(display)
-        result = await (self._turn(display) if invocation is None else self._command(invocation, display))
+        if invocation is None:
+            result = await self._turn(display, input_id=input_id)
+        else:
+            result = await self._command(invocation, display, input_id)
         await self.refresh_commands()
         return result
 
-    async def _turn(self, display: list[DisplayBlock], prompt: str | None = None) -> PromptResult:
+    async def _turn(
+        self, display: list[DisplayBlock], prompt: str | None = None, *, input_id: str | None = None
+    ) -> PromptResult:
         self._running = True
         try:
             await self.repair()
@@ -333,15 +427,20 @@ class Session:
             mcp = [Notice("warning", text.removeprefix("⚠ ")) for text in await self.mcp.prepare_turn()]
             texts = await self._show_notices([*await self._once_notices(), *mcp])
             self._turn_id = new_turn_id()
+            steering = self.steering.open(self._turn_id)
             try:
-                turn = await wiring.run(display, turn_id=self._turn_id, notices=texts, prompt=prompt)
+                turn = await wiring.run(
+                    display, turn_id=self._turn_id, notices=texts, prompt=prompt, input_id=input_id, steering=steering
+                )
             finally:
                 self._turn_id = None
+                for left in steering.close():  # the loop reports what it left; this only guards the inbox
+                    _log.warning("a steering message outlived its turn", session_id=self.id, input_id=left.input_id)
         finally:
             self._running = False
         return PromptResult(stop_reason=turn.stop_reason, usage=turn.usage)
 
-    async def _command(self, invocation: Invocation, display: list[DisplayBlock]) -> PromptResult:
+    async def _command(self, invocation: Invocation, display: list[DisplayBlock], input_id: str | None) -> PromptResult:
         """A slash command: a prompt file's text (its arguments in) or a built-in command's outcome."""
         if invocation.file is not None:
             outcome: Ask | Reply = Ask(expand(invocation.file.template, invocation.argument))
@@ -350,14 +449,22 @@ class Session:
             try:
                 outcome = await _HANDLERS[invocation.command.name](self, invocation.argument)
                 if isinstance(outcome, Reply):
-                    await self._reply(display, outcome, self._turn_id)
+                    await self._reply(display, outcome, self._turn_id, input_id)
+                    if any(isinstance(event, Rewound) for event in outcome.events):
+                        await self._refold()
             finally:
                 self._turn_id = None
         if isinstance(outcome, Ask):
-            return await self._turn(display, outcome.prompt)
+            return await self._turn(display, outcome.prompt, input_id=input_id)
         return PromptResult("end_turn", mode_changed=outcome.mode_changed, config_changed=outcome.config_changed)
 
-    async def _reply(self, display: list[DisplayBlock], reply: Reply, turn_id: str) -> None:
+    async def _at_once(self, invocation: Invocation, display: list[DisplayBlock]) -> PromptResult:
+        """A command answered without waiting for the running turn: ``/status``, or the refusal of a rewind."""
+        reply = Reply(self.status()) if invocation.command.name == "status" else Reply(BUSY_REWIND)
+        await self._reply(display, reply, new_turn_id(), None)
+        return PromptResult("end_turn")
+
+    async def _reply(self, display: list[DisplayBlock], reply: Reply, turn_id: str, input_id: str | None) -> None:
         """Store a command the session answered itself like a turn the model never sees, in one write: the user's
         line, the answer (which may quote servers' and files' words: it passes the sanitizer), what the command
         itself did that the log keeps (a compaction), the turn's end."""
@@ -370,11 +477,97 @@ class Session:
                 display=display,
                 message=UserMessage(parts=[TextPart(text=typed)]),
                 for_model=False,
+                input_id=input_id,
             ),
             *(answer if reply.text else []),
             *reply.events,
             TurnEnded(turn_id=turn_id, stop_reason="end_turn"),
         )
+
+    # -- steering -----------------------------------------------------------------------------------------------
+
+    async def steer(
+        self, display: list[DisplayBlock], *, origin: ClientBridge | None, idle: IdleBehavior = "startNewTurn"
+    ) -> SteerOutcome:
+        """A steering message (``_session/steering``): stored as queued for the running model turn, which applies it
+        at its next safe point (``injected``). Without a turn taking steering, ``idle`` decides: start a new turn
+        with it (``startedNewTurn``, queued like a prompt) or hand it back (``promptRequired``)."""
+        turn_id = self.steering.turn_id
+        if turn_id is None:
+            if idle == "promptRequired":
+                return "promptRequired"
+            self.submit(display, origin=origin, input_id=None)
+            return "startedNewTurn"
+        input_id = new_input_id()
+        await self.recorder.record(
+            InputQueued(input_id=input_id, input_kind="steering", display=display, turn_id=turn_id)
+        )
+        if self.steering.offer(turn_id, Steer(input_id, display)):
+            return "injected"
+        if idle == "promptRequired":  # the turn ended while the message was stored
+            why = "the turn it was sent to ended first; the editor sends it as a prompt"
+            await self.recorder.record(dropped_input(input_id, "steering", display, why, turn_id=turn_id))
+            return "promptRequired"
+        self.submit(display, origin=origin, input_id=input_id)
+        return "startedNewTurn"
+
+    # -- rewind -------------------------------------------------------------------------------------------------
+
+    @property
+    def gate(self) -> PermissionGate:
+        return self.audience
+
+    @property
+    def cwd(self) -> Path:
+        return self.workspace.cwd
+
+    @property
+    def store(self) -> SessionStore:
+        return self.services.store
+
+    async def rewind_points(self) -> list[RewindPoint]:
+        """The prompts a rewind can go back to, oldest first."""
+        return await Rewind(self, turn_id=self._turn_id or new_turn_id()).points()
+
+    async def rewind(self, message_id: str, *, field_name: str = "messageId") -> Rewound:
+        """``_session/rewind``: back to just before the prompt ``message_id`` (``sessions.rewind``). Refused while a
+        turn runs or prompts wait (``SessionBusyError``); prompts that arrive meanwhile wait for it."""
+        if self._queue or self._turn_lock.locked():
+            raise SessionBusyError(f"session {self.id}: {BUSY_REWIND}")
+        async with self._turn_lock:
+            self._turn_id = new_turn_id()
+            try:
+                rewound = await Rewind(self, turn_id=self._turn_id).run(message_id, field_name=field_name)
+                await self.recorder.record(rewound)
+            finally:
+                self._turn_id = None
+        await self._refold()
+        return rewound
+
+    async def rewind_reply(self, message_id: str) -> Reply:
+        """``/rewind`` and ``/undo``, inside their command turn: the rewind, stored with the command."""
+        assert self._turn_id is not None, "commands run inside the session's command turn"
+        return Reply("", events=(await Rewind(self, turn_id=self._turn_id).run(message_id, field_name="argument"),))
+
+    async def _refold(self) -> None:
+        """After a rewind: the projection built again from the log's timeline (what the model and ``/status`` see)."""
+        events = [stored.event for stored in await self.services.store.load_events(self.id)]
+        self.recorder.projection = project(events)
+
+    def queue_listing(self) -> list[QueuedInput]:
+        """What waits: the queued prompts (stored as queued, in order), then the steering messages for the running
+        turn not yet applied."""
+        listed = [
+            QueuedInput(q.input_id, "prompt", q.display)
+            for q in self._queue
+            if q.input_id is not None and not q.started
+        ]
+        listed.extend(
+            QueuedInput(input_id, "steering", pending.display)
+            for input_id, pending in self.projection.pending_inputs.items()
+            if pending.input_kind == "steering"
+        )
+        return listed
 
     async def refresh_commands(self) -> None:
         """Read the prompt files again; tell the editors (bounded) when the list of commands changed."""
@@ -390,7 +583,7 @@ class Session:
 
     async def repair(self) -> None:
         """Settle what an earlier turn left open when it stopped on a failed write, as a reload would."""
-        repairs = recovery_events(self.projection, text=STORE_FAILED_TEXT)
+        repairs = recovery_events(self.projection, text=STORE_FAILED_TEXT, inputs=False)
         if repairs:
             await self.recorder.record(*repairs)
 
@@ -448,13 +641,16 @@ class Session:
             model = self.services.catalog.get(title_model)
             title = await title_with_model(self.services.providers.provider_for(model), model.model, first)
         title = title or title_from_prompt(first)
-        if title:
+        if title and self.projection.title is None:  # not if one was set while the model wrote this one
             await self.set_title(title)
 
-    async def set_title(self, title: str) -> None:
-        """The record first, then the event that tells the editor: once it has the update, ``session/list`` agrees."""
+    async def set_title(self, title: str) -> str:
+        """Set the title (``normalise_title``: the one rule for titles); the record first, then the event that
+        tells the editors: once they have the update, ``session/list`` agrees. Returns the title as stored."""
+        title = normalise_title(title)
         self.record = await self.services.store.update_session(self.id, title=title)
-        await self.recorder.record(TitleSet(title=title, updated_at=utc_now()))
+        await self.recorder.record(TitleSet(title=self.record.title or title, updated_at=utc_now()))
+        return self.record.title or title
 
     async def set_mode(self, mode_id: str) -> None:
         if not is_mode_id(mode_id):

@@ -2,8 +2,9 @@
 
 Model and mode; the context the next request would take (the meter a ``usage_update`` shows) against the window,
 the threshold at which it is compacted, and the estimated breakdown (system prompt, tool schemas, history,
-images); the compactions so far; the session's cost; each MCP server and its state; the session's directories and
-the instruction files read when it opened. Reads session state only.
+images); the compactions so far; the session's cost; each MCP server and its state; the session's directories, the
+instruction files read when it opened and the system prompt the editor gave it; the prompts and steering messages
+waiting. Reads session state only.
 """
 
 from __future__ import annotations
@@ -40,6 +41,19 @@ def session_status(session: CommandHost) -> str:
     for item in session.instructions:
         cut = f", {item.cut:,} bytes left out" if item.cut else ""
         lines.append(f"- {item.path} ({item.size:,} bytes{cut})")
+    client = session.client_system_prompt
+    if client is None:
+        lines.append("**System prompt:** the agent's own")
+    else:
+        how = "added to the agent's own" if client.mode == "append" else "in place of the agent's own instructions"
+        lines.append(f"**System prompt:** the editor's ({len(client.text):,} characters, {how})")
+    waiting = session.queue_listing()
+    lines.append("**Queue:**" + ("" if waiting else " empty"))
+    for n, waiting_input in enumerate(waiting, start=1):
+        kind = waiting_input.input_kind
+        what = "prompt" if kind == "prompt" else "steering message for the running turn"
+        text = " ".join(waiting_input.text.split())
+        lines.append(f"{n}. {what}: «{text if len(text) <= 80 else text[:79] + '…'}»")
     return "\n".join(lines)
 
 

@@ -34,7 +34,7 @@ from hermes_acp.tools.context import Elicitor
 from hermes_acp.turns.compaction import compact, log_compaction
 from hermes_acp.turns.loop import TurnDeps, TurnResult, TurnState, run_turn
 from hermes_acp.turns.meter import Meter
-from hermes_acp.turns.ports import LiveCompaction
+from hermes_acp.turns.ports import LiveCompaction, SteeringInbox
 from hermes_acp.turns.state import CompactionPolicy
 
 from .commands import Reply
@@ -94,8 +94,9 @@ class TurnWiring:
     def ask_user(elicitor: Elicitor | None) -> tuple[AnyTool, ...]:
         return (AskUserTool(elicitor),) if elicitor is not None else ()
 
-    def deps(self) -> TurnDeps:
-        """The wiring of one turn (or one ``/compact``): raises ``ProviderAuthError`` when the model lacks its key."""
+    def deps(self, steering: SteeringInbox | None = None) -> TurnDeps:
+        """The wiring of one turn (or one ``/compact``): raises ``ProviderAuthError`` when the model lacks its key.
+        ``steering``: where the turn takes steering messages from."""
         session = self._session
         services = session.services
         model = self._model_or_raise()
@@ -121,12 +122,22 @@ class TurnWiring:
             compaction=self._compaction_policy(),
             models=session.configured_model,
             effort=session.effort,
+            steering=steering,
         )
 
     async def run(
-        self, display: list[DisplayBlock], *, turn_id: str, notices: list[str], prompt: str | None
+        self,
+        display: list[DisplayBlock],
+        *,
+        turn_id: str,
+        notices: list[str],
+        prompt: str | None,
+        input_id: str | None = None,
+        steering: SteeringInbox | None = None,
     ) -> TurnResult:
-        return await run_turn(TurnState(turn_id=turn_id), self.deps(), display, notices=notices, prompt=prompt)
+        deps = self.deps(steering)
+        state = TurnState(turn_id=turn_id)
+        return await run_turn(state, deps, display, notices=notices, prompt=prompt, input_id=input_id)
 
     def _model_or_raise(self) -> CatalogModel:
         model = self._session.current_model()

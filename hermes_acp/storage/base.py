@@ -12,7 +12,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 import structlog
 from pydantic_core import PydanticSerializationError
@@ -23,6 +23,7 @@ from hermes_acp.errors import InvalidParamsError
 
 __all__ = [
     "PAGE_SIZE",
+    "ArchiveFilter",
     "SessionPage",
     "SessionRecord",
     "SessionStore",
@@ -34,6 +35,8 @@ __all__ = [
 ]
 
 PAGE_SIZE = 50
+ArchiveFilter = Literal["exclude", "include", "only"]
+"""Which sessions a listing returns by their archive state (deleted sessions are never listed)."""
 _log = structlog.get_logger("hermes_acp.storage")
 
 
@@ -55,8 +58,12 @@ class SessionRecord:
     title: str | None = None
     parent_id: str | None = None
     archived: bool = False
+    """Hidden from ``session/list`` unless asked for (``session/archive``)."""
     meta: dict[str, Any] = field(default_factory=dict)
-    """Additional directories, the editor's MCP server specs, fork provenance, remembered permission rules."""
+    """Additional directories, fork and rewind provenance, the thinking effort, the client's system prompt, where
+    the title came from."""
+    deleted: bool = False
+    """``session/delete``: never listed again; the log is kept and still loads by id."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,7 +120,8 @@ class SessionStore(Protocol):
     async def get_session(self, session_id: str) -> SessionRecord | None: ...
 
     async def update_session(self, session_id: str, **changes: Any) -> SessionRecord:
-        """Change ``mode_id``, ``model_id``, ``title``, ``archived``, ``cwd`` or ``meta``; bumps ``updated_at``."""
+        """Change ``mode_id``, ``model_id``, ``title``, ``archived``, ``deleted``, ``cwd`` or ``meta``; bumps
+        ``updated_at``."""
         ...
 
     async def append_events(self, session_id: str, events: Sequence[SessionEvent]) -> list[StoredEvent]:
@@ -122,12 +130,15 @@ class SessionStore(Protocol):
 
     async def load_events(self, session_id: str) -> list[StoredEvent]: ...
 
-    async def list_sessions(self, *, cwd: str | None, cursor: str | None, limit: int = PAGE_SIZE) -> SessionPage:
-        """Unarchived sessions, newest activity first, ``limit`` per page, optionally only those with ``cwd``."""
+    async def list_sessions(
+        self, *, cwd: str | None, cursor: str | None, limit: int = PAGE_SIZE, archived: ArchiveFilter = "exclude"
+    ) -> SessionPage:
+        """Sessions not deleted, by ``archived`` (default: not archived), newest activity first, ``limit`` per page,
+        optionally only those with ``cwd``."""
         ...
 
-    async def fork_session(self, source_id: str, record: SessionRecord) -> None:
-        """Create ``record`` with a copy of every event of ``source_id``."""
+    async def fork_session(self, source_id: str, record: SessionRecord, *, until_seq: int | None = None) -> None:
+        """Create ``record`` with a copy of the events of ``source_id``: every one, or those up to ``until_seq``."""
         ...
 
     async def aclose(self) -> None: ...

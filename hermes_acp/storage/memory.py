@@ -17,6 +17,7 @@ from hermes_acp.errors import StorageError
 
 from .base import (
     PAGE_SIZE,
+    ArchiveFilter,
     SessionPage,
     SessionRecord,
     StoredEvent,
@@ -76,10 +77,17 @@ class InMemorySessionStore:
     async def load_events(self, session_id: str) -> list[StoredEvent]:
         return list(self.events.get(session_id, []))
 
-    async def list_sessions(self, *, cwd: str | None, cursor: str | None, limit: int = PAGE_SIZE) -> SessionPage:
+    async def list_sessions(
+        self, *, cwd: str | None, cursor: str | None, limit: int = PAGE_SIZE, archived: ArchiveFilter = "exclude"
+    ) -> SessionPage:
         after = decode_cursor(cursor) if cursor else None
+        wanted = {"exclude": (False,), "include": (False, True), "only": (True,)}[archived]
         rows = sorted(
-            (r for r in self.records.values() if not r.archived and (cwd is None or r.cwd == clean_text(cwd))),
+            (
+                r
+                for r in self.records.values()
+                if not r.deleted and r.archived in wanted and (cwd is None or r.cwd == clean_text(cwd))
+            ),
             key=lambda r: (r.updated_at, r.id),
             reverse=True,
         )
@@ -89,9 +97,10 @@ class InMemorySessionStore:
         next_cursor = encode_cursor(page[-1].updated_at, page[-1].id) if len(rows) > limit else None
         return SessionPage(sessions=page, next_cursor=next_cursor)
 
-    async def fork_session(self, source_id: str, record: SessionRecord) -> None:
+    async def fork_session(self, source_id: str, record: SessionRecord, *, until_seq: int | None = None) -> None:
         await self.create_session(record)
-        self.events[record.id] = list(self.events.get(source_id, []))
+        events = self.events.get(source_id, [])
+        self.events[record.id] = [e for e in events if until_seq is None or e.seq <= until_seq]
 
     async def aclose(self) -> None:
         return None

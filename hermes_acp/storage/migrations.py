@@ -37,6 +37,13 @@ MIGRATIONS: Final[tuple[str, ...]] = (
         PRIMARY KEY (session_id, seq)
     ) WITHOUT ROWID;
     """,
+    # 2: archiving apart from deleting (docs/architecture.md §6.1): until now session/delete set ``archived``, so
+    # those rows become deleted ones; a deleted session is never listed, an archived one is on request.
+    """
+    ALTER TABLE sessions ADD COLUMN deleted INTEGER NOT NULL DEFAULT 0;
+    UPDATE sessions SET deleted = archived, archived = 0;
+    CREATE INDEX sessions_listed ON sessions (deleted, archived, updated_at DESC, id DESC);
+    """,
 )
 
 

@@ -37,6 +37,7 @@ from hermes_acp.errors import StorageCause, StorageError
 
 from .base import (
     PAGE_SIZE,
+    ArchiveFilter,
     SessionPage,
     SessionRecord,
     StoredEvent,
@@ -50,8 +51,9 @@ from .migrations import MIGRATIONS, migrate
 __all__ = ["SqliteSessionStore", "StoreHealth"]
 
 T = TypeVar("T")
-_UPDATABLE = frozenset({"mode_id", "model_id", "title", "archived", "cwd", "meta"})
-_SESSION_COLUMNS = "id, cwd, title, created_at, updated_at, parent_id, mode_id, model_id, archived, meta"
+_UPDATABLE = frozenset({"mode_id", "model_id", "title", "archived", "deleted", "cwd", "meta"})
+_SESSION_COLUMNS = "id, cwd, title, created_at, updated_at, parent_id, mode_id, model_id, archived, meta, deleted"
+_ARCHIVED: Final[dict[str, str]] = {"exclude": "archived = 0", "include": "1 = 1", "only": "archived = 1"}
 _CAUSES: Final[dict[int, StorageCause]] = {
     5: "locked",  # SQLITE_BUSY
     6: "locked",  # SQLITE_LOCKED
@@ -279,11 +281,13 @@ class SqliteSessionStore:
             events.append(StoredEvent(seq=seq, created_at=created_at, event=event))
         return events
 
-    async def list_sessions(self, *, cwd: str | None, cursor: str | None, limit: int = PAGE_SIZE) -> SessionPage:
+    async def list_sessions(
+        self, *, cwd: str | None, cursor: str | None, limit: int = PAGE_SIZE, archived: ArchiveFilter = "exclude"
+    ) -> SessionPage:
         after = decode_cursor(cursor) if cursor else None
 
         def select(db: sqlite3.Connection) -> list[tuple[Any, ...]]:
-            clauses = ["archived = 0"]
+            clauses = ["deleted = 0", _ARCHIVED[archived]]
             params: list[Any] = []
             if cwd is not None:
                 clauses.append("cwd = ?")
@@ -303,15 +307,15 @@ class SqliteSessionStore:
         next_cursor = encode_cursor(records[-1].updated_at, records[-1].id) if more and records else None
         return SessionPage(sessions=records, next_cursor=next_cursor)
 
-    async def fork_session(self, source_id: str, record: SessionRecord) -> None:
+    async def fork_session(self, source_id: str, record: SessionRecord, *, until_seq: int | None = None) -> None:
         def fork(db: sqlite3.Connection) -> None:
             with _transaction(db):
                 _insert_session(db, record)
                 db.execute(
                     "INSERT INTO events (session_id, seq, turn_id, kind, payload_json, created_at)"
                     " SELECT ?, seq, turn_id, kind, payload_json, created_at FROM events"
-                    " WHERE session_id = ? ORDER BY seq",
-                    (record.id, source_id),
+                    " WHERE session_id = ? AND seq <= ? ORDER BY seq",
+                    (record.id, source_id, until_seq if until_seq is not None else 2**62),
                 )
 
         await self._run(fork)
@@ -393,7 +397,7 @@ def _file_size_limit() -> int | None:
 
 def _insert_session(db: sqlite3.Connection, record: SessionRecord) -> None:
     db.execute(
-        f"INSERT INTO sessions ({_SESSION_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        f"INSERT INTO sessions ({_SESSION_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
             _text(record.id),
             _text(record.cwd),
@@ -405,6 +409,7 @@ def _insert_session(db: sqlite3.Connection, record: SessionRecord) -> None:
             _text(record.model_id),
             int(record.archived),
             json.dumps(record.meta),
+            int(record.deleted),
         ),
     )
 
@@ -412,7 +417,7 @@ def _insert_session(db: sqlite3.Connection, record: SessionRecord) -> None:
 def _column_value(name: str, value: Any) -> Any:
     if name == "meta":
         return json.dumps(value)  # ASCII: a lone surrogate becomes an escape, which json.loads reads back
-    if name == "archived":
+    if name in ("archived", "deleted"):
         return int(bool(value))
     return _text(value)
 
@@ -423,7 +428,7 @@ def _text(value: Any) -> Any:
 
 
 def _record(row: tuple[Any, ...]) -> SessionRecord:
-    session_id, cwd, title, created_at, updated_at, parent_id, mode_id, model_id, archived, meta = row
+    session_id, cwd, title, created_at, updated_at, parent_id, mode_id, model_id, archived, meta, deleted = row
     try:
         parsed_meta = json.loads(meta) if meta else {}
     except ValueError:
@@ -439,4 +444,5 @@ def _record(row: tuple[Any, ...]) -> SessionRecord:
         model_id=model_id,
         archived=bool(archived),
         meta=parsed_meta if isinstance(parsed_meta, dict) else {},
+        deleted=bool(deleted),
     )

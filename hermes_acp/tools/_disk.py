@@ -25,7 +25,7 @@ from hermes_acp.errors import ToolError, ToolInputError
 
 from .context import EditorFiles, ToolContext
 
-__all__ = ["DISK", "WINDOW_MAX_BYTES", "DiskFiles", "count_lines", "describe_os_error", "files_for"]
+__all__ = ["DISK", "WINDOW_MAX_BYTES", "DiskFiles", "count_lines", "describe_os_error", "files_for", "write_atomically"]
 
 WINDOW_MAX_BYTES = 8 * 1024 * 1024
 """Most bytes one windowed read (``limit`` given) returns; callers cap far below it."""
@@ -91,7 +91,13 @@ def _read(path: Path, line: int | None, limit: int | None) -> str:
 
 
 def _write(path: Path, content: str) -> None:
-    target = Path(os.path.realpath(path))
+    write_atomically(Path(os.path.realpath(path)), content.encode("utf-8"))
+
+
+def write_atomically(target: Path, data: bytes) -> None:
+    """Write ``data`` to ``target`` whole: a temporary file beside it, then a rename (so a crash leaves the old file
+    or the new one, never half of one). A file that exists keeps its permissions; ``target`` itself is replaced,
+    never followed (resolve it first where it should be)."""
     target.parent.mkdir(parents=True, exist_ok=True)
     try:
         mode: int | None = stat.S_IMODE(target.stat().st_mode)
@@ -100,7 +106,7 @@ def _write(path: Path, content: str) -> None:
     fd, temporary = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
         with os.fdopen(fd, "wb") as handle:
-            handle.write(content.encode("utf-8"))
+            handle.write(data)
         os.chmod(temporary, _NEW_FILE_MODE if mode is None else mode)
         os.replace(temporary, target)
     except BaseException:

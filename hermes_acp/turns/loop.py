@@ -10,6 +10,12 @@ is compacted for and sent again, once. After every model call and every compacti
 meter (``hermes_acp.turns.meter``). Every step ends on the durable write that completes its phase, so the phase
 value always says what is stored and what is open.
 
+Steering messages (``deps.steering``) are taken at the safe points only: each ``BetweenRequests`` step (after the
+prompt, and after every response whose calls have all settled) applies what arrived, as a user message stored as
+``SteeringApplied``, before the next request is built. A response that would end the turn while a message waits
+leads to one more request instead; a turn that ends without taking one (a cancel, an error, the request limit)
+reports it as not applied, in the same write as its end.
+
 When a step raises, ``ENDINGS`` (one table) says how the turn ends: which way the open work is settled, which stop
 reason is stored, whether the user is told and whether the error goes on to the caller. ``settle`` is the one
 place that knows what each phase leaves open: the prompt not yet stored, a compaction the editor saw start, text
@@ -39,6 +45,7 @@ from hermes_acp.core import (
     DisplayBlock,
     NoticeAdded,
     SessionEvent,
+    SteeringApplied,
     StopReason,
     TextBlock,
     TextPart,
@@ -58,7 +65,15 @@ from .meter import Meter
 from .phases import BetweenRequests, Compacting, Converting, Ended, Phase, RunningTool, Streaming
 from .ports import LiveCompaction
 from .prompt_input import ConvertedPrompt, convert_prompt
-from .settlements import CANCELLED, INTERRUPTED, STORE_FAILED, Failure, failed_settlements, interrupted_message
+from .settlements import (
+    CANCELLED,
+    INTERRUPTED,
+    STORE_FAILED,
+    Failure,
+    dropped_input,
+    failed_settlements,
+    interrupted_message,
+)
 from .state import TurnDeps, TurnResult, TurnState
 from .streaming import PartialResponse, stream_response
 from .tool_calls import announce, ask_attachment, batch_end, run_calls
@@ -108,6 +123,12 @@ ENDINGS: Final[tuple[tuple[type[BaseException], Ending], ...]] = (
 shutdown) ends the turn ``cancelled`` and goes on (``_CANCELLED``). Anything else (``KeyboardInterrupt``…) is not
 a turn's business and propagates untouched."""
 _CANCELLED: Final = Ending("cancelled", "cancelled", propagate=True)
+_NOT_TAKEN: Final[dict[SettleReason, str]] = {
+    "cancelled": "the turn it was sent to was cancelled first",
+    "failed": "the turn it was sent to stopped on an error first",
+    "store_failed": "the turn it was sent to stopped on an error first",
+}
+"""Why a steering message still waiting when a turn stopped was not applied, by why the turn stopped."""
 
 
 def ending_for(exc: BaseException) -> Ending | None:
@@ -123,13 +144,14 @@ async def run_turn(
     *,
     notices: Sequence[str] = (),
     prompt: str | None = None,
+    input_id: str | None = None,
 ) -> TurnResult:
     """Run one prompt turn to its end. Cancellation propagates after the turn was settled and stored.
 
     ``notices`` are shown to the user with the prompt (e.g. an MCP server that failed to start). ``prompt``: what
     the model gets instead of ``display`` (a slash command's expanded text; the transcript still shows
-    ``display``)."""
-    current: Phase | Ended = Converting(display=display, notices=tuple(notices), prompt=prompt)
+    ``display``). ``input_id``: the queued input the prompt waited as."""
+    current: Phase | Ended = Converting(display=display, notices=tuple(notices), prompt=prompt, input_id=input_id)
     try:
         while not isinstance(current, Ended):
             current = await _step(current, state, deps)
@@ -141,8 +163,23 @@ async def run_turn(
         if ending.propagate:
             raise
         return result
-    await deps.recorder.record(TurnEnded(turn_id=state.turn_id, stop_reason=current.stop_reason, usage=state.usage))
+    why = f"the turn reached its limit of {deps.max_requests} model requests first"
+    await deps.recorder.record(
+        *_steers_not_taken(state, deps, why),
+        TurnEnded(turn_id=state.turn_id, stop_reason=current.stop_reason, usage=state.usage),
+    )
     return TurnResult(stop_reason=current.stop_reason, usage=state.usage)
+
+
+def _steers_not_taken(state: TurnState, deps: TurnDeps, why: str) -> list[SessionEvent]:
+    """Close the steering inbox; each message still waiting, reported as not applied (``why``)."""
+    left = deps.steering.close() if deps.steering is not None else []
+    return [dropped_input(s.input_id, "steering", s.display, why, turn_id=state.turn_id) for s in left]
+
+
+def _ending_now(deps: TurnDeps) -> bool:
+    """Whether the turn may end here: no steering message waits (and from now on none is taken)."""
+    return deps.steering is None or deps.steering.close_if_empty()
 
 
 async def _step(phase: Phase, state: TurnState, deps: TurnDeps) -> Phase | Ended:
@@ -150,7 +187,7 @@ async def _step(phase: Phase, state: TurnState, deps: TurnDeps) -> Phase | Ended
         case Converting():
             return await _convert(phase, state, deps)
         case BetweenRequests():
-            return _next_request(state, deps)
+            return await _between(state, deps)
         case Compacting():
             return await _compact(phase, state, deps)
         case Streaming():
@@ -165,15 +202,14 @@ async def _convert(phase: Converting, state: TurnState, deps: TurnDeps) -> Phase
     if phase.prompt is not None:
         converted = ConvertedPrompt(UserMessage(parts=[TextPart(text=phase.prompt)]))
     else:
-        converted = await convert_prompt(
-            phase.display,
-            workspace=deps.workspace,
-            ask_outside=lambda path, request: ask_attachment(deps, state, path, request),
-            images=deps.images,
-        )
+        converted = await _converted(phase.display, state, deps)
     await deps.recorder.record(
         UserPrompted(
-            turn_id=state.turn_id, message_id=new_message_id(), display=phase.display, message=converted.message
+            turn_id=state.turn_id,
+            message_id=new_message_id(),
+            display=phase.display,
+            message=converted.message,
+            input_id=phase.input_id,
         ),
         *[
             NoticeAdded(turn_id=state.turn_id, message_id=new_message_id(), text=text)
@@ -183,9 +219,45 @@ async def _convert(phase: Converting, state: TurnState, deps: TurnDeps) -> Phase
     return BetweenRequests()
 
 
-def _next_request(state: TurnState, deps: TurnDeps) -> Phase | Ended:
+async def _converted(display: list[DisplayBlock], state: TurnState, deps: TurnDeps) -> ConvertedPrompt:
+    return await convert_prompt(
+        display,
+        workspace=deps.workspace,
+        ask_outside=lambda path, request: ask_attachment(deps, state, path, request),
+        images=deps.images,
+    )
+
+
+async def _between(state: TurnState, deps: TurnDeps) -> Phase | Ended:
     if state.requests >= deps.max_requests:
         return Ended("max_turn_requests")
+    await _apply_steering(state, deps)
+    return _next_request(state, deps)
+
+
+async def _apply_steering(state: TurnState, deps: TurnDeps) -> None:
+    """The steering messages that arrived, added to the history as user messages, in one write (a safe point)."""
+    steers = deps.steering.take() if deps.steering is not None else []
+    events: list[SessionEvent] = []
+    for steer in steers:
+        converted = await _converted(steer.display, state, deps)
+        events.append(
+            SteeringApplied(
+                turn_id=state.turn_id,
+                input_id=steer.input_id,
+                message_id=new_message_id(),
+                display=steer.display,
+                message=converted.message,
+            )
+        )
+        events.extend(
+            NoticeAdded(turn_id=state.turn_id, message_id=new_message_id(), text=text) for text in converted.notices
+        )
+    if events:
+        await deps.recorder.record(*events)
+
+
+def _next_request(state: TurnState, deps: TurnDeps) -> Phase | Ended:
     tools = tuple(deps.tool_surface())
     state.requests += 1
     meter = Meter.of(deps)
@@ -243,7 +315,7 @@ async def _stream(phase: Streaming, state: TurnState, deps: TurnDeps) -> Phase |
     await deps.recorder.live(Meter.of(deps).usage(phase.tools))
     if calls:
         return RunningTool(calls=calls, next=0, model_stop=done.stop_reason)
-    return Ended(_turn_stop(done.stop_reason))
+    return Ended(_turn_stop(done.stop_reason)) if _ending_now(deps) else BetweenRequests()
 
 
 async def _run_tool(phase: RunningTool, state: TurnState, deps: TurnDeps) -> Phase | Ended:
@@ -251,7 +323,7 @@ async def _run_tool(phase: RunningTool, state: TurnState, deps: TurnDeps) -> Pha
     await run_calls(phase.calls[phase.next : end], deps, state)
     if end < len(phase.calls):
         return RunningTool(calls=phase.calls, next=end, model_stop=phase.model_stop)
-    if phase.model_stop in ("max_tokens", "refusal"):
+    if phase.model_stop in ("max_tokens", "refusal") and _ending_now(deps):
         return Ended(_turn_stop(phase.model_stop))
     return BetweenRequests()
 
@@ -276,7 +348,7 @@ async def settle(
     events: list[SessionEvent] = []
     match phase:
         case Converting():
-            events.append(_kept_prompt(state, phase.display))
+            events.append(_kept_prompt(state, phase.display, phase.input_id))
         case Streaming():
             partial = phase.partial
             message = interrupted_message(
@@ -307,7 +379,7 @@ async def _finish(phase: Phase, exc: BaseException, ending: Ending, state: TurnS
     could not be stored (the open calls are then settled in the editor only)."""
     if ending.log:
         _log.exception("turn failed", session_id=deps.session_id)
-    then: list[SessionEvent] = []
+    then: list[SessionEvent] = _steers_not_taken(state, deps, _NOT_TAKEN[ending.settle])
     if ending.notice:
         _log.warning("model request failed", session_id=deps.session_id, error=str(exc))
         text = f"⚠ The model request failed: {exc}{ending.advice}"
@@ -327,7 +399,7 @@ async def _finish(phase: Phase, exc: BaseException, ending: Ending, state: TurnS
     return TurnResult(stop_reason=ending.stop or "end_turn", usage=state.usage)
 
 
-def _kept_prompt(state: TurnState, display: list[DisplayBlock]) -> UserPrompted:
+def _kept_prompt(state: TurnState, display: list[DisplayBlock], input_id: str | None) -> UserPrompted:
     """The prompt of a turn stopped while it was converted: kept in the log (a replay shows it), not for the model,
     which never got it."""
     text = "".join(b.text for b in display if isinstance(b, TextBlock))
@@ -337,4 +409,5 @@ def _kept_prompt(state: TurnState, display: list[DisplayBlock]) -> UserPrompted:
         display=display,
         message=UserMessage(parts=[TextPart(text=text)]),
         for_model=False,
+        input_id=input_id,
     )

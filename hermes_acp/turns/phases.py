@@ -6,7 +6,8 @@ exactly one value, and ``settle`` in the loop matches on it:
 
 - ``Converting``: the user's prompt is being converted (attachments read, perhaps asked about), or taken as the
   text a slash command gives the model. It is not stored yet; a stop stores it for the transcript only.
-- ``BetweenRequests``: everything so far is stored; the next model request is built here (or the turn ends).
+- ``BetweenRequests``: everything so far is stored; the steering messages that arrived are applied (a safe point:
+  nothing streams, no call waits for its result), then the next model request is built here (or the turn ends).
 - ``Compacting``: the next request would not fit (it passes the compaction threshold, or the provider refused it
   as too long), so the history is compacted first (``hermes_acp.turns.compaction``). The compaction is stored in
   one write when it finished, so a stop leaves the old history and nothing open in the log; the editor, shown the
@@ -43,6 +44,8 @@ class Converting:
     """Shown with the prompt (e.g. an MCP server that failed to start)."""
     prompt: str | None = None
     """What the model gets instead of ``display`` (a slash command's text); ``display`` is still what is shown."""
+    input_id: str | None = None
+    """The queued input this prompt waited as (``InputQueued``), resolved by its ``UserPrompted``."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,6 +1,8 @@
-"""The ports the turn loop talks through: where updates go and who answers permission questions.
+"""The ports the turn loop talks through: where updates go, who answers permission questions, and where steering
+messages for the running turn wait.
 
-Both are implemented in ``hermes_acp.protocol`` (over the ACP connection) and by test doubles. Stored events are
+The sink and the gate are implemented in ``hermes_acp.protocol`` (over the ACP connection) and by test doubles; the
+steering inbox by the session (``hermes_acp.sessions.steering``). Stored events are
 emitted through ``UpdateSink.emit_event`` so that a live turn and a replay render from the same records; the
 ``Live*`` updates are transient (streamed text, progress, a compaction while it runs, the context meter) and never
 stored. A sink may drop what its client cannot show (compaction updates to a client without that capability).
@@ -27,6 +29,8 @@ __all__ = [
     "PermissionAnswer",
     "PermissionGate",
     "PermissionQuestion",
+    "Steer",
+    "SteeringInbox",
     "UpdateSink",
 ]
 
@@ -113,3 +117,28 @@ class PermissionQuestion:
 
 class PermissionGate(Protocol):
     async def ask(self, question: PermissionQuestion) -> PermissionAnswer: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Steer:
+    """A steering message for the running turn, already stored as queued (``InputQueued``)."""
+
+    input_id: str
+    display: list[DisplayBlock]
+
+
+class SteeringInbox(Protocol):
+    """Steering messages sent to the running turn, taken at its safe points (between two model requests, once the
+    calls of the response before have settled). Only the turn loop takes from it; nothing here awaits."""
+
+    def take(self) -> list[Steer]:
+        """The messages that arrived since the last take, in arrival order."""
+        ...
+
+    def close_if_empty(self) -> bool:
+        """True, and nothing more is accepted, when no message waits (the turn may end); False when one does."""
+        ...
+
+    def close(self) -> list[Steer]:
+        """Accept nothing more; the messages still waiting (the turn ends without them)."""
+        ...

@@ -21,9 +21,14 @@ from hermes_acp.core import (
     AssistantMessageStored,
     AssistantTextCheckpointed,
     ContextCompacted,
+    DisplayBlock,
+    InputDropped,
+    InputKind,
+    InputQueued,
     Message,
     PermissionResolved,
     SessionEvent,
+    SteeringApplied,
     TextPart,
     TitleSet,
     ToolCallRunning,
@@ -40,6 +45,7 @@ __all__ = [
     "Anchor",
     "OpenCall",
     "OpenText",
+    "PendingInput",
     "SessionProjection",
     "compacted_history",
     "summary_text",
@@ -98,6 +104,15 @@ class OpenText:
     thinking: str = ""
 
 
+@dataclass(frozen=True, slots=True)
+class PendingInput:
+    """A queued prompt or a steering message the log has not resolved yet (it neither ran nor was dropped)."""
+
+    input_kind: InputKind
+    display: list[DisplayBlock]
+    turn_id: str | None
+
+
 @dataclass
 class SessionProjection:
     history: list[Message] = field(default_factory=list)
@@ -122,11 +137,15 @@ class SessionProjection:
     compactions: int = 0
     compaction_id: str | None = None
     """The latest compaction's."""
+    pending_inputs: dict[str, PendingInput] = field(default_factory=dict)
+    """Queued prompts and steering messages not yet run, applied or dropped, by input id, in arrival order."""
 
     def apply(self, event: SessionEvent) -> None:
         match event:
             case UserPrompted():
                 self.open_turns.add(event.turn_id)
+                if event.input_id is not None:
+                    self.pending_inputs.pop(event.input_id, None)
                 if not event.for_model:
                     return
                 text = "".join(p.text for p in event.message.parts if isinstance(p, TextPart))
@@ -179,6 +198,13 @@ class SessionProjection:
                 self.open_turns.discard(event.turn_id)
             case TitleSet():
                 self.title = event.title
+            case InputQueued():
+                self.pending_inputs[event.input_id] = PendingInput(event.input_kind, event.display, event.turn_id)
+            case SteeringApplied():
+                self.pending_inputs.pop(event.input_id, None)
+                self._append_user(event.message)
+            case InputDropped():
+                self.pending_inputs.pop(event.input_id, None)
             case ContextCompacted():
                 self.history = compacted_history(self.history, event)
                 self.anchor = None

@@ -6,7 +6,8 @@ that does not mark runs) gets the caller's ``ran`` failure; a call the log prove
 turn loop, the repair before a session's next turn and crash recovery all settle through here, so a live card and
 the reloaded one say the same. Only a call the model made gets a tool result for the history: a result whose call
 the model never made would make every later request invalid. ``interrupted_message`` stores the text a response
-had shown when its stream stopped. Pure; no I/O.
+had shown when its stream stopped. ``dropped_input`` says, in the transcript, that a queued prompt did not run or a
+steering message was not applied, and why, quoting it. Pure; no I/O.
 """
 
 from __future__ import annotations
@@ -14,6 +15,9 @@ from __future__ import annotations
 from hermes_acp.core import (
     AssistantMessage,
     AssistantMessageStored,
+    DisplayBlock,
+    InputDropped,
+    InputKind,
     TextBlock,
     TextPart,
     ThinkingPart,
@@ -21,6 +25,7 @@ from hermes_acp.core import (
     ToolCallSettled,
     ToolResultMessage,
 )
+from hermes_acp.core.ids import new_message_id
 from hermes_acp.errors import ErrorCode
 
 from .projection import SessionProjection
@@ -34,6 +39,7 @@ __all__ = [
     "STORE_FAILED",
     "STORE_FAILED_TEXT",
     "Failure",
+    "dropped_input",
     "failed_settlements",
     "interrupted_message",
 ]
@@ -104,4 +110,25 @@ def interrupted_message(
         message=AssistantMessage(parts=parts),
         model_id=model_id,
         interrupted=True,
+    )
+
+
+QUOTE_CHARS = 200
+"""How much of a dropped input's text its notice quotes."""
+
+
+def dropped_input(
+    input_id: str, input_kind: InputKind, display: list[DisplayBlock], why: str, *, turn_id: str | None = None
+) -> InputDropped:
+    """``InputDropped`` for a queued prompt that did not run or a steering message that was not applied: ``why`` in
+    the user's words ("the turn was cancelled"), with the start of what they sent, so they can send it again."""
+    text = " ".join("".join(b.text for b in display if isinstance(b, TextBlock)).split())
+    quoted = text if len(text) <= QUOTE_CHARS else text[: QUOTE_CHARS - 1] + "…"
+    what = "Queued prompt not run" if input_kind == "prompt" else "Steering message not applied"
+    return InputDropped(
+        input_id=input_id,
+        input_kind=input_kind,
+        message_id=new_message_id(),
+        text=f"⚠ {what}: {why}." + (f" It said: «{quoted}»" if quoted else ""),
+        turn_id=turn_id,
     )

@@ -20,7 +20,7 @@ from hermes_acp.providers.catalog import CatalogModel
 from hermes_acp.tools.base import AnyTool
 from hermes_acp.tools.context import EditorFiles, EditorTerminals, Workspace
 
-from .ports import PermissionGate
+from .ports import PermissionGate, SteeringInbox
 from .recorder import Recorder
 from .streaming import CHECKPOINTS, CheckpointPolicy
 
@@ -76,6 +76,8 @@ class TurnDeps:
     ``model``'s prices are known."""
     effort: Effort | None = None
     """The thinking effort every request of the turn asks for (None: none is sent)."""
+    steering: SteeringInbox | None = None
+    """Where steering messages for this turn wait (None: the turn takes none)."""
 
 
 @dataclass(kw_only=True)

@@ -1,19 +1,47 @@
 """The system prompt: short, and byte-identical for every request of a session (prompt caches depend on it).
 
-It may depend only on what a session fixes when it opens (its directories and the project instructions read then);
-never on time, mode, model or effort. Instruction files are given whole or cut with a note saying how much of the
-file was left out, so the model knows it has not seen everything.
+It may depend only on what a session fixes when it opens (its directories, the project instructions read then, and
+the system prompt the client gave the session, ``ClientSystemPrompt``, stored with it); never on time, mode, model
+or effort. Instruction files are given whole or cut with a note saying how much of the file was left out, so the
+model knows it has not seen everything. A client's prompt in ``append`` mode comes after ours and the instructions,
+under a heading of its own; in ``override`` mode it replaces our built-in instructions, and the workspace context
+(the directories, the project instructions) stays.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Literal, Protocol
 
 from hermes_acp.tools.context import Workspace
 
-__all__ = ["Instructions", "build_system_prompt"]
+__all__ = ["ClientSystemPrompt", "Instructions", "build_system_prompt"]
+
+SystemPromptMode = Literal["append", "override"]
+
+
+@dataclass(frozen=True, slots=True)
+class ClientSystemPrompt:
+    """The system prompt a client gave a session (ACP's unstable ``systemPrompt``), as stored with it."""
+
+    mode: SystemPromptMode
+    text: str
+
+    def as_meta(self) -> dict[str, str]:
+        return {"mode": self.mode, "text": self.text}
+
+    @classmethod
+    def from_meta(cls, value: object) -> ClientSystemPrompt | None:
+        """The stored one, or None (nothing stored, or something this version does not read)."""
+        if not isinstance(value, Mapping):
+            return None
+        stored: Mapping[str, Any] = value
+        mode, text = stored.get("mode"), stored.get("text")
+        if mode not in ("append", "override") or not isinstance(text, str):
+            return None
+        return cls(mode, text)
 
 
 class Instructions(Protocol):
@@ -29,8 +57,9 @@ class Instructions(Protocol):
     def cut(self) -> int: ...
 
 
+_CONTEXT = """Working directory: {cwd}{extra}"""
 _PROMPT = """You are Hermes, a coding agent running inside the user's editor.
-Working directory: {cwd}{extra}
+{context}
 
 - Use the tools to inspect and change the project; read a file before editing it, and prefer edit_file over
   rewriting whole files.
@@ -47,15 +76,30 @@ _INSTRUCTIONS = """
 Project instructions (from the user's instruction files; follow them unless the user says otherwise):"""
 
 
-def build_system_prompt(workspace: Workspace, instructions: Sequence[Instructions] = ()) -> str:
+_FROM_CLIENT = """
+
+Instructions from the editor:
+
+"""
+
+
+def build_system_prompt(
+    workspace: Workspace, instructions: Sequence[Instructions] = (), client: ClientSystemPrompt | None = None
+) -> str:
     extra = ""
     if workspace.additional:
         extra = "\nAdditional directories: " + ", ".join(str(p) for p in workspace.additional)
-    prompt = _PROMPT.format(cwd=workspace.cwd, extra=extra)
+    context = _CONTEXT.format(cwd=workspace.cwd, extra=extra)
+    if client is not None and client.mode == "override":
+        prompt = client.text.rstrip() + "\n\n" + context
+    else:
+        prompt = _PROMPT.format(context=context)
     if instructions:
         prompt += _INSTRUCTIONS
         for item in instructions:
             prompt += f"\n\n## {item.path}\n{item.text.rstrip()}"
             if item.cut:
                 prompt += f"\n[{item.cut:,} more bytes of this file were left out: instructions are capped in size]"
+    if client is not None and client.mode == "append":
+        prompt += _FROM_CLIENT + client.text.rstrip()
     return prompt

@@ -133,7 +133,7 @@ class Loop:
 
     async def turn(self, text: str) -> TurnResult:
         """One turn, as a session runs it: first the repair a failed write may have left to do."""
-        repairs = recovery_events(self.recorder.projection, text=STORE_FAILED_TEXT)
+        repairs = recovery_events(self.recorder.projection, text=STORE_FAILED_TEXT, inputs=False)
         if repairs:
             await self.recorder.record(*repairs)
         self.turns += 1

@@ -47,7 +47,7 @@ def test_the_report_gives_free_space_and_the_store_s_health(home: Path) -> None:
     assert re.fullmatch(
         rf"  ✓ [0-9.]+ (B|KiB|MiB|GiB) free on the file system holding {re.escape(str(home))}", lines[store - 1]
     )
-    assert re.fullmatch(r"      quick_check ok, schema version 1 \(current 1\), [0-9.]+ KiB", lines[store + 1])
+    assert re.fullmatch(r"      quick_check ok, schema version 2 \(current 2\), [0-9.]+ KiB", lines[store + 1])
 
 
 def test_a_store_whose_pages_are_damaged_is_a_problem_naming_the_cause(home: Path) -> None:

@@ -15,6 +15,7 @@ from hermes_acp.core import TextPart, TitleSet, TurnEnded, UserMessage, UserProm
 from hermes_acp.errors import InvalidParamsError, StorageError
 from hermes_acp.storage import InMemorySessionStore, SessionRecord, SessionStore, SqliteSessionStore, utc_now
 from hermes_acp.storage import sqlite as sqlite_module
+from hermes_acp.storage.base import ArchiveFilter
 from hermes_acp.storage.migrations import MIGRATIONS
 from tests.fakes.store_faults import immutable
 
@@ -76,6 +77,34 @@ async def test_archived_sessions_are_hidden_from_list_but_kept(store: SessionSto
     await store.update_session("gone", archived=True)
     assert (await store.list_sessions(cwd=None, cursor=None)).sessions == []
     assert len(await store.load_events("gone")) == 1
+    assert [r.id for r in (await store.list_sessions(cwd=None, cursor=None, archived="only")).sessions] == ["gone"]
+
+
+async def test_the_archive_filter_combines_with_cwd_and_deleted_sessions_are_never_listed(
+    store: SessionStore,
+) -> None:
+    for name, cwd in (("live", "/one"), ("shelved", "/one"), ("elsewhere", "/two"), ("deleted", "/one")):
+        await store.create_session(record(name, cwd=cwd))
+    await store.update_session("shelved", archived=True)
+    await store.update_session("deleted", deleted=True)
+    await store.update_session("deleted", archived=True)
+
+    async def ids(archived: ArchiveFilter, cwd: str | None = "/one") -> set[str]:
+        return {r.id for r in (await store.list_sessions(cwd=cwd, cursor=None, archived=archived)).sessions}
+
+    assert await ids("exclude") == {"live"}
+    assert await ids("include") == {"live", "shelved"}
+    assert await ids("only") == {"shelved"}
+    assert await ids("include", cwd=None) == {"live", "shelved", "elsewhere"}
+    gone = await store.get_session("deleted")
+    assert gone is not None and gone.deleted, "still there, for a load by id"
+
+
+async def test_a_fork_up_to_a_sequence_number_copies_only_the_events_before_it(store: SessionStore) -> None:
+    await store.create_session(record("source"))
+    stored = await store.append_events("source", [prompt("t1", "a"), prompt("t2", "b"), prompt("t3", "c")])
+    await store.fork_session("source", record("head"), until_seq=stored[1].seq)
+    assert [e.event for e in await store.load_events("head")] == [e.event for e in stored[:2]]
 
 
 async def test_fork_copies_events_under_a_new_id(store: SessionStore) -> None:
@@ -109,7 +138,7 @@ async def test_sqlite_survives_reopening_and_uses_wal(tmp_path: Path) -> None:
     assert events[0].event == TitleSet(title="kept")
     with sqlite3.connect(path) as db:
         assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
-        assert db.execute("PRAGMA user_version").fetchone()[0] == 1
+        assert db.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS)
 
 
 async def test_a_corrupt_event_is_reported_and_left_untouched(tmp_path: Path) -> None:
@@ -274,3 +303,23 @@ async def _reopened_events(tmp_path: Path) -> list[object]:
         return [e.event for e in await store.load_events("s1")]
     finally:
         await store.aclose()
+
+
+async def test_a_store_from_before_archiving_keeps_its_deleted_sessions_deleted(tmp_path: Path) -> None:
+    path = tmp_path / "state.db"
+    with sqlite3.connect(path, isolation_level=None) as db:
+        db.executescript(f"BEGIN;\n{MIGRATIONS[0]}\nPRAGMA user_version = 1;\nCOMMIT;")
+        now = utc_now()
+        for session_id, archived in (("kept", 0), ("deleted-then", 1)):
+            db.execute(
+                "INSERT INTO sessions (id, cwd, created_at, updated_at, mode_id, archived) VALUES (?, ?, ?, ?, ?, ?)",
+                (session_id, "/work", now, now, "default", archived),
+            )
+    store = await SqliteSessionStore.open(path)
+    try:
+        listed = await store.list_sessions(cwd=None, cursor=None, archived="include")
+        old = await store.get_session("deleted-then")
+    finally:
+        await store.aclose()
+    assert [r.id for r in listed.sessions] == ["kept"]
+    assert old is not None and old.deleted and not old.archived
