@@ -334,10 +334,13 @@ class HermesAgent:
         if result.config_changed:
             await self._announce_config(session, mode_changed=result.mode_changed)
         usage = result.usage
+        answer: dict[str, Any] = {"stopReason": result.stop_reason}
+        if result.user_message_id is not None:  # what _session/rewind and a fork at a message name
+            answer["_meta"] = {"hermes": {"userMessageId": result.user_message_id}}
         if usage is None:  # no model was asked (a slash command the session answered, or cancelled while queued)
-            return {"stopReason": result.stop_reason}
+            return answer
         return {
-            "stopReason": result.stop_reason,
+            **answer,
             "usage": {
                 "totalTokens": usage.input_tokens + usage.output_tokens,
                 "inputTokens": usage.input_tokens,

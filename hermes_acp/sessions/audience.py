@@ -208,6 +208,9 @@ class Audience:
         self.origin: ClientBridge | None = None
         """The connection whose prompt the running turn serves (its files and terminals; its prompt it shows
         itself)."""
+        self.origin_shows_prompt = True
+        """False for a turn the origin did not send as a prompt (a steering message that started one): then it is
+        shown the prompt too."""
 
     # -- who is attached --------------------------------------------------------------------------------------
 
@@ -293,7 +296,11 @@ class Audience:
         for member in list(self._members):
             if id(member) in skip:
                 continue
-            shown_as_replay = live and isinstance(event, UserPrompted) and member.client is not self.origin
+            shown_as_replay = (
+                live
+                and isinstance(event, UserPrompted)
+                and (member.client is not self.origin or not self.origin_shows_prompt)
+            )
 
             async def send(sink: UpdateSink, replayed: bool = shown_as_replay) -> None:
                 await sink.emit_event(event, live=live and not replayed)

@@ -116,6 +116,8 @@ class PromptResult:
     mode_changed: bool = False
     config_changed: bool = False
     """The mode, model or thinking effort changed (a command did it)."""
+    user_message_id: str | None = None
+    """The id the prompt is stored with (what ``_session/rewind`` and a fork at a message name)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,6 +145,8 @@ class _Queued:
     """Set once it may start: stored as queued, or never needed to be."""
     queued_in_log: bool = False
     started: bool = False
+    shown_by_origin: bool = True
+    """False for a prompt its connection did not send as one (a steering message that started a turn)."""
     scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
     done: anyio.Event = field(default_factory=anyio.Event)
     result: PromptResult | None = None
@@ -343,6 +347,7 @@ class Session:
         """Queue a prompt nobody waits for (a steering message that found no turn to join starts one); ``input_id``:
         it is already stored as queued."""
         queued = self._enqueue(display, origin, waits=False, input_id=input_id)
+        queued.shown_by_origin = False
         self.runtime.submit(lambda: self._store_queued(queued), "queued prompt")
 
     def _enqueue(
@@ -381,10 +386,12 @@ class Session:
                     self.audience.origin = (
                         queued.origin if queued.origin is not None and queued.origin.present else None
                     )
+                    self.audience.origin_shows_prompt = queued.shown_by_origin
                     try:
                         queued.result = await self._prompt(queued.display, queued.input_id)
                     finally:
                         self.audience.origin = None
+                        self.audience.origin_shows_prompt = True
             if queued.result is not None and self.projection.title is None and self.projection.first_prompt:
                 self.runtime.submit(self._write_title, "title")
         except Exception as exc:  # answered to the prompt's caller by the one error boundary
@@ -428,9 +435,16 @@ class Session:
             texts = await self._show_notices([*await self._once_notices(), *mcp])
             self._turn_id = new_turn_id()
             steering = self.steering.open(self._turn_id)
+            message_id = new_message_id()
             try:
                 turn = await wiring.run(
-                    display, turn_id=self._turn_id, notices=texts, prompt=prompt, input_id=input_id, steering=steering
+                    display,
+                    turn_id=self._turn_id,
+                    notices=texts,
+                    prompt=prompt,
+                    input_id=input_id,
+                    message_id=message_id,
+                    steering=steering,
                 )
             finally:
                 self._turn_id = None
@@ -438,7 +452,7 @@ class Session:
                     _log.warning("a steering message outlived its turn", session_id=self.id, input_id=left.input_id)
         finally:
             self._running = False
-        return PromptResult(stop_reason=turn.stop_reason, usage=turn.usage)
+        return PromptResult(stop_reason=turn.stop_reason, usage=turn.usage, user_message_id=message_id)
 
     async def _command(self, invocation: Invocation, display: list[DisplayBlock], input_id: str | None) -> PromptResult:
         """A slash command: a prompt file's text (its arguments in) or a built-in command's outcome."""

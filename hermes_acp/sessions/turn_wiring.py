@@ -133,11 +133,14 @@ class TurnWiring:
         notices: list[str],
         prompt: str | None,
         input_id: str | None = None,
+        message_id: str | None = None,
         steering: SteeringInbox | None = None,
     ) -> TurnResult:
         deps = self.deps(steering)
         state = TurnState(turn_id=turn_id)
-        return await run_turn(state, deps, display, notices=notices, prompt=prompt, input_id=input_id)
+        return await run_turn(
+            state, deps, display, notices=notices, prompt=prompt, input_id=input_id, message_id=message_id
+        )
 
     def _model_or_raise(self) -> CatalogModel:
         model = self._session.current_model()

@@ -145,13 +145,21 @@ async def run_turn(
     notices: Sequence[str] = (),
     prompt: str | None = None,
     input_id: str | None = None,
+    message_id: str | None = None,
 ) -> TurnResult:
     """Run one prompt turn to its end. Cancellation propagates after the turn was settled and stored.
 
     ``notices`` are shown to the user with the prompt (e.g. an MCP server that failed to start). ``prompt``: what
     the model gets instead of ``display`` (a slash command's expanded text; the transcript still shows
-    ``display``). ``input_id``: the queued input the prompt waited as."""
-    current: Phase | Ended = Converting(display=display, notices=tuple(notices), prompt=prompt, input_id=input_id)
+    ``display``). ``input_id``: the queued input the prompt waited as; ``message_id``: the id to store the prompt
+    with (a fresh one when None)."""
+    current: Phase | Ended = Converting(
+        display=display,
+        notices=tuple(notices),
+        prompt=prompt,
+        input_id=input_id,
+        message_id=message_id or new_message_id(),
+    )
     try:
         while not isinstance(current, Ended):
             current = await _step(current, state, deps)
@@ -206,7 +214,7 @@ async def _convert(phase: Converting, state: TurnState, deps: TurnDeps) -> Phase
     await deps.recorder.record(
         UserPrompted(
             turn_id=state.turn_id,
-            message_id=new_message_id(),
+            message_id=phase.message_id,
             display=phase.display,
             message=converted.message,
             input_id=phase.input_id,
@@ -348,7 +356,7 @@ async def settle(
     events: list[SessionEvent] = []
     match phase:
         case Converting():
-            events.append(_kept_prompt(state, phase.display, phase.input_id))
+            events.append(_kept_prompt(state, phase))
         case Streaming():
             partial = phase.partial
             message = interrupted_message(
@@ -399,15 +407,15 @@ async def _finish(phase: Phase, exc: BaseException, ending: Ending, state: TurnS
     return TurnResult(stop_reason=ending.stop or "end_turn", usage=state.usage)
 
 
-def _kept_prompt(state: TurnState, display: list[DisplayBlock], input_id: str | None) -> UserPrompted:
+def _kept_prompt(state: TurnState, phase: Converting) -> UserPrompted:
     """The prompt of a turn stopped while it was converted: kept in the log (a replay shows it), not for the model,
     which never got it."""
-    text = "".join(b.text for b in display if isinstance(b, TextBlock))
+    text = "".join(b.text for b in phase.display if isinstance(b, TextBlock))
     return UserPrompted(
         turn_id=state.turn_id,
-        message_id=new_message_id(),
-        display=display,
+        message_id=phase.message_id,
+        display=phase.display,
         message=UserMessage(parts=[TextPart(text=text)]),
         for_model=False,
-        input_id=input_id,
+        input_id=phase.input_id,
     )

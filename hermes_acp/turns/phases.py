@@ -23,10 +23,11 @@ Pure data; the only mutable piece is the streamed text buffer, which the streami
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 from hermes_acp.core import DisplayBlock, StopReason
+from hermes_acp.core.ids import new_message_id
 from hermes_acp.providers.base import ModelStopReason, ProviderRequest
 from hermes_acp.tools.base import AnyTool
 
@@ -46,6 +47,8 @@ class Converting:
     """What the model gets instead of ``display`` (a slash command's text); ``display`` is still what is shown."""
     input_id: str | None = None
     """The queued input this prompt waited as (``InputQueued``), resolved by its ``UserPrompted``."""
+    message_id: str = field(default_factory=new_message_id)
+    """The id its ``UserPrompted`` is stored with (the session may choose it, to tell the client)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -87,6 +87,13 @@ class Pair:
         with anyio.fail_after(timeout):
             return await self.conn.prompt(session_id=session_id, prompt=[text_block(text)])
 
+    async def request(self, method: str, params: dict[str, Any], *, timeout: float = SESSION_TIMEOUT_S) -> Any:
+        """A request the SDK client has no method for (the unstable metadata methods, our ``_session/*``
+        extensions), sent on its connection, so its frames are recorded and schema-checked like the others; a
+        JSON-RPC error raises ``acp.RequestError``."""
+        with anyio.fail_after(timeout):
+            return await self.conn._conn.send_request(method, params)
+
 
 def _server_model(entry: dict[str, Any]) -> Any:
     kind = entry.get("type")

@@ -4,6 +4,7 @@ turn — and reported as not applied when the turn stops first."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -12,6 +13,7 @@ import pytest
 
 from hermes_acp.core import (
     AssistantMessage,
+    DisplayBlock,
     InputDropped,
     InputQueued,
     SteeringApplied,
@@ -35,13 +37,13 @@ pytestmark = pytest.mark.anyio
 async def _steer(loop: Loop, queue: SteeringQueue, text: str, *, turn_id: str = "t1") -> str:
     """As the session steers: stored as queued first, then offered to the turn."""
     input_id = f"in-{text}"
-    display = [TextBlock(text=text)]
+    display: list[DisplayBlock] = [TextBlock(text=text)]
     await loop.recorder.record(InputQueued(input_id=input_id, input_kind="steering", display=display, turn_id=turn_id))
     assert queue.offer(turn_id, Steer(input_id, display))
     return input_id
 
 
-def _kinds(events: list[object]) -> list[str]:
+def _kinds(events: Sequence[object]) -> list[str]:
     return [type(e).__name__ for e in events]
 
 
