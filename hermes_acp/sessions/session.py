@@ -196,6 +196,7 @@ class Session:
         self._turn_lock = anyio.Lock()
         self._queue: list[_Queued] = []
         """Every prompt queued or running, in order."""
+        self._title_lock = anyio.Lock()
         self.steering = SteeringQueue()
         """Steering messages for the running model turn (opened for each turn, closed when it ends)."""
         self._running = False
@@ -655,16 +656,23 @@ class Session:
             model = self.services.catalog.get(title_model)
             title = await title_with_model(self.services.providers.provider_for(model), model.model, first)
         title = title or title_from_prompt(first)
-        if title and self.projection.title is None:  # not if one was set while the model wrote this one
-            await self.set_title(title)
+        if title:
+            await self.set_title(title, automatic=True)
 
-    async def set_title(self, title: str) -> str:
+    async def set_title(self, title: str, *, automatic: bool = False) -> str:
         """Set the title (``normalise_title``: the one rule for titles); the record first, then the event that
-        tells the editors: once they have the update, ``session/list`` agrees. Returns the title as stored."""
+        tells the editors: once they have the update, ``session/list`` agrees. Returns the title as stored. An
+        ``automatic`` one is dropped when the session got a title meanwhile (a client's, set while the model wrote
+        this one): titles are set one at a time, so the check and the write cannot be split."""
         title = normalise_title(title)
-        self.record = await self.services.store.update_session(self.id, title=title)
-        await self.recorder.record(TitleSet(title=self.record.title or title, updated_at=utc_now()))
-        return self.record.title or title
+        async with self._title_lock:
+            if automatic and self.projection.title is not None:
+                return self.projection.title
+            updated = await self.services.store.update_session(self.id, title=title)
+            self.record = updated
+            stored = updated.title or title
+            await self.recorder.record(TitleSet(title=stored, updated_at=utc_now()))
+        return stored
 
     async def set_mode(self, mode_id: str) -> None:
         if not is_mode_id(mode_id):
