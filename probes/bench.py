@@ -30,6 +30,7 @@ from acp import schema
 from fixtures.model_server import load_scenario, serve_model_server
 
 from .agent import AgentProcess, ProbeClient, peak_rss_kib, spawn_agent, stop_agent
+from .bench_control import STEERING_RESPONSES, rewind_rows, steering_rows
 
 __all__ = ["main"]
 
@@ -70,6 +71,7 @@ SCENARIO: dict[str, Any] = {
     "name": "bench",
     "models": ["bench-model"],
     "responses": [
+        *STEERING_RESPONSES,
         {
             "match": {"last_message_contains": "stream-rate"},
             "repeat": True,
@@ -957,6 +959,8 @@ ROWS: dict[str, Callable[[Bench], Awaitable[list[Row]]]] = {
     "sandbox": sandbox_overhead,
     "compaction": lambda b: compaction(b, 200),
     "shared_host": shared_host_rows,
+    "steering": lambda b: steering_rows(b, Row),
+    "rewind": lambda b: rewind_rows(b, Row),
 }
 
 
