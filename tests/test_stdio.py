@@ -43,7 +43,7 @@ async def test_real_process_speaks_only_json_rpc_and_survives_sigkill(tmp_path: 
     assert init.protocol_version == 1
     assert {s.session_id for s in listed.sessions} == {first, second}
     assert titles == ["Survives a kill"]
-    assert "Session renamed." in replayed
+    assert "Session renamed to “Survives a kill”." in replayed
     quiet = [json.loads(line) for line in stderr_log.read_text().splitlines()]
     assert all(line["level"] in ("warning", "error", "critical") for line in quiet), "stderr shows no info lines"
     kept = [json.loads(line) for line in (home / "logs" / "hermes-acp.log").read_text().splitlines()]

@@ -63,7 +63,7 @@ async def test_a_front_door_starts_a_host_when_none_runs_and_the_session_outlive
             assert missing["error"]["data"]["sessionId"] == "no-such-session"
             listed = await door.request("session/list", {})
             meta = listed["result"]["sessions"][0]["_meta"]["hermes"]
-            assert meta == {"status": "open", "running": False, "attached": 1}
+            assert meta == {"status": "open", "running": False, "attached": 1, "queue": []}
         code, status = await shared.status()
         assert code == 0 and status is not None
         assert [s["sessionId"] for s in status["sessions"]] == [session]
