@@ -18,6 +18,7 @@ through its supervised connection. It knows nothing about modes, providers or AC
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +26,7 @@ from pathlib import Path
 import anyio
 import structlog
 
+from hermes_acp.exec.environment import EnvPolicy
 from hermes_acp.tools.base import Tool
 
 from .connection import McpTimeouts, ServerConnection
@@ -69,8 +71,9 @@ class McpServers:
         cwd: Path,
         stderr_dir: Path | None = None,
         timeouts: McpTimeouts | None = None,
+        pass_env: Sequence[str] = (),
     ):
-        parsed = parse_specs(specs)
+        parsed = parse_specs(specs, base_env=EnvPolicy.of(pass_env).base(os.environ))
         self._changed = anyio.Event()
         timeouts = timeouts or McpTimeouts()
         self.connections: list[ServerConnection] = [

@@ -184,7 +184,13 @@ class SessionManager:
         runtime = SessionRuntime(record.id)
         await self._task_group.start(runtime.run)
         try:
-            servers = McpServers(mcp_servers, cwd=Path(record.cwd), stderr_dir=self.services.settings.logs_dir / "mcp")
+            settings = self.services.settings
+            servers = McpServers(
+                mcp_servers,
+                cwd=Path(record.cwd),
+                stderr_dir=settings.logs_dir / "mcp",
+                pass_env=settings.sandbox.pass_env,
+            )
             if servers:
                 await runtime.enter(servers.running())  # starts them; does not wait for them
             recorder = Recorder(record.id, self.services.store, self.services.client.sink(record.id), projection)
