@@ -13,6 +13,7 @@ import os
 import shutil
 import sys
 from collections.abc import Callable
+from dataclasses import replace
 from importlib import metadata
 from pathlib import Path
 
@@ -21,7 +22,11 @@ import anyio
 from hermes_acp.computer_use import check_driver
 from hermes_acp.config import Settings, load_settings
 from hermes_acp.errors import ConfigError, StorageError
+from hermes_acp.exec.environment import SAFE_NAMES
+from hermes_acp.exec.limits import enforcement
 from hermes_acp.exec.sandbox import Sandbox
+from hermes_acp.exec.secrets import SYSTEM
+from hermes_acp.exec.view import View
 from hermes_acp.home import default_home
 from hermes_acp.providers.catalog import ModelCatalog
 from hermes_acp.storage.sqlite import SqliteSessionStore, StoreHealth
@@ -158,12 +163,37 @@ def _check_sandbox(settings: Settings, say: Callable[[str], None]) -> None:
         say(f"  {_WARN} commands are refused: {availability.problem}")
     else:
         say(f"  {_WARN} no sandbox ({availability.problem}): every command asks for permission, in every mode")
+    if availability.usable:
+        _what_commands_see(sandbox, say)
+    found = enforcement(prepare=False)
+    say(f"  limits per command: {sandbox.limits.describe()}")
+    for line in found.describe():
+        say(f"      {line}")
     passed = sorted(sandbox.env_policy.pass_env)
-    withheld = len(sandbox.env_policy.withheld_names(os.environ))
+    withheld = sandbox.env_policy.withheld_count(os.environ)
     say(
-        f"  child processes do not see {withheld} secret-looking variable(s) of this environment"
-        + (f"; allowed back: {', '.join(passed)}" if passed else "")
+        f"  environment: the safe list ({', '.join(SAFE_NAMES[:6])}, …)"
+        + (f" and pass_env ({', '.join(passed)})" if passed else "")
+        + f"; {withheld} other variable(s) of this environment are not passed to child processes"
     )
+
+
+def _what_commands_see(sandbox: Sandbox, say: Callable[[str], None]) -> None:
+    """The view of a command started in the current folder (what a session there would give it)."""
+    cwd = Path.cwd()
+    request = replace(sandbox.view_request([cwd], os.environ), prepare=False)
+    view = View.compute(request, empty=Path(os.devnull))
+    home = view.home or "(the home is inside the session's directory: visible there, its credential files masked)"
+    say(f"  what a command started in {cwd} sees:")
+    system = ", ".join(path for path in SYSTEM if os.path.lexists(path))
+    say(f"      system, read-only: {system}, parts of /run; /etc secrets masked")
+    say(f"      home: a fresh, empty {home}")
+    shown = [m.path for m in view.mounts if m.kind in ("ro", "rw") and view.home and m.path.startswith(view.home + "/")]
+    say(f"      home_read / home_write present: {', '.join(shown) or 'none'}")
+    if view.home_missing:
+        say(f"      not present here (skipped): {', '.join(view.home_missing)}")
+    say(f"      {cwd}: read-write, {view.scanned:,} files scanned, {len(view.masked)} path(s) masked in all")
+    say("      not visible: other users' homes, /srv, /mnt, /media, /var/lib and every other top-level folder")
 
 
 def _check_driver(settings: Settings, say: Callable[[str], None]) -> None:
