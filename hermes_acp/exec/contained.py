@@ -10,6 +10,7 @@ approvals or ACP.
 
 from __future__ import annotations
 
+import errno
 import os
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -47,7 +48,10 @@ async def run_contained(
     on_output: Callable[[OutputBuffer], Awaitable[None]],
 ) -> Contained:
     """Run ``argv`` (``command`` is how the model wrote it, for the notes) to its end, its time limit or its
-    process limit. Raises ``OSError`` when it cannot be started."""
+    process limit. Raises ``OSError`` when it cannot be started (its program is not there: the wrappers in front of
+    it would otherwise start and report it as a failed command)."""
+    if not os.access(argv[0], os.X_OK):
+        raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), argv[0])
     async with sandbox.contained(argv, roots=roots, cwd=cwd, mode=mode, extra_env=extra_env) as confined:
         result = await run_command(
             confined.argv,
@@ -59,5 +63,6 @@ async def run_contained(
             own_pid_namespace=confined.sandboxed,
             limits=confined.limits,
         )
-        notes = explain(confined, command, result, cwd=str(cwd), limits=sandbox.limits, home=os.environ.get("HOME"))
+        home = sandbox.environment().get("HOME")
+        notes = explain(confined, command, result, cwd=str(cwd), limits=sandbox.limits, home=home)
     return Contained(result, confined.sandboxed, [*notes, *confined.aftermath])

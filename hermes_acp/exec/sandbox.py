@@ -146,9 +146,11 @@ class Sandbox:
     """``$HERMES_ACP_HOME``: masked where visible, and where the empty file that stands in for masked files is kept."""
     bwrap: str | None = None
     """A bwrap to use instead of the one on PATH."""
+    environ: Mapping[str, str] | None = None
+    """The environment commands start from (the session's client's, in a session host); None: this process's."""
 
     @classmethod
-    def from_settings(cls, settings: Settings) -> Sandbox:
+    def from_settings(cls, settings: Settings, environ: Mapping[str, str] | None = None) -> Sandbox:
         section = settings.sandbox
         return cls(
             mode=section.mode,
@@ -160,12 +162,17 @@ class Sandbox:
             env_policy=EnvPolicy.of(section.pass_env),
             limits=Limits.from_settings(section.limits),
             home=settings.home,
+            environ=environ,
         )
 
     @classmethod
     def default(cls) -> Sandbox:
         """``mode = "auto"`` with the defaults, for contexts that were given no settings."""
         return cls(home=default_home(os.environ))
+
+    def environment(self) -> Mapping[str, str]:
+        """The environment commands start from: the session's (``environ``), else this process's."""
+        return self.environ if self.environ is not None else os.environ
 
     def probe(self) -> Availability:
         """Whether commands will be sandboxed (blocking when not probed yet; ``mode = "off"``: never)."""
@@ -257,7 +264,7 @@ class Sandbox:
         environ: Mapping[str, str] | None = None,
     ) -> Confined:
         """``contained``'s line, whose limits the caller must ``close`` (blocking) once the command is done."""
-        environ = os.environ if environ is None else environ
+        environ = self.environment() if environ is None else environ
         availability = await self.availability()
         sandboxed = availability.usable and availability.bwrap is not None
         network = self.network and mode != "read_only"

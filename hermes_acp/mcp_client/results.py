@@ -42,7 +42,7 @@ async def outcome_from_result(
     cache_dir: Path,
     limit: int = MAX_RESULT_CHARS,
     gate: ImageGate | None = None,
-) -> ToolOutcome:
+) -> ToolOutcome[Any]:
     """The tool's result for the model and the editor. Images reach the model through the session's image ``gate``
     (the one of docs/computer-use.md §10, shared with screenshots and prompt images); the editor gets them unchanged."""
     texts: list[str] = []
@@ -77,7 +77,7 @@ async def outcome_from_result(
     )
 
 
-def outcome_from_text(text: str, *, raw_output: Any = None, limit: int = MAX_RESULT_CHARS) -> ToolOutcome:
+def outcome_from_text(text: str, *, raw_output: Any = None, limit: int = MAX_RESULT_CHARS) -> ToolOutcome[Any]:
     """A plain text outcome (resource and prompt helpers), cleaned and capped like tool results."""
     capped, _ = cap_middle(clean_text(text), limit, head_share=RESULT_HEAD_SHARE)
     return ToolOutcome.text(capped, raw_output=raw_output)

@@ -1,7 +1,8 @@
 """What a running tool may use: its call's identity, the session's workspace and mode, a progress channel for live
 output, the editor's file system and terminals when the client offers them, the session's image gate and
 sandbox; and
-``ApprovalRequest``, how a tool describes what a call will do before it runs.
+``ApprovalRequest``, the question a call's ``Approval`` (``approval``) puts to the policy: what the call will do, in
+the editor's terms.
 
 These are ports (Protocols) and plain data; the turn loop and the protocol layer supply the implementations.
 Nothing here knows ACP.

@@ -16,11 +16,10 @@ locally, ``_client_terminal`` in the editor) own the processes.
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import anyio
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -35,6 +34,7 @@ from hermes_acp.exec.sandbox import Availability, Sandbox
 from ._client_terminal import run_in_client_terminal
 from ._paths import display_path, missing_path_error, policy_paths
 from ._text import cap_middle, fence, one_line
+from .approval import Approval
 from .base import Presentation, ToolOutcome, TypedTool
 from .context import ApprovalRequest, ToolContext
 
@@ -121,7 +121,7 @@ def _status(result: CommandResult, timeout_s: float) -> str:
     return f"Exit code {result.exit_code}" + (f" (killed by {ended})." if ended else ".")
 
 
-class TerminalTool(TypedTool[_TerminalInput]):
+class TerminalTool(TypedTool[_TerminalInput, dict[str, Any]]):
     name = "terminal"
     description = (
         "Run a shell command (bash -c) in the working directory or `cwd`. Stdin is closed: the command must not wait"
@@ -172,7 +172,7 @@ class TerminalTool(TypedTool[_TerminalInput]):
             )
         return sandbox, availability
 
-    async def approval(self, parsed: _TerminalInput, ctx: ToolContext) -> ApprovalRequest:
+    async def approval(self, parsed: _TerminalInput, ctx: ToolContext) -> Approval[dict[str, Any]]:
         check = await self._checked(parsed.command)
         sandbox, availability = await self._sandbox(ctx)
         cwd = await self._cwd(parsed, ctx)
@@ -184,7 +184,7 @@ class TerminalTool(TypedTool[_TerminalInput]):
             reason = f"commands run without a sandbox here ({availability.problem})"
         if reason is not None:
             content.append(TextBlock(text=f"Asked because {reason}."))
-        return ApprovalRequest(
+        request = ApprovalRequest(
             scope="execute",
             title=self._title(parsed),
             mutating=True,
@@ -194,8 +194,11 @@ class TerminalTool(TypedTool[_TerminalInput]):
             ask_always=reason is not None,
             reason=reason,
         )
+        return Approval(ctx.tool_call_id, request=request)
 
-    async def run(self, parsed: _TerminalInput, ctx: ToolContext) -> ToolOutcome:
+    async def run(
+        self, parsed: _TerminalInput, approval: Approval[dict[str, Any]], ctx: ToolContext
+    ) -> ToolOutcome[dict[str, Any]]:
         await self._checked(parsed.command)
         sandbox, _ = await self._sandbox(ctx)
         cwd = await self._cwd(parsed, ctx)
@@ -217,9 +220,8 @@ class TerminalTool(TypedTool[_TerminalInput]):
                     show=ctx.progress,
                     limits=confined.limits,
                 )
-                notes = explain(
-                    confined, parsed.command, result, cwd=str(cwd), limits=sandbox.limits, home=os.environ.get("HOME")
-                )
+                home = sandbox.environment().get("HOME")
+                notes = explain(confined, parsed.command, result, cwd=str(cwd), limits=sandbox.limits, home=home)
             return _outcome(parsed, Contained(result, confined.sandboxed, [*notes, *confined.aftermath]), terminal_id)
 
         async def live(buffer: OutputBuffer) -> None:
@@ -243,7 +245,7 @@ class TerminalTool(TypedTool[_TerminalInput]):
         return _outcome(parsed, contained, None)
 
 
-def _outcome(parsed: _TerminalInput, contained: Contained, terminal_id: str | None) -> ToolOutcome:
+def _outcome(parsed: _TerminalInput, contained: Contained, terminal_id: str | None) -> ToolOutcome[dict[str, Any]]:
     result = contained.result
     output, capped = cap_middle(result.output.rstrip("\n"), MODEL_OUTPUT_CHARS)
     status = _status(result, parsed.timeout_s)

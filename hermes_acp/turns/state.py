@@ -17,7 +17,7 @@ from hermes_acp.core import ModeId, StopReason, Usage
 from hermes_acp.exec.sandbox import Sandbox
 from hermes_acp.providers.base import ModelProvider
 from hermes_acp.providers.catalog import CatalogModel
-from hermes_acp.tools.base import Tool
+from hermes_acp.tools.base import AnyTool
 from hermes_acp.tools.context import EditorFiles, EditorTerminals, Workspace
 
 from .ports import PermissionGate
@@ -50,7 +50,7 @@ class TurnDeps:
     model: CatalogModel
     provider: ModelProvider
     system_prompt: str
-    tool_surface: Callable[[], Sequence[Tool]]
+    tool_surface: Callable[[], Sequence[AnyTool]]
     """Derived before every request from session state, never remembered."""
     recorder: Recorder
     gate: PermissionGate
@@ -61,6 +61,9 @@ class TurnDeps:
     cache_dir: Path
     files: EditorFiles | None = None
     terminals: EditorTerminals | None = None
+    client_present: Callable[[], bool] | None = None
+    """Whether the client whose ``files`` and ``terminals`` these are is still there; once it is not, each call
+    uses this machine's disk and terminal instead (None: the client never goes away during the turn)."""
     images: ImageGate | None = None
     """The session's image gate: prompt images, tool-result images and MCP images all pass it."""
     sandbox: Sandbox | None = None

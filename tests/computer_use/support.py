@@ -40,6 +40,7 @@ from hermes_acp.providers.registry import ProviderRegistry
 from hermes_acp.tools.base import ToolOutcome
 from hermes_acp.tools.context import ApprovalRequest, ToolContext, Workspace
 from tests.fakes.server import scripted_model
+from tests.fakes.tools import approved
 
 from .owner import CountingRuntime
 
@@ -55,7 +56,7 @@ def catalog_model(model_id: str = "scripted:model", *, vision: bool = True) -> C
     return scripted_model(model_id, vision=vision)
 
 
-def payload(outcome: ToolOutcome) -> dict[str, Any]:
+def payload(outcome: ToolOutcome[Any]) -> dict[str, Any]:
     """The JSON the model reads first in a computer_use result."""
     first = outcome.parts[0]
     assert isinstance(first, TextPart)
@@ -133,16 +134,16 @@ class Desk:
             images=self.gate,
         )
 
-    async def act(self, **arguments: Any) -> ToolOutcome:
+    async def act(self, **arguments: Any) -> ToolOutcome[Any]:
         """One call as the turn loop runs it; errors come back as failed outcomes with their code."""
         tool, ctx = self.cu.tool, self.ctx()
         try:
             parsed = tool.validate(arguments)
-            request = await tool.approval(parsed, ctx)
-            if request is not None:
-                self.approvals.append(request)
+            approval = await approved(tool, parsed, ctx)
+            if approval.request is not None:
+                self.approvals.append(approval.request)
             with anyio.fail_after(20):
-                return await tool.run(parsed, ctx)
+                return await tool.run(parsed, approval, ctx)
         except ToolError as exc:
             text = f"Error ({exc.code}): {exc}"
             return ToolOutcome(parts=[TextPart(text=text)], failed=True, error_code=exc.code)

@@ -25,6 +25,7 @@ from hermes_acp.providers.registry import ProviderRegistry
 from hermes_acp.tools.context import ToolContext, Workspace
 from tests.computer_use.support import image_gate
 from tests.fakes.lanes import lane_missing
+from tests.fakes.tools import approved
 
 from .owner import CountingRuntime
 from .support import catalog_model
@@ -65,9 +66,9 @@ async def test_computer_use_drives_the_gtk_calculator_and_form(lane: LaneTools, 
 
             async def act(**arguments: Any) -> dict[str, Any]:
                 parsed = cu.tool.validate(arguments)
-                await cu.tool.approval(parsed, ctx)  # the hard blocks; dont_ask mode allows the rest
+                approval = await approved(cu.tool, parsed, ctx)  # the hard blocks; dont_ask mode allows the rest
                 with anyio.fail_after(30):
-                    outcome = await cu.tool.run(parsed, ctx)
+                    outcome = await cu.tool.run(parsed, approval, ctx)
                 first = outcome.parts[0]
                 assert isinstance(first, TextPart) and not outcome.failed, first
                 body: dict[str, Any] = json.loads(first.text)

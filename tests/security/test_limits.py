@@ -56,7 +56,7 @@ def _sandbox(ws: Path, limits: Limits = SMALL) -> Sandbox:
 async def _run(ws: Path, command: str, limits: Limits = SMALL, timeout_s: float = 60) -> tuple[str, dict[str, object]]:
     ctx = context(ws, mode="dont_ask", sandbox=_sandbox(ws, limits))
     called = await call(TerminalTool(), ctx, command=command, timeout_s=timeout_s)
-    return called.text, called.outcome.raw_output
+    return called.text, called.output
 
 
 async def _prove_the_process_limit(ws: Path) -> None:
