@@ -29,10 +29,11 @@ from hermes_acp.exec.secrets import SYSTEM
 from hermes_acp.exec.view import View
 from hermes_acp.home import default_home
 from hermes_acp.providers.catalog import ModelCatalog
+from hermes_acp.storage.repair import repair_store
 from hermes_acp.storage.sqlite import SqliteSessionStore, StoreHealth
 from hermes_acp.version import __version__
 
-__all__ = ["run_check"]
+__all__ = ["run_check", "run_repair"]
 
 _DEPENDENCIES = ("agent-client-protocol", "mcp", "pydantic", "anyio", "pillow", "httpx", "structlog")
 _OK, _BAD, _WARN = "✓", "✗", "!"
@@ -75,17 +76,24 @@ def _check_home(settings: Settings, say: Callable[[str], None]) -> int:
         probe.write_text("ok")
         probe.unlink()
     except OSError as exc:
-        say(f"  {_BAD} {settings.home} is not writable: {exc}")
+        say(f"  {_BAD} {settings.home} is not writable: {exc.strerror or exc}")
+        say(
+            "      sessions can be listed and loaded but not changed; make it writable, or set HERMES_ACP_HOME to a"
+            " writable folder"
+        )
         return 1
     problems = _check_space(settings.home, say)
     try:
         health = anyio.run(_store_health, settings.state_db)
     except StorageError as exc:
-        say(f"  {_BAD} {exc}")
+        say(f"  {_BAD} {str(exc).split('. `hermes-acp --check`')[0]}")
+        if exc.cause == "corrupt":
+            _offer_repair(settings.state_db, say)
         return problems + 1
     if health.problems:
         say(f"  {_BAD} session store {settings.state_db} is damaged (PRAGMA quick_check):")
         say("\n".join(f"      {finding}" for finding in health.problems))
+        _offer_repair(settings.state_db, say)
         return problems + 1
     say(f"  {_OK} session store: {settings.state_db}")
     say(
@@ -93,6 +101,26 @@ def _check_home(settings: Settings, say: Callable[[str], None]) -> int:
         f" {_size(health.size_bytes)}"
     )
     return problems
+
+
+def _offer_repair(path: Path, say: Callable[[str], None]) -> None:
+    say(
+        "      to repair it: close every editor's agent (and `hermes-acp host stop`), then run `hermes-acp --repair`:"
+        f" what can be read is copied into a new store, and the damaged file is kept as {path.name}.damaged-<time>"
+    )
+
+
+def run_repair(say: Callable[[str], None]) -> int:
+    """``hermes-acp --repair``: copy what can be read of a damaged store into a new one (``storage.repair``)."""
+    settings_home = default_home(dict(os.environ))
+    path = settings_home / "state.db"
+    try:
+        report = repair_store(path)
+    except StorageError as exc:
+        say(f"{_BAD} {exc}")
+        return 1
+    say(f"{_OK} repaired {path}: {report.describe()}")
+    return 0
 
 
 def _check_space(home: Path, say: Callable[[str], None]) -> int:

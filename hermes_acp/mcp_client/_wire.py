@@ -104,8 +104,9 @@ class Wire:
         info = self.client.server_info
         return info.version if info is not None else None
 
-    async def list_tools(self) -> list[dict[str, Any]]:
-        return [_dump(t) for t in await self._pages("tools")]
+    async def list_tools(self, *, limit: int | None = None) -> list[dict[str, Any]]:
+        """The server's tools (pages followed until ``limit`` of them are known, when given)."""
+        return [_dump(t) for t in (await self._pages("tools", limit=limit))[:limit]]
 
     async def list_resources(self) -> list[dict[str, Any]]:
         return [_dump(r) for r in await self._pages("resources")]
@@ -130,7 +131,7 @@ class Wire:
             result = await self.client.session.get_prompt(name, arguments)
         return _dump(result)
 
-    async def _pages(self, kind: str) -> list[Any]:
+    async def _pages(self, kind: str, *, limit: int | None = None) -> list[Any]:
         session = self.client.session
         items: list[Any] = []
         cursor: str | None = None
@@ -147,7 +148,7 @@ class Wire:
                     page = await session.list_prompts(params=params)
                     items.extend(page.prompts)
             cursor = page.next_cursor
-            if not cursor:
+            if not cursor or (limit is not None and len(items) >= limit):
                 break
         return items
 

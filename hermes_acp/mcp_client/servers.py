@@ -26,6 +26,7 @@ from pathlib import Path
 import anyio
 import structlog
 
+from hermes_acp.core.bounds import MAX_MCP_TOOLS_PER_SERVER
 from hermes_acp.exec.environment import EnvPolicy
 from hermes_acp.tools.base import AnyTool
 
@@ -138,6 +139,11 @@ class McpServers:
             if conn.state == "failed" and self._once((conn.index, "failed", conn.attempts)):
                 notices.append(
                     f"⚠ MCP server '{conn.name}' could not be started: {conn.error}. Its tools are not available."
+                )
+            elif conn.tools_cut and self._once((conn.index, "cut", conn.listing_version)):
+                notices.append(
+                    f"⚠ MCP server '{conn.name}' lists more than {MAX_MCP_TOOLS_PER_SERVER} tools; only the first"
+                    f" {MAX_MCP_TOOLS_PER_SERVER} are offered to the model."
                 )
             elif conn.settling and self._once((conn.index, "starting", conn.attempts)):
                 notices.append(

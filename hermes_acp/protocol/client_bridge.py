@@ -122,7 +122,7 @@ class AcpPermissionGate:
         for answer in answers:
             if outcome.option_id == answer:
                 return answer
-        _log.warning("permission answer with an option we did not offer", option=outcome.option_id)
+        _log.warning("permission answer with an option we did not offer", option=outcome.option_id[:200])
         return "reject_once"
 
 

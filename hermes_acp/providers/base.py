@@ -88,6 +88,9 @@ class ResponseDone(BaseModel):
     message: AssistantMessage
     stop_reason: ModelStopReason
     usage: Usage | None = None
+    cut: str | None = None
+    """Why the agent stopped reading the response before its end (it passed a bound: ``core.bounds``); the stop
+    reason is then ``max_tokens`` and the message holds what arrived."""
 
 
 class RetryWait(BaseModel):

@@ -118,16 +118,18 @@ class SessionManager:
             changes["cwd"] = real
         if additional is not None and extra != record.meta.get("additional_directories"):
             changes["meta"] = {**record.meta, "additional_directories": extra}
-        if changes:
-            record = await self.services.store.update_session(session_id, **changes)
-        events = [stored.event for stored in await self.services.store.load_events(session_id)]
+        store = self.services.store
+        if changes and store.read_only is None:  # a read-only store still loads: it keeps the old values
+            record = await store.update_session(session_id, **changes)
+        events = [stored.event for stored in await store.load_events(session_id)]
         projection = SessionProjection()
         for event in events:
             projection.apply(event)
         repairs = recovery_events(projection)
         if repairs:
             _log.info("repairing interrupted session", session_id=session_id, events=len(repairs))
-            await self.services.store.append_events(session_id, repairs)
+            if store.read_only is None:  # else shown and folded only: stored by the next load that can write
+                await store.append_events(session_id, repairs)
             for event in repairs:
                 projection.apply(event)
             events.extend(repairs)
