@@ -221,11 +221,11 @@ DEFAULT_HOME_READ: tuple[str, ...] = (
     "~/go/bin",
     "~/.sdkman/candidates",
     "~/.cache/pip",
-    "~/.npm/_cacache",
 )
 """What commands may read of the home unless ``[sandbox] home_read`` says otherwise: git's settings, and the
 toolchains and read-only caches ``PATH`` or a build looks for. No credential file (and the known ones inside these
-folders stay masked)."""
+folders stay masked). Only caches a tool can use read-only: pip's is (it goes on without writing), npm's is not
+(it fails with EROFS), so npm gets a fresh cache in the command's home unless ``home_write`` names ``~/.npm``."""
 
 
 class LimitSettings(_Section):

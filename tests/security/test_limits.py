@@ -142,3 +142,31 @@ def test_limits_leave_no_cgroup_behind() -> None:
     assert not any(folder.exists() for folder in folders)
     mine = [child.name for child in found.cgroups.pids.iterdir() if child.name.startswith(f"hermes-acp-{os.getpid()}-")]
     assert mine == []
+
+
+def test_a_delegated_cgroup_v2_the_agent_holds_alone_gives_each_command_a_child(tmp_path: Path) -> None:
+    """cgroup v2's decision, on a stand-in of the agent's cgroup folder (the files the kernel shows there): the agent
+    moves itself into a leaf, enables pids and memory for children, and each command gets a child with its limits.
+    Where another process shares the cgroup, or the controller is not delegated, it says so and uses none."""
+    from hermes_acp.exec import limits as limits_module
+
+    own = tmp_path / "own"
+    own.mkdir()
+    (own / "cgroup.controllers").write_text("cpu pids memory\n")
+    (own / "cgroup.subtree_control").write_text("\n")
+    (own / "cgroup.procs").write_text(f"{os.getpid()}\n")
+    found, problem = limits_module._unified(own, prepare=True)
+    assert problem is None and found is not None and found.version == 2
+    assert (own / "hermes-acp-agent" / "cgroup.procs").read_text() == str(os.getpid())
+    assert (own / "cgroup.subtree_control").read_text() == "+pids +memory"
+    enforcement_here = limits_module.Enforcement(found, "/usr/bin/prlimit", "sandbox")
+    command = CommandLimits.make(SMALL, enforcement_here, for_editor=False)
+    [child] = command.folders
+    assert (child / "pids.max").read_text() == "64" and (child / "memory.max").read_text() == str(1024 * 1024 * 1024)
+    assert command.outer(["bwrap"])[-2:] == ["--", "bwrap"] and str(child / "cgroup.procs") in command.outer(["x"])
+    assert CommandLimits.make(SMALL, enforcement_here, for_editor=True).folders == [], "v2: not for the editor"
+    (own / "cgroup.subtree_control").write_text("\n")
+    (own / "cgroup.procs").write_text(f"{os.getpid()}\n1\n")
+    assert "other processes share" in (limits_module._unified(own, prepare=True)[1] or "")
+    (own / "cgroup.controllers").write_text("cpu memory\n")
+    assert "not delegated" in (limits_module._unified(own, prepare=True)[1] or "")
