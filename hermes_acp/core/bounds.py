@@ -41,7 +41,7 @@ MAX_SSE_EVENT_BYTES = 8 * MIB
 """One server-sent event (a line without an end is not buffered past this)."""
 
 # One response's tool calls (turns/streaming.py): the rest are dropped, and the model and the user are told.
-MAX_TOOL_CALLS_PER_RESPONSE = 64
+MAX_TOOL_CALLS_PER_RESPONSE = 128
 
 # A prompt (protocol/wire.py): refused with -32602.
 MAX_PROMPT_BYTES = 16 * MIB

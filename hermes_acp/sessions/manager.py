@@ -19,7 +19,7 @@ import structlog
 from anyio.abc import TaskGroup
 
 from hermes_acp.core.ids import new_session_id
-from hermes_acp.errors import SessionNotFoundError
+from hermes_acp.errors import SessionNotFoundError, SessionNotOpenError
 from hermes_acp.mcp_client import McpServers
 from hermes_acp.storage.base import PAGE_SIZE, SessionPage, SessionRecord, utc_now
 from hermes_acp.tools.context import Workspace
@@ -64,7 +64,7 @@ class SessionManager:
     def get(self, session_id: str) -> Session:
         session = self._live.get(session_id)
         if session is None:
-            raise SessionNotFoundError(session_id)
+            raise SessionNotOpenError(session_id)  # it may be stored: never "not found" for one that exists
         return session
 
     def live(self, session_id: str) -> Session | None:
