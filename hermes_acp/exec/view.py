@@ -106,7 +106,7 @@ class View:
             return "visible"
         if self.home is not None and (real == self.home or _within(self.home, real)):
             return "visible"
-        if real in ("/tmp", "/var/tmp") or any(_within(real, own) for own in _OWN):
+        if real in ("/", "/tmp", "/var", "/var/tmp", "/run") or any(_within(real, own) for own in _OWN):
             return "own"
         return "hidden"
 
@@ -228,7 +228,8 @@ class _Builder:
             if self._covered(real) or (self.home is not None and _within(real, self.home)):
                 continue
             parent = os.path.dirname(real)
-            folder = parent if os.path.basename(real) == "bin" and parent.count("/") >= 2 else real
+            a_home = os.path.dirname(parent) == "/home" or parent in ("/root", self.home)
+            folder = parent if os.path.basename(real) == "bin" and parent.count("/") >= 2 and not a_home else real
             if folder.count("/") < 2 or self._covered(folder):
                 continue
             self.mounts.append(Mount("ro", folder, folder))

@@ -535,3 +535,25 @@ async def test_a_cancel_ends_everything_the_sandboxed_command_started(bwrap: str
             assert _running_with(marker), "the control: the background process runs"
             tg.cancel_scope.cancel()
     assert _running_with(marker) == []
+
+
+def test_the_view_binds_path_folders_outside_the_home_and_says_what_each_path_shows(layout: Layout) -> None:
+    """``View`` alone (no bwrap): a PATH folder named ``bin`` outside the home brings the folder above it (its
+    toolchain's libraries), one in the home does not; ``shows`` tells a masked file, a visible one, the way to a
+    visible one, and what is not there."""
+    from hermes_acp.exec.view import View
+
+    toolchain = layout.outside / "sdk" / "bin"
+    toolchain.mkdir(parents=True)
+    in_home = layout.home / "tools" / "bin"
+    in_home.mkdir(parents=True)
+    request = layout.sandbox().view_request([layout.ws], {"HOME": str(layout.home), "PATH": f"{toolchain}:{in_home}"})
+    view = View.compute(request, empty=Path(os.devnull))
+    bound = {mount.path for mount in view.mounts if mount.kind == "ro"}
+    assert str(layout.outside / "sdk") in bound and str(layout.home / "tools") not in bound
+    assert view.shows(str(layout.ws / ".env")) == "masked"
+    assert view.shows(str(layout.ws / "notes.txt")) == "visible"
+    assert view.shows(str(layout.ws.parent)) == "visible", "a folder on the way to a visible one"
+    assert view.shows(str(layout.sibling / ".env")) == "hidden"
+    assert view.shows(str(layout.home / ".npmrc")) == "hidden", "the fresh home does not hold the real one"
+    assert view.scanned >= 8 and str(layout.ws / ".env") in view.masked
