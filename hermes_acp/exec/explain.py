@@ -100,6 +100,14 @@ def signal_of(result: CommandResult) -> str | None:
 
 def _limit_notes(confined: Confined, command: str, result: CommandResult, limits: Limits) -> list[str]:
     notes = []
+    forks_failed = "fork" in result.output and "Resource temporarily unavailable" in result.output
+    hit = confined.limits is not None and confined.limits.in_cgroup and confined.limits.exceeded(None) is not None
+    if result.ended_by is None and limits.processes and (hit or forks_failed):
+        notes.append(
+            f"[Limits: the command reached the limit of {limits.processes:,} processes ([sandbox.limits]"
+            " processes), so starting more failed. A fork bomb or a runaway loop? If a build really needs more,"
+            " ask the user to raise the limit.]"
+        )
     ended = signal_of(result)
     if ended == "SIGXCPU" or "CPU time limit exceeded" in result.output:
         notes.append(
