@@ -35,7 +35,8 @@ from hermes_acp.tools.base import Tool
 from .client_bridge import AcpClientBridge
 from .convert import prompt_to_display
 from .dispatcher import RequestContext, Route
-from .initialize import ENV_METHOD_ID, SETUP_METHOD_ID, key_variables
+from .initialize import ENV_METHOD_ID, FORM_SETUP_METHOD_ID, SETUP_METHOD_ID, key_variables
+from .provider_routes import ProviderRoutes
 from .session_view import (
     EFFORT_OPTION_ID,
     MODE_OPTION_ID,
@@ -44,6 +45,7 @@ from .session_view import (
     config_options,
     session_view,
 )
+from .setup_route import setup_in_editor
 from .wire import (
     AuthenticateParams,
     ListSessionsParams,
@@ -95,6 +97,9 @@ class HermesAgent:
             )
             self._manager = SessionManager(services)
             parts.attach(self._manager)
+        self._provider_routes = ProviderRoutes(
+            lambda: self.manager.services.providers, lambda: self._catalog, self._announce_all
+        )
 
     def routes(self) -> list[Route]:
         """Every method the agent answers (``initialize`` is answered before the server has loaded, elsewhere)."""
@@ -113,6 +118,9 @@ class HermesAgent:
             Route("session/set_model", self.set_model),
             Route("session/prompt", self.prompt, cancel=self._cancel_prompt),
             Route("session/cancel", self.cancel),
+            Route("providers/list", self._provider_routes.list),
+            Route("providers/set", self._provider_routes.set),
+            Route("providers/disable", self._provider_routes.disable),
         ]
 
     @property
@@ -130,10 +138,15 @@ class HermesAgent:
 
     async def authenticate(self, ctx: RequestContext, raw: Any) -> dict[str, Any]:
         params = parse(AuthenticateParams, raw)
-        if params.method_id not in (SETUP_METHOD_ID, ENV_METHOD_ID):
+        if params.method_id not in (SETUP_METHOD_ID, ENV_METHOD_ID, FORM_SETUP_METHOD_ID):
             raise InvalidParamsError(f"unknown authentication method {params.method_id!r}", field="methodId")
         if self._startup_error is not None:
             raise ProviderAuthError(f"the configuration has errors: {self._startup_error}")
+        if params.method_id == FORM_SETUP_METHOD_ID:
+            services = self.manager.services
+            await setup_in_editor(ctx, self._bridge, services.providers, services.catalog)
+            await self._announce_all()
+            return {}
         if not any(m.usable for m in self._catalog.models):
             env = self._parts.env if self._parts is not None else dict(os.environ)
             variables = ", ".join(sorted(set(key_variables(env).values())))
@@ -318,6 +331,11 @@ class HermesAgent:
                 await session.recorder.sink.emit_live(meter)
 
         ctx.after_response(send)
+
+    async def _announce_all(self) -> None:
+        """The models changed (setup, ``providers/*``): every open session gets its options again."""
+        for session in self.manager.sessions():
+            await self._announce_config(session, mode_changed=False)
 
     async def _announce_config(self, session: Session, *, mode_changed: bool) -> None:
         """A mode switch sends ``current_mode_update`` (for clients that read ``modes``); every change sends the

@@ -56,6 +56,10 @@ class SessionManager:
     def live(self, session_id: str) -> Session | None:
         return self._live.get(session_id)
 
+    def sessions(self) -> list[Session]:
+        """The sessions open now."""
+        return list(self._live.values())
+
     async def new_session(
         self, cwd: str, additional: Sequence[str] | None, mcp_servers: list[dict[str, object]]
     ) -> Session:
