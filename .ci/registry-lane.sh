@@ -13,21 +13,22 @@ UV_VERSION="${UV_VERSION:-0.9.5}"
 PY=.venv/bin/python
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
+quietly() { "$@" >"$work/step.log" 2>&1 || { cat "$work/step.log"; exit 1; }; }
 
 "$PY" -m registry.release_check
-"$PY" -m build --outdir "$work/dist" . >"$work/build.log" 2>&1 || { cat "$work/build.log"; exit 1; }
+quietly "$PY" -m build --outdir "$work/dist" .
 wheel="$(ls "$work"/dist/*.whl)"
 sdist="$(ls "$work"/dist/*.tar.gz)"
 echo "registry-lane: built $(basename "$sdist") and $(basename "$wheel")"
 
 python3 -m venv "$work/fresh"
-"$work/fresh/bin/pip" install --quiet --disable-pip-version-check "$wheel"
+quietly "$work/fresh/bin/pip" install --disable-pip-version-check "$wheel"
 "$work/fresh/bin/hermes-acp-server" --version
 "$work/fresh/bin/hermes-acp" --version
 HERMES_ACP_HOME="$work/fresh-home" "$work/fresh/bin/hermes-acp-server" --check >/dev/null
 
 python3 -m venv "$work/uv"
-"$work/uv/bin/pip" install --quiet --disable-pip-version-check "uv==$UV_VERSION"
+quietly "$work/uv/bin/pip" install --disable-pip-version-check "uv==$UV_VERSION"
 mkdir -p "$work/home" "$work/run"
 # As the registry runs it: a bare environment, a home of its own, a cache nothing has filled yet.
 (cd "$work/run" && env -i PATH="/usr/local/bin:/usr/bin:/bin" HOME="$work/home" TERM=dumb \

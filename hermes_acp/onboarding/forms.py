@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
-from hermes_acp.tools.environment import looks_secret
+from hermes_acp.exec.environment import looks_secret
 
 from .presets import PRESETS, Preset, preset
 

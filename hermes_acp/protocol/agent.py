@@ -30,7 +30,7 @@ from hermes_acp.providers.catalog import ModelCatalog
 from hermes_acp.providers.registry import ProviderRegistry
 from hermes_acp.sessions import Session, SessionManager, SessionServices, derive_tool_surface
 from hermes_acp.storage.base import SessionStore
-from hermes_acp.tools.base import Tool
+from hermes_acp.tools.base import AnyTool
 
 from .client_bridge import AcpClientBridge
 from .convert import prompt_to_display
@@ -76,7 +76,7 @@ class AgentParts:
     providers: ProviderRegistry
     attach: Callable[[SessionManager], None]
     """Attach the manager to the root task group."""
-    tool_surface: Callable[[Session], Sequence[Tool]] | None = None
+    tool_surface: Callable[[Session], Sequence[AnyTool]] | None = None
     """How a session's tools are derived (tests add their own tools here); None: ``derive_tool_surface``."""
 
 

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from hermes_acp.tools import builtin_tools
-from hermes_acp.tools.base import Tool
+from hermes_acp.tools.base import AnyTool
 
 from .turn_imports import load_turn_modules
 
@@ -25,17 +25,17 @@ __all__ = ["derive_tool_surface"]
 
 
 @functools.cache
-def _builtins() -> tuple[Tool, ...]:
+def _builtins() -> tuple[AnyTool, ...]:
     load_turn_modules()
     return tuple(builtin_tools())
 
 
-def derive_tool_surface(session: Session) -> Sequence[Tool]:
+def derive_tool_surface(session: Session) -> Sequence[AnyTool]:
     load_turn_modules()
     from hermes_acp.tools.ask_user import AskUserTool
 
     mode = session.mode
-    asking: tuple[Tool, ...] = (AskUserTool(session.elicitor),) if session.elicitor is not None else ()
+    asking: tuple[AnyTool, ...] = (AskUserTool(session.elicitor),) if session.elicitor is not None else ()
     tools = [tool for tool in (*_builtins(), *asking, *session.mcp.tools()) if mode != "read_only" or tool.read_only]
     if session.computer_use.available:
         tools.append(session.computer_use.tool)  # in read_only too: observation is allowed, the policy denies input
