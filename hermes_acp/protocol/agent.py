@@ -1,7 +1,12 @@
-"""``HermesAgent``: one handler per ACP method, and the route table that puts them on the dispatcher.
+"""``HermesAgent``: one handler per ACP method for one connection, and the route table that puts them on its
+dispatcher.
 
-Handlers are thin: they read their params (``wire.parse``), call the ``SessionManager`` or the ``Session``, and
-build the JSON result (``session_view``). Errors propagate to the dispatcher's single exception → wire boundary.
+Every connection has its own agent (its own ``initialize``, capabilities and environment, in its ``bridge``); all of
+them share the host's ``SessionManager``. Handlers are thin: they read their params (``wire.parse``), call the
+manager or the ``Session``, and build the JSON result (``session_view``). Errors propagate to the dispatcher's
+single exception → wire boundary. A session is used through a connection attached to it (one that created, loaded
+or resumed it); ``session/status`` answers for any (``open`` / ``saved``, no side effect) and ``session/list``
+says in ``_meta`` which sessions are open and running.
 Notifications a session sends outside a turn come from here: ``available_commands_update`` once the response that
 opened the session is on the wire (``RequestContext.after_response``; JetBrains needs the session id first), and
 after a ``session/load`` the context meter as it stands (``usage_update``: a live turn sends one after every model
@@ -17,20 +22,20 @@ before the next frame — a ``session/cancel`` right behind it — is handled.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import structlog
 
-from hermes_acp.config import Settings
-from hermes_acp.errors import HermesError, InvalidParamsError, NoProviderError, ProviderAuthError
+from hermes_acp.errors import (
+    HermesError,
+    InvalidParamsError,
+    NoProviderError,
+    ProviderAuthError,
+    SessionNotFoundError,
+)
 from hermes_acp.mcp_client.specs import unreadable_entry
 from hermes_acp.providers.catalog import ModelCatalog
-from hermes_acp.providers.registry import ProviderRegistry
-from hermes_acp.sessions import Session, SessionManager, SessionServices, derive_tool_surface
-from hermes_acp.storage.base import SessionStore
-from hermes_acp.tools.base import AnyTool
+from hermes_acp.sessions import Session, SessionManager, SessionServices
 
 from .client_bridge import AcpClientBridge
 from .convert import prompt_to_display
@@ -60,46 +65,19 @@ from .wire import (
     parse,
 )
 
-__all__ = ["AgentParts", "HermesAgent"]
+__all__ = ["HermesAgent"]
 
 _log = structlog.get_logger("hermes_acp.protocol")
 
 
-@dataclass(frozen=True, kw_only=True)
-class AgentParts:
-    """What the composition root hands the agent: everything except the client connection."""
-
-    settings: Settings
-    env: dict[str, str]
-    store: SessionStore
-    catalog: ModelCatalog
-    providers: ProviderRegistry
-    attach: Callable[[SessionManager], None]
-    """Attach the manager to the root task group."""
-    tool_surface: Callable[[Session], Sequence[AnyTool]] | None = None
-    """How a session's tools are derived (tests add their own tools here); None: ``derive_tool_surface``."""
-
-
 class HermesAgent:
-    def __init__(self, parts: AgentParts | None, bridge: AcpClientBridge, *, startup_error: HermesError | None = None):
-        self._parts = parts
+    def __init__(
+        self, manager: SessionManager | None, bridge: AcpClientBridge, *, startup_error: HermesError | None = None
+    ):
+        self._manager = manager
         self._bridge = bridge
         self._startup_error = startup_error
-        self._manager: SessionManager | None = None
-        if parts is not None:
-            services = SessionServices(
-                settings=parts.settings,
-                store=parts.store,
-                catalog=parts.catalog,
-                providers=parts.providers,
-                client=bridge,
-                tool_surface=parts.tool_surface or derive_tool_surface,
-            )
-            self._manager = SessionManager(services)
-            parts.attach(self._manager)
-        self._provider_routes = ProviderRoutes(
-            lambda: self.manager.services.providers, lambda: self._catalog, self._announce_all
-        )
+        self._provider_routes = ProviderRoutes(self._services, self._announce_all)
 
     def routes(self) -> list[Route]:
         """Every method the agent answers (``initialize`` is answered before the server has loaded, elsewhere)."""
@@ -111,6 +89,7 @@ class HermesAgent:
             Route("session/resume", self.resume_session),
             Route("session/fork", self.fork_session),
             Route("session/list", self.list_sessions),
+            Route("session/status", self.session_status),
             Route("session/close", self.close_session),
             Route("session/delete", self.delete_session),
             Route("session/set_mode", self.set_mode),
@@ -130,9 +109,12 @@ class HermesAgent:
         assert self._manager is not None
         return self._manager
 
-    @property
-    def _catalog(self) -> ModelCatalog:
-        return self.manager.services.catalog
+    def _session(self, session_id: str) -> Session:
+        """A live session this connection is attached to (one it created, loaded or resumed)."""
+        session = self.manager.get(session_id)
+        if not session.audience.has(self._bridge):
+            raise SessionNotFoundError(session_id)
+        return session
 
     # -- auth -----------------------------------------------------------------------------------------------------
 
@@ -142,14 +124,13 @@ class HermesAgent:
             raise InvalidParamsError(f"unknown authentication method {params.method_id!r}", field="methodId")
         if self._startup_error is not None:
             raise ProviderAuthError(f"the configuration has errors: {self._startup_error}")
+        services = self._bridge.services
         if params.method_id == FORM_SETUP_METHOD_ID:
-            services = self.manager.services
             await setup_in_editor(ctx, self._bridge, services.providers, services.catalog)
-            await self._announce_all()
+            await self._announce_all(services.catalog)
             return {}
-        if not any(m.usable for m in self._catalog.models):
-            env = self._parts.env if self._parts is not None else dict(os.environ)
-            variables = ", ".join(sorted(set(key_variables(env).values())))
+        if not any(m.usable for m in services.catalog.models):
+            variables = ", ".join(sorted(set(key_variables(services.env).values())))
             raise NoProviderError(
                 "no usable model provider yet: run `hermes-acp --setup`, or set one of "
                 f"{variables} in the agent's environment, then restart the agent"
@@ -165,7 +146,7 @@ class HermesAgent:
     async def new_session(self, ctx: RequestContext, raw: Any) -> dict[str, Any]:
         params = parse(NewSessionParams, raw)
         session = await self.manager.new_session(
-            params.cwd, params.additional_directories, _server_entries(params.mcp_servers)
+            params.cwd, params.additional_directories, _server_entries(params.mcp_servers), client=self._bridge
         )
         self._announce_commands(ctx, session)
         return {"sessionId": session.id, **self._view(session)}
@@ -178,6 +159,7 @@ class HermesAgent:
             params.additional_directories,
             _server_entries(params.mcp_servers),
             replay=True,
+            client=self._bridge,
         )
         self._announce_commands(ctx, session)
         self._announce_usage(ctx, session)
@@ -191,6 +173,7 @@ class HermesAgent:
             params.additional_directories,
             _server_entries(params.mcp_servers or []),
             replay=False,
+            client=self._bridge,
         )
         self._announce_commands(ctx, session)
         return self._view(session)
@@ -198,7 +181,11 @@ class HermesAgent:
     async def fork_session(self, ctx: RequestContext, raw: Any) -> dict[str, Any]:
         params = parse(ResumeSessionParams, raw)
         session = await self.manager.fork_session(
-            params.session_id, params.cwd, params.additional_directories, _server_entries(params.mcp_servers or [])
+            params.session_id,
+            params.cwd,
+            params.additional_directories,
+            _server_entries(params.mcp_servers or []),
+            client=self._bridge,
         )
         self._announce_commands(ctx, session)
         meta = {"hermes": {"parentSessionId": params.session_id, "forkedAt": session.record.created_at}}
@@ -218,14 +205,22 @@ class HermesAgent:
             extra = record.meta.get("additional_directories")
             if extra:
                 info["additionalDirectories"] = extra
+            live = self.manager.live(record.id)
+            if live is not None:
+                info["_meta"] = {"hermes": {"status": "open", "running": live.working, "attached": len(live.audience)}}
             sessions.append(info)
         result: dict[str, Any] = {"sessions": sessions}
         if page.next_cursor is not None:
             result["nextCursor"] = page.next_cursor
         return result
 
+    async def session_status(self, ctx: RequestContext, raw: Any) -> dict[str, Any]:
+        """``session/status`` (unstable): ``open`` (in memory, for any connection) or ``saved``; no side effect."""
+        return {"status": await self.manager.status(parse(SessionIdParams, raw).session_id)}
+
     async def close_session(self, ctx: RequestContext, raw: Any) -> dict[str, Any]:
-        await self.manager.close_session(parse(SessionIdParams, raw).session_id)
+        """This connection leaves the session; the session closes when no other connection is attached."""
+        await self.manager.close_session(parse(SessionIdParams, raw).session_id, client=self._bridge)
         return {}
 
     async def delete_session(self, ctx: RequestContext, raw: Any) -> dict[str, Any]:
@@ -237,14 +232,14 @@ class HermesAgent:
 
     async def set_mode(self, ctx: RequestContext, raw: Any) -> dict[str, Any]:
         params = parse(SetModeParams, raw)
-        session = self.manager.get(params.session_id)
+        session = self._session(params.session_id)
         await session.set_mode(params.mode_id)
         await self._announce_config(session, mode_changed=True)
         return {}
 
     async def set_config_option(self, ctx: RequestContext, raw: Any) -> dict[str, Any]:
         params = parse(SetConfigOptionParams, raw)
-        session = self.manager.get(params.session_id)
+        session = self._session(params.session_id)
         offered = [option["id"] for option in self._options(session)]
         if params.config_id not in offered:
             raise InvalidParamsError(
@@ -266,7 +261,7 @@ class HermesAgent:
     async def set_model(self, ctx: RequestContext, raw: Any) -> dict[str, Any]:
         """The legacy ``session/set_model`` (removed from the schema; JetBrains and older Zed still send it)."""
         params = parse(SetModelParams, raw)
-        session = self.manager.get(params.session_id)
+        session = self._session(params.session_id)
         await session.set_model(params.model_id)
         await self._announce_config(session, mode_changed=False)
         return {}
@@ -275,8 +270,8 @@ class HermesAgent:
 
     async def prompt(self, ctx: RequestContext, raw: Any) -> dict[str, Any]:
         params = parse(PromptParams, raw)
-        session = self.manager.get(params.session_id)
-        result = await session.prompt(prompt_to_display(params.prompt))
+        session = self._session(params.session_id)
+        result = await session.prompt(prompt_to_display(params.prompt), origin=self._bridge)
         if result.config_changed:
             await self._announce_config(session, mode_changed=result.mode_changed)
         usage = result.usage
@@ -310,11 +305,13 @@ class HermesAgent:
 
     # -- notifications outside turns ----------------------------------------------------------------------------
 
-    def _view(self, session: Session) -> dict[str, Any]:
-        return session_view(session.mode, session.model_id, self._catalog, session.chosen_effort)
+    @staticmethod
+    def _view(session: Session) -> dict[str, Any]:
+        return session_view(session.mode, session.model_id, session.catalog, session.chosen_effort)
 
-    def _options(self, session: Session) -> list[dict[str, Any]]:
-        return config_options(session.mode, session.model_id, self._catalog, session.chosen_effort)
+    @staticmethod
+    def _options(session: Session) -> list[dict[str, Any]]:
+        return config_options(session.mode, session.model_id, session.catalog, session.chosen_effort)
 
     def _announce_commands(self, ctx: RequestContext, session: Session) -> None:
         update = commands_update(session.commands.listing)
@@ -328,23 +325,28 @@ class HermesAgent:
         async def send() -> None:
             meter = session.usage()
             if meter is not None:
-                await session.recorder.sink.emit_live(meter)
+                await self._bridge.sink(session.id).emit_live(meter)
 
         ctx.after_response(send)
 
-    async def _announce_all(self) -> None:
-        """The models changed (setup, ``providers/*``): every open session gets its options again."""
-        for session in self.manager.sessions():
-            await self._announce_config(session, mode_changed=False)
+    def _services(self) -> SessionServices:
+        """This connection's services (its environment's catalog and providers); the startup error if none."""
+        if self._startup_error is not None:
+            raise self._startup_error
+        return self._bridge.services
+
+    async def _announce_all(self, catalog: ModelCatalog) -> None:
+        """``catalog``'s models changed (setup, ``providers/*``): every open session using it gets its options."""
+        for session in self.manager.sessions:
+            if session.catalog is catalog:
+                await self._announce_config(session, mode_changed=False)
 
     async def _announce_config(self, session: Session, *, mode_changed: bool) -> None:
         """A mode switch sends ``current_mode_update`` (for clients that read ``modes``); every change sends the
         full ``config_option_update``. A model switch leaves the mode alone, so it sends no mode update."""
         if mode_changed:
-            await self._bridge.send(session.id, {"sessionUpdate": "current_mode_update", "currentModeId": session.mode})
-        await self._bridge.send(
-            session.id, {"sessionUpdate": "config_option_update", "configOptions": self._options(session)}
-        )
+            await session.audience.send({"sessionUpdate": "current_mode_update", "currentModeId": session.mode})
+        await session.audience.send({"sessionUpdate": "config_option_update", "configOptions": self._options(session)})
 
 
 def _server_entries(raw: list[Any]) -> list[dict[str, object]]:

@@ -11,7 +11,9 @@ model endpoints routes our providers (advertised as ``agentCapabilities.provider
   finishes on the old route).
 - **disable**: the provider's models leave the catalog until it is set again; an unknown id is a success.
 
-After each change the catalog is replaced in place and every open session is told its new options (``announce``).
+They act on the services of the connection that asks (a host keeps one registry and catalog per client
+environment). After each change that catalog is replaced in place and every open session using it is told its new
+options (``announce``).
 Values are checked as outside input: ids, URLs (as the in-editor setup checks them) and header names and values
 (no line breaks, bounded).
 """
@@ -29,6 +31,7 @@ from hermes_acp.onboarding.forms import url_problem
 from hermes_acp.providers.catalog import ModelCatalog
 from hermes_acp.providers.registry import ProviderRegistry
 from hermes_acp.providers.routing import ProviderRoute
+from hermes_acp.sessions import SessionServices
 from hermes_acp.telemetry import register_secret
 
 from .dispatcher import RequestContext
@@ -48,15 +51,14 @@ IN_MEMORY_NOTE = (
 
 
 class ProviderRoutes:
-    def __init__(
-        self,
-        registry: Callable[[], ProviderRegistry],
-        catalog: Callable[[], ModelCatalog],
-        announce: Callable[[], Awaitable[None]],
-    ):
-        self._registry = registry
-        self._catalog = catalog
+    """The three routes over one connection's services (its environment's registry and catalog)."""
+
+    def __init__(self, services: Callable[[], SessionServices], announce: Callable[[ModelCatalog], Awaitable[None]]):
+        self._services = services
         self._announce = announce
+
+    def _registry(self) -> ProviderRegistry:
+        return self._services().providers
 
     async def list(self, ctx: RequestContext, raw: Any) -> dict[str, Any]:
         registry = self._registry()
@@ -117,7 +119,7 @@ class ProviderRoutes:
         _log.info(
             "provider routed by the client", provider=params.provider_id, base_url=base_url, headers=sorted(headers)
         )
-        await self._announce()
+        await self._announce(self._services().catalog)
         return {"_meta": {"hermes": {"storage": IN_MEMORY_NOTE}}}
 
     async def disable(self, ctx: RequestContext, raw: Any) -> dict[str, Any]:
@@ -128,7 +130,7 @@ class ProviderRoutes:
             registry.disable(params.provider_id)
             self._replace_catalog(registry)
             _log.info("provider disabled by the client", provider=params.provider_id)
-            await self._announce()
+            await self._announce(self._services().catalog)
         return {}
 
     def _replace_catalog(self, registry: ProviderRegistry) -> None:
@@ -136,7 +138,7 @@ class ProviderRoutes:
             catalog = registry.catalog_for()
         except ConfigError as exc:  # routed_settings keeps the default valid; this would be our bug, told plainly
             raise InvalidParamsError(f"the providers would not make a usable catalog: {exc}") from exc
-        self._catalog().replace(catalog)
+        self._services().catalog.replace(catalog)
 
 
 def _checked_headers(headers: dict[str, str]) -> dict[str, str]:

@@ -9,14 +9,10 @@ byte-identical schemas (prompt caches depend on it).
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from hermes_acp.tools import builtin_tools
 from hermes_acp.tools.base import AnyTool
-
-from .turn_imports import load_turn_modules
 
 if TYPE_CHECKING:
     from .session import Session
@@ -24,19 +20,13 @@ if TYPE_CHECKING:
 __all__ = ["derive_tool_surface"]
 
 
-@functools.cache
-def _builtins() -> tuple[AnyTool, ...]:
-    load_turn_modules()
-    return tuple(builtin_tools())
-
-
 def derive_tool_surface(session: Session) -> Sequence[AnyTool]:
-    load_turn_modules()
-    from hermes_acp.tools.ask_user import AskUserTool
-
+    wiring = session.wiring
     mode = session.mode
-    asking: tuple[AnyTool, ...] = (AskUserTool(session.elicitor),) if session.elicitor is not None else ()
-    tools = [tool for tool in (*_builtins(), *asking, *session.mcp.tools()) if mode != "read_only" or tool.read_only]
-    if session.computer_use.available:
-        tools.append(session.computer_use.tool)  # in read_only too: observation is allowed, the policy denies input
+    asking = wiring.ask_user(session.elicitor)
+    tools = [
+        tool for tool in (*wiring.builtin_tools, *asking, *session.mcp.tools()) if mode != "read_only" or tool.read_only
+    ]
+    if wiring.computer_use.available:
+        tools.append(wiring.computer_use.tool)  # in read_only too: observation is allowed, the policy denies input
     return tools
