@@ -73,6 +73,7 @@ from .turn_imports import load_turn_modules
 
 if TYPE_CHECKING:
     from hermes_acp.computer_use import ComputerUse
+    from hermes_acp.providers.echo import EchoMemory
     from hermes_acp.tools.sandbox import Sandbox
     from hermes_acp.turns.loop import TurnDeps, TurnResult
     from hermes_acp.turns.meter import Meter
@@ -163,6 +164,14 @@ class Session:
         )
         computer_use.gate.notify = self._notify
         return computer_use
+
+    @cached_property
+    def echo(self) -> EchoMemory:
+        """What this session learned about the reasoning fields its providers' servers take back (in memory)."""
+        load_turn_modules()
+        from hermes_acp.providers.echo import EchoMemory
+
+        return EchoMemory()
 
     @cached_property
     def sandbox(self) -> Sandbox:
@@ -339,7 +348,7 @@ class Session:
 
         services = self.services
         model = self._model_or_raise()
-        provider = services.providers.provider_for(model)
+        provider = self.echo.provider(services.providers.provider_for(model))
         client = services.client
         return TurnDeps(
             session_id=self.id,
@@ -378,6 +387,7 @@ class Session:
         except ProviderError as exc:
             _log.warning("the compaction model cannot be used; the session's model summarises", error=str(exc))
             return CompactionPolicy(threshold=agent.compaction_threshold)
+        provider = self.echo.provider(provider)
         return CompactionPolicy(threshold=agent.compaction_threshold, model=model, provider=provider)
 
     def _configured_model(self, model_id: str) -> CatalogModel | None:

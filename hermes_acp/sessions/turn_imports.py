@@ -23,6 +23,7 @@ TURN_MODULES = (
     "hermes_acp.turns.loop",
     "hermes_acp.turns.compaction",
     "hermes_acp.turns.meter",
+    "hermes_acp.providers.echo",
     "hermes_acp.tools.sandbox",
     "hermes_acp.computer_use",
     "hermes_acp.tools.files",
