@@ -36,14 +36,7 @@ from .client_bridge import AcpClientBridge
 from .convert import prompt_to_display
 from .dispatcher import RequestContext, Route
 from .initialize import ENV_METHOD_ID, SETUP_METHOD_ID, key_variables
-from .session_view import (
-    EFFORT_OPTION_ID,
-    MODE_OPTION_ID,
-    MODEL_OPTION_ID,
-    commands_update,
-    config_options,
-    session_view,
-)
+from .session_view import EFFORT_OPTION_ID, MODE_OPTION_ID, MODEL_OPTION_ID, commands_update
 from .wire import (
     AuthenticateParams,
     ListSessionsParams,
@@ -298,10 +291,10 @@ class HermesAgent:
     # -- notifications outside turns ----------------------------------------------------------------------------
 
     def _view(self, session: Session) -> dict[str, Any]:
-        return session_view(session.mode, session.model_id, self._catalog, session.chosen_effort)
+        return self._bridge.view(session)
 
     def _options(self, session: Session) -> list[dict[str, Any]]:
-        return config_options(session.mode, session.model_id, self._catalog, session.chosen_effort)
+        return self._bridge.options(session)
 
     def _announce_commands(self, ctx: RequestContext, session: Session) -> None:
         update = commands_update(session.commands.listing)
@@ -320,13 +313,7 @@ class HermesAgent:
         ctx.after_response(send)
 
     async def _announce_config(self, session: Session, *, mode_changed: bool) -> None:
-        """A mode switch sends ``current_mode_update`` (for clients that read ``modes``); every change sends the
-        full ``config_option_update``. A model switch leaves the mode alone, so it sends no mode update."""
-        if mode_changed:
-            await self._bridge.send(session.id, {"sessionUpdate": "current_mode_update", "currentModeId": session.mode})
-        await self._bridge.send(
-            session.id, {"sessionUpdate": "config_option_update", "configOptions": self._options(session)}
-        )
+        await self._bridge.config_changed(session, mode_changed=mode_changed)
 
 
 def _server_entries(raw: list[Any]) -> list[dict[str, object]]:

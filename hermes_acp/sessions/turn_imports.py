@@ -33,6 +33,8 @@ TURN_MODULES = (
     "hermes_acp.tools.terminal",
     "hermes_acp.tools.plan",
     "hermes_acp.tools.ask_user",
+    "hermes_acp.tools.plan_handoff",
+    "hermes_acp.sessions.plan_mode",
 )
 
 

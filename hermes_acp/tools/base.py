@@ -46,6 +46,8 @@ class ToolOutcome:
     error_code: ToolErrorCode | None = None
     plan: list[PlanEntry] | None = None
     """Set by ``update_plan``: the complete new plan."""
+    proposal: str | None = None
+    """Set by ``exit_plan_mode`` when the user approved it: the plan, in Markdown."""
 
     @classmethod
     def text(cls, text: str, **kwargs: Any) -> ToolOutcome:

@@ -8,8 +8,9 @@
   Each call: policy and the editor's permission (asked one call at a time, in the model's order, never two
   questions at once), then ``ToolCallRunning`` stored (if that write fails, the tool does not run), then the tool,
   then its outcome, cleaned by the one sanitizer, stored as ``ToolCallSettled`` (with the plan, when the call
-  changed it) and emitted. Calls that run together settle in whatever order they finish; the projection keeps
-  their results in the model's order. When one of them fails the turn (a store failure), the others are cancelled.
+  changed it or the user approved one in plan mode) and emitted. Calls that run together settle in whatever order
+  they finish; the projection keeps their results in the model's order. When one of them fails the turn (a store
+  failure), the others are cancelled.
 - ``ask_attachment`` is the call the agent makes on the user's behalf for a prompt attachment outside the session's
   directories: announced, asked about, settled; it never reaches the model's history.
 
@@ -41,6 +42,7 @@ from hermes_acp.core import (
     ToolCallStarted,
     ToolResultMessage,
 )
+from hermes_acp.core.events import PROPOSAL_PLAN_ID
 from hermes_acp.core.ids import new_tool_call_id
 from hermes_acp.core.sanitize import Removals, sanitize_json
 from hermes_acp.errors import PermissionDeniedError, StorageError, ToolError, ToolInputError
@@ -169,6 +171,8 @@ async def _settle(item: PreparedCall, outcome: ToolOutcome, deps: TurnDeps, stat
     """Store (and emit) how one call ended, cleaned by the sanitizer."""
     outcome = sanitized(outcome, session_id=deps.session_id, tool=item.call.name)
     plan = [PlanUpdated(turn_id=state.turn_id, entries=outcome.plan)] if outcome.plan is not None else []
+    if outcome.proposal is not None:
+        plan.append(PlanUpdated(turn_id=state.turn_id, entries=[], plan_id=PROPOSAL_PLAN_ID, markdown=outcome.proposal))
     await deps.recorder.record(
         *plan,
         ToolCallSettled(

@@ -72,7 +72,7 @@ def test_help_lists_built_ins_then_prompt_files_with_their_hints() -> None:
     commands = CommandSet(BUILT_IN, [prompt_file("standup", "Summarise yesterday.", "<team>")])
     lines = commands.help_text(["Modes: …"]).splitlines()
     assert lines[0] == "Commands:"
-    assert "- `/mode default | accept_edits | dont_ask | read_only`: Show or switch the session mode." in lines
+    assert "- `/mode default | accept_edits | plan | dont_ask | read_only`: Show or switch the session mode." in lines
     assert lines[-2:] == ["- `/standup <team>`: Summarise yesterday.", "Modes: …"]
 
 
