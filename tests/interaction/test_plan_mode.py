@@ -150,7 +150,7 @@ async def test_plans_go_by_id_to_a_client_that_takes_them_and_whole_to_others_li
             text_reply("Cleared."),
         ]
     )
-    capabilities = {"plan": {}} if plans else {}
+    capabilities: dict[str, Any] = {"plan": {}} if plans else {}
     async with open_pair(tmp_path, provider=provider, client_capabilities=capabilities) as pair:
         pair.client.answers = ["default"]
         session_id = await planning(pair)
