@@ -3,7 +3,8 @@
 Handlers are thin: they read their params (``wire.parse``), call the ``SessionManager`` or the ``Session``, and
 build the JSON result (``session_view``). Errors propagate to the dispatcher's single exception → wire boundary.
 Notifications a session sends outside a turn come from here: ``available_commands_update`` once the response that
-opened the session is on the wire (``RequestContext.after_response``; JetBrains needs the session id first), and
+opened the session is on the wire (``RequestContext.after_response``; JetBrains needs the session id first; it
+waits for the session's first scan of its skills, which the response does not), and
 after a ``session/load`` the context meter as it stands (``usage_update``: a live turn sends one after every model
 call, a replay needs only the last; it derives the tool surface, which a fresh process imports, so it goes after
 the response), ``current_mode_update`` after a mode switch, ``config_option_update`` after any option changes (mode,
@@ -297,10 +298,8 @@ class HermesAgent:
         return self._bridge.options(session)
 
     def _announce_commands(self, ctx: RequestContext, session: Session) -> None:
-        update = commands_update(session.commands.listing)
-
-        async def send() -> None:
-            await self._bridge.send(session.id, update)
+        async def send() -> None:  # the first listing has the skills (the scan is off the response's path)
+            await self._bridge.send(session.id, commands_update(await session.command_listing()))
 
         ctx.after_response(send)
 

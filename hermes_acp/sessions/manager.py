@@ -211,12 +211,13 @@ class SessionManager:
         return session
 
     def _warm_up(self, session: Session) -> None:
-        """Load the turn machinery and the session's model provider (its HTTP stack costs ~0.1 s to import) in the
-        background, so the first prompt does not wait for them."""
+        """Find the session's skills, then load the turn machinery and the session's model provider (its HTTP stack
+        costs ~0.1 s to import) in the background, so the first prompt does not wait for them."""
         model = session.current_model()
         providers = self.services.providers
 
         async def warm_up() -> None:  # one after the other: two threads importing at once could wait on each other
+            await session.skills.ensure()
             await warm_up_turn_modules()
             if model is not None:
                 await providers.warm_up(model)

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import TYPE_CHECKING, Literal, TypeVar
 
@@ -61,12 +61,13 @@ from hermes_acp.turns.system_prompt import build_system_prompt
 
 from ._runtime import SessionRuntime
 from .builtin_commands import BUILT_INS
-from .commands import Ask, CommandSet, Invocation, Reply
+from .commands import Ask, Command, CommandSet, Invocation, Reply
 from .effort import EFFORT_META_KEY, choose_effort, current_effort
 from .instructions import InstructionFile
 from .ports import ClientBridge
 from .prompt_files import PromptFile, expand, load_prompt_files
 from .recovery import STORE_FAILED_TEXT, recovery_events
+from .skills import SkillShelf, skill_roots, skill_text
 from .status import session_status
 from .titles import title_from_prompt, title_with_model
 from .turn_imports import load_turn_modules
@@ -135,10 +136,11 @@ class Session:
         """The live connections to those servers (started by the manager in the owner task)."""
         self.instructions = tuple(instructions)
         """The project instruction files read when the session opened (``/status`` lists them)."""
-        self.system_prompt = build_system_prompt(workspace, self.instructions)
-        """Fixed for the session's life in this process: byte-identical for every request."""
+        self.skills = SkillShelf(skill_roots(workspace, services.settings.home))
+        """The session's skills: found in the background when it opens, rescanned around every prompt."""
+        self._system_prompt: str | None = None
         self.commands = CommandSet([built_in.command for built_in in BUILT_INS], prompt_files)
-        """The slash commands: the built-in ones, then the prompt files (rescanned around every prompt)."""
+        """The slash commands: the built-in ones, the prompt files, the skills (rescanned around every prompt)."""
         self.elicitor = services.client.elicitor(record.id)
         """Questions to the user through the editor (the ``ask_user`` tool), when the client can ask them."""
         self._told_once = False
@@ -184,6 +186,21 @@ class Session:
     @property
     def id(self) -> str:
         return self.record.id
+
+    @property
+    def system_prompt(self) -> str:
+        """Fixed by the session's first model request, for its life in this process: byte-identical for every
+        request (until then, what it would be now: for the context meter)."""
+        if self._system_prompt is not None:
+            return self._system_prompt
+        return build_system_prompt(self.workspace, self.instructions, self.skills.skills)
+
+    async def _fix_system_prompt(self) -> None:
+        """Wait for the first scan of the skills (they are listed in it), then fix the system prompt."""
+        if self._system_prompt is None:
+            await self.skills.ensure()
+            self._took_skills()
+            self._system_prompt = build_system_prompt(self.workspace, self.instructions, self.skills.skills)
 
     @property
     def mode(self) -> ModeId:
@@ -267,6 +284,9 @@ class Session:
         """A slash command: a prompt file's text (its arguments in) or a built-in command's outcome."""
         if invocation.file is not None:
             outcome: Ask | Reply = Ask(expand(invocation.file.template, invocation.argument))
+        elif invocation.skill is not None:
+            text = await anyio.to_thread.run_sync(skill_text, invocation.skill)
+            outcome = Ask(expand(f"Use this skill for the request.\n\n{text}", invocation.argument))
         else:
             self._turn_id = new_turn_id()
             try:
@@ -299,12 +319,27 @@ class Session:
         )
 
     async def refresh_commands(self) -> None:
-        """Read the prompt files again; tell the editor (bounded) when the list of commands changed."""
+        """Read the prompt files and the skills again; tell the editor (bounded) when the list of commands
+        changed."""
         files = await load_prompt_files(self.workspace.cwd, self.services.settings.home)
-        before, self.commands = self.commands.listing, self.commands.with_files(files)
+        if self.skills.scanned:
+            await self.skills.rescan()
+        before = self.commands.listing
+        self._took_skills(files)
         if self.commands.listing != before:
             with anyio.move_on_after(EMIT_TIMEOUT_S):
                 await self.services.client.commands_changed(self.id, self.commands.listing)
+
+    async def command_listing(self) -> Sequence[Command]:
+        """The commands once the first scan of the skills is done (what the editor is first told)."""
+        await self.skills.ensure()
+        self._took_skills()
+        return self.commands.listing
+
+    def _took_skills(self, files: Sequence[PromptFile] | None = None) -> None:
+        """The commands and the readable folders after a scan of the skills (and of the prompt files)."""
+        self.commands = self.commands.with_files(self.commands.files if files is None else files, self.skills.skills)
+        self.workspace = replace(self.workspace, readable=self.skills.global_folders())
 
     def cancel(self) -> None:
         """Cancel the running turn and every queued prompt."""
@@ -316,10 +351,12 @@ class Session:
         from hermes_acp.turns.loop import TurnState, run_turn
 
         await self._repair()
+        await self._fix_system_prompt()
         deps = self._turn_deps()
         # Bounded: MCP servers still starting are reported, not awaited.
         mcp = [Notice("warning", text.removeprefix("⚠ ")) for text in await self.mcp.prepare_turn()]
-        texts = await self._show_notices([*await self._once_notices(), *mcp])
+        skills = [Notice("warning", problem.text()) for problem in self.skills.new_problems()]
+        texts = await self._show_notices([*await self._once_notices(), *mcp, *skills])
         self._turn_id = new_turn_id()
         try:
             return await run_turn(TurnState(turn_id=self._turn_id), deps, display, notices=texts, prompt=prompt)
@@ -420,6 +457,7 @@ class Session:
 
         started = time.perf_counter()
         await self._repair()
+        await self._fix_system_prompt()
         deps = self._turn_deps()
         compaction_id = new_compaction_id()
         try:

@@ -1,10 +1,10 @@
 """The tool surface of a session, derived from its state before every model request (docs/architecture.md §4.6).
 
 Built-in tools allowed by the mode come first, in their fixed order, then ``ask_user`` when the editor can ask the
-user questions, then ``exit_plan_mode`` in plan mode, then the session's MCP tools sorted by name (``plan`` and
-``read_only`` keep only read-only tools: the built-in ones that change nothing, MCP tools with ``readOnlyHint``),
-then ``computer_use`` when a driver is available.
-Nothing is remembered between requests, so a model or mode switch cannot lose a tool; and the same state gives
+user questions, then ``load_skill`` when the session has skills, then ``exit_plan_mode`` in plan mode, then the
+session's MCP tools sorted by name (``plan`` and ``read_only`` keep only read-only tools: the built-in ones that
+change nothing, MCP tools with ``readOnlyHint``), then ``computer_use`` when a driver is available. Nothing is
+remembered between requests, so a model or mode switch cannot lose a tool; and the same state gives
 byte-identical schemas (prompt caches depend on it).
 """
 
@@ -35,14 +35,16 @@ def _builtins() -> tuple[Tool, ...]:
 def derive_tool_surface(session: Session) -> Sequence[Tool]:
     load_turn_modules()
     from hermes_acp.tools.ask_user import AskUserTool
+    from hermes_acp.tools.load_skill import LoadSkillTool
     from hermes_acp.tools.plan_handoff import PlanHandOffTool
 
     from .plan_mode import PlanHandOff
 
     mode = session.mode
     asking: tuple[Tool, ...] = (AskUserTool(session.elicitor),) if session.elicitor is not None else ()
+    skills: tuple[Tool, ...] = (LoadSkillTool(session.skills),) if session.skills.skills else ()
     handing_off: tuple[Tool, ...] = (PlanHandOffTool(PlanHandOff(session)),) if mode == "plan" else ()
-    offered = (*_builtins(), *asking, *handing_off, *session.mcp.tools())
+    offered = (*_builtins(), *asking, *skills, *handing_off, *session.mcp.tools())
     tools = [tool for tool in offered if mode not in READ_ONLY_MODES or tool.read_only]
     if session.computer_use.available:
         tools.append(session.computer_use.tool)  # in read_only too: observation is allowed, the policy denies input

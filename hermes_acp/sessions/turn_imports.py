@@ -34,6 +34,7 @@ TURN_MODULES = (
     "hermes_acp.tools.plan",
     "hermes_acp.tools.ask_user",
     "hermes_acp.tools.plan_handoff",
+    "hermes_acp.tools.load_skill",
     "hermes_acp.sessions.plan_mode",
 )
 

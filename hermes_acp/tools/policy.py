@@ -1,6 +1,7 @@
 """Who may do what without asking: the session modes as one pure decision function.
 
-``plan`` and ``read_only`` refuse anything mutating; ``read_only`` also refuses anything outside the session's
+A read inside one of the session's readable folders (its global skills) counts as inside. ``plan`` and
+``read_only`` refuse anything mutating; ``read_only`` also refuses anything outside the session's
 directories, while ``plan`` asks for such reads as ``default`` does (planning may need a look elsewhere).
 
 ``decide`` looks at the mode, where the call reaches (inside the session's directories or not, sensitive paths),
@@ -56,7 +57,8 @@ def decide(
     workspace: Workspace,
     rules: Mapping[str, Literal["allow", "deny"]],
 ) -> Verdict:
-    outside = any(not workspace.contains(p) for p in request.paths)
+    inside = workspace.contains if request.mutating else workspace.can_read
+    outside = any(not inside(p) for p in request.paths)
     sensitive = any(is_sensitive(p) for p in request.paths)
     key = rule_key(request, outside)
     offer_always = request.always_allowed and not sensitive and not request.ask_always

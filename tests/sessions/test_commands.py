@@ -58,7 +58,7 @@ def test_built_ins_win_over_files_of_the_same_name_and_that_is_logged_once() -> 
         rescanned = commands.with_files(files)
     assert [c.name for c in commands.listing] == [*(c.name for c in BUILT_IN), "deploy", "standup"]
     assert commands.listing[-1] == Command("standup", "Summarise yesterday.", "<team>")
-    shadowed = [e for e in logs if e["event"].startswith("a prompt file is named like a built-in command")]
+    shadowed = [e for e in logs if e["event"].startswith("a prompt file or skill is named like another command")]
     assert [(e["name"], e["path"]) for e in shadowed] == [("help", "/project/.hermes/commands/help.md")]
     assert rescanned.listing == commands.listing
     help_call = commands.find(text("/help"))
