@@ -4,7 +4,8 @@ Handlers are thin: they read their params (``wire.parse``), call the ``SessionMa
 build the JSON result (``session_view``). Errors propagate to the dispatcher's single exception → wire boundary.
 Notifications a session sends outside a turn come from here: ``available_commands_update`` once the response that
 opened the session is on the wire (``RequestContext.after_response``; JetBrains needs the session id first; it
-waits for the session's first scan of its skills, which the response does not), and
+waits for the session's first scan of its skills, which the response does not; then the session tells, in the
+background, which of its MCP servers could not start), and
 after a ``session/load`` the context meter as it stands (``usage_update``: a live turn sends one after every model
 call, a replay needs only the last; it derives the tool surface, which a fresh process imports, so it goes after
 the response), ``current_mode_update`` after a mode switch, ``config_option_update`` after any option changes (mode,
@@ -30,6 +31,8 @@ from hermes_acp.mcp_client.specs import unreadable_entry
 from hermes_acp.providers.catalog import ModelCatalog
 from hermes_acp.providers.registry import ProviderRegistry
 from hermes_acp.sessions import Session, SessionManager, SessionServices, derive_tool_surface
+from hermes_acp.sessions.switches import SWITCHES
+from hermes_acp.sessions.turn_imports import warm_up_turn_modules
 from hermes_acp.storage.base import SessionStore
 from hermes_acp.tools.base import Tool
 
@@ -232,6 +235,12 @@ class HermesAgent:
                 f"configId: unknown option {params.config_id!r}; this session's options: {', '.join(offered)}",
                 field="configId",
             )
+        if any(switch.id == params.config_id for switch in SWITCHES):
+            if not isinstance(params.value, bool):
+                raise InvalidParamsError(f"value: option {params.config_id!r} takes true or false", field="value")
+            await session.set_switch(params.config_id, params.value)
+            await self._announce_config(session, mode_changed=False)
+            return {"configOptions": self._options(session)}
         if not isinstance(params.value, str):
             raise InvalidParamsError(f"value: option {params.config_id!r} takes a string value", field="value")
         if params.config_id == MODE_OPTION_ID:
@@ -300,11 +309,13 @@ class HermesAgent:
     def _announce_commands(self, ctx: RequestContext, session: Session) -> None:
         async def send() -> None:  # the first listing has the skills (the scan is off the response's path)
             await self._bridge.send(session.id, commands_update(await session.command_listing()))
+            session.runtime.submit(session.report_servers, "report MCP servers")
 
         ctx.after_response(send)
 
     def _announce_usage(self, ctx: RequestContext, session: Session) -> None:
         async def send() -> None:
+            await warm_up_turn_modules()  # off the event loop: a request right behind the load need not wait
             meter = session.usage()
             if meter is not None:
                 await session.recorder.sink.emit_live(meter)

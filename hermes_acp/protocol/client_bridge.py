@@ -23,6 +23,7 @@ from hermes_acp.core.notice import Notice
 from hermes_acp.errors import InvalidParamsError, PermissionDeniedError
 from hermes_acp.sessions import Session
 from hermes_acp.sessions.commands import Command
+from hermes_acp.sessions.switches import SWITCHES, Switch
 from hermes_acp.tools.context import EditorFiles, EditorTerminals, Elicitor
 from hermes_acp.turns.ports import LiveUpdate, PermissionAnswer, PermissionChoice, PermissionQuestion
 
@@ -181,11 +182,19 @@ class AcpClientBridge:
 
     def options(self, session: Session) -> list[dict[str, Any]]:
         """The session's config options as this client can show them."""
-        return config_options(session.mode, session.model_id, session.services.catalog, session.chosen_effort)
+        catalog = session.services.catalog
+        return config_options(session.mode, session.model_id, catalog, session.chosen_effort, self._switches(session))
 
     def view(self, session: Session) -> dict[str, Any]:
         """What every response that opens a session carries: modes, config options, models."""
-        return session_view(session.mode, session.model_id, session.services.catalog, session.chosen_effort)
+        catalog = session.services.catalog
+        return session_view(session.mode, session.model_id, catalog, session.chosen_effort, self._switches(session))
+
+    def _switches(self, session: Session) -> list[tuple[Switch, bool]]:
+        """The session's on/off switches, for a client that takes boolean options (none for any other)."""
+        if not self.capabilities.boolean_options:
+            return []
+        return [(switch, session.switch(switch.id)) for switch in SWITCHES]
 
     async def config_changed(self, session: Session, *, mode_changed: bool) -> None:
         """A mode switch sends ``current_mode_update`` (for clients that read ``modes``); every change sends the

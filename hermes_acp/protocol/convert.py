@@ -211,8 +211,8 @@ def event_updates(event: SessionEvent, *, live: bool, compaction: bool = False, 
             ]
         case PlanUpdated():
             return plan_updates(event, plans=plans)
-        case NoticeAdded():
-            return [_chunk("agent_message_chunk", event.text, event.message_id)]
+        case NoticeAdded():  # a paragraph of its own: the model's answer that follows starts on a line of its own
+            return [_chunk("agent_message_chunk", event.text.rstrip("\n") + "\n\n", event.message_id)]
         case TitleSet():
             return [
                 _drop_none(

@@ -30,11 +30,13 @@ from .prompt_files import load_prompt_files
 from .records import directories, new_record, normalise_cwd
 from .recovery import recovery_events
 from .session import Session, SessionServices
+from .switches import SWITCHES
 from .turn_imports import warm_up_turn_modules
 
 __all__ = ["SessionManager"]
 
 _log = structlog.get_logger("hermes_acp.sessions")
+SWITCH_IDS = tuple(switch.id for switch in SWITCHES)
 
 
 class SessionManager:
@@ -135,7 +137,7 @@ class SessionManager:
             meta={
                 "additional_directories": extra,
                 "forked_from": {"sessionId": source.id, "at": now},
-                **{key: source.meta[key] for key in (EFFORT_META_KEY,) if key in source.meta},
+                **{key: source.meta[key] for key in (EFFORT_META_KEY, *SWITCH_IDS) if key in source.meta},
             },
         )
         await self.services.store.fork_session(source.id, record)

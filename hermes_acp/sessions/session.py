@@ -47,7 +47,7 @@ from hermes_acp.core.ids import new_compaction_id, new_message_id, new_turn_id
 from hermes_acp.core.modes import MODES
 from hermes_acp.core.notice import Notice
 from hermes_acp.core.sanitize import clean_text
-from hermes_acp.errors import NoProviderError, ProviderError, SessionBusyError, UnknownModeError
+from hermes_acp.errors import InvalidParamsError, NoProviderError, ProviderError, SessionBusyError, UnknownModeError
 from hermes_acp.mcp_client import McpServers
 from hermes_acp.providers.catalog import CatalogModel, ModelCatalog
 from hermes_acp.providers.registry import ProviderRegistry
@@ -69,7 +69,9 @@ from .prompt_files import PromptFile, expand, load_prompt_files
 from .recovery import STORE_FAILED_TEXT, recovery_events
 from .skills import SkillShelf, skill_roots, skill_text
 from .status import session_status
+from .switches import AUTO_COMPACTION, SANDBOX_NETWORK, SWITCHES, switch_value
 from .titles import title_from_prompt, title_with_model
+from .tool_surface import why_unavailable
 from .turn_imports import load_turn_modules
 
 if TYPE_CHECKING:
@@ -181,7 +183,7 @@ class Session:
         load_turn_modules()
         from hermes_acp.tools.sandbox import Sandbox
 
-        return Sandbox.from_settings(self.services.settings)
+        return replace(Sandbox.from_settings(self.services.settings), network=self.switch(SANDBOX_NETWORK))
 
     @property
     def id(self) -> str:
@@ -407,6 +409,7 @@ class Session:
             compaction=self._compaction_policy(),
             models=self._configured_model,
             effort=self.effort,
+            unavailable=lambda name: why_unavailable(self, name),
         )
 
     def _compaction_policy(self) -> CompactionPolicy:
@@ -416,16 +419,19 @@ class Session:
         from hermes_acp.turns.state import CompactionPolicy
 
         agent = self.services.settings.agent
+        automatic = self.switch(AUTO_COMPACTION)
         model = self._configured_model(agent.compaction_model) if agent.compaction_model else None
         if model is None:
-            return CompactionPolicy(threshold=agent.compaction_threshold)
+            return CompactionPolicy(threshold=agent.compaction_threshold, automatic=automatic)
         try:
             provider = self.services.providers.provider_for(model)
         except ProviderError as exc:
             _log.warning("the compaction model cannot be used; the session's model summarises", error=str(exc))
-            return CompactionPolicy(threshold=agent.compaction_threshold)
+            return CompactionPolicy(threshold=agent.compaction_threshold, automatic=automatic)
         provider = self.echo.provider(provider)
-        return CompactionPolicy(threshold=agent.compaction_threshold, model=model, provider=provider)
+        return CompactionPolicy(
+            threshold=agent.compaction_threshold, model=model, provider=provider, automatic=automatic
+        )
 
     def _configured_model(self, model_id: str) -> CatalogModel | None:
         catalog = self.services.catalog
@@ -485,6 +491,22 @@ class Session:
         """``/status``: what the session runs on and how full its context is; no model call."""
         return session_status(self)
 
+    async def report_servers(self) -> None:
+        """Once the session is open: its MCP servers that could not start (or be used), told at once instead of
+        with the first prompt. Waits (bounded) for them to settle, in the prompt queue, so a prompt sent meanwhile
+        is not answered before; what a turn told already is not told again."""
+
+        async def report() -> None:
+            notices = [Notice("warning", text.removeprefix("⚠ ")) for text in await self.mcp.prepare_turn()]
+            texts = await self._show_notices(notices)
+            if texts:  # a client without notices: agent text, stored like a command's answer (a replay shows it)
+                turn_id = new_turn_id()
+                added = [NoticeAdded(turn_id=turn_id, message_id=new_message_id(), text=text) for text in texts]
+                await self.recorder.record(*added, TurnEnded(turn_id=turn_id, stop_reason="end_turn"))
+
+        if self.mcp:
+            await self._queued(report)
+
     async def _show_notices(self, notices: Sequence[Notice]) -> list[str]:
         """Show each notice live where the client takes notices; the texts of the others, to store with the turn."""
         return [notice.as_text() for notice in notices if not await self.recorder.sink.notice(notice)]
@@ -536,6 +558,19 @@ class Session:
         if chosen is not None:
             meta[EFFORT_META_KEY] = chosen
         self.record = await self.services.store.update_session(self.id, meta=meta)
+
+    def switch(self, switch_id: str) -> bool:
+        """The value of one of ``switches.SWITCHES`` in this session."""
+        switch = next(s for s in SWITCHES if s.id == switch_id)
+        return switch_value(switch, self.record.meta, self.services.settings)
+
+    async def set_switch(self, switch_id: str, value: bool) -> None:
+        """Turn a switch on or off; stored in the record's ``meta``. Takes effect from the next command or request."""
+        if all(s.id != switch_id for s in SWITCHES):
+            raise InvalidParamsError(f"configId: unknown option {switch_id!r}", field="configId")
+        self.record = await self.services.store.update_session(self.id, meta={**self.record.meta, switch_id: value})
+        if switch_id == SANDBOX_NETWORK:
+            self.__dict__.pop("sandbox", None)  # the next command gets a sandbox with the new setting
 
     async def set_model(self, model_id: str) -> None:
         self.services.catalog.get(model_id)

@@ -23,7 +23,7 @@ from .turn_imports import load_turn_modules
 if TYPE_CHECKING:
     from .session import Session
 
-__all__ = ["derive_tool_surface"]
+__all__ = ["derive_tool_surface", "why_unavailable"]
 
 
 @functools.cache
@@ -49,3 +49,15 @@ def derive_tool_surface(session: Session) -> Sequence[Tool]:
     if session.computer_use.available:
         tools.append(session.computer_use.tool)  # in read_only too: observation is allowed, the policy denies input
     return tools
+
+
+def why_unavailable(session: Session, name: str) -> str:
+    """Why the model cannot call ``name`` now, in words it can act on (the error of a call to it)."""
+    mode = session.mode
+    if name == "ask_user" and session.elicitor is None:
+        return "the editor cannot show questions to the user: decide yourself, or ask in your answer and stop there"
+    if name == "exit_plan_mode":
+        return f"the session is in {mode} mode, not in plan mode"
+    if name == "load_skill":
+        return "the session has no skills"
+    return f"the session is in {mode} mode"

@@ -283,9 +283,8 @@ def _prepare(
         return PreparedCall(call, tool, None, fallback, error)
     if tool is None:
         available = ", ".join(sorted(by_name)) or "none"
-        error = ToolInputError(
-            f"no tool {call.name!r} is available now (the session is in {deps.mode()} mode); tools: {available}"
-        )
+        why = deps.unavailable(call.name) if deps.unavailable is not None else f"the session is in {deps.mode()} mode"
+        error = ToolInputError(f"no tool {call.name!r} is available now ({why}); tools: {available}")
         return PreparedCall(call, None, None, fallback, error)
     arguments = call.parsed_arguments()
     if arguments is None:
