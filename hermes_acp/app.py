@@ -31,7 +31,7 @@ from hermes_acp.version import __version__
 
 if TYPE_CHECKING:
     from hermes_acp.sessions import Session, SessionManager
-    from hermes_acp.tools.base import Tool
+    from hermes_acp.tools.base import AnyTool
 
 __all__ = ["SHUTDOWN_TIMEOUT_S", "run_connection", "serve_app"]
 
@@ -93,7 +93,7 @@ async def serve_app(
     catalog: ModelCatalog,
     providers: ProviderRegistry,
     store: SessionStore,
-    tool_surface: Callable[[Session], Sequence[Tool]] | None = None,
+    tool_surface: Callable[[Session], Sequence[AnyTool]] | None = None,
 ) -> None:
     """Serve one client with these parts until it has gone; then close sessions, providers and the store."""
     managers: list[SessionManager] = []

@@ -21,10 +21,10 @@ import anyio
 from hermes_acp.computer_use import check_driver
 from hermes_acp.config import Settings, load_settings
 from hermes_acp.errors import ConfigError, StorageError
+from hermes_acp.exec.sandbox import Sandbox
 from hermes_acp.home import default_home
 from hermes_acp.providers.catalog import ModelCatalog
 from hermes_acp.storage.sqlite import SqliteSessionStore, StoreHealth
-from hermes_acp.tools.sandbox import Sandbox
 from hermes_acp.version import __version__
 
 __all__ = ["run_check"]

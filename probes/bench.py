@@ -375,6 +375,58 @@ async def parallel_reads(bench: Bench, turns: int = 5) -> list[Row]:
     ]
 
 
+async def file_changes(bench: Bench, turns: int = 5) -> list[Row]:
+    """``edit_file`` on a 10 KB and a 1 MiB file: the tool time of one edit (from the end of the response to the next
+    request: read, diff, approval, the old content stored with ``ToolCallRunning``, verify, write, settle) and the
+    bytes its ``ToolCallRunning`` takes in the store (the file-change record, docs/architecture.md §9.1)."""
+    import sqlite3
+
+    sizes = {"10 KB": 10_000, "1 MiB": 1024 * 1024 - 200}
+    responses: list[dict[str, Any]] = []
+    for label in sizes:
+        name = f"edit-{label.replace(' ', '')}.txt"
+        for turn in range(turns + 1):
+            edit = {"old_text": f"line {turn}\n", "new_text": f"LINE {turn}\n"}
+            responses.append(
+                {
+                    "match": {"last_message_contains": f"edit {label} #{turn}"},
+                    "steps": [{"tool_call": {"name": "edit_file", "arguments": {"path": name, "edits": [edit]}}}],
+                }
+            )
+    responses.append({"repeat": True, "steps": [{"text": "Done."}]})
+    bench.server.set_scenario(load_scenario({"name": "file-changes-bench", "responses": responses}))
+    rows: list[Row] = []
+    async with bench.spawn() as agent:
+        session_id = await _new(agent, bench)
+        with anyio.fail_after(30):
+            await agent.conn.set_session_mode(session_id=session_id, mode_id="dont_ask")
+        for label, size in sizes.items():
+            lines = "".join(f"line {n}\n" for n in range(turns + 1))
+            (bench.workspace / f"edit-{label.replace(' ', '')}.txt").write_text(lines + "x" * (size - len(lines)))
+            times: list[float] = []
+            for turn in range(turns + 1):
+                before = len(bench.server.requests())
+                await _prompt(agent, session_id, f"edit {label} #{turn}")
+                answered, asked = bench.server.requests()[before : before + 2]
+                if turn:  # the first edit warms the tools up
+                    times.append(((asked.received_monotonic or 0) - (answered.finished_monotonic or 0)) * 1000)
+            with sqlite3.connect(bench.home / "state.db") as db:
+                (stored,) = db.execute(
+                    "SELECT length(payload_json) FROM events WHERE session_id = ? AND kind = 'tool_call_running'"
+                    " ORDER BY seq DESC LIMIT 1",
+                    (session_id,),
+                ).fetchone()
+            rows.append(
+                Row(
+                    f"edit_file of a {label} file",
+                    _ms(times),
+                    f"tool time, median of {turns} edits; its ToolCallRunning (the old content) stores {stored} bytes",
+                )
+            )
+    bench.server.set_scenario(load_scenario(SCENARIO))
+    return rows
+
+
 async def computer_use_overhead(bench: Bench) -> list[Row]:
     """Per action, the agent's own time around the simulated driver's (``rawOutput.meta`` of each call)."""
     from fixtures.cua_driver_sim import command as simulated_driver
@@ -688,8 +740,8 @@ async def _prompt(agent: AgentProcess, session_id: str, text: str) -> None:
 async def sandbox_overhead(bench: Bench, runs: int = 20) -> list[Row]:
     """What the sandbox adds to one command: the terminal tool's own path (``Sandbox.confine`` + ``run_command``) for
     ``bash -c true``, through bubblewrap against plain (in this process: the cost is the spawn, not the protocol)."""
-    from hermes_acp.tools._process import OutputBuffer, run_command
-    from hermes_acp.tools.sandbox import Sandbox
+    from hermes_acp.exec.process import OutputBuffer, run_command
+    from hermes_acp.exec.sandbox import Sandbox
 
     async def once(sandbox: Sandbox) -> float:
         started = time.perf_counter()
@@ -891,6 +943,7 @@ ROWS: dict[str, Callable[[Bench], Awaitable[list[Row]]]] = {
     "cancel_latency": lambda b: cancel_latency(b, 10),
     "computer_use": computer_use_overhead,
     "parallel_reads": parallel_reads,
+    "file_changes": file_changes,
     "corpus_replay": corpus_replay,
     "sandbox": sandbox_overhead,
     "compaction": lambda b: compaction(b, 200),

@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable
 from types import FrameType
 
-from hermes_acp.tools.hard_blocks import CommandCheck, check_command
+from hermes_acp.exec.hard_blocks import CommandCheck, check_command
 
 __all__ = ["HOSTILE", "TYPICAL", "main"]
 

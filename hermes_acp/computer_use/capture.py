@@ -12,7 +12,7 @@ a silent fallback), reads it with ``get_window_state`` in the form this driver a
   send are pixels of that image, scaled by the gate when it shrank it further (``Geometry``);
 * the editor gets the image as an ``ImageBlock``; the driver's screenshot goes to ``<cache>/images/``; at most 100
   elements are inlined and the full list spills to ``<cache>/computer_use/elements_<uuid>.json`` when anything was
-  cut (both in the one image cache, ``hermes_acp.tools.image_cache``).
+  cut (both in the one image cache, ``hermes_acp.images.cache``).
 
 ``app="screen"`` reads the whole display (``get_desktop_state``): pixels and the window list, no elements and no
 target. It deliberately knows nothing about approval or input actions.
@@ -28,7 +28,9 @@ from typing import Any
 import anyio.to_thread
 
 from hermes_acp.core import DisplayBlock, ImageBlock, ImagePart, TextBlock, TextPart
-from hermes_acp.tools.image_cache import save_image, save_json
+from hermes_acp.images.cache import save_image, save_json
+from hermes_acp.images.codec import Fitted, ImageDecodeError, Mark, mark_and_fit, measure
+from hermes_acp.images.gate import NATIVE_MAX_EDGE, SessionImageGate
 
 from .driver import DriverClient
 from .elements import (
@@ -42,8 +44,7 @@ from .elements import (
     full_rows,
     parse_elements,
 )
-from .gate import NATIVE_MAX_EDGE, SessionImageGate
-from .images import Fitted, ImageDecodeError, Mark, mark_and_fit, measure
+from .outputs import CaptureOutput, ImageInfo
 from .results import ComputerUseRefusal, DriverReply
 from .surface import DriverSurface
 from .target import DESKTOP, SCREEN, Target, WindowRow, choose_window, window_rows
@@ -57,7 +58,7 @@ MIN_IMAGE_EDGE = 8
 class CaptureResult:
     target: Target | None
     seen: Seen | None
-    payload: dict[str, Any]
+    output: CaptureOutput
     parts: list[TextPart | ImagePart] = field(default_factory=list)
     """Extra parts after the payload: the image, or its description."""
     display: list[DisplayBlock] = field(default_factory=list)
@@ -164,7 +165,7 @@ class Capturer:
         shot = None if mode == "ax" else _shot(reply)
         window = _window_box(data, row)
         geometry = Geometry(window=window)
-        payload: dict[str, Any] = {"ok": True, "action": "capture", "mode": mode, "target": target.payload()}
+        output = CaptureOutput(mode=mode, target=target.payload())
         parts: list[TextPart | ImagePart] = []
         display: list[DisplayBlock] = [TextBlock(text=f"Captured {target.app} — {target.title} ({mode})")]
         editor_image: ImageBlock | None = None
@@ -187,51 +188,45 @@ class Capturer:
             editor_image = ImageBlock(media_type=image.media_type, data=image.data)
             display.append(editor_image)
             path = await save_image(self._cache_dir, "screenshot", shot.data, shot.media_type)
-            payload["image"] = {
-                "width": model_w,
-                "height": model_h,
-                "coordinates": "pixels of this image",
-                "route": gated.route,
-            }
-            payload["screenshot_path"] = str(path)
+            output.image = ImageInfo(width=model_w, height=model_h, route=gated.route)
+            output.screenshot_path = str(path)
         elif mode != "ax":
-            payload["image"] = None
-            payload["note"] = "the driver returned no usable screenshot; act by element or capture again"
-        await self._describe_elements(payload, elements, geometry, data)
+            output.image = None
+            output.note = "the driver returned no usable screenshot; act by element or capture again"
+        if mode != "vision":
+            await self._describe_elements(output, elements, geometry, data)
         snapshot = data.get("snapshot_id")
         seen = Seen({e.index: e for e in elements}, geometry, snapshot if isinstance(snapshot, str) else None)
-        return CaptureResult(target, seen, payload, parts, display, editor_image)
+        return CaptureResult(target, seen, output, parts, display, editor_image)
 
     async def _describe_elements(
-        self, payload: dict[str, Any], elements: list[Element], geometry: Geometry, data: dict[str, Any]
+        self, output: CaptureOutput, elements: list[Element], geometry: Geometry, data: dict[str, Any]
     ) -> None:
-        if payload["mode"] == "vision":
-            return
         rows, cut = element_rows(elements, geometry)
-        payload["elements"] = rows
-        payload["elements_total"] = len(elements)
+        output.elements = rows
+        output.elements_total = len(elements)
         driver_cut = data.get("truncated") is True
         if cut:
-            document = {"target": payload["target"], "elements": full_rows(elements, geometry)}
+            document = {"target": output.target, "elements": full_rows(elements, geometry)}
             path = await save_json(self._cache_dir, "elements", document)
-            payload["elements_file"] = str(path)
-            payload["elements_note"] = (
+            output.elements_file = str(path)
+            output.elements_note = (
                 f"{len(rows)} of {len(elements)} elements inline (labels cut at 120 characters); read_file "
                 f"{path} for " + ("every element the driver returned" if driver_cut else "the full list")
             )
         if driver_cut:
-            payload["driver_truncated"] = True
+            output.driver_truncated = True
         scale = bounds_scale(geometry, elements)
         if scale is not None:
-            payload["bounds_scale"] = scale
-            payload["bounds_note"] = (
+            output.bounds_scale = scale
+            output.bounds_note = (
                 f"element bounds are native window units, not image pixels: divide them by {scale} for pixels of "
                 "the image (HiDPI or a resized image); prefer acting by element"
             )
         if data.get("degraded") is True:
-            payload["degraded"] = True
-            payload["degraded_reason"] = str(data.get("degraded_reason") or "")
-            payload["next"] = "The accessibility tree is empty or untrusted: act by coordinate off this image."
+            output.degraded = True
+            output.degraded_reason = str(data.get("degraded_reason") or "")
+            output.next = "The accessibility tree is empty or untrusted: act by coordinate off this image."
 
     @staticmethod
     def _marks(shot: _Shot | None, elements: list[Element], window: Box | None) -> list[Mark]:
@@ -259,15 +254,13 @@ class Capturer:
             raise ComputerUseRefusal("this driver cannot capture the whole screen", code="unsupported_action")
         reply = await self._driver.call("get_desktop_state", {})
         shot = _shot(reply)
-        payload: dict[str, Any] = {
-            "ok": True,
-            "action": "capture",
-            "mode": "vision",
-            "app": SCREEN,
-            "windows": [row.payload() for row in window_rows(reply.structured)][:30],
-            "note": "Whole display: pixels only, no elements and no input target. Capture an app or window "
+        output = CaptureOutput(
+            mode="vision",
+            app=SCREEN,
+            windows=[row.payload() for row in window_rows(reply.structured)][:30],
+            note="Whole display: pixels only, no elements and no input target. Capture an app or window "
             "(app, or pid/window_id from this list) before any input.",
-        }
+        )
         parts: list[TextPart | ImagePart] = []
         display: list[DisplayBlock] = [TextBlock(text="Captured the whole screen")]
         editor_image = None
@@ -284,5 +277,5 @@ class Capturer:
             editor_image = ImageBlock(media_type=image.media_type, data=image.data)
             display.append(editor_image)
             saved = await save_image(self._cache_dir, "screenshot", shot.data, shot.media_type)
-            payload["screenshot_path"] = str(saved)
-        return CaptureResult(None, None, payload, parts, display, editor_image)
+            output.screenshot_path = str(saved)
+        return CaptureResult(None, None, output, parts, display, editor_image)

@@ -6,7 +6,7 @@ result as a ``ComputerUseError`` carrying the driver's code (shape A ``refusal.c
 its escalation advice and hint. ``ActionReport`` normalises a successful action from the legacy open object
 (``path``/``verified``/``escalation.recommended``), the closed ActionResult (``effect``/``route``/``delivery``/
 ``escalation.target``) and the 0.37 additions (``summary``/``hint``); transport success (``ok``) stays apart from
-the semantic ``effect`` (docs/cua-driver.md §4.2).
+the semantic ``effect`` (docs/cua-driver.md §4.2). How the model reads a report is ``outputs``' business.
 
 It deliberately knows nothing about MCP, sessions or the model-facing schema.
 """
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from hermes_acp.errors import ComputerUseError, DriverCode, ToolErrorCode
@@ -130,20 +130,9 @@ class ActionReport:
     delivery_mode: str | None = None
     degraded: bool | None = None
     hint: str | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
-
-    def payload(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"ok": self.ok}
-        for key in ("effect", "verified", "code", "message", "route", "delivery_mode", "degraded", "hint"):
-            value = getattr(self, key)
-            if value is not None:
-                out[key] = value
-        if self.recommended or self.escalation_reason:
-            out["escalation"] = {
-                k: v for k, v in (("recommended", self.recommended), ("reason", self.escalation_reason)) if v
-            }
-        out.update(self.extra)
-        return out
+    evidence: list[Any] | None = None
+    """The driver's evidence for the effect (at most four entries)."""
+    resolved_window: dict[str, Any] | None = None
 
 
 def action_report(reply: DriverReply) -> ActionReport:
@@ -167,9 +156,9 @@ def action_report(reply: DriverReply) -> ActionReport:
         hint=str(data["hint"]) if data.get("hint") else None,
     )  # fmt: skip
     if isinstance(evidence, list) and evidence:
-        report.extra["evidence"] = evidence[:4]
+        report.evidence = evidence[:4]
     if isinstance(data.get("resolved_window"), Mapping):
-        report.extra["resolved_window"] = data["resolved_window"]
+        report.resolved_window = dict(data["resolved_window"])
     return report
 
 

@@ -1,4 +1,4 @@
-"""What the rest of hermes-acp wires: ``ComputerUse.for_session`` (the session's tool, driver and image gate) and
+"""What the rest of hermes-acp wires: ``ComputerUse.for_session`` (the tool and driver, given the image gate) and
 ``check_driver`` (for ``hermes-acp --check``).
 
 The tool is offered only when ``computer_use.driver_command`` resolves (``shutil.which`` on its first word); the
@@ -18,7 +18,7 @@ import functools
 import os
 import re
 import shutil
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
@@ -27,11 +27,9 @@ import anyio
 
 from hermes_acp.config import DEFAULT_DRIVER_COMMAND, Settings
 from hermes_acp.core.notice import Notice
-from hermes_acp.providers.catalog import CatalogModel, ModelCatalog
-from hermes_acp.providers.registry import ProviderRegistry
+from hermes_acp.images.gate import SessionImageGate
 
 from .driver import DriverClient, DriverParams, OwnerRuntime
-from .gate import SessionImageGate
 from .tool import ComputerUseTool
 
 __all__ = ["ComputerUse", "DriverCheck", "check_driver", "driver_environment", "resolve_driver"]
@@ -109,10 +107,9 @@ async def check_driver(settings: Settings, *, timeout_s: float = VERSION_TIMEOUT
 
 @dataclass(frozen=True, slots=True)
 class ComputerUse:
-    """One session's computer_use: the tool (offer it when ``available``), its driver and the image gate."""
+    """One session's computer_use: the tool (offer it when ``available``) and its driver."""
 
     tool: ComputerUseTool
-    gate: SessionImageGate
     driver: DriverClient
     available: bool
     command: tuple[str, ...] = DEFAULT_DRIVER_COMMAND
@@ -135,9 +132,7 @@ class ComputerUse:
         runtime: OwnerRuntime,
         settings: Settings,
         *,
-        model: Callable[[], CatalogModel | None],
-        catalog: ModelCatalog,
-        providers: ProviderRegistry,
+        gate: SessionImageGate,
         cache_dir: Path | None = None,
         env: Mapping[str, str] | None = None,
     ) -> ComputerUse:
@@ -150,7 +145,6 @@ class ComputerUse:
             call_timeout_s=settings.computer_use.call_timeout_s,
             stderr_log=settings.logs_dir / "cua-driver.log",
         )
-        gate = SessionImageGate(settings, model=model, catalog=catalog, providers=providers)
         driver = DriverClient(runtime, params)
         tool = ComputerUseTool(driver, gate, cache_dir or settings.cache_dir)
-        return cls(tool=tool, gate=gate, driver=driver, available=path is not None, command=tuple(command))
+        return cls(tool=tool, driver=driver, available=path is not None, command=tuple(command))

@@ -5,14 +5,14 @@ Order per call: parse → hard blocks (before any approval) → approval by acti
 ``computer_use:foreground``, showing what will happen and the latest screenshot) → run. Capture binds the
 sticky target; input goes to it, after the ``app=`` guard; a target bound on an earlier driver connection is
 void. Input results keep transport ``ok`` apart from ``effect`` and carry a ``verdict`` (a refusal or a lost
-mutation too); ``capture_after`` runs only after an ``ok`` action. Calls are serialised per session.
+mutation too); ``capture_after`` runs only after an ``ok`` action. Calls are serialised per session. Every answer is
+one of the result models of ``outputs``, rendered there.
 
 It deliberately knows nothing about MCP (``driver``), pixels (``images``/``gate``) or how approval is asked.
 """
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,6 +22,8 @@ from pydantic import ValidationError
 
 from hermes_acp.core import DisplayBlock, ImageBlock, ImagePart, TextBlock, TextPart, ToolKind
 from hermes_acp.errors import ComputerUseError, OutcomeUnknownError, ToolInputError
+from hermes_acp.images.gate import SessionImageGate
+from hermes_acp.tools.approval import Approval
 from hermes_acp.tools.base import Presentation, ToolOutcome, describe_validation_error
 from hermes_acp.tools.context import ApprovalRequest, ToolContext
 
@@ -29,7 +31,19 @@ from .actions import describe, plan_input
 from .capture import Capturer, CaptureResult
 from .driver import DriverClient
 from .elements import Seen
-from .gate import SessionImageGate
+from .outputs import (
+    AppsOutput,
+    CaptureFailure,
+    ComputerUseOutput,
+    FocusOutput,
+    InputOutput,
+    Timing,
+    VerifyOutput,
+    WaitOutput,
+    WindowsOutput,
+    given,
+    outcome,
+)
 from .results import ActionReport, ComputerUseRefusal, action_report, refusal_report
 from .safety import check_keys, check_text
 from .schema import DESCRIPTION, INPUT_SCHEMA, OBSERVATION_ACTIONS, ComputerUseInput
@@ -38,16 +52,14 @@ from .verdict import verdict
 
 __all__ = ["SCOPE_BACKGROUND", "SCOPE_FOREGROUND", "ComputerUseTool"]
 
+Outcome = ToolOutcome[ComputerUseOutput]
+
 SCOPE_BACKGROUND = "computer_use:background"
 SCOPE_FOREGROUND = "computer_use:foreground"
 MAX_LISTED_APPS = 60
 _KINDS: dict[str, ToolKind] = {"capture": "read", "list_apps": "read", "list_windows": "read", "verify_state": "read"}
 _READING_ACTIONS = frozenset(_KINDS)
 """The actions that only read the desktop."""
-
-
-def _json(payload: dict[str, Any]) -> str:
-    return json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
 
 
 @dataclass(slots=True)
@@ -97,14 +109,14 @@ class ComputerUseTool:
         title = describe(parsed, self._live_target(), self._desk.seen)
         return Presentation(title=f"computer_use: {title}", kind=_KINDS.get(parsed.action, "other"))
 
-    async def approval(self, parsed: ComputerUseInput, ctx: ToolContext) -> ApprovalRequest | None:
+    async def approval(self, parsed: ComputerUseInput, ctx: ToolContext) -> Approval[ComputerUseOutput]:
         if parsed.action == "key" and parsed.keys is not None:
             check_keys([parsed.keys, *(parsed.modifiers or [])])
         for text in (parsed.text, parsed.value):
             if text is not None and parsed.action in ("type", "set_value"):
                 check_text(text)
         if parsed.action in OBSERVATION_ACTIONS or (parsed.action == "focus_app" and not parsed.raise_window):
-            return None  # focus_app without raise_window only binds the target: nothing on the desktop changes
+            return Approval(ctx.tool_call_id)  # focus_app without raise_window only binds the target
         target = self._live_target()
         title = describe(parsed, target, self._desk.seen)
         lines = [title]
@@ -118,26 +130,27 @@ class ComputerUseTool:
         content: list[DisplayBlock] = [TextBlock(text="\n".join(lines))]
         if self._desk.image is not None and target is not None:
             content.append(self._desk.image)
-        return ApprovalRequest(
+        request = ApprovalRequest(
             scope=SCOPE_FOREGROUND if parsed.foreground else SCOPE_BACKGROUND,
             title=f"computer_use: {title}",
             mutating=True,
             content=content,
             raw_input=parsed.model_dump(exclude_none=True),
         )
+        return Approval(ctx.tool_call_id, request=request)
 
-    async def run(self, parsed: ComputerUseInput, ctx: ToolContext) -> ToolOutcome:
+    async def run(self, parsed: ComputerUseInput, approval: Approval[ComputerUseOutput], ctx: ToolContext) -> Outcome:
         async with self._lock:
             started, driver_before = anyio.current_time(), self._driver.busy_s
-            outcome = await self._run(parsed)
-            if isinstance(outcome.raw_output, dict):
-                outcome.raw_output["meta"] = {
-                    "total_ms": round((anyio.current_time() - started) * 1000, 2),
-                    "driver_ms": round((self._driver.busy_s - driver_before) * 1000, 2),
-                }
-            return outcome
+            done = await self._run(parsed)
+            if done.raw_output is not None:
+                done.raw_output.meta = Timing(
+                    total_ms=round((anyio.current_time() - started) * 1000, 2),
+                    driver_ms=round((self._driver.busy_s - driver_before) * 1000, 2),
+                )
+            return done
 
-    async def _run(self, p: ComputerUseInput) -> ToolOutcome:
+    async def _run(self, p: ComputerUseInput) -> Outcome:
         action = p.action
         if action == "capture":
             result = await self._capturer.capture(p.mode or "som", app=p.app, pid=p.pid, window_id=p.window_id)
@@ -146,33 +159,25 @@ class ComputerUseTool:
         if action == "wait":
             seconds = p.seconds if p.seconds is not None else 1.0
             await anyio.sleep(seconds)
-            return await self._after({"ok": True, "action": "wait", "seconds": seconds}, p)
+            return await self._after(WaitOutput(seconds=seconds), p)
         if action == "list_apps":
-            return self._listing(await self._list_apps())
+            return outcome(await self._list_apps())
         if action == "list_windows":
             rows = await self._capturer.windows(**({"pid": p.pid} if p.pid is not None else {}))
             if p.app is not None:
                 needle = p.app.casefold()
                 rows = [r for r in rows if needle in r.app.casefold() or needle in r.title.casefold()]
-            return self._listing({"ok": True, "action": "list_windows", "windows": [r.payload() for r in rows]})
+            return outcome(WindowsOutput(windows=[r.payload() for r in rows]))
         if action == "verify_state":
             return await self._verify(p)
         if action == "focus_app":
             return await self._focus(p)
         return await self._input(p)
 
-    def _capture_outcome(self, result: CaptureResult) -> ToolOutcome:
-        return ToolOutcome(
-            parts=[TextPart(text=_json(result.payload)), *result.parts],
-            content=result.display,
-            raw_output=dict(result.payload),
-        )
+    def _capture_outcome(self, result: CaptureResult) -> Outcome:
+        return outcome(result.output, parts=result.parts, content=result.display)
 
-    def _listing(self, payload: dict[str, Any]) -> ToolOutcome:
-        text = _json(payload)
-        return ToolOutcome(parts=[TextPart(text=text)], content=[TextBlock(text=text)], raw_output=payload)
-
-    async def _list_apps(self) -> dict[str, Any]:
+    async def _list_apps(self) -> AppsOutput:
         reply = await self._driver.call("list_apps", {})
         apps = [a for a in reply.structured.get("apps") or [] if isinstance(a, dict)]
         with_windows = [a for a in apps if a.get("windows")]
@@ -183,12 +188,14 @@ class ComputerUseTool:
             for a in [*with_windows, *others][:MAX_LISTED_APPS]
         ]  # fmt: skip
         installed = [str(a.get("name")) for a in apps if a.get("running") is False][:MAX_LISTED_APPS]
-        payload: dict[str, Any] = {"ok": True, "action": "list_apps", "apps": rows}
-        if installed:
-            payload["installed_not_running"] = installed
-        if len(with_windows) + len(others) > MAX_LISTED_APPS:
-            payload["note"] = f"{len(with_windows) + len(others)} running; apps with windows first"
-        return payload
+        running = len(with_windows) + len(others)
+        return AppsOutput(
+            apps=rows,
+            **given(
+                installed_not_running=installed or None,
+                note=f"{running} running; apps with windows first" if running > MAX_LISTED_APPS else None,
+            ),
+        )
 
     def _require_target(self) -> Target:
         target = self._live_target()
@@ -204,7 +211,7 @@ class ComputerUseTool:
             "no target: capture an app or window first (capture binds the target)", code="no_target"
         )
 
-    async def _verify(self, p: ComputerUseInput) -> ToolOutcome:
+    async def _verify(self, p: ComputerUseInput) -> Outcome:
         target = self._require_target()
         surface = await self._driver.ensure()
         if not surface.has("verify_state"):
@@ -217,30 +224,33 @@ class ComputerUseTool:
         reply = await self._driver.call("verify_state", args)
         data = reply.structured
         status = str(data.get("status") or "unknown")
-        payload: dict[str, Any] = {
-            "ok": True,
-            "action": "verify_state",
-            "target": target.payload(),
-            "status": status,
-            "satisfied": status == "satisfied",
-            "predicates": data.get("predicates") or [],
-        }
-        if status == "unknown":
-            payload["note"] = "unknown is not success: capture and check, or restate the predicate"
-        return self._listing(payload)
+        predicates = data.get("predicates")
+        note = "unknown is not success: capture and check, or restate the predicate" if status == "unknown" else None
+        return outcome(
+            VerifyOutput(
+                target=target.payload(),
+                status=status,
+                satisfied=status == "satisfied",
+                predicates=predicates if isinstance(predicates, list) else [],
+                **given(note=note),
+            )
+        )
 
-    async def _focus(self, p: ComputerUseInput) -> ToolOutcome:
+    async def _focus(self, p: ComputerUseInput) -> Outcome:
         target, _row = await self._capturer.bind(app=p.app, pid=p.pid, window_id=p.window_id)
         previous = self._desk.target
         if previous is None or (previous.pid, previous.window_id) != (target.pid, target.window_id):
             self._desk.seen, self._desk.image = None, None
         self._desk.target = target
-        payload: dict[str, Any] = {"ok": True, "action": "focus_app", "target": target.payload()}
         if p.raise_window:
             await self._raise(target)
-            payload["raised"] = True
-        payload["next"] = "Capture to see the window and get its elements before acting."
-        return self._listing(payload)
+        return outcome(
+            FocusOutput(
+                target=target.payload(),
+                next="Capture to see the window and get its elements before acting.",
+                **given(raised=True if p.raise_window else None),
+            )
+        )
 
     async def _raise(self, target: Target) -> None:
         surface = await self._driver.ensure()
@@ -249,7 +259,7 @@ class ComputerUseTool:
         args = {"pid": target.pid, "window_id": target.window_id}
         await self._driver.call("bring_to_front", surface.with_only("bring_to_front", args))
 
-    async def _input(self, p: ComputerUseInput) -> ToolOutcome:
+    async def _input(self, p: ComputerUseInput) -> Outcome:
         used_element, foreground = False, p.delivery_mode == "foreground"
         target = self._desk.target
         try:
@@ -267,43 +277,29 @@ class ComputerUseTool:
             report = refusal_report(refusal)
         except OutcomeUnknownError as lost:
             report = ActionReport(ok=False, code=lost.code, message=str(lost))
-        payload: dict[str, Any] = {"action": p.action, **({"target": target.payload()} if target else {})}
-        payload.update(report.payload())
-        payload["verdict"] = verdict(report, used_element=used_element, foreground=foreground)
-        return await self._after(payload, p, report)
+        decided = verdict(report, used_element=used_element, foreground=foreground)
+        output = InputOutput.of(p.action, target.payload() if target else None, report, decided)
+        return await self._after(output, p, report)
 
     async def _after(
-        self, payload: dict[str, Any], p: ComputerUseInput, report: ActionReport | None = None
-    ) -> ToolOutcome:
+        self, output: WaitOutput | InputOutput, p: ComputerUseInput, report: ActionReport | None = None
+    ) -> Outcome:
         """The action's outcome, plus a capture of the same target when asked and the action went through."""
         failed = report is not None and not report.ok
         parts: list[TextPart | ImagePart] = []
-        display: list[DisplayBlock] = [TextBlock(text=self._summary(payload))]
+        display: list[DisplayBlock] = [TextBlock(text=output.summary())]
         target = self._live_target()
         if p.capture_after and not failed and target is not None:
             try:
                 result = await self._capturer.capture("som", known=target)
             except ComputerUseError as exc:
-                payload["capture_after"] = {"ok": False, "code": exc.code, "message": str(exc)}
+                output.capture_after = CaptureFailure(code=exc.code, message=str(exc))
             else:
                 self._desk.bind(result)
-                payload["capture_after"] = result.payload
+                output.capture_after = result.output
                 parts.extend(result.parts)
                 display.extend(block for block in result.display if isinstance(block, ImageBlock))
         elif p.capture_after and failed:
-            payload["capture_after"] = "skipped: the action failed (a screenshot now would look like success)"
-        return ToolOutcome(
-            parts=[TextPart(text=_json(payload)), *parts],
-            content=display,
-            raw_output=payload,
-            failed=failed,
-            error_code=report.code if failed and report is not None else None,
-        )
-
-    @staticmethod
-    def _summary(payload: dict[str, Any]) -> str:
-        decision = payload.get("verdict", {}).get("decision") if isinstance(payload.get("verdict"), dict) else None
-        state = "ok" if payload.get("ok") else f"failed ({payload.get('code')})"
-        effect = f", effect {payload['effect']}" if payload.get("effect") else ""
-        message = f": {payload['message']}" if payload.get("message") else ""
-        return f"{payload.get('action')} {state}{effect}" + (f" → {decision}" if decision else "") + message
+            output.capture_after = "skipped: the action failed (a screenshot now would look like success)"
+        code = report.code if failed and report is not None else None
+        return outcome(output, parts=parts, content=display, failed=failed, error_code=code)

@@ -7,6 +7,7 @@ after ``session/load`` come from the same records. Events are immutable once sto
 
 from __future__ import annotations
 
+import base64
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
@@ -20,6 +21,7 @@ __all__ = [
     "CompactionMethod",
     "CompactionTrigger",
     "ContextCompacted",
+    "FileChange",
     "NoticeAdded",
     "PermissionResolved",
     "PlanEntry",
@@ -131,13 +133,43 @@ class ToolCallStarted(_Event):
     not run. Logs written before that event existed leave it False: their open calls may have run."""
 
 
+class FileChange(_Event):
+    """One file a tool call is about to change, as its approval saw it: enough to put the file back later and to
+    tell whether someone else changed it since.
+
+    ``before`` is the file's exact content before the change (``None``: the file did not exist), as text when it is
+    UTF-8 and as base64 otherwise (``before_encoding``); the hashes are SHA-256 of the bytes, before and after. The
+    file tools cap both sides at 1 MiB (``tools/_snapshot.py``), so one record holds at most 1 MiB of content (about
+    1.34 MiB as base64). Kept verbatim for restores: it is neither shown to the editor nor read by the model, so
+    the sanitizer does not touch it."""
+
+    path: str
+    before: str | None
+    before_encoding: Literal["utf-8", "base64"] = "utf-8"
+    before_sha256: str | None
+    """None when the file did not exist."""
+    after_sha256: str
+
+    def before_bytes(self) -> bytes | None:
+        """The exact bytes the file held before the change (None: it did not exist)."""
+        if self.before is None:
+            return None
+        return base64.b64decode(self.before) if self.before_encoding == "base64" else self.before.encode("utf-8")
+
+
 class ToolCallRunning(_Event):
     """The call is about to run: approved, and stored before it starts (persist before execute). A call that has
-    this and no settlement ran, or was running, when the turn stopped; one without it never started."""
+    this and no settlement ran, or was running, when the turn stopped; one without it never started.
+
+    ``file_changes`` are the files the call will write if its last check passes (the file has not changed since
+    its approval): stored before the write, so the content each had survives a crash in the middle. Whether the
+    write happened is the settlement's ``status`` (``completed``: written; ``failed``: the tool refused or the
+    write failed, nothing written); a call that never settled may have written, and the hashes tell."""
 
     kind: Literal["tool_call_running"] = "tool_call_running"
     turn_id: str
     tool_call_id: str
+    file_changes: list[FileChange] = Field(default_factory=list)
 
 
 class PermissionResolved(_Event):

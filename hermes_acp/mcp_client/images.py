@@ -1,4 +1,4 @@
-"""Images from MCP results: decoded from base64 and kept in the one image cache (``hermes_acp.tools.image_cache``).
+"""Images from MCP results: decoded from base64 and kept in the one image cache (``hermes_acp.images.cache``).
 
 They are of the kind ``mcp_image`` there: named by content (``mcp-<sha256 prefix>.<ext>`` under
 ``<cache_dir>/images/``), so the same image is stored once, and the newest ``MAX_SAVED_IMAGES`` of them are kept;
@@ -12,7 +12,7 @@ import base64
 import binascii
 from pathlib import Path
 
-from hermes_acp.tools import image_cache
+from hermes_acp.images import cache as image_cache
 
 __all__ = ["MAX_SAVED_IMAGES", "decode_image", "save_image"]
 

@@ -28,6 +28,7 @@ import structlog
 
 from hermes_acp.core.sanitize import Removals, sanitize_json, sanitize_text
 from hermes_acp.errors import ToolError, ToolInputError
+from hermes_acp.tools.approval import Approval
 from hermes_acp.tools.base import Presentation, ToolOutcome
 from hermes_acp.tools.context import ApprovalRequest, ToolContext
 
@@ -116,17 +117,18 @@ class McpTool:
     def reads_only(self, parsed: dict[str, Any]) -> bool:
         return bool(self.read_only)
 
-    async def approval(self, parsed: dict[str, Any], ctx: ToolContext) -> ApprovalRequest | None:
+    async def approval(self, parsed: dict[str, Any], ctx: ToolContext) -> Approval[Any]:
         if self.read_only:
-            return None
-        return ApprovalRequest(
+            return Approval(ctx.tool_call_id)
+        request = ApprovalRequest(
             scope=f"mcp:{self.server}:{self.remote_name}",
             title=f"{self.server}: {self.title}",
             mutating=True,
             raw_input=parsed,
         )
+        return Approval(ctx.tool_call_id, request=request)
 
-    async def run(self, parsed: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
+    async def run(self, parsed: dict[str, Any], approval: Approval[Any], ctx: ToolContext) -> ToolOutcome[Any]:
         call = self._connection.call_tool(self.remote_name, parsed, read_only=self.read_only)
         result = await _answer(call, self.server, f"tools/call {self.title}")
         return await outcome_from_result(result, cache_dir=ctx.cache_dir, gate=ctx.images)
@@ -199,13 +201,13 @@ class UtilityTool:
             kind="read",
         )
 
-    async def approval(self, parsed: dict[str, Any], ctx: ToolContext) -> ApprovalRequest | None:
-        return None
+    async def approval(self, parsed: dict[str, Any], ctx: ToolContext) -> Approval[Any]:
+        return Approval(ctx.tool_call_id)
 
     def reads_only(self, parsed: dict[str, Any]) -> bool:
         return True
 
-    async def run(self, parsed: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
+    async def run(self, parsed: dict[str, Any], approval: Approval[Any], ctx: ToolContext) -> ToolOutcome[Any]:
         conn = self._connection
         if self.utility == "list_resources":
             resources = await _answer(conn.list_resources(), conn.name, "resources/list")

@@ -14,17 +14,19 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hermes_acp.core import DisplayBlock, ImageBlock, ImagePart, ResourceBlock, ResourceLinkBlock, TextBlock, TextPart
 from hermes_acp.core.sanitize import clean_text
 from hermes_acp.errors import ErrorCode
 from hermes_acp.tools._text import cap_middle
 from hermes_acp.tools.base import ToolOutcome
-from hermes_acp.tools.context import ImageGate
 
 from .images import decode_image, save_image
 from .untrusted import MAX_RESULT_CHARS, RESULT_HEAD_SHARE, public_meta
+
+if TYPE_CHECKING:
+    from hermes_acp.images.gate import ImageGate
 
 __all__ = ["MAX_IMAGE_BYTES", "outcome_from_result", "outcome_from_text"]
 
@@ -40,7 +42,7 @@ async def outcome_from_result(
     cache_dir: Path,
     limit: int = MAX_RESULT_CHARS,
     gate: ImageGate | None = None,
-) -> ToolOutcome:
+) -> ToolOutcome[Any]:
     """The tool's result for the model and the editor. Images reach the model through the session's image ``gate``
     (the one of docs/computer-use.md §10, shared with screenshots and prompt images); the editor gets them unchanged."""
     texts: list[str] = []
@@ -75,7 +77,7 @@ async def outcome_from_result(
     )
 
 
-def outcome_from_text(text: str, *, raw_output: Any = None, limit: int = MAX_RESULT_CHARS) -> ToolOutcome:
+def outcome_from_text(text: str, *, raw_output: Any = None, limit: int = MAX_RESULT_CHARS) -> ToolOutcome[Any]:
     """A plain text outcome (resource and prompt helpers), cleaned and capped like tool results."""
     capped, _ = cap_middle(clean_text(text), limit, head_share=RESULT_HEAD_SHARE)
     return ToolOutcome.text(capped, raw_output=raw_output)

@@ -25,7 +25,7 @@ from pathlib import Path
 import anyio
 import structlog
 
-from hermes_acp.tools.base import Tool
+from hermes_acp.tools.base import AnyTool
 
 from .connection import McpTimeouts, ServerConnection
 from .naming import ToolKey, assign_names
@@ -81,7 +81,7 @@ class McpServers:
         self.unusable: list[UnusableSpec] = [spec for spec in parsed if isinstance(spec, UnusableSpec)]
         self._reported: set[tuple[object, ...]] = set()
         self._cache_key: tuple[object, ...] | None = None
-        self._cache: list[Tool] = []
+        self._cache: list[AnyTool] = []
         self._names: dict[int, tuple[str, ...]] = {}
         """The offered tool names of each connection (by index), as of the cached tool list."""
         self._running = False
@@ -150,7 +150,7 @@ class McpServers:
         self._reported.add(key)
         return True
 
-    def tools(self) -> list[Tool]:
+    def tools(self) -> list[AnyTool]:
         """The MCP tools to offer now, sorted by name (the same state always gives the same list)."""
         offered = [c for c in self.connections if c.offered]
         key = tuple((c.index, c.listing_version, c.has_resources, c.has_prompts) for c in offered)
@@ -168,7 +168,7 @@ class McpServers:
                 if (capability == "resources" and conn.has_resources) or (capability == "prompts" and conn.has_prompts):
                     entries.extend((ToolKey(conn.index, conn.name, h, utility=True), conn, h) for h in helpers)
         names = assign_names([k for k, _, _ in entries])
-        tools: list[Tool] = []
+        tools: list[AnyTool] = []
         for tool_key, conn, source in entries:
             if isinstance(source, str):
                 tools.append(UtilityTool(names[tool_key], conn, source))

@@ -34,7 +34,7 @@ from hermes_acp.sessions import Session, SessionManager, SessionServices, derive
 from hermes_acp.sessions.switches import SWITCHES
 from hermes_acp.sessions.turn_imports import warm_up_turn_modules
 from hermes_acp.storage.base import SessionStore
-from hermes_acp.tools.base import Tool
+from hermes_acp.tools.base import AnyTool
 
 from .client_bridge import AcpClientBridge
 from .convert import prompt_to_display
@@ -71,7 +71,7 @@ class AgentParts:
     providers: ProviderRegistry
     attach: Callable[[SessionManager], None]
     """Attach the manager to the root task group."""
-    tool_surface: Callable[[Session], Sequence[Tool]] | None = None
+    tool_surface: Callable[[Session], Sequence[AnyTool]] | None = None
     """How a session's tools are derived (tests add their own tools here); None: ``derive_tool_surface``."""
 
 

@@ -23,8 +23,8 @@ from pathlib import Path
 import structlog
 
 from hermes_acp.core.sanitize import sanitize_text
-from hermes_acp.tools._process import OutputBuffer, run_command
-from hermes_acp.tools.environment import EnvPolicy
+from hermes_acp.exec.environment import EnvPolicy
+from hermes_acp.exec.process import OutputBuffer, run_command
 
 __all__ = ["GIT_TIMEOUT_S", "MAX_DIFF_BYTES", "MAX_UNTRACKED", "Changes", "NothingToReview", "collect_changes"]
 

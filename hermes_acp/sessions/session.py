@@ -52,7 +52,7 @@ from hermes_acp.mcp_client import McpServers
 from hermes_acp.providers.catalog import CatalogModel, ModelCatalog
 from hermes_acp.providers.registry import ProviderRegistry
 from hermes_acp.storage.base import SessionRecord, SessionStore, utc_now
-from hermes_acp.tools.base import Tool
+from hermes_acp.tools.base import AnyTool
 from hermes_acp.tools.context import Workspace
 from hermes_acp.turns.ports import LiveCompaction, LiveUsage
 from hermes_acp.turns.projection import SessionProjection
@@ -76,8 +76,9 @@ from .turn_imports import load_turn_modules
 
 if TYPE_CHECKING:
     from hermes_acp.computer_use import ComputerUse
+    from hermes_acp.exec.sandbox import Sandbox
+    from hermes_acp.images.gate import SessionImageGate
     from hermes_acp.providers.echo import EchoMemory
-    from hermes_acp.tools.sandbox import Sandbox
     from hermes_acp.turns.loop import TurnDeps, TurnResult
     from hermes_acp.turns.meter import Meter
     from hermes_acp.turns.state import CompactionPolicy
@@ -98,7 +99,7 @@ class SessionServices:
     catalog: ModelCatalog
     providers: ProviderRegistry
     client: ClientBridge
-    tool_surface: Callable[[Session], Sequence[Tool]]
+    tool_surface: Callable[[Session], Sequence[AnyTool]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,21 +154,30 @@ class Session:
         self._running = False
 
     @cached_property
+    def image_gate(self) -> SessionImageGate:
+        """The one gate every image bound for the session's model passes (tool results, MCP images, prompt
+        images), following the session's current model; a downgrade to text is told as a notice."""
+        load_turn_modules()
+        from hermes_acp.images.gate import SessionImageGate
+        from hermes_acp.providers.describe import describer_for
+
+        services = self.services
+        gate = SessionImageGate(
+            services.settings,
+            model=self.current_model,
+            describer=describer_for(services.settings, services.catalog, services.providers),
+        )
+        gate.notify = self._notify
+        return gate
+
+    @cached_property
     def computer_use(self) -> ComputerUse:
         """The session's computer_use tool (offered when the driver command resolves; the driver starts lazily in
-        the owner task at the first call) and its image gate, which every image passes."""
+        the owner task at the first call)."""
         load_turn_modules()
         from hermes_acp.computer_use import ComputerUse
 
-        computer_use = ComputerUse.for_session(
-            self.runtime,
-            self.services.settings,
-            model=self.current_model,
-            catalog=self.services.catalog,
-            providers=self.services.providers,
-        )
-        computer_use.gate.notify = self._notify
-        return computer_use
+        return ComputerUse.for_session(self.runtime, self.services.settings, gate=self.image_gate)
 
     @cached_property
     def echo(self) -> EchoMemory:
@@ -181,7 +191,7 @@ class Session:
     def sandbox(self) -> Sandbox:
         """How the session's commands are contained (``[sandbox]``)."""
         load_turn_modules()
-        from hermes_acp.tools.sandbox import Sandbox
+        from hermes_acp.exec.sandbox import Sandbox
 
         return replace(Sandbox.from_settings(self.services.settings), network=self.switch(SANDBOX_NETWORK))
 
@@ -404,7 +414,7 @@ class Session:
             cache_dir=services.settings.cache_dir,
             files=client.files(self.id),
             terminals=client.terminals(self.id),
-            images=self.computer_use.gate,
+            images=self.image_gate,
             sandbox=self.sandbox,
             compaction=self._compaction_policy(),
             models=self._configured_model,
@@ -442,8 +452,7 @@ class Session:
         load_turn_modules()
         from hermes_acp.turns.meter import Meter
 
-        gate = self.computer_use.gate
-        native = gate.route() == "native" if gate is not None else None
+        native = self.image_gate.route() == "native"
         return Meter(model, self.system_prompt, self.projection, native, self._configured_model, self.effort)
 
     def usage(self) -> LiveUsage | None:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from hermes_acp.core.modes import READ_ONLY_MODES
 from hermes_acp.tools import builtin_tools
-from hermes_acp.tools.base import Tool
+from hermes_acp.tools.base import AnyTool
 
 from .turn_imports import load_turn_modules
 
@@ -27,12 +27,12 @@ __all__ = ["derive_tool_surface", "why_unavailable"]
 
 
 @functools.cache
-def _builtins() -> tuple[Tool, ...]:
+def _builtins() -> tuple[AnyTool, ...]:
     load_turn_modules()
     return tuple(builtin_tools())
 
 
-def derive_tool_surface(session: Session) -> Sequence[Tool]:
+def derive_tool_surface(session: Session) -> Sequence[AnyTool]:
     load_turn_modules()
     from hermes_acp.tools.ask_user import AskUserTool
     from hermes_acp.tools.load_skill import LoadSkillTool
@@ -41,9 +41,9 @@ def derive_tool_surface(session: Session) -> Sequence[Tool]:
     from .plan_mode import PlanHandOff
 
     mode = session.mode
-    asking: tuple[Tool, ...] = (AskUserTool(session.elicitor),) if session.elicitor is not None else ()
-    skills: tuple[Tool, ...] = (LoadSkillTool(session.skills),) if session.skills.skills else ()
-    handing_off: tuple[Tool, ...] = (PlanHandOffTool(PlanHandOff(session)),) if mode == "plan" else ()
+    asking: tuple[AnyTool, ...] = (AskUserTool(session.elicitor),) if session.elicitor is not None else ()
+    skills: tuple[AnyTool, ...] = (LoadSkillTool(session.skills),) if session.skills.skills else ()
+    handing_off: tuple[AnyTool, ...] = (PlanHandOffTool(PlanHandOff(session)),) if mode == "plan" else ()
     offered = (*_builtins(), *asking, *skills, *handing_off, *session.mcp.tools())
     tools = [tool for tool in offered if mode not in READ_ONLY_MODES or tool.read_only]
     if session.computer_use.available:

@@ -6,17 +6,24 @@ first model request is built.
 """
 
 from ._disk import DISK, DiskFiles
-from .base import Presentation, Tool, ToolOutcome, TypedTool, describe_validation_error
+from .approval import Approval, FileSnapshot, Grant, PlannedChange
+from .base import AnyTool, ParsedCall, Presentation, Tool, ToolOutcome, TypedTool, describe_validation_error, parse_call
 from .context import ApprovalRequest, EditorFiles, EditorTerminals, TerminalExit, ToolContext, Workspace
 from .policy import Decision, Verdict, decide, is_sensitive, rule_key
 
 __all__ = [
     "DISK",
+    "AnyTool",
+    "Approval",
     "ApprovalRequest",
     "Decision",
     "DiskFiles",
     "EditorFiles",
     "EditorTerminals",
+    "FileSnapshot",
+    "Grant",
+    "ParsedCall",
+    "PlannedChange",
     "Presentation",
     "TerminalExit",
     "Tool",
@@ -29,11 +36,12 @@ __all__ = [
     "decide",
     "describe_validation_error",
     "is_sensitive",
+    "parse_call",
     "rule_key",
 ]
 
 
-def builtin_tools() -> list[Tool]:
+def builtin_tools() -> list[AnyTool]:
     """The built-in tools in their fixed order (the order is part of the byte-stable tool surface)."""
     from .edit import EditFileTool
     from .files import ReadFileTool, WriteFileTool

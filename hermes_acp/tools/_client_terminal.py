@@ -18,8 +18,8 @@ import anyio
 
 from hermes_acp.core import DisplayBlock, TerminalBlock
 from hermes_acp.errors import ToolError
+from hermes_acp.exec.process import CommandResult
 
-from ._process import CommandResult
 from .context import EditorTerminals, TerminalExit
 
 __all__ = ["CLIENT_CALL_TIMEOUT_S", "POLL_INTERVAL_S", "run_in_client_terminal"]

@@ -2,7 +2,7 @@
 bytes that are not UTF-8 or with invisible characters shown with ``\\xNN`` / ``\\uNNNN`` escapes, so it can always
 be encoded and nothing hides in it), which
 paths an approval request names (the path and, when a symlink leads elsewhere, its real target, so the policy
-judges where a call really reaches), the ``read`` approval request of the read-only file tools, and a helpful
+judges where a call really reaches), the ``read`` approval of the read-only file tools, and a helpful
 message for a path that does not exist.
 
 No policy decisions here (``policy`` makes them) and no reading or writing of file contents.
@@ -14,6 +14,7 @@ import difflib
 import os
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 import anyio
 from pydantic import BaseModel
@@ -21,7 +22,8 @@ from pydantic import BaseModel
 from hermes_acp.core.sanitize import escape_hidden
 from hermes_acp.errors import ToolInputError
 
-from .context import ApprovalRequest, Workspace
+from .approval import Approval
+from .context import ApprovalRequest, ToolContext, Workspace
 
 __all__ = [
     "ESCAPED_NOTE",
@@ -29,7 +31,7 @@ __all__ = [
     "escaped",
     "missing_path_error",
     "policy_paths",
-    "read_request",
+    "read_approval",
     "shown_name",
 ]
 
@@ -66,15 +68,16 @@ def policy_paths(path: Path) -> tuple[Path, ...]:
     return (path,) if real == path else (path, real)
 
 
-def read_request(path: Path, title: str, parsed: BaseModel) -> ApprovalRequest:
-    """The approval request of a call that only reads ``path`` (the policy decides whether it asks)."""
-    return ApprovalRequest(
+def read_approval(ctx: ToolContext, path: Path, title: str, parsed: BaseModel) -> Approval[Any]:
+    """The approval of a call that only reads ``path`` (the policy decides whether it asks)."""
+    request = ApprovalRequest(
         scope="read",
         title=title,
         mutating=False,
         paths=policy_paths(path),
         raw_input=parsed.model_dump(exclude_none=True),
     )
+    return Approval(ctx.tool_call_id, request=request)
 
 
 async def missing_path_error(path: Path, shown: str, *, hint: str = "") -> ToolInputError:

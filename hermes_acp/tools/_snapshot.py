@@ -1,40 +1,50 @@
-"""What a file holds before a write or an edit, and the check that it still holds that when the change runs.
+"""Read → approve → verify: the one way the file tools change a file.
 
-``write_file`` and ``edit_file`` compute their diff at approval time from ``read_current`` (through the editor when
-it offers ``fs/read_text_file``, so unsaved buffers count), keep it as a ``Snapshot``, and ``ensure_unchanged``
-refuses to write if the file changed while the user was looking at the diff; ``edit_request`` is the approval
-request both build around that diff. ``inspect`` answers the questions every file tool asks first (exists? folder?
-binary? size?). Nothing here writes.
+1. ``take_snapshot`` reads the file whole (through the editor when it offers ``fs/read_text_file``, so unsaved
+   buffers count; else its exact bytes from the disk), refusing what must not be changed (a folder, a binary file,
+   one over ``EDIT_MAX_BYTES``, invalid UTF-8 where the tool needs text).
+2. ``plan_change`` turns the snapshot and the new text into the call's ``Approval``: the ``edit`` request showing
+   the diff, and the ``PlannedChange`` (what the file held, hashed, and what it will hold), refusing new text over
+   ``EDIT_MAX_BYTES`` or that cannot be encoded.
+3. ``commit_change`` runs with the granted approval: it reads the file again, refuses to write when its hash is not
+   the one the diff was computed from (someone changed it while the user looked), writes the approved text, and
+   returns the change.
+
+``inspect`` answers the questions every file tool asks first (exists? folder? binary? size?). Which calls need
+approval is the policy's business; storing the change is the turn loop's.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
+from typing import Any, TypeVar
 
 import anyio
-from pydantic import BaseModel
 
 from hermes_acp.core import DiffBlock
 from hermes_acp.errors import ToolError, ToolInputError
 
-from ._disk import describe_os_error, files_for
-from ._paths import policy_paths
+from ._disk import DISK, describe_os_error, files_for
+from ._paths import display_path, policy_paths
 from ._text import Encoding, sniff
+from .approval import Approval, FileSnapshot, PlannedChange
 from .context import ApprovalRequest, ToolContext
 
 __all__ = [
     "EDIT_MAX_BYTES",
     "FileFacts",
-    "Snapshot",
-    "edit_request",
-    "ensure_unchanged",
+    "commit_change",
     "inspect",
-    "read_current",
+    "plan_change",
+    "take_snapshot",
 ]
 
+Out = TypeVar("Out")
 EDIT_MAX_BYTES = 1024 * 1024
-"""Largest file write_file replaces or edit_file edits (the diff goes to the editor and the session log)."""
+"""Largest file write_file replaces or edit_file edits, and largest text either writes: the diff goes to the editor
+and the session log, and the log keeps the old content of every change (``FileChange``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,13 +53,6 @@ class FileFacts:
     is_dir: bool = False
     size: int = 0
     encoding: Encoding = "text"
-
-
-@dataclass(frozen=True, slots=True)
-class Snapshot:
-    """The file's text when the diff was computed; None: it did not exist."""
-
-    text: str | None
 
 
 def _inspect(path: Path) -> FileFacts:
@@ -68,11 +71,25 @@ async def inspect(path: Path, shown: str) -> FileFacts:
         raise describe_os_error(exc, shown, "read") from exc
 
 
-async def read_current(ctx: ToolContext, path: Path, shown: str, *, action: str, need_utf8: bool) -> str | None:
-    """The file's whole text before a change (None when it does not exist), refusing what must not be changed."""
+def _too_large(shown: str, action: str, size: int) -> ToolInputError:
+    return ToolInputError(
+        f"{shown} is too large for {action} ({size} bytes; the limit is {EDIT_MAX_BYTES} bytes)."
+        " Change it with a terminal command (sed, a script) instead"
+    )
+
+
+def _read_bytes(path: Path) -> bytes:
+    """At most one byte over the limit (a file that grew since it was measured is caught, not read whole)."""
+    with path.open("rb") as handle:
+        return handle.read(EDIT_MAX_BYTES + 1)
+
+
+async def take_snapshot(ctx: ToolContext, path: Path, shown: str, *, action: str, need_utf8: bool) -> FileSnapshot:
+    """The file's whole content before a change (``data`` None when it does not exist), refusing what must not be
+    changed."""
     facts = await inspect(path, shown)
     if not facts.exists:
-        return None
+        return FileSnapshot.of(path, None)
     if facts.is_dir:
         raise ToolInputError(f"{shown} is a folder; {action} works on files")
     if facts.encoding == "binary":
@@ -83,29 +100,85 @@ async def read_current(ctx: ToolContext, path: Path, shown: str, *, action: str,
             " or convert it with a terminal command"
         )
     if facts.size > EDIT_MAX_BYTES:
+        raise _too_large(shown, action, facts.size)
+    io = files_for(ctx, path)
+    if io is DISK:
+        try:
+            data = await anyio.to_thread.run_sync(_read_bytes, path)
+        except OSError as exc:
+            raise describe_os_error(exc, shown, "read") from exc
+        snapshot = FileSnapshot.of(path, data)
+    else:
+        text = await io.read_text(path)
+        snapshot = FileSnapshot.of(path, text.encode("utf-8", errors="replace"), text)
+    assert snapshot.data is not None
+    if len(snapshot.data) > EDIT_MAX_BYTES:
+        raise _too_large(shown, action, len(snapshot.data))
+    return snapshot
+
+
+def plan_change(
+    ctx: ToolContext,
+    before: FileSnapshot,
+    after: str,
+    *,
+    title: str,
+    action: str,
+    raw_input: Any,
+    planned: Out | None = None,
+) -> Approval[Out]:
+    """The approval of writing ``after`` over ``before``: the ``edit`` question showing the diff, the change, and the
+    result the tool reports once it is written (``planned``)."""
+    shown = display_path(before.path, ctx.workspace)
+    try:
+        after_data = after.encode("utf-8")
+    except UnicodeEncodeError as exc:
         raise ToolInputError(
-            f"{shown} is too large for {action} ({facts.size} bytes; the limit is {EDIT_MAX_BYTES} bytes)."
-            " Change it with a terminal command (sed, a script) instead"
+            f"the new content of {shown} holds text that is not valid Unicode (a lone surrogate at character"
+            f" {exc.start}); nothing was changed"
+        ) from exc
+    if len(after_data) > EDIT_MAX_BYTES:
+        raise ToolInputError(
+            f"the new content of {shown} is too large for {action} ({len(after_data)} bytes; the limit is"
+            f" {EDIT_MAX_BYTES} bytes); nothing was changed"
         )
-    return await files_for(ctx, path).read_text(path)
-
-
-def edit_request(path: Path, title: str, old_text: str | None, new_text: str, parsed: BaseModel) -> ApprovalRequest:
-    """The approval request of a change to ``path``, showing its diff (``old_text`` None: a new file)."""
-    return ApprovalRequest(
+    request = ApprovalRequest(
         scope="edit",
         title=title,
         mutating=True,
-        paths=policy_paths(path),
-        content=[DiffBlock(path=str(path), old_text=old_text, new_text=new_text)],
-        raw_input=parsed.model_dump(),
+        paths=policy_paths(before.path),
+        content=[DiffBlock(path=str(before.path), old_text=before.text, new_text=after)],
+        raw_input=raw_input,
     )
+    change = PlannedChange(before, after, after_data)
+    return Approval(ctx.tool_call_id, request=request, changes=(change,), planned=planned)
 
 
-def ensure_unchanged(before: Snapshot | None, now: str | None, shown: str) -> None:
-    if before is not None and before.text != now:
-        what = "was created" if before.text is None else ("was deleted" if now is None else "changed")
+async def commit_change(ctx: ToolContext, approval: Approval[Any], *, action: str) -> PlannedChange:
+    """Write the approved change, unless the file is no longer what the diff was computed from; the change."""
+    if approval.granted is None or approval.tool_call_id != ctx.tool_call_id or len(approval.changes) != 1:
+        raise ToolError(f"{action} ran without its own approval; nothing was written")
+    change = approval.changes[0]
+    path = change.before.path
+    shown = display_path(path, ctx.workspace)
+    now = await take_snapshot(ctx, path, shown, action=action, need_utf8=False)
+    if now.digest != change.before.digest:
+        what = "was created" if not change.before.exists else ("was deleted" if not now.exists else "changed")
         raise ToolError(
             f"{shown} {what} after this change was computed and shown for approval; nothing was written."
             " Read the file again and redo the change"
         )
+    if change.changes_anything:
+        io = files_for(ctx, path)
+        if io is not DISK:
+            await _make_parents(path, shown)
+        await io.write_text(path, change.after)
+    return change
+
+
+async def _make_parents(path: Path, shown: str) -> None:
+    """The editor's ``fs/write_text_file`` creates the file, not necessarily its folders."""
+    try:
+        await anyio.to_thread.run_sync(partial(path.parent.mkdir, parents=True, exist_ok=True))
+    except OSError as exc:
+        raise describe_os_error(exc, shown, "create the folders of") from exc

@@ -12,6 +12,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from .approval import Approval
 from .base import Presentation, ToolOutcome, TypedTool
 from .context import Elicitor, ToolContext
 
@@ -29,7 +30,7 @@ class _Input(BaseModel):
     )
 
 
-class AskUserTool(TypedTool[_Input]):
+class AskUserTool(TypedTool[_Input, dict[str, Any]]):
     name = "ask_user"
     description = (
         "Ask the user a question and wait for the answer: a choice among `choices`, or free text. Use it when you "
@@ -45,7 +46,9 @@ class AskUserTool(TypedTool[_Input]):
         title = parsed.question if len(parsed.question) <= 80 else parsed.question[:79] + "…"
         return Presentation(title=f"Ask: {title}", kind="other")
 
-    async def run(self, parsed: _Input, ctx: ToolContext) -> ToolOutcome:
+    async def run(
+        self, parsed: _Input, approval: Approval[dict[str, Any]], ctx: ToolContext
+    ) -> ToolOutcome[dict[str, Any]]:
         answer_field: dict[str, Any] = {"type": "string", "title": "Answer"}
         if parsed.choices:
             answer_field["enum"] = list(dict.fromkeys(c[:200] for c in parsed.choices))

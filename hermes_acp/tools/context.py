@@ -1,7 +1,8 @@
 """What a running tool may use: its call's identity, the session's workspace and mode, a progress channel for live
 output, the editor's file system and terminals when the client offers them, the session's image gate and
 sandbox; and
-``ApprovalRequest``, how a tool describes what a call will do before it runs.
+``ApprovalRequest``, the question a call's ``Approval`` (``approval``) puts to the policy: what the call will do, in
+the editor's terms.
 
 These are ports (Protocols) and plain data; the turn loop and the protocol layer supply the implementations.
 Nothing here knows ACP.
@@ -15,10 +16,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
-from hermes_acp.core import DisplayBlock, ImagePart, ModeId, TextPart
+from hermes_acp.core import DisplayBlock, ModeId
 
 if TYPE_CHECKING:
-    from .sandbox import Sandbox
+    from hermes_acp.exec.sandbox import Sandbox
+    from hermes_acp.images.gate import ImageGate
 
 __all__ = [
     "ApprovalRequest",
@@ -26,9 +28,6 @@ __all__ = [
     "EditorTerminals",
     "ElicitationAnswer",
     "Elicitor",
-    "GatedImages",
-    "ImageGate",
-    "ImageRoute",
     "TerminalExit",
     "ToolContext",
     "Workspace",
@@ -134,43 +133,6 @@ class Elicitor(Protocol):
 
     async def ask(self, message: str, schema: dict[str, Any], *, tool_call_id: str | None) -> ElicitationAnswer:
         """Ask ``message`` with a form of primitive fields (``schema``); raises ``ToolError`` when it cannot."""
-        ...
-
-
-ImageRoute = Literal["native", "auxiliary", "text"]
-"""How images reach the session's model: as pixels, as an auxiliary vision model's description, or as text only."""
-
-
-@dataclass(frozen=True, slots=True)
-class GatedImages:
-    """What the gate made of some images: the parts for the model, in order, and how each image went."""
-
-    parts: list[TextPart | ImagePart]
-    route: ImageRoute
-    scales: tuple[float | None, ...] = ()
-    """Per input image: delivered width / original width when its pixels reached the model, else None."""
-
-
-class ImageGate(Protocol):
-    """The one decision on how images reach the model (tool results, MCP images, prompt images alike).
-
-    Inputs are ``agent.image_input_mode``, whether the session's current model has vision, and
-    ``auxiliary.vision``. Pixels are re-encoded to fit ``vision.embed_target_bytes`` (long edge at most 1568 px,
-    at most 4 per call) off the event loop; the auxiliary route asks the auxiliary vision model for text; without
-    either, ``fallback`` (or a note) stands in for the image.
-    """
-
-    def route(self) -> ImageRoute: ...
-
-    async def admit(
-        self,
-        images: Sequence[ImagePart],
-        *,
-        purpose: str,
-        fallback: str | None = None,
-        hint: str | None = None,
-    ) -> GatedImages:
-        """Route ``images`` (``purpose`` says what they show; ``hint`` is extra context for a describing model)."""
         ...
 
 

@@ -3,9 +3,10 @@
 Edits apply in order, each to the result of the ones before it. An edit whose ``old_text`` is missing, or found more
 than once without ``replace_all``, fails the whole call with an error naming the edit (``edits[i]``) and why, with
 a hint when the text matches except for indentation or includes read_file's line numbers. CRLF files accept edits
-written with plain newlines. The diff is computed before approval (so the user sees the real change, and a doomed
-edit fails without asking) and the write is refused if the file changed in between. Nothing is written unless
-every edit applies.
+written with plain newlines. The diff is computed once, for the approval (so the user sees the real change, and a
+doomed edit fails without asking), and that approved text is what is written, through the file tools' one
+read → approve → verify path (``_snapshot``): the write is refused if the file changed in between. Nothing is
+written unless every edit applies.
 """
 
 from __future__ import annotations
@@ -13,19 +14,19 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+from pydantic import BaseModel, ConfigDict, Field
 
 from hermes_acp.core import DiffBlock, Location, TextPart
-from hermes_acp.errors import ToolInputError
+from hermes_acp.errors import ToolError, ToolInputError
 
-from ._disk import files_for
 from ._paths import display_path, missing_path_error
-from ._snapshot import Snapshot, edit_request, ensure_unchanged, read_current
+from ._snapshot import commit_change, plan_change, take_snapshot
 from ._text import plural
+from .approval import Approval
 from .base import Presentation, ToolOutcome, TypedTool
-from .context import ApprovalRequest, ToolContext
+from .context import ToolContext
 
-__all__ = ["EditFileTool", "EditResult", "apply_edits"]
+__all__ = ["EditFileTool", "EditOutput", "EditResult", "apply_edits"]
 
 _LINE_NUMBER_PREFIX = re.compile(r"^\s*\d+\t", re.MULTILINE)
 
@@ -55,9 +56,16 @@ class _EditInput(BaseModel):
         max_length=50,
         description="Applied in order, each to the result of the previous ones; if one fails, nothing is changed.",
     )
-    _before: Snapshot | None = PrivateAttr(default=None)
-    _result: EditResult | None = PrivateAttr(default=None)
-    """The edits applied to ``_before`` at approval time: still right when the file has not changed since."""
+
+
+class EditOutput(BaseModel):
+    """What ``edit_file`` reports for the record."""
+
+    model_config = ConfigDict(frozen=True, defer_build=True)
+    path: str
+    edits: int
+    replacements: int
+    first_line: int
 
 
 def _line_of(text: str, index: int) -> int:
@@ -130,7 +138,7 @@ def apply_edits(original: str, edits: list[_Edit], shown: str) -> EditResult:
     return EditResult(text=text, replacements=replacements, first_line=first_line or 1)
 
 
-class EditFileTool(TypedTool[_EditInput]):
+class EditFileTool(TypedTool[_EditInput, EditOutput]):
     name = "edit_file"
     description = (
         "Edit a text file with exact search/replace edits. Each old_text must match the file exactly (whitespace"
@@ -146,32 +154,35 @@ class EditFileTool(TypedTool[_EditInput]):
             title=f"Edit {display_path(path, ctx.workspace)}", kind="edit", locations=[Location(path=str(path))]
         )
 
-    async def approval(self, parsed: _EditInput, ctx: ToolContext) -> ApprovalRequest:
+    async def approval(self, parsed: _EditInput, ctx: ToolContext) -> Approval[EditOutput]:
         path = ctx.workspace.resolve(parsed.path)
         shown = display_path(path, ctx.workspace)
-        original = await read_current(ctx, path, shown, action="edit_file", need_utf8=True)
-        if original is None:
+        before = await take_snapshot(ctx, path, shown, action="edit_file", need_utf8=True)
+        if before.text is None:
             raise await missing_path_error(path, shown, hint="; use write_file to create a new file")
-        result = apply_edits(original, parsed.edits, shown)
-        parsed._before = Snapshot(original)
-        parsed._result = result
-        return edit_request(path, f"Edit {shown}", original, result.text, parsed)
+        result = apply_edits(before.text, parsed.edits, shown)
+        planned = EditOutput(
+            path=str(path), edits=len(parsed.edits), replacements=result.replacements, first_line=result.first_line
+        )
+        return plan_change(
+            ctx, before, result.text, title=f"Edit {shown}", action="edit_file", raw_input=parsed.model_dump(),
+            planned=planned,
+        )  # fmt: skip
 
-    async def run(self, parsed: _EditInput, ctx: ToolContext) -> ToolOutcome:
-        path = ctx.workspace.resolve(parsed.path)
-        shown = display_path(path, ctx.workspace)
-        original = await read_current(ctx, path, shown, action="edit_file", need_utf8=True)
-        ensure_unchanged(parsed._before, original, shown)
-        if original is None:
-            raise await missing_path_error(path, shown, hint="; use write_file to create a new file")
-        result = parsed._result if parsed._result is not None else apply_edits(original, parsed.edits, shown)
-        await files_for(ctx, path).write_text(path, result.text)
+    async def run(
+        self, parsed: _EditInput, approval: Approval[EditOutput], ctx: ToolContext
+    ) -> ToolOutcome[EditOutput]:
+        report = approval.planned
+        if report is None:
+            raise ToolError("edit_file ran without the edits its approval computed; nothing was written")
+        change = await commit_change(ctx, approval, action="edit_file")
+        shown = display_path(change.before.path, ctx.workspace)
         text = (
-            f"Edited {shown}: {plural(len(parsed.edits), 'edit')}, {plural(result.replacements, 'replacement')};"
-            f" the first change is at line {result.first_line}."
+            f"Edited {shown}: {plural(report.edits, 'edit')}, {plural(report.replacements, 'replacement')};"
+            f" the first change is at line {report.first_line}."
         )
         return ToolOutcome(
             parts=[TextPart(text=text)],
-            content=[DiffBlock(path=str(path), old_text=original, new_text=result.text)],
-            raw_output={"path": str(path), "replacements": result.replacements, "first_line": result.first_line},
+            content=[DiffBlock(path=report.path, old_text=change.before.text, new_text=change.after)],
+            raw_output=report,
         )

@@ -4,28 +4,37 @@
 a note saying where to continue; binary files are refused, invalid UTF-8 is shown with replacement characters and
 said so. ``write_file`` creates or replaces a file (parent folders created), shows the diff ``{path, oldText (null
 for a new file), newText}`` in the permission request and in the result, and refuses to write when the file changed
-after the diff was shown. Which calls need approval is the policy's business: these tools only name the paths.
+after the diff was shown (the file tools' one read → approve → verify path, ``_snapshot``). Which calls need
+approval is the policy's business: these tools only name the paths.
 """
 
 from __future__ import annotations
 
-from functools import partial
 from pathlib import Path
+from typing import Any
 
 import anyio
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+from pydantic import BaseModel, ConfigDict, Field
 
 from hermes_acp.core import DiffBlock, Location, TextBlock, TextPart
 from hermes_acp.errors import ToolInputError
 
-from ._disk import DISK, count_lines, describe_os_error, files_for
-from ._paths import display_path, missing_path_error, read_request
-from ._snapshot import Snapshot, edit_request, ensure_unchanged, inspect, read_current
+from ._disk import DISK, count_lines, files_for
+from ._paths import display_path, missing_path_error, read_approval
+from ._snapshot import commit_change, inspect, plan_change, take_snapshot
 from ._text import plural, split_lines
+from .approval import Approval
 from .base import Presentation, ToolOutcome, TypedTool
-from .context import ApprovalRequest, ToolContext
+from .context import ToolContext
 
-__all__ = ["READ_DEFAULT_LINES", "READ_MAX_CHARS", "READ_MAX_LINE_CHARS", "ReadFileTool", "WriteFileTool"]
+__all__ = [
+    "READ_DEFAULT_LINES",
+    "READ_MAX_CHARS",
+    "READ_MAX_LINE_CHARS",
+    "ReadFileTool",
+    "WriteFileTool",
+    "WriteOutput",
+]
 
 READ_DEFAULT_LINES = 2000
 READ_MAX_CHARS = 60_000
@@ -61,7 +70,7 @@ async def _total_lines(path: Path, from_disk: bool) -> int | None:
     return await anyio.to_thread.run_sync(count_lines, path) if from_disk else None
 
 
-class ReadFileTool(TypedTool[_ReadInput]):
+class ReadFileTool(TypedTool[_ReadInput, dict[str, Any]]):
     name = "read_file"
     description = (
         "Read a text file. Returns its lines prefixed with their line number and a tab (the prefix is not part of"
@@ -78,11 +87,13 @@ class ReadFileTool(TypedTool[_ReadInput]):
         title = _read_title(parsed, display_path(path, ctx.workspace))
         return Presentation(title=title, kind="read", locations=[Location(path=str(path), line=parsed.line)])
 
-    async def approval(self, parsed: _ReadInput, ctx: ToolContext) -> ApprovalRequest:
+    async def approval(self, parsed: _ReadInput, ctx: ToolContext) -> Approval[dict[str, Any]]:
         path = ctx.workspace.resolve(parsed.path)
-        return read_request(path, _read_title(parsed, display_path(path, ctx.workspace)), parsed)
+        return read_approval(ctx, path, _read_title(parsed, display_path(path, ctx.workspace)), parsed)
 
-    async def run(self, parsed: _ReadInput, ctx: ToolContext) -> ToolOutcome:
+    async def run(
+        self, parsed: _ReadInput, approval: Approval[dict[str, Any]], ctx: ToolContext
+    ) -> ToolOutcome[dict[str, Any]]:
         path = ctx.workspace.resolve(parsed.path)
         shown = display_path(path, ctx.workspace)
         facts = await inspect(path, shown)
@@ -140,22 +151,21 @@ class ReadFileTool(TypedTool[_ReadInput]):
         )
 
 
-async def _make_parents(path: Path, shown: str) -> None:
-    """The editor's ``fs/write_text_file`` creates the file, not necessarily its folders."""
-    try:
-        await anyio.to_thread.run_sync(partial(path.parent.mkdir, parents=True, exist_ok=True))
-    except OSError as exc:
-        raise describe_os_error(exc, shown, "create the folders of") from exc
-
-
 class _WriteInput(BaseModel):
     model_config = ConfigDict(extra="forbid")
     path: str = Field(min_length=1, description="File path, relative to the working directory or absolute.")
     content: str = Field(description="The complete new content of the file.")
-    _before: Snapshot | None = PrivateAttr(default=None)
 
 
-class WriteFileTool(TypedTool[_WriteInput]):
+class WriteOutput(BaseModel):
+    """What ``write_file`` reports for the record."""
+
+    model_config = ConfigDict(frozen=True, defer_build=True)
+    path: str
+    created: bool
+
+
+class WriteFileTool(TypedTool[_WriteInput, WriteOutput]):
     name = "write_file"
     description = (
         "Create a file, or replace a file's whole content (parent folders are created). To change part of an"
@@ -170,32 +180,29 @@ class WriteFileTool(TypedTool[_WriteInput]):
             title=f"Write {display_path(path, ctx.workspace)}", kind="edit", locations=[Location(path=str(path))]
         )
 
-    async def approval(self, parsed: _WriteInput, ctx: ToolContext) -> ApprovalRequest:
+    async def approval(self, parsed: _WriteInput, ctx: ToolContext) -> Approval[WriteOutput]:
         path = ctx.workspace.resolve(parsed.path)
         shown = display_path(path, ctx.workspace)
-        before = await read_current(ctx, path, shown, action="write_file", need_utf8=False)
-        parsed._before = Snapshot(before)
-        return edit_request(path, f"Write {shown}", before, parsed.content, parsed)
+        before = await take_snapshot(ctx, path, shown, action="write_file", need_utf8=False)
+        return plan_change(
+            ctx, before, parsed.content, title=f"Write {shown}", action="write_file", raw_input=parsed.model_dump()
+        )
 
-    async def run(self, parsed: _WriteInput, ctx: ToolContext) -> ToolOutcome:
-        path = ctx.workspace.resolve(parsed.path)
-        shown = display_path(path, ctx.workspace)
-        now = await read_current(ctx, path, shown, action="write_file", need_utf8=False)
-        ensure_unchanged(parsed._before, now, shown)
-        new_lines = len(split_lines(parsed.content))
-        if now == parsed.content:
+    async def run(
+        self, parsed: _WriteInput, approval: Approval[WriteOutput], ctx: ToolContext
+    ) -> ToolOutcome[WriteOutput]:
+        change = await commit_change(ctx, approval, action="write_file")
+        before = change.before
+        shown = display_path(before.path, ctx.workspace)
+        new_lines = len(split_lines(change.after))
+        if not change.changes_anything:
             text = f"{shown} already has this content; nothing changed."
+        elif before.text is None:
+            text = f"Created {shown} ({plural(new_lines, 'line')})."
         else:
-            io = files_for(ctx, path)
-            if io is not DISK:
-                await _make_parents(path, shown)
-            await io.write_text(path, parsed.content)
-            if now is None:
-                text = f"Created {shown} ({plural(new_lines, 'line')})."
-            else:
-                text = f"Wrote {shown} ({plural(new_lines, 'line')}; it had {len(split_lines(now))})."
+            text = f"Wrote {shown} ({plural(new_lines, 'line')}; it had {len(split_lines(before.text))})."
         return ToolOutcome(
             parts=[TextPart(text=text)],
-            content=[DiffBlock(path=str(path), old_text=now, new_text=parsed.content)],
-            raw_output={"path": str(path), "created": now is None},
+            content=[DiffBlock(path=str(before.path), old_text=before.text, new_text=change.after)],
+            raw_output=WriteOutput(path=str(before.path), created=not before.exists),
         )

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 import anyio
 from pydantic import BaseModel, ConfigDict, Field
@@ -20,11 +21,12 @@ from hermes_acp.errors import ToolInputError
 
 from ._disk import describe_os_error
 from ._finder import AUTO, SEARCH_TIMEOUT_S, Finder, RipgrepChoice
-from ._paths import ESCAPED_NOTE, display_path, missing_path_error, read_request, shown_name
+from ._paths import ESCAPED_NOTE, display_path, missing_path_error, read_approval, shown_name
 from ._text import fence, plural
 from ._walk import Entry, list_dir
+from .approval import Approval
 from .base import Presentation, ToolOutcome, TypedTool
-from .context import ApprovalRequest, ToolContext
+from .context import ToolContext
 
 __all__ = ["LIST_DEFAULT_LIMIT", "LIST_MAX_LIMIT", "ListFilesTool"]
 
@@ -69,7 +71,7 @@ def _escapes(entry: Entry) -> bool:
     return shown_name(entry.name) != entry.name or shown_name(entry.target or "") != (entry.target or "")
 
 
-class ListFilesTool(TypedTool[_ListInput]):
+class ListFilesTool(TypedTool[_ListInput, dict[str, Any]]):
     name = "list_files"
     description = (
         "List a folder's entries (one level; folders end with '/'), or with `glob` the files matching it under the"
@@ -93,10 +95,12 @@ class ListFilesTool(TypedTool[_ListInput]):
         kind: ToolKind = "search" if parsed.glob else "read"
         return Presentation(title=self._title(parsed, ctx), kind=kind, locations=[Location(path=str(path))])
 
-    async def approval(self, parsed: _ListInput, ctx: ToolContext) -> ApprovalRequest:
-        return read_request(ctx.workspace.resolve(parsed.path), self._title(parsed, ctx), parsed)
+    async def approval(self, parsed: _ListInput, ctx: ToolContext) -> Approval[dict[str, Any]]:
+        return read_approval(ctx, ctx.workspace.resolve(parsed.path), self._title(parsed, ctx), parsed)
 
-    async def run(self, parsed: _ListInput, ctx: ToolContext) -> ToolOutcome:
+    async def run(
+        self, parsed: _ListInput, approval: Approval[dict[str, Any]], ctx: ToolContext
+    ) -> ToolOutcome[dict[str, Any]]:
         path = ctx.workspace.resolve(parsed.path)
         shown = display_path(path, ctx.workspace)
         if not await anyio.to_thread.run_sync(path.exists):
@@ -126,7 +130,9 @@ class ListFilesTool(TypedTool[_ListInput]):
             raw_output={"path": str(path), "entries": len(entries), "ignored": hidden},
         )
 
-    async def _glob(self, parsed: _ListInput, ctx: ToolContext, path: Path, shown: str, glob: str) -> ToolOutcome:
+    async def _glob(
+        self, parsed: _ListInput, ctx: ToolContext, path: Path, shown: str, glob: str
+    ) -> ToolOutcome[dict[str, Any]]:
         found, more, stopped_early = await self._finder.files(path, glob, cap=_COUNT_CAP)
         found.sort(key=str)
         lines = [display_path(p, ctx.workspace) for p in found[: parsed.limit]]

@@ -9,13 +9,14 @@ This module knows neither the session nor how skills are found.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from hermes_acp.core import Location
 from hermes_acp.errors import ToolInputError
 
+from .approval import Approval
 from .base import Presentation, ToolOutcome, TypedTool
 from .context import ToolContext
 
@@ -41,7 +42,7 @@ class _Input(BaseModel):
     name: str = Field(min_length=1, max_length=64, description="The skill's name, as the system prompt lists it.")
 
 
-class LoadSkillTool(TypedTool[_Input]):
+class LoadSkillTool(TypedTool[_Input, dict[str, Any]]):
     name = "load_skill"
     description = (
         "Load a skill's instructions by name when the task matches its description (the skills are listed in the "
@@ -61,7 +62,9 @@ class LoadSkillTool(TypedTool[_Input]):
         locations = [Location(path=str(path))] if path is not None else []
         return Presentation(title=f"Load skill {parsed.name}", kind="read", locations=locations)
 
-    async def run(self, parsed: _Input, ctx: ToolContext) -> ToolOutcome:
+    async def run(
+        self, parsed: _Input, approval: Approval[dict[str, Any]], ctx: ToolContext
+    ) -> ToolOutcome[dict[str, Any]]:
         if self._book.path(parsed.name) is None:
             names = ", ".join(self._book.names()) or "none"
             raise ToolInputError(f"no skill named {parsed.name!r}; this session's skills: {names}")

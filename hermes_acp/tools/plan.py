@@ -8,6 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from hermes_acp.core import PlanEntry, TextBlock, TextPart
 
+from .approval import Approval
 from .base import Presentation, ToolOutcome, TypedTool
 from .context import ToolContext
 
@@ -28,7 +29,7 @@ class _Input(BaseModel):
     steps: list[_Step] = Field(max_length=50, description="The complete plan; it replaces the previous one.")
 
 
-class UpdatePlanTool(TypedTool[_Input]):
+class UpdatePlanTool(TypedTool[_Input, None]):
     name = "update_plan"
     description = (
         "Replace the visible plan with the complete list of steps and their status "
@@ -41,7 +42,7 @@ class UpdatePlanTool(TypedTool[_Input]):
         done = sum(1 for s in parsed.steps if s.status == "completed")
         return Presentation(title=f"Update plan ({done}/{len(parsed.steps)} done)", kind="think")
 
-    async def run(self, parsed: _Input, ctx: ToolContext) -> ToolOutcome:
+    async def run(self, parsed: _Input, approval: Approval[None], ctx: ToolContext) -> ToolOutcome[None]:
         entries = [PlanEntry(content=s.content, status=s.status, priority=s.priority) for s in parsed.steps]
         summary = "\n".join(f"{_MARK[s.status]} {s.content}" for s in parsed.steps) or "(empty plan)"
         return ToolOutcome(

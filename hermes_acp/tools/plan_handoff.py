@@ -10,12 +10,13 @@ neither the session nor ACP.
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from hermes_acp.core import ModeId, TextBlock, TextPart
 
+from .approval import Approval
 from .base import Presentation, ToolOutcome, TypedTool
 from .context import ToolContext
 
@@ -41,7 +42,7 @@ class _Input(BaseModel):
     )
 
 
-class PlanHandOffTool(TypedTool[_Input]):
+class PlanHandOffTool(TypedTool[_Input, dict[str, Any]]):
     name = "exit_plan_mode"
     description = (
         "The session is in plan mode: investigate with the read-only tools (nothing may be edited and no command "
@@ -58,7 +59,9 @@ class PlanHandOffTool(TypedTool[_Input]):
     def present(self, parsed: _Input, ctx: ToolContext) -> Presentation:
         return Presentation(title="Ready to code?", kind="switch_mode", content=[TextBlock(text=parsed.plan)])
 
-    async def run(self, parsed: _Input, ctx: ToolContext) -> ToolOutcome:
+    async def run(
+        self, parsed: _Input, approval: Approval[dict[str, Any]], ctx: ToolContext
+    ) -> ToolOutcome[dict[str, Any]]:
         mode = await self._hand_off.ask(parsed.plan, tool_call_id=ctx.tool_call_id)
         if mode is None:
             text = (

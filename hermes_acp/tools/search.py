@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 import anyio
 from pydantic import BaseModel, ConfigDict, Field
@@ -21,11 +22,12 @@ from hermes_acp.core import Location, TextBlock, TextPart
 from hermes_acp.errors import ToolInputError
 
 from ._finder import AUTO, SEARCH_TIMEOUT_S, Finder, Found, RipgrepChoice
-from ._paths import ESCAPED_NOTE, display_path, missing_path_error, read_request, shown_name
+from ._paths import ESCAPED_NOTE, display_path, missing_path_error, read_approval, shown_name
 from ._text import fence, one_line, plural
 from ._walk import FileMatch, search_one_file
+from .approval import Approval
 from .base import Presentation, ToolOutcome, TypedTool
-from .context import ApprovalRequest, ToolContext
+from .context import ToolContext
 from .policy import is_sensitive
 
 __all__ = ["SEARCH_DEFAULT_LIMIT", "SEARCH_MAX_LIMIT", "SearchFilesTool", "compile_search"]
@@ -66,7 +68,7 @@ def _line_text(text: str) -> str:
     return text
 
 
-class SearchFilesTool(TypedTool[_SearchInput]):
+class SearchFilesTool(TypedTool[_SearchInput, dict[str, Any]]):
     name = "search_files"
     description = (
         "Search file contents for a regular expression (or literal text) under a folder or in one file; returns"
@@ -90,8 +92,8 @@ class SearchFilesTool(TypedTool[_SearchInput]):
         path = ctx.workspace.resolve(parsed.path)
         return Presentation(title=self._title(parsed, ctx), kind="search", locations=[Location(path=str(path))])
 
-    async def approval(self, parsed: _SearchInput, ctx: ToolContext) -> ApprovalRequest:
-        return read_request(ctx.workspace.resolve(parsed.path), self._title(parsed, ctx), parsed)
+    async def approval(self, parsed: _SearchInput, ctx: ToolContext) -> Approval[dict[str, Any]]:
+        return read_approval(ctx, ctx.workspace.resolve(parsed.path), self._title(parsed, ctx), parsed)
 
     async def _find(self, parsed: _SearchInput, path: Path, regex: re.Pattern[str]) -> Found[FileMatch]:
         if await anyio.to_thread.run_sync(path.is_dir):
@@ -107,7 +109,9 @@ class SearchFilesTool(TypedTool[_SearchInput]):
         found = await anyio.to_thread.run_sync(partial(search_one_file, path, regex, room=_COLLECT_CAP + 1))
         return Found(found[:_COLLECT_CAP], len(found) > _COLLECT_CAP)
 
-    async def run(self, parsed: _SearchInput, ctx: ToolContext) -> ToolOutcome:
+    async def run(
+        self, parsed: _SearchInput, approval: Approval[dict[str, Any]], ctx: ToolContext
+    ) -> ToolOutcome[dict[str, Any]]:
         regex = compile_search(parsed.pattern, literal=parsed.literal, ignore_case=parsed.ignore_case)
         path = ctx.workspace.resolve(parsed.path)
         shown = display_path(path, ctx.workspace)

@@ -19,24 +19,25 @@ import os
 import re
 import shutil
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import anyio
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from hermes_acp.core import DisplayBlock, TerminalBlock, TextBlock, TextPart
 from hermes_acp.errors import ErrorCode, HardBlockedError, PermissionDeniedError, ToolError, ToolInputError
+from hermes_acp.exec.process import CommandResult, OutputBuffer, run_command
+from hermes_acp.exec.sandbox import Availability, Confined, Sandbox, explain
 
 from ._client_terminal import run_in_client_terminal
 from ._paths import display_path, missing_path_error, policy_paths
-from ._process import CommandResult, OutputBuffer, run_command
 from ._text import cap_middle, fence, one_line
+from .approval import Approval
 from .base import Presentation, ToolOutcome, TypedTool
 from .context import ApprovalRequest, ToolContext
-from .sandbox import Availability, Confined, Sandbox, explain
 
 if TYPE_CHECKING:
-    from .hard_blocks import CommandCheck
+    from hermes_acp.exec.hard_blocks import CommandCheck
 
 __all__ = ["CLIENT_OUTPUT_BYTES", "MODEL_OUTPUT_CHARS", "TIMEOUT_DEFAULT_S", "TIMEOUT_MAX_S", "TerminalTool"]
 
@@ -96,7 +97,7 @@ def _code(text: str) -> str:
 def _check_command(command: str) -> CommandCheck:
     """The hard blocks' verdict on ``command`` (a worker thread). The rules and the bash grammar load with the first
     command a session runs, not with the turn machinery: a turn that runs none never pays for them."""
-    from .hard_blocks import check_command
+    from hermes_acp.exec.hard_blocks import check_command
 
     return check_command(command)
 
@@ -115,7 +116,7 @@ def _status(result: CommandResult, timeout_s: float) -> str:
     return f"Exit code {result.exit_code}."
 
 
-class TerminalTool(TypedTool[_TerminalInput]):
+class TerminalTool(TypedTool[_TerminalInput, dict[str, Any]]):
     name = "terminal"
     description = (
         "Run a shell command (bash -c) in the working directory or `cwd`. Stdin is closed: the command must not wait"
@@ -166,7 +167,7 @@ class TerminalTool(TypedTool[_TerminalInput]):
             )
         return sandbox, availability
 
-    async def approval(self, parsed: _TerminalInput, ctx: ToolContext) -> ApprovalRequest:
+    async def approval(self, parsed: _TerminalInput, ctx: ToolContext) -> Approval[dict[str, Any]]:
         check = await self._checked(parsed.command)
         sandbox, availability = await self._sandbox(ctx)
         cwd = await self._cwd(parsed, ctx)
@@ -178,7 +179,7 @@ class TerminalTool(TypedTool[_TerminalInput]):
             reason = f"commands run without a sandbox here ({availability.problem})"
         if reason is not None:
             content.append(TextBlock(text=f"Asked because {reason}."))
-        return ApprovalRequest(
+        request = ApprovalRequest(
             scope="execute",
             title=self._title(parsed),
             mutating=True,
@@ -188,8 +189,11 @@ class TerminalTool(TypedTool[_TerminalInput]):
             ask_always=reason is not None,
             reason=reason,
         )
+        return Approval(ctx.tool_call_id, request=request)
 
-    async def run(self, parsed: _TerminalInput, ctx: ToolContext) -> ToolOutcome:
+    async def run(
+        self, parsed: _TerminalInput, approval: Approval[dict[str, Any]], ctx: ToolContext
+    ) -> ToolOutcome[dict[str, Any]]:
         await self._checked(parsed.command)
         sandbox, _ = await self._sandbox(ctx)
         cwd = await self._cwd(parsed, ctx)
@@ -235,7 +239,9 @@ class TerminalTool(TypedTool[_TerminalInput]):
         return _outcome(parsed, result, confined, terminal_id)
 
 
-def _outcome(parsed: _TerminalInput, result: CommandResult, confined: Confined, terminal_id: str | None) -> ToolOutcome:
+def _outcome(
+    parsed: _TerminalInput, result: CommandResult, confined: Confined, terminal_id: str | None
+) -> ToolOutcome[dict[str, Any]]:
     output, capped = cap_middle(result.output.rstrip("\n"), MODEL_OUTPUT_CHARS)
     status = _status(result, parsed.timeout_s)
     display: list[DisplayBlock]

@@ -1,7 +1,9 @@
 """The approval flow for one tool call: policy first, then the editor's permission prompt when it says "ask".
 
-Decisions come from ``hermes_acp.tools.policy``; questions go through the ``PermissionGate`` port with the call's
-own ``toolCallId`` (it was announced before). Every answer is stored as ``PermissionResolved`` so "always" rules
+The flow takes the call's ``Approval`` (what the tool's ``approval()`` returned, keyed by the call id) and gives it
+back granted (``not_needed``, ``policy``, ``allow_once``, ``allow_always``), or raises. Decisions come from
+``hermes_acp.tools.policy``; questions go through the ``PermissionGate`` port with the call's own ``toolCallId``
+(it was announced before). Every answer is stored as ``PermissionResolved`` so "always" rules
 survive a reload. A timeout (``permissions.timeout_s``) denies only that call; nothing latches. A ``cancelled``
 answer means the user cancelled the turn. No ACP here.
 """
@@ -9,19 +11,23 @@ answer means the user cancelled the turn. No ACP here.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TypeVar
 
 import anyio
 
 from hermes_acp.core import ModeId, PermissionResolved
 from hermes_acp.errors import PermissionDeniedError
+from hermes_acp.tools.approval import Approval
 from hermes_acp.tools.base import Presentation
-from hermes_acp.tools.context import ApprovalRequest, Workspace
+from hermes_acp.tools.context import Workspace
 from hermes_acp.tools.policy import decide
 
 from .ports import PermissionAnswer, PermissionGate, PermissionQuestion
 from .recorder import Recorder
 
 __all__ = ["ApprovalFlow", "TurnCancelledByClient"]
+
+Out = TypeVar("Out")
 
 
 class TurnCancelledByClient(Exception):
@@ -46,11 +52,15 @@ class ApprovalFlow:
         self._recorder = recorder
         self._timeout_s = timeout_s
 
-    async def check(self, tool_call_id: str, presentation: Presentation, request: ApprovalRequest) -> None:
-        """Return when the call may run; raise ``PermissionDeniedError`` or ``TurnCancelledByClient``."""
+    async def grant(self, presentation: Presentation, approval: Approval[Out]) -> Approval[Out]:
+        """``approval`` granted when the call may run; raises ``PermissionDeniedError`` or ``TurnCancelledByClient``."""
+        request = approval.request
+        if request is None:
+            return approval.grant("not_needed")
+        tool_call_id = approval.tool_call_id
         verdict = decide(self._mode(), request, self._workspace, self._recorder.projection.rules)
         if verdict.decision == "allow":
-            return
+            return approval.grant("policy")
         if verdict.decision == "deny":
             raise PermissionDeniedError(f"not allowed: {verdict.reason}. The call was not run.")
         question = PermissionQuestion(
@@ -72,8 +82,8 @@ class ApprovalFlow:
         await self._recorder.record(
             PermissionResolved(turn_id=self._turn_id, tool_call_id=tool_call_id, outcome=outcome, scope=verdict.rule)
         )
-        if outcome in ("allow_once", "allow_always"):
-            return
+        if outcome in {"allow_once", "allow_always"}:
+            return approval.grant("allow_once" if outcome == "allow_once" else "allow_always")
         if outcome == "cancelled":
             raise TurnCancelledByClient
         if outcome == "timeout":

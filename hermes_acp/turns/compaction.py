@@ -46,7 +46,7 @@ from hermes_acp.core import (
 from hermes_acp.core.ids import new_message_id
 from hermes_acp.errors import ProviderError, ProviderStreamError
 from hermes_acp.providers.base import ProviderRequest, ResponseDone, TextDelta
-from hermes_acp.tools.base import Tool
+from hermes_acp.tools.base import AnyTool
 
 from .context import CHARS_PER_TOKEN, MESSAGE_TOKENS, measure, message_tokens, text_tokens, window_tokens
 from .meter import Meter
@@ -250,7 +250,7 @@ async def compact(
     turn_id: str,
     compaction_id: str,
     trigger: CompactionTrigger,
-    tools: Sequence[Tool],
+    tools: Sequence[AnyTool],
     instructions: str | None = None,
 ) -> ContextCompacted | None:
     """One compaction of the session's history; the event to store, or None when it would not help (nothing is

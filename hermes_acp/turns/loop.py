@@ -49,7 +49,7 @@ from hermes_acp.core import (
 from hermes_acp.core.ids import new_compaction_id, new_message_id
 from hermes_acp.errors import ContextLengthError, ProviderAuthError, ProviderError, StorageError
 from hermes_acp.providers.base import ModelStopReason, ProviderRequest
-from hermes_acp.tools.base import Tool
+from hermes_acp.tools.base import AnyTool
 
 from .approvals import TurnCancelledByClient
 from .compaction import compact, log_compaction
@@ -195,7 +195,9 @@ def _next_request(state: TurnState, deps: TurnDeps) -> Phase | Ended:
     return _streaming(deps, request, tools)
 
 
-def _streaming(deps: TurnDeps, request: ProviderRequest, tools: tuple[Tool, ...], *, retry: bool = False) -> Streaming:
+def _streaming(
+    deps: TurnDeps, request: ProviderRequest, tools: tuple[AnyTool, ...], *, retry: bool = False
+) -> Streaming:
     # What the usage the response reports is anchored with (the tool surface may differ at the next request).
     deps.recorder.projection.sent_fixed = fixed_tokens(request)
     return Streaming(request=request, tools=tools, partial=PartialResponse(message_id=new_message_id()), retry=retry)

@@ -17,7 +17,7 @@ from hermes_acp.config import Effort
 from hermes_acp.core import Message
 from hermes_acp.providers.base import ProviderRequest
 from hermes_acp.providers.catalog import CatalogModel, Cost
-from hermes_acp.tools.base import Tool
+from hermes_acp.tools.base import AnyTool
 
 from .context import Measurement, measure, session_cost, window_tokens
 from .ports import LiveUsage
@@ -49,7 +49,7 @@ class Meter:
     def window(self) -> int:
         return window_tokens(self.model)
 
-    def request(self, tools: Sequence[Tool], history: Sequence[Message] | None = None) -> ProviderRequest:
+    def request(self, tools: Sequence[AnyTool], history: Sequence[Message] | None = None) -> ProviderRequest:
         """The request for ``history`` (default: the model history the projection holds) with ``tools``."""
         return build_request(
             model=self.model,
@@ -64,7 +64,7 @@ class Meter:
         """What ``request`` (built from the projection's history) takes, anchored on the last reported usage."""
         return measure(request, self.projection.anchor)
 
-    def usage(self, tools: Sequence[Tool]) -> LiveUsage:
+    def usage(self, tools: Sequence[AnyTool]) -> LiveUsage:
         """The context meter now, for the request the session would send next with ``tools``."""
         return LiveUsage(used=self.measure(self.request(tools)).used, size=self.window, cost=self.cost())
 

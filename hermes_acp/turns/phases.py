@@ -27,7 +27,7 @@ from typing import Literal
 
 from hermes_acp.core import DisplayBlock, StopReason
 from hermes_acp.providers.base import ModelStopReason, ProviderRequest
-from hermes_acp.tools.base import Tool
+from hermes_acp.tools.base import AnyTool
 
 from .streaming import PartialResponse
 from .tool_calls import PreparedCall
@@ -52,7 +52,7 @@ class BetweenRequests:
 
 @dataclass(frozen=True, slots=True)
 class Compacting:
-    tools: tuple[Tool, ...]
+    tools: tuple[AnyTool, ...]
     """The tool surface of the request the compaction makes room for."""
     trigger: Literal["threshold", "overflow"]
     compaction_id: str
@@ -61,7 +61,7 @@ class Compacting:
 @dataclass(frozen=True, slots=True)
 class Streaming:
     request: ProviderRequest
-    tools: tuple[Tool, ...]
+    tools: tuple[AnyTool, ...]
     """The tool surface the request offered: the calls of the response are checked against it."""
     partial: PartialResponse
     retry: bool = False

@@ -18,6 +18,7 @@ import os
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import unquote, urlparse
 
 import anyio
@@ -37,7 +38,10 @@ from hermes_acp.core import (
 )
 from hermes_acp.core.sanitize import sanitize_text
 from hermes_acp.errors import PermissionDeniedError
-from hermes_acp.tools.context import ApprovalRequest, ImageGate, Workspace
+from hermes_acp.tools.context import ApprovalRequest, Workspace
+
+if TYPE_CHECKING:
+    from hermes_acp.images.gate import ImageGate
 
 __all__ = ["MAX_ATTACHMENT_BYTES", "MAX_IMAGE_BYTES", "ConvertedPrompt", "OutsideReadAsker", "convert_prompt"]
 

@@ -16,14 +16,14 @@ from hermes_acp.config import Effort
 from hermes_acp.core import ImagePart, Message, TextPart, ToolResultMessage, UserMessage
 from hermes_acp.providers.base import ProviderRequest, ToolSpec
 from hermes_acp.providers.catalog import CatalogModel
-from hermes_acp.tools.base import Tool
+from hermes_acp.tools.base import AnyTool
 
 __all__ = ["IMAGE_WINDOW", "build_request", "tool_specs"]
 
 IMAGE_WINDOW = 3
 
 
-def tool_specs(tools: Sequence[Tool]) -> list[ToolSpec]:
+def tool_specs(tools: Sequence[AnyTool]) -> list[ToolSpec]:
     return [ToolSpec(name=t.name, description=t.description, input_schema=t.input_schema) for t in tools]
 
 
@@ -32,7 +32,7 @@ def build_request(
     model: CatalogModel,
     system: str,
     history: Sequence[Message],
-    tools: Sequence[Tool],
+    tools: Sequence[AnyTool],
     native_images: bool | None = None,
     effort: Effort | None = None,
 ) -> ProviderRequest:

@@ -10,18 +10,22 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from hermes_acp.config import Effort
 from hermes_acp.core import ModeId, StopReason, Usage
+from hermes_acp.exec.sandbox import Sandbox
 from hermes_acp.providers.base import ModelProvider
 from hermes_acp.providers.catalog import CatalogModel
-from hermes_acp.tools.base import Tool
-from hermes_acp.tools.context import EditorFiles, EditorTerminals, ImageGate, Workspace
-from hermes_acp.tools.sandbox import Sandbox
+from hermes_acp.tools.base import AnyTool
+from hermes_acp.tools.context import EditorFiles, EditorTerminals, Workspace
 
 from .ports import PermissionGate
 from .recorder import Recorder
 from .streaming import CHECKPOINTS, CheckpointPolicy
+
+if TYPE_CHECKING:
+    from hermes_acp.images.gate import ImageGate
 
 __all__ = ["CompactionPolicy", "TurnDeps", "TurnResult", "TurnState"]
 
@@ -49,7 +53,7 @@ class TurnDeps:
     model: CatalogModel
     provider: ModelProvider
     system_prompt: str
-    tool_surface: Callable[[], Sequence[Tool]]
+    tool_surface: Callable[[], Sequence[AnyTool]]
     """Derived before every request from session state, never remembered."""
     recorder: Recorder
     gate: PermissionGate

@@ -1,13 +1,16 @@
 """The tool calls of one response: announced with it in one write, then run in order, each settled on its own.
 
-- ``announce`` checks every call (known tool, arguments that parse and validate, not cut off by the output limit),
-  then stores the response and a ``ToolCallStarted`` per call in one write, so no stored call is ever unannounced.
-  A call that fails its checks is announced too, and settles failed without running.
+- ``announce`` checks every call (known tool, arguments that parse and validate into the tool's own input, kept
+  with it as a ``ParsedCall``; not cut off by the output limit), then stores the response and a ``ToolCallStarted``
+  per call in one write, so no stored call is ever unannounced. A call that fails its checks is announced too, and
+  settles failed without running.
 - ``run_calls`` runs one batch of announced calls (``batch_end`` says where a batch ends): consecutive calls that
   only read (``Tool.reads_only``) run together, at most ``MAX_PARALLEL_READS`` at once; any other call runs alone.
-  Each call: policy and the editor's permission (asked one call at a time, in the model's order, never two
-  questions at once), then ``ToolCallRunning`` stored (if that write fails, the tool does not run), then the tool,
-  then its outcome, cleaned by the one sanitizer, stored as ``ToolCallSettled`` (with the plan, when the call
+  Each call: its ``Approval`` from the tool, granted by the policy and the editor's permission (asked one call at a
+  time, in the model's order, never two questions at once), then ``ToolCallRunning`` stored with the file changes
+  the approval planned (their old content, so it is in the log before any write; if that write fails, the tool does
+  not run), then the tool with its granted approval, then its outcome, cleaned by the one sanitizer, its result
+  serialised for the record (``record_output``), stored as ``ToolCallSettled`` (with the plan, when the call
   changed it or the user approved one in plan mode) and emitted. Calls that run together settle in whatever order
   they finish; the projection keeps their results in the model's order. When one of them fails the turn (a store
   failure), the others are cancelled.
@@ -15,8 +18,9 @@
   directories: announced, asked about, settled; it never reaches the model's history.
 
 Tool results are where text from outside (files, commands, MCP servers) enters the log, so this is where it is
-cleaned: text parts, display blocks and ``raw_output``, with what was removed logged. Knows the tool seam and the
-ports; no ACP, no provider.
+cleaned: text parts, display blocks and ``raw_output``, with what was removed logged. The file changes are not: they
+are never shown, and a restore needs the old content byte for byte. Knows the tool seam and the ports; no ACP, no
+provider.
 """
 
 from __future__ import annotations
@@ -47,7 +51,8 @@ from hermes_acp.core.ids import new_tool_call_id
 from hermes_acp.core.sanitize import Removals, sanitize_json
 from hermes_acp.errors import PermissionDeniedError, StorageError, ToolError, ToolInputError
 from hermes_acp.providers.base import ResponseDone
-from hermes_acp.tools.base import Presentation, Tool, ToolOutcome
+from hermes_acp.tools.approval import Approval
+from hermes_acp.tools.base import AnyTool, ParsedCall, Presentation, ToolOutcome, parse_call, record_output
 from hermes_acp.tools.context import ApprovalRequest, ToolContext
 
 from .approvals import ApprovalFlow, TurnCancelledByClient
@@ -67,11 +72,10 @@ _Done = TypeVar("_Done")
 
 @dataclass(frozen=True, slots=True)
 class PreparedCall:
-    """A call of the model's, checked: the tool and parsed input to run, or the error it settles with."""
+    """A call of the model's, checked: its tool with the input it validated, or the error it settles with."""
 
     call: ToolCallPart
-    tool: Tool | None
-    parsed: Any
+    parsed: ParsedCall[Any, Any] | None
     presentation: Presentation
     error: ToolError | None
     reads_only: bool = False
@@ -79,7 +83,7 @@ class PreparedCall:
 
 
 async def announce(
-    deps: TurnDeps, state: TurnState, message_id: str, done: ResponseDone, tools: list[Tool]
+    deps: TurnDeps, state: TurnState, message_id: str, done: ResponseDone, tools: list[AnyTool]
 ) -> tuple[PreparedCall, ...]:
     """Store the response and announce its tool calls in one write; return the calls, checked."""
     by_name = {t.name: t for t in tools}
@@ -128,8 +132,10 @@ async def run_calls(batch: Sequence[PreparedCall], deps: TurnDeps, state: TurnSt
     if len(batch) == 1:
         item = batch[0]
         ctx = _context(item.call, deps, state)
-        refused = await _cleared(item, deps, state, ctx)
-        await _settle(item, refused if refused is not None else await _perform(item, deps, state, ctx), deps, state)
+        cleared = await _cleared(item, deps, state, ctx)
+        if isinstance(cleared, Approval):
+            cleared = await _perform(item, cleared, deps, state, ctx)
+        await _settle(item, cleared, deps, state)
         return
     await _run_together(batch, deps, state)
 
@@ -141,9 +147,9 @@ async def _run_together(batch: Sequence[PreparedCall], deps: TurnDeps, state: Tu
     slots = anyio.Semaphore(MAX_PARALLEL_READS)
     errors: list[Exception] = []
 
-    async def read(item: PreparedCall, ctx: ToolContext) -> None:
+    async def read(item: PreparedCall, approval: Approval[Any], ctx: ToolContext) -> None:
         try:
-            await _settle(item, await _perform(item, deps, state, ctx), deps, state)
+            await _settle(item, await _perform(item, approval, deps, state, ctx), deps, state)
         except Exception as exc:
             errors.append(exc)
             group.cancel_scope.cancel()
@@ -154,12 +160,12 @@ async def _run_together(batch: Sequence[PreparedCall], deps: TurnDeps, state: Tu
         try:
             for item in batch:
                 ctx = _context(item.call, deps, state)
-                refused = await _cleared(item, deps, state, ctx)
-                if refused is not None:
-                    await _settle(item, refused, deps, state)
+                cleared = await _cleared(item, deps, state, ctx)
+                if not isinstance(cleared, Approval):
+                    await _settle(item, cleared, deps, state)
                     continue
                 await slots.acquire()
-                group.start_soon(read, item, ctx, name=f"tool call {item.call.id}")
+                group.start_soon(read, item, cleared, ctx, name=f"tool call {item.call.id}")
         except Exception as exc:
             errors.append(exc)
             group.cancel_scope.cancel()
@@ -167,8 +173,8 @@ async def _run_together(batch: Sequence[PreparedCall], deps: TurnDeps, state: Tu
         raise errors[0]
 
 
-async def _settle(item: PreparedCall, outcome: ToolOutcome, deps: TurnDeps, state: TurnState) -> None:
-    """Store (and emit) how one call ended, cleaned by the sanitizer."""
+async def _settle(item: PreparedCall, outcome: ToolOutcome[Any], deps: TurnDeps, state: TurnState) -> None:
+    """Store (and emit) how one call ended, its result serialised for the record and cleaned by the sanitizer."""
     outcome = sanitized(outcome, session_id=deps.session_id, tool=item.call.name)
     plan = [PlanUpdated(turn_id=state.turn_id, entries=outcome.plan)] if outcome.plan is not None else []
     if outcome.proposal is not None:
@@ -208,23 +214,23 @@ async def ask_attachment(deps: TurnDeps, state: TurnState, path: Path, request: 
         )
     )
     try:
-        await _approvals(deps, state).check(call_id, presentation, request)
+        await _approvals(deps, state).grant(presentation, Approval(call_id, request=request))
     except PermissionDeniedError as exc:
         await _settle_attachment(deps, state, call_id, failed=True, text=str(exc))
         raise
     await _settle_attachment(deps, state, call_id, failed=False, text=f"Read {path} as a prompt attachment.")
 
 
-def sanitized(outcome: ToolOutcome, *, session_id: str, tool: str) -> ToolOutcome:
-    """``outcome`` with hidden characters removed and lone surrogates replaced in every text part, display block
-    and ``raw_output`` (the same object when clean); what was removed is logged."""
+def sanitized(outcome: ToolOutcome[Any], *, session_id: str, tool: str) -> ToolOutcome[Any]:
+    """``outcome`` with its result serialised for the record (``record_output``), hidden characters removed and
+    lone surrogates replaced in every text part, display block and ``raw_output``; what was removed is logged."""
     removals = Removals()
     parts = [_clean(part, removals) for part in outcome.parts]
     content = [_clean(block, removals) for block in outcome.content]
-    raw_output, found = sanitize_json(outcome.raw_output)
+    raw_output, found = sanitize_json(record_output(outcome.raw_output))
     removals.add(found)
     if not removals:
-        return outcome
+        return replace(outcome, raw_output=raw_output)
     _log.warning(
         "hidden or unencodable characters removed from a tool result",
         session_id=session_id,
@@ -272,7 +278,7 @@ def _raw_input(call: ToolCallPart) -> Any:
 
 
 def _prepare(
-    call: ToolCallPart, by_name: dict[str, Tool], deps: TurnDeps, state: TurnState, *, truncated: bool
+    call: ToolCallPart, by_name: dict[str, AnyTool], deps: TurnDeps, state: TurnState, *, truncated: bool
 ) -> PreparedCall:
     tool = by_name.get(call.name)
     fallback = Presentation(title=call.name, kind="other")
@@ -280,26 +286,23 @@ def _prepare(
         error: ToolError = ToolInputError(
             "the response hit the output-token limit, so these arguments are cut off; the call was not run"
         )
-        return PreparedCall(call, tool, None, fallback, error)
+        return PreparedCall(call, None, fallback, error)
     if tool is None:
         available = ", ".join(sorted(by_name)) or "none"
         why = deps.unavailable(call.name) if deps.unavailable is not None else f"the session is in {deps.mode()} mode"
         error = ToolInputError(f"no tool {call.name!r} is available now ({why}); tools: {available}")
-        return PreparedCall(call, None, None, fallback, error)
+        return PreparedCall(call, None, fallback, error)
     arguments = call.parsed_arguments()
     if arguments is None:
         snippet = call.arguments[:200]
         error = ToolInputError(f"{call.name}: arguments must be a JSON object; got {snippet!r}")
-        return PreparedCall(call, tool, None, fallback, error)
+        return PreparedCall(call, None, fallback, error)
     try:
-        parsed = tool.validate(arguments)
+        parsed = parse_call(tool, arguments)
+        presentation = parsed.present(_context(call, deps, state))
     except ToolError as exc:
-        return PreparedCall(call, tool, None, fallback, exc)
-    try:
-        presentation = tool.present(parsed, _context(call, deps, state))
-    except ToolError as exc:
-        return PreparedCall(call, tool, None, fallback, exc)
-    return PreparedCall(call, tool, parsed, presentation, None, reads_only=tool.reads_only(parsed))
+        return PreparedCall(call, None, fallback, exc)
+    return PreparedCall(call, parsed, presentation, None, reads_only=parsed.reads_only())
 
 
 def _context(call: ToolCallPart, deps: TurnDeps, state: TurnState) -> ToolContext:
@@ -321,30 +324,41 @@ def _context(call: ToolCallPart, deps: TurnDeps, state: TurnState) -> ToolContex
     )
 
 
-async def _cleared(item: PreparedCall, deps: TurnDeps, state: TurnState, ctx: ToolContext) -> ToolOutcome | None:
-    """None when the call may run; else the failure it settles with (it failed its checks, or was refused)."""
-    if item.error is not None or item.tool is None:
+async def _cleared(
+    item: PreparedCall, deps: TurnDeps, state: TurnState, ctx: ToolContext
+) -> Approval[Any] | ToolOutcome[Any]:
+    """The call's granted approval when it may run; else the failure it settles with (it failed its checks, or was
+    refused)."""
+    parsed = item.parsed
+    if item.error is not None or parsed is None:
         return _failure(item.error or ToolInputError(f"unknown tool {item.call.name!r}"))
-    tool = item.tool
 
-    async def check() -> None:
-        request = await tool.approval(item.parsed, ctx)
-        if request is not None:
-            await _approvals(deps, state).check(item.call.id, item.presentation, request)
+    async def check() -> Approval[Any]:
+        approval = await parsed.approval(ctx)
+        if approval.tool_call_id != item.call.id:
+            raise ToolError(f"{item.call.name} asked for approval under another call's id; the call was not run")
+        return await _approvals(deps, state).grant(item.presentation, approval)
 
     return await _guarded(item, deps, check)
 
 
-async def _perform(item: PreparedCall, deps: TurnDeps, state: TurnState, ctx: ToolContext) -> ToolOutcome:
-    """Run a cleared call: stored as running first (persist before execute: from here the log says this call ran,
-    or may have, if the turn stops)."""
-    tool = item.tool
-    assert tool is not None
-    await deps.recorder.record(ToolCallRunning(turn_id=state.turn_id, tool_call_id=item.call.id))
-    return await _guarded(item, deps, lambda: tool.run(item.parsed, ctx))
+async def _perform(
+    item: PreparedCall, approval: Approval[Any], deps: TurnDeps, state: TurnState, ctx: ToolContext
+) -> ToolOutcome[Any]:
+    """Run a cleared call with its granted approval: stored as running first, with the file changes the approval
+    planned (persist before execute: from here the log says this call ran, or may have, if the turn stops, and holds
+    what each file it may change held before)."""
+    parsed = item.parsed
+    assert parsed is not None
+    await deps.recorder.record(
+        ToolCallRunning(turn_id=state.turn_id, tool_call_id=item.call.id, file_changes=approval.records())
+    )
+    return await _guarded(item, deps, lambda: parsed.run(approval, ctx))
 
 
-async def _guarded(item: PreparedCall, deps: TurnDeps, work: Callable[[], Awaitable[_Done]]) -> _Done | ToolOutcome:
+async def _guarded(
+    item: PreparedCall, deps: TurnDeps, work: Callable[[], Awaitable[_Done]]
+) -> _Done | ToolOutcome[Any]:
     """``work`` for ``item``: a ``ToolError`` is the call's failure, any other exception a crash (logged); a
     cancelled turn and a failing store stop the turn instead."""
     try:
@@ -357,11 +371,11 @@ async def _guarded(item: PreparedCall, deps: TurnDeps, work: Callable[[], Awaita
         return _crashed(item, deps, exc)
 
 
-def _crashed(item: PreparedCall, deps: TurnDeps, exc: Exception) -> ToolOutcome:
+def _crashed(item: PreparedCall, deps: TurnDeps, exc: Exception) -> ToolOutcome[Any]:
     _log.exception("tool crashed", tool=item.call.name, session_id=deps.session_id)
     return _failure(ToolError(f"{item.call.name} failed unexpectedly: {type(exc).__name__}: {exc}"))
 
 
-def _failure(exc: ToolError) -> ToolOutcome:
+def _failure(exc: ToolError) -> ToolOutcome[Any]:
     text = f"Error ({exc.code}): {exc}"
     return ToolOutcome(parts=[TextPart(text=text)], content=[TextBlock(text=text)], failed=True, error_code=exc.code)

@@ -32,12 +32,15 @@ from hermes_acp.computer_use.results import DriverReply
 from hermes_acp.config import Settings, load_settings
 from hermes_acp.core import ModeId, TextPart
 from hermes_acp.errors import ToolError
+from hermes_acp.images.gate import SessionImageGate
 from hermes_acp.providers.base import ModelProvider
 from hermes_acp.providers.catalog import CatalogModel, ModelCatalog
+from hermes_acp.providers.describe import describer_for
 from hermes_acp.providers.registry import ProviderRegistry
 from hermes_acp.tools.base import ToolOutcome
 from hermes_acp.tools.context import ApprovalRequest, ToolContext, Workspace
 from tests.fakes.server import scripted_model
+from tests.fakes.tools import approved
 
 from .owner import CountingRuntime
 
@@ -53,7 +56,7 @@ def catalog_model(model_id: str = "scripted:model", *, vision: bool = True) -> C
     return scripted_model(model_id, vision=vision)
 
 
-def payload(outcome: ToolOutcome) -> dict[str, Any]:
+def payload(outcome: ToolOutcome[Any]) -> dict[str, Any]:
     """The JSON the model reads first in a computer_use result."""
     first = outcome.parts[0]
     assert isinstance(first, TextPart)
@@ -103,9 +106,17 @@ async def _noop(_content: Any) -> None:
     return None
 
 
+def image_gate(
+    settings: Settings, model: CatalogModel, catalog: ModelCatalog, providers: ProviderRegistry
+) -> SessionImageGate:
+    """The session's image gate as the session builds it: the model's vision, the auxiliary describer if any."""
+    return SessionImageGate(settings, model=lambda: model, describer=describer_for(settings, catalog, providers))
+
+
 @dataclass
 class Desk:
     cu: ComputerUse
+    gate: SessionImageGate
     owner: CountingRuntime
     settings: Settings
     folder: Path
@@ -120,19 +131,19 @@ class Desk:
             mode=mode,
             progress=_noop,
             cache_dir=self.settings.cache_dir,
-            images=self.cu.gate,
+            images=self.gate,
         )
 
-    async def act(self, **arguments: Any) -> ToolOutcome:
+    async def act(self, **arguments: Any) -> ToolOutcome[Any]:
         """One call as the turn loop runs it; errors come back as failed outcomes with their code."""
         tool, ctx = self.cu.tool, self.ctx()
         try:
             parsed = tool.validate(arguments)
-            request = await tool.approval(parsed, ctx)
-            if request is not None:
-                self.approvals.append(request)
+            approval = await approved(tool, parsed, ctx)
+            if approval.request is not None:
+                self.approvals.append(approval.request)
             with anyio.fail_after(20):
-                return await tool.run(parsed, ctx)
+                return await tool.run(parsed, approval, ctx)
         except ToolError as exc:
             text = f"Error ({exc.code}): {exc}"
             return ToolOutcome(parts=[TextPart(text=text)], failed=True, error_code=exc.code)
@@ -176,10 +187,9 @@ async def open_desk(
     owner = CountingRuntime()
     async with anyio.create_task_group() as group:
         await group.start(owner.run)
-        cu = ComputerUse.for_session(
-            owner, settings, model=lambda: current, catalog=catalog, providers=registry, env=env
-        )
+        gate = image_gate(settings, current, catalog, registry)
+        cu = ComputerUse.for_session(owner, settings, gate=gate, env=env)
         try:
-            yield Desk(cu, owner, settings, folder, [])
+            yield Desk(cu, gate, owner, settings, folder, [])
         finally:
             await owner.aclose()

@@ -19,6 +19,7 @@ from hermes_acp.providers.base import ProviderRequest
 from hermes_acp.providers.catalog import ModelCatalog
 from hermes_acp.providers.registry import ProviderRegistry
 from hermes_acp.providers.scripted import ScriptedProvider, ScriptedReply, text_reply, tool_reply
+from tests.computer_use.support import image_gate
 from tests.fakes.acp_client import RecordingClient
 from tests.fakes.server import open_pair, scripted_model
 
@@ -59,14 +60,8 @@ async def test_capture_click_2_plus_3_and_verify_5_over_acp(tmp_path: Path) -> N
     client = RecordingClient(answers=["allow_always"])
     async with anyio.create_task_group() as group:
         await group.start(owner.run)
-        cu = ComputerUse.for_session(
-            owner,
-            settings,
-            model=lambda: model,
-            catalog=ModelCatalog([model], model.id),
-            providers=ProviderRegistry(settings, {}),
-            env=env,
-        )
+        gate = image_gate(settings, model, ModelCatalog([model], model.id), ProviderRegistry(settings, {}))
+        cu = ComputerUse.for_session(owner, settings, gate=gate, env=env)
         async with open_pair(tmp_path, provider=provider, models=[model], tools=[cu.tool], client=client) as pair:
             session_id = await pair.new_session()
             with anyio.fail_after(30):

@@ -19,7 +19,7 @@ pytestmark = pytest.mark.anyio
 
 async def _request(desk: Desk, **arguments: object) -> ApprovalRequest | None:
     tool = desk.cu.tool
-    return await tool.approval(tool.validate(arguments), desk.ctx())
+    return (await tool.approval(tool.validate(arguments), desk.ctx())).request
 
 
 async def test_observation_needs_no_approval(tmp_path: Path) -> None:

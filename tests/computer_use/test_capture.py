@@ -12,8 +12,8 @@ import pytest
 from PIL import Image
 
 from fixtures.cua_driver_sim import CALCULATOR_PID, CALCULATOR_WINDOW_ID, TEXT_EDITOR_WINDOW_ID
-from hermes_acp.computer_use import images as images_module
 from hermes_acp.core import ImageBlock, ImagePart, TextBlock, TextPart
+from hermes_acp.images import codec as images_module
 from hermes_acp.providers.scripted import ScriptedProvider, text_reply
 
 from .support import BUSY_WINDOW, catalog_model, open_desk, payload, use_busy_pixels

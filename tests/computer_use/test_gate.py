@@ -14,15 +14,16 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from hermes_acp.computer_use import SessionImageGate
-from hermes_acp.computer_use import gate as gate_module
-from hermes_acp.computer_use import images as images_module
 from hermes_acp.config import load_settings
 from hermes_acp.core import DisplayBlock, ImageBlock, ImagePart, TextBlock, TextPart, ToolResultMessage, UserMessage
 from hermes_acp.core.notice import Notice
 from hermes_acp.errors import ProviderUnavailableError
+from hermes_acp.images import codec as images_module
+from hermes_acp.images import gate as gate_module
+from hermes_acp.images.gate import SessionImageGate
 from hermes_acp.providers.base import ProviderRequest
 from hermes_acp.providers.catalog import CatalogModel, ModelCatalog
+from hermes_acp.providers.describe import describer_for
 from hermes_acp.providers.registry import ProviderRegistry
 from hermes_acp.providers.scripted import ScriptedProvider, ScriptedReply, text_reply
 from hermes_acp.tools.context import ApprovalRequest, Workspace
@@ -62,9 +63,8 @@ def make_gate(
     main = catalog_model(vision=vision)
     aux_provider = ScriptedProvider(aux_steps, provider_id="aux")
     registry = ProviderRegistry(settings, {}, overrides={"aux": aux_provider})
-    gate = SessionImageGate(
-        settings, model=lambda: main, catalog=ModelCatalog([main, AUX], main.id), providers=registry
-    )
+    describer = describer_for(settings, ModelCatalog([main, AUX], main.id), registry)
+    gate = SessionImageGate(settings, model=lambda: main, describer=describer)
     return gate, aux_provider
 
 

@@ -18,7 +18,7 @@ from hermes_acp.config import load_settings
 from hermes_acp.providers.catalog import ModelCatalog
 from hermes_acp.providers.registry import ProviderRegistry
 
-from .support import catalog_model, open_desk
+from .support import catalog_model, image_gate, open_desk
 
 pytestmark = pytest.mark.anyio
 T = TypeVar("T")
@@ -55,9 +55,7 @@ async def test_the_tool_is_offered_only_when_the_command_resolves(tmp_path: Path
     model = catalog_model()
     catalog = ModelCatalog([model], model.id)
     states = [
-        ComputerUse.for_session(
-            _NoOwner(), s, model=lambda: model, catalog=catalog, providers=ProviderRegistry(s, {})
-        ).available
+        ComputerUse.for_session(_NoOwner(), s, gate=image_gate(s, model, catalog, ProviderRegistry(s, {}))).available
         for s in (found, missing)
     ]
     assert states == [True, False]
@@ -80,9 +78,7 @@ async def test_the_driver_is_looked_up_once_per_process_for_each_path_and_enviro
     first_env = {"PATH": str(tmp_path / "bin"), "SOME_API_KEY": "secret"}
     second_env = {"PATH": str(tmp_path / "other"), "SOME_API_KEY": "secret"}
     sessions = [
-        ComputerUse.for_session(
-            _NoOwner(), settings, model=lambda: model, catalog=catalog, providers=providers, env=env
-        )
+        ComputerUse.for_session(_NoOwner(), settings, gate=image_gate(settings, model, catalog, providers), env=env)
         for env in (first_env, dict(first_env), second_env)
     ]
     envs = [cu.driver._params.env for cu in sessions]

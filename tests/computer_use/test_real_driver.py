@@ -23,7 +23,9 @@ from hermes_acp.core import ImagePart, TextPart
 from hermes_acp.providers.catalog import ModelCatalog
 from hermes_acp.providers.registry import ProviderRegistry
 from hermes_acp.tools.context import ToolContext, Workspace
+from tests.computer_use.support import image_gate
 from tests.fakes.lanes import lane_missing
+from tests.fakes.tools import approved
 
 from .owner import CountingRuntime
 from .support import catalog_model
@@ -50,14 +52,8 @@ async def test_computer_use_drives_the_gtk_calculator_and_form(lane: LaneTools, 
         owner = CountingRuntime()
         async with anyio.create_task_group() as group:
             await group.start(owner.run)
-            cu = ComputerUse.for_session(
-                owner,
-                settings,
-                model=lambda: model,
-                catalog=ModelCatalog([model], model.id),
-                providers=ProviderRegistry(settings, {}),
-                env=desktop.env,
-            )
+            gate = image_gate(settings, model, ModelCatalog([model], model.id), ProviderRegistry(settings, {}))
+            cu = ComputerUse.for_session(owner, settings, gate=gate, env=desktop.env)
             ctx = ToolContext(
                 session_id="s",
                 turn_id="t",
@@ -70,9 +66,9 @@ async def test_computer_use_drives_the_gtk_calculator_and_form(lane: LaneTools, 
 
             async def act(**arguments: Any) -> dict[str, Any]:
                 parsed = cu.tool.validate(arguments)
-                await cu.tool.approval(parsed, ctx)  # the hard blocks; dont_ask mode allows the rest
+                approval = await approved(cu.tool, parsed, ctx)  # the hard blocks; dont_ask mode allows the rest
                 with anyio.fail_after(30):
-                    outcome = await cu.tool.run(parsed, ctx)
+                    outcome = await cu.tool.run(parsed, approval, ctx)
                 first = outcome.parts[0]
                 assert isinstance(first, TextPart) and not outcome.failed, first
                 body: dict[str, Any] = json.loads(first.text)

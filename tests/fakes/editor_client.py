@@ -22,7 +22,7 @@ from typing import Any, ClassVar
 import anyio
 from acp import RequestError, schema
 
-from hermes_acp.tools._process import group_alive
+from hermes_acp.exec.process import group_alive
 
 from .acp_client import RecordingClient
 

@@ -31,7 +31,7 @@ from hermes_acp.providers.scripted import ScriptedProvider
 from hermes_acp.sessions import Session, derive_tool_surface
 from hermes_acp.storage.base import SessionStore
 from hermes_acp.storage.sqlite import SqliteSessionStore
-from hermes_acp.tools.base import Tool
+from hermes_acp.tools.base import AnyTool
 
 from .acp_client import RecordingClient, text_block
 from .acp_schema import FrameLog
@@ -135,7 +135,7 @@ async def _running_server(
     models: list[CatalogModel] | None,
     config: str | None,
     env: Mapping[str, str],
-    tools: Sequence[Tool] = (),
+    tools: Sequence[AnyTool] = (),
 ) -> AsyncIterator[tuple[Settings, SessionStore]]:
     settings = _settings(tmp_path, config, env)
     env = {**env, "HERMES_ACP_HOME": str(settings.home)}
@@ -146,7 +146,7 @@ async def _running_server(
     overrides = {provider.provider_id: provider} if provider is not None else {}
     registry = ProviderRegistry(settings, env, overrides=overrides)
 
-    def tool_surface(session: Session) -> Sequence[Tool]:
+    def tool_surface(session: Session) -> Sequence[AnyTool]:
         return [*derive_tool_surface(session), *tools]
 
     async def runner(dispatcher: Dispatcher, handshake: Handshake, _env: Mapping[str, str]) -> None:
@@ -184,7 +184,7 @@ async def open_pair(
     client: RecordingClient | None = None,
     client_capabilities: dict[str, Any] | None = None,
     initialize: bool = True,
-    tools: Sequence[Tool] = (),
+    tools: Sequence[AnyTool] = (),
 ) -> AsyncIterator[Pair]:
     """hermes-acp served in-process; ``conn`` is an initialized acp client connection to it."""
     workspace = tmp_path / "workspace"

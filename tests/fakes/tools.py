@@ -1,21 +1,42 @@
 """Tools for turn-loop tests: one that fails, one that blocks until released or cancelled, one that asks, one that
-only reads and waits for each call to be released; and the model-side tool calls (``call``, ``args``) that scripted
-replies use to invoke them."""
+only reads and waits for each call to be released; the model-side tool calls (``call``, ``args``) that scripted
+replies use to invoke them; and ``approved``, a call's approval granted as the turn loop grants it, for tests that
+run a tool without the loop."""
 
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 from pydantic import BaseModel, ConfigDict
 
 from hermes_acp.core import DiffBlock, TextBlock, TextPart, ToolCallPart
 from hermes_acp.errors import ToolError
-from hermes_acp.tools.base import Presentation, ToolOutcome, TypedTool
+from hermes_acp.tools.approval import Approval
+from hermes_acp.tools.base import Presentation, Tool, ToolOutcome, TypedTool
 from hermes_acp.tools.context import ApprovalRequest, ToolContext
 
-__all__ = ["BlockingTool", "EchoTool", "FailingTool", "GatedReadTool", "GuardedWriteTool", "RepeatTool", "args", "call"]
+__all__ = [
+    "BlockingTool",
+    "EchoTool",
+    "FailingTool",
+    "GatedReadTool",
+    "GuardedWriteTool",
+    "RepeatTool",
+    "approved",
+    "args",
+    "call",
+]
+
+In = TypeVar("In")
+Out = TypeVar("Out")
+
+
+async def approved(tool: Tool[In, Out], parsed: In, ctx: ToolContext) -> Approval[Out]:
+    """The call's approval, granted as the approval flow grants one the policy allows (no question asked)."""
+    approval = await tool.approval(parsed, ctx)
+    return approval.grant("policy" if approval.request is not None else "not_needed")
 
 
 class _Message(BaseModel):
@@ -23,7 +44,7 @@ class _Message(BaseModel):
     message: str
 
 
-class EchoTool(TypedTool[_Message]):
+class EchoTool(TypedTool[_Message, Any]):
     """Read-only: answers with its argument."""
 
     __test__ = False
@@ -38,7 +59,7 @@ class EchoTool(TypedTool[_Message]):
     def present(self, parsed: _Message, ctx: ToolContext) -> Presentation:
         return Presentation(title=f"Echo {parsed.message}", kind="other")
 
-    async def run(self, parsed: _Message, ctx: ToolContext) -> ToolOutcome:
+    async def run(self, parsed: _Message, approval: Approval[Any], ctx: ToolContext) -> ToolOutcome[Any]:
         self.runs.append(parsed.message)
         return ToolOutcome.text(f"echo: {parsed.message}", raw_output={"echoed": parsed.message})
 
@@ -49,7 +70,7 @@ class _Repeat(BaseModel):
     times: int
 
 
-class RepeatTool(TypedTool[_Repeat]):
+class RepeatTool(TypedTool[_Repeat, Any]):
     """Read-only: answers with its message repeated ``times`` times (a result as large as a test needs)."""
 
     __test__ = False
@@ -61,11 +82,11 @@ class RepeatTool(TypedTool[_Repeat]):
     def present(self, parsed: _Repeat, ctx: ToolContext) -> Presentation:
         return Presentation(title=f"Repeat {parsed.message!r} {parsed.times} times", kind="other")
 
-    async def run(self, parsed: _Repeat, ctx: ToolContext) -> ToolOutcome:
+    async def run(self, parsed: _Repeat, approval: Approval[Any], ctx: ToolContext) -> ToolOutcome[Any]:
         return ToolOutcome.text(parsed.message * parsed.times)
 
 
-class FailingTool(TypedTool[_Message]):
+class FailingTool(TypedTool[_Message, Any]):
     """Raises a ToolError, or a plain bug when the message is "bug"."""
 
     __test__ = False
@@ -77,13 +98,13 @@ class FailingTool(TypedTool[_Message]):
     def present(self, parsed: _Message, ctx: ToolContext) -> Presentation:
         return Presentation(title="Fail on purpose", kind="other")
 
-    async def run(self, parsed: _Message, ctx: ToolContext) -> ToolOutcome:
+    async def run(self, parsed: _Message, approval: Approval[Any], ctx: ToolContext) -> ToolOutcome[Any]:
         if parsed.message == "bug":
             raise RuntimeError("boom")
         raise ToolError(f"it failed: {parsed.message}")
 
 
-class BlockingTool(TypedTool[_Message]):
+class BlockingTool(TypedTool[_Message, Any]):
     """Streams progress, then waits for ``release``; records whether it was cancelled."""
 
     __test__ = False
@@ -100,7 +121,7 @@ class BlockingTool(TypedTool[_Message]):
     def present(self, parsed: _Message, ctx: ToolContext) -> Presentation:
         return Presentation(title="Block", kind="execute")
 
-    async def run(self, parsed: _Message, ctx: ToolContext) -> ToolOutcome:
+    async def run(self, parsed: _Message, approval: Approval[Any], ctx: ToolContext) -> ToolOutcome[Any]:
         await ctx.progress([TextBlock(text="working...")])
         self.started.set()
         try:
@@ -111,7 +132,7 @@ class BlockingTool(TypedTool[_Message]):
         return ToolOutcome.text("released")
 
 
-class GuardedWriteTool(TypedTool[_Message]):
+class GuardedWriteTool(TypedTool[_Message, Any]):
     """A mutating tool that asks under the ``edit`` scope with a diff; records what actually ran."""
 
     __test__ = False
@@ -126,9 +147,9 @@ class GuardedWriteTool(TypedTool[_Message]):
     def present(self, parsed: _Message, ctx: ToolContext) -> Presentation:
         return Presentation(title="Write notes.txt", kind="edit")
 
-    async def approval(self, parsed: _Message, ctx: ToolContext) -> ApprovalRequest | None:
+    async def approval(self, parsed: _Message, ctx: ToolContext) -> Approval[Any]:
         path = ctx.workspace.resolve("notes.txt")
-        return ApprovalRequest(
+        request = ApprovalRequest(
             scope="edit",
             title="Write notes.txt",
             mutating=True,
@@ -136,13 +157,14 @@ class GuardedWriteTool(TypedTool[_Message]):
             content=[DiffBlock(path=str(path), old_text=None, new_text=parsed.message)],
             raw_input={"message": parsed.message},
         )
+        return Approval(ctx.tool_call_id, request=request)
 
-    async def run(self, parsed: _Message, ctx: ToolContext) -> ToolOutcome:
+    async def run(self, parsed: _Message, approval: Approval[Any], ctx: ToolContext) -> ToolOutcome[Any]:
         self.writes.append(parsed.message)
         return ToolOutcome(parts=[TextPart(text="written")], content=[TextBlock(text="written")], raw_output=None)
 
 
-class GatedReadTool(TypedTool[_Message]):
+class GatedReadTool(TypedTool[_Message, Any]):
     """Only reads (its calls may run together): each call waits until the test releases its message; a message
     that starts with "ask" asks permission first. Records which calls started and which were cancelled."""
 
@@ -175,12 +197,13 @@ class GatedReadTool(TypedTool[_Message]):
     def present(self, parsed: _Message, ctx: ToolContext) -> Presentation:
         return Presentation(title=f"Read {parsed.message}", kind="read")
 
-    async def approval(self, parsed: _Message, ctx: ToolContext) -> ApprovalRequest | None:
+    async def approval(self, parsed: _Message, ctx: ToolContext) -> Approval[Any]:
         if not parsed.message.startswith("ask"):
-            return None
-        return ApprovalRequest(scope="gated_read", title=f"Read {parsed.message}", mutating=True, raw_input={})
+            return Approval(ctx.tool_call_id)
+        request = ApprovalRequest(scope="gated_read", title=f"Read {parsed.message}", mutating=True, raw_input={})
+        return Approval(ctx.tool_call_id, request=request)
 
-    async def run(self, parsed: _Message, ctx: ToolContext) -> ToolOutcome:
+    async def run(self, parsed: _Message, approval: Approval[Any], ctx: ToolContext) -> ToolOutcome[Any]:
         self.started.append(parsed.message)
         self.changed.set()
         self.changed = anyio.Event()

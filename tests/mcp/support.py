@@ -11,8 +11,9 @@ from typing import Any
 import anyio
 
 from hermes_acp.mcp_client import McpServers, McpTimeouts
-from hermes_acp.tools.base import Tool, ToolOutcome
+from hermes_acp.tools.base import AnyTool, ToolOutcome
 from hermes_acp.tools.context import ToolContext, Workspace
+from tests.fakes.tools import approved
 
 __all__ = ["START_S", "alive", "context", "find_tool", "run_tool", "running", "text_of"]
 
@@ -52,18 +53,21 @@ async def running(
         yield servers
 
 
-def find_tool(servers: McpServers, name: str) -> Tool:
+def find_tool(servers: McpServers, name: str) -> AnyTool:
     tools = {t.name: t for t in servers.tools()}
     assert name in tools, f"{name} not offered; offered: {sorted(tools)}"
     return tools[name]
 
 
-async def run_tool(tmp_path: Path, tool: Tool, timeout: float = START_S, **arguments: Any) -> ToolOutcome:
+async def run_tool(tmp_path: Path, tool: AnyTool, timeout: float = START_S, **arguments: Any) -> ToolOutcome[Any]:
+    """validate → approval (granted) → run, as the turn loop runs a call."""
+    ctx = context(tmp_path)
+    parsed = tool.validate(arguments)
     with anyio.fail_after(timeout):
-        return await tool.run(tool.validate(arguments), context(tmp_path))
+        return await tool.run(parsed, await approved(tool, parsed, ctx), ctx)
 
 
-def text_of(outcome: ToolOutcome) -> str:
+def text_of(outcome: ToolOutcome[Any]) -> str:
     return "".join(getattr(p, "text", "") for p in outcome.parts)
 
 

@@ -25,7 +25,8 @@ from hermes_acp.errors import OutcomeUnknownError, ToolError, ToolTimeoutError
 from hermes_acp.mcp_client import McpTimeouts
 from hermes_acp.mcp_client._failures import ServerRejected, TransportDropped
 from hermes_acp.mcp_client._wire import _translate
-from hermes_acp.tools.base import Tool, ToolOutcome
+from hermes_acp.tools.approval import Approval
+from hermes_acp.tools.base import AnyTool, ToolOutcome
 from hermes_acp.tools.context import ApprovalRequest
 from tests.mcp.support import START_S, alive, context, find_tool, run_tool, running, text_of
 
@@ -53,9 +54,12 @@ async def test_tools_are_offered_named_described_and_callable(tmp_path: Path) ->
         assert echo.read_only and not note.read_only
         assert echo.present({"text": "x"}, ctx).kind == "read"
         assert note.present({"text": "x"}, ctx).title == "fixture: add_note"
-        assert await echo.approval({"text": "x"}, ctx) is None
-        assert await note.approval({"text": "x"}, ctx) == ApprovalRequest(
-            scope="mcp:fixture:add_note", title="fixture: add_note", mutating=True, raw_input={"text": "x"}
+        assert await echo.approval({"text": "x"}, ctx) == Approval(ctx.tool_call_id)
+        assert await note.approval({"text": "x"}, ctx) == Approval(
+            ctx.tool_call_id,
+            request=ApprovalRequest(
+                scope="mcp:fixture:add_note", title="fixture: add_note", mutating=True, raw_input={"text": "x"}
+            ),
         )
         assert echo.input_schema["required"] == ["text"]
         with pytest.raises(ToolError, match="missing required argument"):
@@ -243,9 +247,9 @@ async def test_an_error_with_the_closed_code_from_a_live_server_is_its_error_not
     async with running(tmp_path, [hostile_spec("hostile", journal)]) as servers:
         explode = find_tool(servers, "mcp__hostile__explode")
         fail = find_tool(servers, "mcp__hostile__fail")
-        outcomes: list[ToolOutcome | BaseException] = []
+        outcomes: list[ToolOutcome[Any] | BaseException] = []
 
-        async def call(tool: Tool) -> None:
+        async def call(tool: AnyTool) -> None:
             try:
                 outcomes.append(await run_tool(tmp_path, tool))
             except ToolError as exc:

@@ -10,7 +10,7 @@ import socket
 from collections.abc import Iterator
 from pathlib import Path
 
-from hermes_acp.tools.sandbox import probe
+from hermes_acp.exec.sandbox import probe
 from tests.fakes.lanes import lane_missing
 
 __all__ = ["ShellShim", "listener", "require_bwrap", "shell_shim"]

@@ -10,8 +10,8 @@ import pytest
 from mcp.client.stdio import DEFAULT_INHERITED_ENV_VARS
 
 from fixtures.mcp_server import stdio_spec
+from hermes_acp.exec.environment import EnvPolicy
 from hermes_acp.mcp_client.specs import BASE_ENV
-from hermes_acp.tools.environment import EnvPolicy
 from tests.fakes.agent_process import spawn_agent
 from tests.mcp.support import START_S
 

@@ -16,6 +16,7 @@ from hermes_acp.errors import OutcomeUnknownError, ToolError
 from hermes_acp.mcp_client import McpTool, normalise_schema
 from hermes_acp.mcp_client.naming import ToolKey, assign_names, sanitise
 from hermes_acp.mcp_client.remote_tools import _answer
+from hermes_acp.tools.approval import Approval
 from tests.mcp.support import context
 
 pytestmark = pytest.mark.anyio
@@ -76,9 +77,11 @@ async def test_a_tool_shows_clean_text_and_calls_the_server_by_its_own_name(tmp_
     tool = _tool(connection)
     assert find_hidden([tool.title, tool.description, tool.input_schema]) == []
     assert tool.remote_name == LOOKUP
-    outcome = await tool.run({"key": "alpha"}, context(tmp_path))
+    ctx = context(tmp_path)
+    outcome = await tool.run({"key": "alpha"}, Approval(ctx.tool_call_id, granted="policy"), ctx)
     assert connection.called == [LOOKUP]
     assert find_hidden([outcome.parts[0].text, [b.text for b in outcome.content], outcome.raw_output]) == []  # type: ignore[union-attr]
+    assert outcome.raw_output is not None
     assert outcome.raw_output["structuredContent"] == {"answer\ufffd": ["deep\ufffd"]}, "a lone surrogate is U+FFFD"
 
 
@@ -93,8 +96,9 @@ async def test_error_messages_from_the_server_are_cleaned_and_keep_their_kind(
     tmp_path: Path, failure: ToolError
 ) -> None:
     tool = _tool(_Connection(failure=failure))
+    ctx = context(tmp_path)
     with pytest.raises(type(failure)) as raised:
-        await tool.run({"key": "alpha"}, context(tmp_path))
+        await tool.run({"key": "alpha"}, Approval(ctx.tool_call_id, granted="policy"), ctx)
     assert find_hidden(str(raised.value)) == []
     assert raised.value.code == failure.code
 

@@ -9,6 +9,7 @@ import pytest
 
 from hermes_acp.core import ModeId
 from hermes_acp.errors import HardBlockedError
+from hermes_acp.tools.approval import Approval
 from hermes_acp.tools.terminal import TerminalTool
 from tests.fakes.editor_client import EditorClient
 from tests.tools.helpers import call, context
@@ -39,7 +40,7 @@ async def test_refused_in_every_mode_locally_and_in_the_editor(
                     await tool.approval(parsed, ctx)
                 assert "do not run it or a variant of it" in str(refused.value)
                 with pytest.raises(HardBlockedError):
-                    await tool.run(parsed, ctx)
+                    await tool.run(parsed, Approval(ctx.tool_call_id), ctx)
     finally:
         await client.aclose()
     assert shim.calls() == [], "a shell was started for a refused command"

@@ -17,12 +17,13 @@ import pytest
 
 from hermes_acp.config import SandboxSettings, Settings
 from hermes_acp.errors import PermissionDeniedError
-from hermes_acp.tools.environment import EnvPolicy
+from hermes_acp.exec.environment import EnvPolicy
+from hermes_acp.exec.sandbox import HOME_MASKS, Sandbox
+from hermes_acp.tools.approval import Approval
 from hermes_acp.tools.policy import decide
-from hermes_acp.tools.sandbox import HOME_MASKS, Sandbox
 from hermes_acp.tools.terminal import TerminalTool
 from tests.fakes.editor_client import EditorClient
-from tests.tools.helpers import Progress, call, context
+from tests.tools.helpers import Progress, call, context, request_of
 from tests.tools.test_terminal import ClientTerminals
 
 from .support import listener, require_bwrap
@@ -86,7 +87,7 @@ def layout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Layout:
 async def run(layout: Layout, command: str, *, sandbox: Sandbox | None = None, mode: str = "dont_ask") -> str:
     ctx = context(layout.ws, mode=mode, sandbox=sandbox or layout.sandbox())  # type: ignore[arg-type]
     called = await call(TerminalTool(), ctx, command=command)
-    assert called.outcome.raw_output["sandboxed"] is True
+    assert called.output["sandboxed"] is True
     return called.text
 
 
@@ -231,20 +232,20 @@ async def test_local_commands_without_a_sandbox_still_drop_secrets(layout: Layou
     called = await call(TerminalTool(), ctx, command="env")
     assert "OPENAI_API_KEY=" not in called.text and "DB_PASSWORD=" not in called.text
     assert "PLAIN_SETTING=kept" in called.text
-    assert called.outcome.raw_output["sandboxed"] is False
+    assert called.output["sandboxed"] is False
 
 
 async def test_the_default_context_is_sandboxed(bwrap: str, layout: Layout) -> None:
     ctx = context(layout.ws, mode="dont_ask", sandbox=None)
     called = await call(TerminalTool(), ctx, command="echo $$")
-    assert called.outcome.raw_output["sandboxed"] is True
+    assert called.output["sandboxed"] is True
     assert called.text.split("\n")[1] in ("1", "2"), "the command is an early process of its own PID namespace"
 
 
 async def test_sandboxed_commands_run_in_dont_ask_without_asking(bwrap: str, layout: Layout) -> None:
     ctx = context(layout.ws, mode="dont_ask", sandbox=layout.sandbox())
     tool = TerminalTool()
-    request = await tool.approval(tool.validate({"command": "make test"}), ctx)
+    request = await request_of(tool, ctx, command="make test")
     assert not request.ask_always
     assert decide("dont_ask", request, ctx.workspace, {}).decision == "allow"
     assert decide("default", request, ctx.workspace, {}).decision == "ask"
@@ -256,7 +257,8 @@ async def test_without_bubblewrap_auto_asks_every_time_and_required_refuses(layo
     tool = TerminalTool()
     parsed = tool.validate({"command": "echo hi"})
     auto = context(layout.ws, mode="dont_ask", sandbox=layout.sandbox(bwrap=missing))
-    request = await tool.approval(parsed, auto)
+    request = (await tool.approval(parsed, auto)).request
+    assert request is not None
     assert request.ask_always and request.reason and "without a sandbox" in request.reason
     verdict = decide("dont_ask", request, auto.workspace, {"execute": "allow"})
     assert verdict.decision == "ask" and not verdict.offer_always
@@ -267,7 +269,7 @@ async def test_without_bubblewrap_auto_asks_every_time_and_required_refuses(layo
     with pytest.raises(PermissionDeniedError, match='mode = "required"'):
         await tool.approval(parsed, required)
     with pytest.raises(PermissionDeniedError, match='mode = "required"'):
-        await tool.run(parsed, required)
+        await tool.run(parsed, Approval(required.tool_call_id), required)
     assert Sandbox(mode="off").notice(Sandbox(mode="off").probe()) is None
 
 

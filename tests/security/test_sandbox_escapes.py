@@ -19,8 +19,8 @@ from pathlib import Path
 import anyio
 import pytest
 
-from hermes_acp.tools.environment import EnvPolicy
-from hermes_acp.tools.sandbox import Sandbox
+from hermes_acp.exec.environment import EnvPolicy
+from hermes_acp.exec.sandbox import Sandbox
 from hermes_acp.tools.terminal import TerminalTool
 from tests.fakes.editor_client import EditorClient
 from tests.tools.helpers import call, context
@@ -81,7 +81,7 @@ async def test_the_command_environment_never_reaches_bwrap_itself(bwrap: str, ws
     """bwrap runs outside the sandbox: its dynamic loader must not read variables the model chose."""
     ctx = context(ws, mode="dont_ask", sandbox=_sandbox(ws))
     called = await call(TerminalTool(), ctx, command='echo "[$LD_DEBUG]"', env={"LD_DEBUG": "files"})
-    assert called.outcome.raw_output["sandboxed"] is True
+    assert called.output["sandboxed"] is True
     assert "[files]" in called.text, "the command still gets its variables"
     assert f"needed by {bwrap}" not in called.text, "bwrap's own loader read LD_DEBUG"
 

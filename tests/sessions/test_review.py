@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from hermes_acp.exec.environment import EnvPolicy
 from hermes_acp.sessions import review
 from hermes_acp.sessions.review import Changes, NothingToReview, collect_changes
-from hermes_acp.tools.environment import EnvPolicy
 
 pytestmark = pytest.mark.anyio
 

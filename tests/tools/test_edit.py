@@ -10,7 +10,9 @@ import pytest
 from hermes_acp.core import DiffBlock
 from hermes_acp.errors import ToolError, ToolInputError
 from hermes_acp.tools import edit as edit_module
-from hermes_acp.tools.edit import EditFileTool
+from hermes_acp.tools.approval import Approval
+from hermes_acp.tools.edit import EditFileTool, EditOutput
+from tests.fakes.tools import approved
 
 from .helpers import call, context
 
@@ -93,17 +95,18 @@ async def test_a_file_changed_after_approval_is_not_written(tmp_path: Path) -> N
     tool = EditFileTool()
     ctx = context(tmp_path)
     parsed = tool.validate({"path": "app.py", "edits": [edit("'bye'", "'ciao'")]})
-    await tool.approval(parsed, ctx)
+    approval = await approved(tool, parsed, ctx)
     target.write_text(SOURCE + "# edited by the user\n")
     with pytest.raises(ToolError, match="changed after this change was computed and shown for approval"):
-        await tool.run(parsed, ctx)
+        await tool.run(parsed, approval, ctx)
     assert target.read_text() == SOURCE + "# edited by the user\n"
 
 
 async def test_the_edits_computed_for_approval_are_the_ones_written(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The diff shown for approval is computed once and written as shown; without an approval, run computes it."""
+    """The diff shown for approval is computed once and written as shown: run works from the approval's values
+    (the snapshot, the new text, the counts), not from the parsed input."""
     target = tmp_path / "app.py"
     target.write_text(SOURCE)
     applied: list[str] = []
@@ -117,10 +120,23 @@ async def test_the_edits_computed_for_approval_are_the_ones_written(
     called = await call(EditFileTool(), context(tmp_path), path="app.py", edits=[edit("'bye'", "'ciao'")])
     assert applied == ["app.py"]
     assert called.request is not None and called.request.content == called.outcome.content
+    assert called.output == EditOutput(path=str(target), edits=1, replacements=1, first_line=6)
+    (change,) = called.approval.changes
+    assert change.before.data == SOURCE.encode() and change.after == SOURCE.replace("'bye'", "'ciao'")
+    assert target.read_text() == change.after
+
+
+async def test_an_edit_without_its_own_granted_approval_writes_nothing(tmp_path: Path) -> None:
+    target = tmp_path / "app.py"
+    target.write_text(SOURCE)
     tool = EditFileTool()
-    await tool.run(tool.validate({"path": "app.py", "edits": [edit("'ciao'", "'adieu'")]}), context(tmp_path))
-    assert applied == ["app.py", "app.py"]
-    assert target.read_text() == SOURCE.replace("'bye'", "'adieu'")
+    ctx = context(tmp_path)
+    parsed = tool.validate({"path": "app.py", "edits": [edit("'bye'", "'ciao'")]})
+    with pytest.raises(ToolError, match="ran without the edits its approval computed"):
+        await tool.run(parsed, Approval(ctx.tool_call_id, granted="policy"), ctx)
+    with pytest.raises(ToolError, match="ran without its own approval"):
+        await tool.run(parsed, await tool.approval(parsed, ctx), ctx)
+    assert target.read_text() == SOURCE
 
 
 async def test_missing_binary_and_non_utf8_files_are_refused(tmp_path: Path) -> None:

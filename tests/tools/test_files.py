@@ -1,20 +1,25 @@
 """read_file and write_file on the local disk: windows, caps, binary and bad encodings, missing paths, diffs,
-atomic writes, and the approval requests that name the right paths."""
+atomic writes, the approval requests that name the right paths, and the snapshot a write's approval carries."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import threading
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from hermes_acp.core import DiffBlock
+from hermes_acp.core import DiffBlock, FileChange
 from hermes_acp.errors import ToolError, ToolInputError
+from hermes_acp.tools._snapshot import EDIT_MAX_BYTES
+from hermes_acp.tools.approval import FileSnapshot
 from hermes_acp.tools.files import READ_DEFAULT_LINES, READ_MAX_CHARS, ReadFileTool, WriteFileTool
 from hermes_acp.tools.policy import decide
+from tests.fakes.tools import approved
 
-from .helpers import call, context
+from .helpers import call, context, request_of
 
 pytestmark = pytest.mark.anyio
 
@@ -56,7 +61,7 @@ async def test_read_defaults_to_a_bounded_number_of_lines(tmp_path: Path) -> Non
     called = await call(ReadFileTool(), context(tmp_path), path="long.txt")
     assert f"Showing lines 1-{READ_DEFAULT_LINES} of {READ_DEFAULT_LINES + 50}" in called.text
     assert f"line={READ_DEFAULT_LINES + 1}" in called.text
-    assert called.outcome.raw_output["more"] is True
+    assert called.output["more"] is True
 
 
 async def test_read_caps_characters_and_cuts_very_long_lines(tmp_path: Path) -> None:
@@ -145,11 +150,11 @@ async def test_symlink_escaping_the_workspace_is_judged_as_outside(tmp_path: Pat
     (workspace / "link.txt").symlink_to(outside)
     ctx = context(workspace)
     tool = ReadFileTool()
-    request = await tool.approval(tool.validate({"path": "link.txt"}), ctx)
+    request = await request_of(tool, ctx, path="link.txt")
     assert request.paths == (workspace / "link.txt", outside)
     assert decide("default", request, ctx.workspace, {}).decision == "ask"
     assert decide("read_only", request, ctx.workspace, {}).decision == "deny"
-    dotdot = await tool.approval(tool.validate({"path": "../outside.txt"}), ctx)
+    dotdot = await request_of(tool, ctx, path="../outside.txt")
     assert dotdot.paths == (outside,)
     assert decide("dont_ask", dotdot, ctx.workspace, {}).decision == "ask"
 
@@ -193,11 +198,95 @@ async def test_write_refuses_when_the_file_changed_after_the_diff_was_shown(tmp_
     tool = WriteFileTool()
     ctx = context(tmp_path)
     parsed = tool.validate({"path": "notes.md", "content": "mine\n"})
-    await tool.approval(parsed, ctx)
+    approval = await approved(tool, parsed, ctx)
     target.write_text("someone else's v2\n")
     with pytest.raises(ToolError, match="changed after this change was computed"):
-        await tool.run(parsed, ctx)
+        await tool.run(parsed, approval, ctx)
     assert target.read_text() == "someone else's v2\n"
+
+
+async def test_write_refuses_when_the_file_appeared_or_vanished_after_the_diff_was_shown(tmp_path: Path) -> None:
+    tool = WriteFileTool()
+    ctx = context(tmp_path)
+    fresh = tool.validate({"path": "new.md", "content": "mine\n"})
+    approval = await approved(tool, fresh, ctx)
+    (tmp_path / "new.md").write_text("theirs\n")
+    with pytest.raises(ToolError, match=r"new\.md was created after this change was computed"):
+        await tool.run(fresh, approval, ctx)
+    old = tool.validate({"path": "old.md", "content": "mine\n"})
+    (tmp_path / "old.md").write_text("v1\n")
+    approval = await approved(tool, old, ctx)
+    (tmp_path / "old.md").unlink()
+    with pytest.raises(ToolError, match=r"old\.md was deleted after this change was computed"):
+        await tool.run(old, approval, ctx)
+    assert (tmp_path / "new.md").read_text() == "theirs\n" and not (tmp_path / "old.md").exists()
+
+
+async def test_the_approval_carries_the_snapshot_the_diff_was_computed_from(tmp_path: Path) -> None:
+    """Path, hash and the old content itself, as a value: the file-change record is made from it."""
+    target = tmp_path / "notes.md"
+    target.write_bytes(b"v1\r\n")
+    tool = WriteFileTool()
+    ctx = context(tmp_path)
+    approval = await tool.approval(tool.validate({"path": "notes.md", "content": "v2\n"}), ctx)
+    assert approval.tool_call_id == ctx.tool_call_id and approval.granted is None
+    (change,) = approval.changes
+    assert change.before == FileSnapshot(target, b"v1\r\n", "v1\r\n", hashlib.sha256(b"v1\r\n").hexdigest())
+    assert (change.after, change.after_data) == ("v2\n", b"v2\n")
+    assert approval.records() == [
+        FileChange(
+            path=str(target),
+            before="v1\r\n",
+            before_sha256=hashlib.sha256(b"v1\r\n").hexdigest(),
+            after_sha256=hashlib.sha256(b"v2\n").hexdigest(),
+        )
+    ]
+    assert approval.request is not None
+    assert approval.request.content == [DiffBlock(path=str(target), old_text="v1\r\n", new_text="v2\n")]
+
+
+async def test_a_new_file_and_an_unchanged_one_are_recorded_as_such(tmp_path: Path) -> None:
+    tool = WriteFileTool()
+    ctx = context(tmp_path)
+    created = await tool.approval(tool.validate({"path": "new.md", "content": "x"}), ctx)
+    (record,) = created.records()
+    assert (record.before, record.before_sha256, record.before_bytes()) == (None, None, None)
+    (tmp_path / "same.md").write_text("x")
+    same = await tool.approval(tool.validate({"path": "same.md", "content": "x"}), ctx)
+    assert same.records() == [], "writing what the file holds changes nothing"
+
+
+async def test_a_file_that_is_not_utf8_is_recorded_byte_for_byte(tmp_path: Path) -> None:
+    """The diff shows U+FFFD for the undecodable bytes; the record keeps the bytes themselves (base64)."""
+    target = tmp_path / "latin.txt"
+    target.write_bytes("café\n".encode("latin-1"))
+    called = await call(WriteFileTool(), context(tmp_path), path="latin.txt", content="cafe\n")
+    (record,) = called.approval.records()
+    assert record.before_encoding == "base64"
+    assert record.before_bytes() == "café\n".encode("latin-1")
+    assert called.approval.changes[0].before.text == "caf\ufffd\n"
+    assert target.read_bytes() == b"cafe\n"
+
+
+async def test_a_write_without_its_own_granted_approval_writes_nothing(tmp_path: Path) -> None:
+    target = tmp_path / "notes.md"
+    target.write_text("v1\n")
+    tool = WriteFileTool()
+    ctx = context(tmp_path)
+    parsed = tool.validate({"path": "notes.md", "content": "mine\n"})
+    asked = await tool.approval(parsed, ctx)
+    with pytest.raises(ToolError, match="ran without its own approval"):
+        await tool.run(parsed, asked, ctx)
+    other = replace(ctx, tool_call_id="call_other")
+    with pytest.raises(ToolError, match="ran without its own approval"):
+        await tool.run(parsed, asked.grant("allow_once"), other)
+    assert target.read_text() == "v1\n"
+
+
+async def test_new_content_over_the_limit_is_refused_before_asking(tmp_path: Path) -> None:
+    with pytest.raises(ToolInputError, match=r"new content of big\.txt is too large for write_file"):
+        await call(WriteFileTool(), context(tmp_path), path="big.txt", content="a" * (EDIT_MAX_BYTES + 1))
+    assert not (tmp_path / "big.txt").exists()
 
 
 async def test_write_refuses_binary_files_and_folders(tmp_path: Path) -> None:
@@ -221,13 +310,13 @@ async def test_sensitive_and_outside_writes_are_named_for_the_policy(tmp_path: P
     ctx = context(tmp_path / "ws")
     (tmp_path / "ws").mkdir()
     tool = WriteFileTool()
-    env = await tool.approval(tool.validate({"path": ".env", "content": "K=1"}), ctx)
+    env = await request_of(tool, ctx, path=".env", content="K=1")
     assert decide("dont_ask", env, ctx.workspace, {}).decision == "ask"
     assert decide("accept_edits", env, ctx.workspace, {}).decision == "ask"
-    inside = await tool.approval(tool.validate({"path": "a.txt", "content": "1"}), ctx)
+    inside = await request_of(tool, ctx, path="a.txt", content="1")
     assert decide("accept_edits", inside, ctx.workspace, {}).decision == "allow"
     assert decide("read_only", inside, ctx.workspace, {}).decision == "deny"
-    outside = await tool.approval(tool.validate({"path": "../escape.txt", "content": "1"}), ctx)
+    outside = await request_of(tool, ctx, path="../escape.txt", content="1")
     assert decide("accept_edits", outside, ctx.workspace, {}).decision == "ask"
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from hermes_acp.tools.hard_blocks import check_command, hard_block_reason
+from hermes_acp.exec.hard_blocks import check_command, hard_block_reason
 from tests.security.evasions import EVASIONS, LOOK_ALIKES
 
 BLOCKED = [
@@ -202,7 +202,7 @@ def test_a_refusal_beside_an_expensive_part_still_stands(command: str) -> None:
 
 
 def test_brace_expansion_follows_bash() -> None:
-    from hermes_acp.tools.hard_blocks.braces import brace_expand
+    from hermes_acp.exec.hard_blocks.braces import brace_expand
 
     assert brace_expand("/{bin,usr}") == ["/bin", "/usr"]
     assert brace_expand("{a},/usr}") == ["a}", "/usr"]

@@ -9,8 +9,8 @@ from pathlib import Path
 import anyio
 import pytest
 
-from hermes_acp.tools import image_cache
-from hermes_acp.tools.image_cache import KEEP, CacheKind, save, save_image, save_json
+from hermes_acp.images import cache as image_cache
+from hermes_acp.images.cache import KEEP, CacheKind, save, save_image, save_json
 
 pytestmark = pytest.mark.anyio
 

@@ -12,11 +12,11 @@ import pytest
 from hermes_acp.errors import ToolInputError
 from hermes_acp.tools._finder import Finder
 from hermes_acp.tools._ignore import IgnoreRules, compile_pattern
-from hermes_acp.tools.base import Tool
+from hermes_acp.tools.base import AnyTool
 from hermes_acp.tools.listing import ListFilesTool
 from hermes_acp.tools.search import SearchFilesTool
 
-from .helpers import call, context
+from .helpers import call, context, request_of
 
 pytestmark = pytest.mark.anyio
 
@@ -355,15 +355,15 @@ async def test_listing_and_search_ask_outside_the_workspace(tmp_path: Path) -> N
     ws = tmp_path / "ws"
     ws.mkdir()
     ctx = context(ws)
-    tools: list[tuple[Tool, dict[str, str]]] = [
+    tools: list[tuple[AnyTool, dict[str, str]]] = [
         (ListFilesTool(), {"path": ".."}),
         (SearchFilesTool(), {"pattern": "x", "path": "/"}),
     ]
     for tool, arguments in tools:
-        request = await tool.approval(tool.validate(arguments), ctx)
+        request = await request_of(tool, ctx, **arguments)
         assert request is not None and not request.mutating
         assert decide("dont_ask", request, ctx.workspace, {}).decision == "ask"
         assert decide("read_only", request, ctx.workspace, {}).decision == "deny"
-        inside = await tool.approval(tool.validate({**arguments, "path": "."}), ctx)
+        inside = await request_of(tool, ctx, **{**arguments, "path": "."})
         assert inside is not None
         assert decide("read_only", inside, ctx.workspace, {}).decision == "allow"

@@ -66,11 +66,11 @@ async def test_a_failing_ripgrep_still_falls_back_to_the_walker(tmp_path: Path, 
 async def test_the_walker_stops_at_the_limit_and_the_tools_say_so(workspace: Path) -> None:
     ctx = context(workspace)
     listed = await call(ListFilesTool(ripgrep=None, timeout_s=0), ctx, glob="*.py")
-    assert listed.outcome.raw_output["stopped_early"] is True
+    assert listed.output["stopped_early"] is True
     assert "[The listing stopped early, after 0 s: files not reached yet are missing." in listed.text
     searched = await call(SearchFilesTool(ripgrep=None, timeout_s=0), ctx, pattern="needle")
-    assert searched.outcome.raw_output["stopped_early"] is True
+    assert searched.output["stopped_early"] is True
     assert "[The search stopped early, after 0 s: files not reached yet were not searched." in searched.text
     complete = await call(SearchFilesTool(ripgrep=None), ctx, pattern="needle")
-    assert complete.outcome.raw_output["stopped_early"] is False
+    assert complete.output["stopped_early"] is False
     assert complete.text.startswith("3 matches in 3 files:")

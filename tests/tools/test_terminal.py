@@ -13,13 +13,14 @@ import pytest
 
 from hermes_acp.core import TerminalBlock, TextBlock
 from hermes_acp.errors import HardBlockedError, ToolError, ToolInputError
-from hermes_acp.tools import _process
+from hermes_acp.exec import process as _process
+from hermes_acp.tools.approval import Approval
 from hermes_acp.tools.context import TerminalExit
 from hermes_acp.tools.policy import decide
 from hermes_acp.tools.terminal import STORED_TAIL_CHARS, TerminalTool
 from tests.fakes.editor_client import EditorClient
 
-from .helpers import Progress, call, context
+from .helpers import Progress, call, context, request_of
 
 pytestmark = pytest.mark.anyio
 
@@ -58,16 +59,16 @@ async def test_approval_names_the_working_folder_for_the_policy(tmp_path: Path) 
     ws.mkdir()
     ctx = context(ws)
     tool = TerminalTool()
-    inside = await tool.approval(tool.validate({"command": "ls"}), ctx)
+    inside = await request_of(tool, ctx, command="ls")
     assert inside.scope == "execute" and inside.mutating and inside.paths == (ws,)
     assert decide("default", inside, ctx.workspace, {}).decision == "ask"
     assert decide("accept_edits", inside, ctx.workspace, {}).decision == "ask"
     assert decide("dont_ask", inside, ctx.workspace, {}).decision == "allow"
     assert decide("read_only", inside, ctx.workspace, {}).decision == "deny"
-    outside = await tool.approval(tool.validate({"command": "ls", "cwd": ".."}), ctx)
+    outside = await request_of(tool, ctx, command="ls", cwd="..")
     assert decide("dont_ask", outside, ctx.workspace, {}).decision == "ask"
     with pytest.raises(ToolInputError, match="does not exist"):
-        await tool.approval(tool.validate({"command": "ls", "cwd": "missing"}), ctx)
+        await request_of(tool, ctx, command="ls", cwd="missing")
 
 
 def test_titles_are_readable() -> None:
@@ -86,8 +87,9 @@ async def test_hard_blocked_commands_are_refused_before_asking_and_never_run(tmp
     parsed = tool.validate({"command": "rm -rf ~ && touch ran.txt"})
     with pytest.raises(HardBlockedError, match="refused in every mode: rm -r of the home folder"):
         await tool.approval(parsed, context(tmp_path, mode="dont_ask"))
+    ctx = context(tmp_path, mode="dont_ask")
     with pytest.raises(HardBlockedError):
-        await tool.run(parsed, context(tmp_path, mode="dont_ask"))
+        await tool.run(parsed, Approval(ctx.tool_call_id), ctx)
     assert not (tmp_path / "ran.txt").exists()
 
 
@@ -162,7 +164,7 @@ async def test_long_output_keeps_its_start_and_end(tmp_path: Path) -> None:
     assert "bytes of output omitted" in called.text
     assert called.text.endswith("[The output was long: only part of it is shown.]")
     assert len(called.text) < 34_000
-    assert called.outcome.raw_output["truncated"] is True
+    assert called.output["truncated"] is True
 
 
 class ClientTerminals:

@@ -17,7 +17,7 @@ class _Second(BaseModel):
     beta: str
 
 
-class FirstTool(TypedTool[_First]):
+class FirstTool(TypedTool[_First, None]):
     name = "first"
     description = "A tool."
     Input: ClassVar[type[BaseModel]] = _First

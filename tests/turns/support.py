@@ -21,7 +21,7 @@ from hermes_acp.providers.catalog import CatalogModel
 from hermes_acp.providers.scripted import ScriptedProvider
 from hermes_acp.sessions.recovery import STORE_FAILED_TEXT, recovery_events
 from hermes_acp.storage import InMemorySessionStore, SessionRecord, StoredEvent, utc_now
-from hermes_acp.tools.base import Tool
+from hermes_acp.tools.base import AnyTool
 from hermes_acp.tools.context import Workspace
 from hermes_acp.turns import (
     CheckpointPolicy,
@@ -175,7 +175,7 @@ async def open_loop(
     tmp_path: Path,
     provider: ScriptedProvider,
     *,
-    tools: Sequence[Tool] = (),
+    tools: Sequence[AnyTool] = (),
     gate: Gate | None = None,
     checkpoints: CheckpointPolicy | None = None,
     max_requests: int = 10,

@@ -12,6 +12,7 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -34,6 +35,7 @@ from hermes_acp.errors import ContextLengthError, ProviderRequestError
 from hermes_acp.providers.base import ProviderRequest
 from hermes_acp.providers.catalog import Cost
 from hermes_acp.providers.scripted import ScriptedProvider, ScriptedReply, text_reply, tool_reply
+from hermes_acp.tools.approval import Approval
 from hermes_acp.tools.base import Presentation, ToolOutcome, TypedTool
 from hermes_acp.tools.context import ToolContext
 from hermes_acp.turns import SessionProjection
@@ -307,7 +309,7 @@ class _Shot(BaseModel):
     n: int
 
 
-class ShotTool(TypedTool[_Shot]):
+class ShotTool(TypedTool[_Shot, Any]):
     """Read-only: a screenshot (a tiny PNG) labelled with its number."""
 
     __test__ = False
@@ -319,7 +321,7 @@ class ShotTool(TypedTool[_Shot]):
     def present(self, parsed: _Shot, ctx: ToolContext) -> Presentation:
         return Presentation(title=f"Screenshot {parsed.n}", kind="read")
 
-    async def run(self, parsed: _Shot, ctx: ToolContext) -> ToolOutcome:
+    async def run(self, parsed: _Shot, approval: Approval[Any], ctx: ToolContext) -> ToolOutcome[Any]:
         image = ImagePart(media_type="image/png", data="iVBORw0KGgo=", label=f"shot {parsed.n}")
         return ToolOutcome(parts=[TextPart(text=f"screenshot {parsed.n}"), image])
 

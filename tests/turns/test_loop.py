@@ -490,7 +490,7 @@ class _HostileTool(EchoTool):
     name = "hostile"
     TEXT = "ok \ud800 \U000e0049\U000e0047\U000e004e\U000e004f\U000e0052\U000e0045 done"
 
-    async def run(self, parsed: Any, ctx: Any) -> ToolOutcome:
+    async def run(self, parsed: Any, approval: Any, ctx: Any) -> ToolOutcome[Any]:
         return ToolOutcome(
             parts=[TextPart(text=self.TEXT)],
             content=[TextBlock(text=self.TEXT), DiffBlock(path="/x", old_text=None, new_text=self.TEXT)],

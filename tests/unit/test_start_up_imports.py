@@ -71,10 +71,10 @@ def test_load_turn_modules_loads_every_module_a_turn_needs() -> None:
         "import hermes_acp.app\nfrom hermes_acp.sessions.turn_imports import load_turn_modules\nload_turn_modules()"
     )
     assert _present(loaded, TURN_MODULES) == list(TURN_MODULES)
-    assert "hermes_acp.tools.image_cache" in loaded  # computer_use's, loaded with it
+    assert "hermes_acp.images.cache" in loaded  # computer_use's, loaded with it
     # What only some tool calls need loads with the first of them: the hard blocks with the first command,
     # pathspec with the first walk of a folder.
-    assert _present(loaded, ("hermes_acp.tools.hard_blocks", "tree_sitter", "pathspec")) == []
+    assert _present(loaded, ("hermes_acp.exec.hard_blocks", "tree_sitter", "pathspec")) == []
 
 
 def test_the_server_never_loads_httpx_command_line_client() -> None:

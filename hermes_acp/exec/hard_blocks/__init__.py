@@ -32,7 +32,7 @@ expensive (loops inside loops, brace expansions of thousands of words, deep nest
 refusals stand, and is otherwise in doubt. A caller on an event loop runs the check in a worker thread (the first
 one also loads the grammar).
 
-This is the first line, not the boundary: commands run in the sandbox (``tools.sandbox``). It does no I/O and
+This is the first line, not the boundary: commands run in the sandbox (``exec.sandbox``). It does no I/O and
 knows nothing about modes or approval.
 """
 

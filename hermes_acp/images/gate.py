@@ -1,17 +1,19 @@
-"""The session's image gate (``hermes_acp.tools.context.ImageGate``): one decision for every image bound for the model.
+"""The session's image gate: one decision for every image bound for the model.
 
 Route (docs/computer-use.md §10): ``agent.image_input_mode`` ``native`` always sends pixels; ``text`` never does;
 ``auto`` sends pixels when the session's current model has vision and no ``auxiliary.vision`` model is configured.
-Otherwise the auxiliary vision model (when configured) describes the images in one bounded request through the
-provider seam, with the long edge scaled to at most 1456 px and the scale factor stated so coordinates can be
-given in original pixels; when that fails, or nothing describes images, the caller's ``fallback`` (for a
-screenshot: its element list) or a note stands in. Native pixels are re-encoded to fit
-``vision.embed_target_bytes`` with the long edge at most 1568 px, at most 4 per call, off the event loop.
+Otherwise the auxiliary vision model (when configured) describes the images in one bounded request, with the long
+edge scaled to at most 1456 px and the scale factor stated so coordinates can be given in original pixels; when
+that fails, or nothing describes images, the caller's ``fallback`` (for a screenshot: its element list) or a note
+stands in. Native pixels are re-encoded to fit ``vision.embed_target_bytes`` with the long edge at most 1568 px,
+at most 4 per call, off the event loop.
 
 When images reach the model as text although pixels were meant (no vision and nothing to describe them, or the
 auxiliary model failed), the user is told once per session and reason (``notify``, a ``Notice``).
 
-It deliberately knows nothing about where images come from (screenshots, MCP results, prompts).
+It deliberately knows nothing about where images come from (screenshots, MCP results, prompts), nor about
+providers: the session hands it the current model's vision (``VisionModel``) and a ``Describer`` for the
+auxiliary route (``hermes_acp.providers.describe`` makes one from the catalog).
 """
 
 from __future__ import annotations
@@ -19,36 +21,100 @@ from __future__ import annotations
 import base64
 import binascii
 from collections.abc import Awaitable, Callable, Sequence
-from contextlib import aclosing
+from dataclasses import dataclass
+from typing import Literal, Protocol
 
 import anyio
 import anyio.to_thread
 import structlog
 
 from hermes_acp.config import Settings
-from hermes_acp.core import ImagePart, TextPart, UserMessage
+from hermes_acp.core import ImagePart, TextPart
 from hermes_acp.core.notice import Notice
 from hermes_acp.errors import HermesError
-from hermes_acp.providers.base import ProviderRequest, ResponseDone
-from hermes_acp.providers.catalog import CatalogModel, ModelCatalog
-from hermes_acp.providers.registry import ProviderRegistry
-from hermes_acp.tools.context import GatedImages, ImageRoute
 
-from .images import Fitted, ImageDecodeError, fit
+from .codec import Fitted, ImageDecodeError, fit
 
-__all__ = ["AUX_MAX_EDGE", "MAX_IMAGES", "NATIVE_MAX_EDGE", "SessionImageGate"]
+__all__ = [
+    "AUX_MAX_EDGE",
+    "MAX_IMAGES",
+    "NATIVE_MAX_EDGE",
+    "Describer",
+    "GatedImages",
+    "ImageGate",
+    "ImageRoute",
+    "SessionImageGate",
+    "VisionModel",
+]
 
 NATIVE_MAX_EDGE = 1568
 AUX_MAX_EDGE = 1456
 MAX_IMAGES = 4
 AUX_TIMEOUT_S = 60.0
 AUX_MAX_OUTPUT_TOKENS = 1024
-_AUX_SYSTEM = (
+AUX_SYSTEM = (
     "You describe images for an assistant that cannot see them. Be factual and compact: visible text verbatim, "
     "controls and their state, anything unusual. Give positions as pixel coordinates in the ORIGINAL image when "
     "asked to."
 )
-_log = structlog.get_logger("hermes_acp.computer_use")
+_log = structlog.get_logger("hermes_acp.images")
+
+ImageRoute = Literal["native", "auxiliary", "text"]
+"""How images reach the session's model: as pixels, as an auxiliary vision model's description, or as text only."""
+
+
+@dataclass(frozen=True, slots=True)
+class GatedImages:
+    """What the gate made of some images: the parts for the model, in order, and how each image went."""
+
+    parts: list[TextPart | ImagePart]
+    route: ImageRoute
+    scales: tuple[float | None, ...] = ()
+    """Per input image: delivered width / original width when its pixels reached the model, else None."""
+
+
+class ImageGate(Protocol):
+    """The one decision on how images reach the model (tool results, MCP images, prompt images alike).
+
+    Inputs are ``agent.image_input_mode``, whether the session's current model has vision, and
+    ``auxiliary.vision``. Pixels are re-encoded to fit ``vision.embed_target_bytes`` (long edge at most 1568 px,
+    at most 4 per call) off the event loop; the auxiliary route asks the auxiliary vision model for text; without
+    either, ``fallback`` (or a note) stands in for the image.
+    """
+
+    def route(self) -> ImageRoute: ...
+
+    async def admit(
+        self,
+        images: Sequence[ImagePart],
+        *,
+        purpose: str,
+        fallback: str | None = None,
+        hint: str | None = None,
+    ) -> GatedImages:
+        """Route ``images`` (``purpose`` says what they show; ``hint`` is extra context for a describing model)."""
+        ...
+
+
+class VisionModel(Protocol):
+    """What the gate needs of the session's current model (a catalog model has both)."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def vision(self) -> bool: ...
+
+
+class Describer(Protocol):
+    """The auxiliary vision model: one request that turns images into text (raises ``HermesError`` on failure)."""
+
+    @property
+    def id(self) -> str: ...
+
+    async def describe(
+        self, prompt: str, images: Sequence[ImagePart], *, system: str, max_output_tokens: int
+    ) -> str: ...
 
 
 class SessionImageGate:
@@ -56,15 +122,14 @@ class SessionImageGate:
         self,
         settings: Settings,
         *,
-        model: Callable[[], CatalogModel | None],
-        catalog: ModelCatalog,
-        providers: ProviderRegistry,
+        model: Callable[[], VisionModel | None],
+        describer: Describer | None = None,
         aux_timeout_s: float = AUX_TIMEOUT_S,
     ):
         self._settings = settings
         self._model = model
-        self._catalog = catalog
-        self._providers = providers
+        self._describer = describer
+        """The auxiliary vision model; None when ``auxiliary.vision`` names none the catalog has."""
         self._aux_timeout_s = aux_timeout_s
         self.notify: Callable[[Notice], Awaitable[None]] | None = None
         """Where a downgrade is told (the session sets it); told once per reason."""
@@ -74,12 +139,6 @@ class SessionImageGate:
     def embed_target_bytes(self) -> int:
         return self._settings.vision.embed_target_bytes
 
-    def _aux_model(self) -> CatalogModel | None:
-        aux_id = self._settings.auxiliary.vision.model
-        if aux_id is None or aux_id not in self._catalog:
-            return None
-        return self._catalog.get(aux_id)
-
     def route(self) -> ImageRoute:
         mode = self._settings.agent.image_input_mode
         model = self._model()
@@ -87,7 +146,7 @@ class SessionImageGate:
             mode == "auto" and model is not None and model.vision and self._settings.auxiliary.vision.model is None
         ):
             return "native"
-        return "auxiliary" if self._aux_model() is not None else "text"
+        return "auxiliary" if self._describer is not None else "text"
 
     async def admit(
         self,
@@ -117,7 +176,7 @@ class SessionImageGate:
         self._told.add(route)
         model = self._model()
         if route == "auxiliary":
-            aux = self._aux_model()
+            aux = self._describer
             notice = Notice(
                 "warning",
                 "Images reach the model as text: the auxiliary vision model failed",
@@ -173,10 +232,10 @@ class SessionImageGate:
         return GatedImages(parts=parts, route="native", scales=tuple(scales))
 
     async def _describe(self, images: Sequence[ImagePart], *, purpose: str, hint: str | None) -> TextPart | None:
-        aux = self._aux_model()
+        aux = self._describer
         if aux is None:
             return None
-        parts: list[TextPart | ImagePart] = []
+        parts: list[ImagePart] = []
         notes = []
         for position, image in enumerate(images[:MAX_IMAGES]):
             try:
@@ -194,15 +253,9 @@ class SessionImageGate:
         prompt = f"Describe {purpose}.\n" + "\n".join(notes)
         if hint:
             prompt += f"\nKnown elements (from the accessibility tree):\n{hint}"
-        request = ProviderRequest(
-            model=aux.model,
-            system=_AUX_SYSTEM,
-            messages=[UserMessage(parts=[TextPart(text=prompt), *parts])],
-            max_output_tokens=AUX_MAX_OUTPUT_TOKENS,
-        )
         try:
             with anyio.fail_after(self._aux_timeout_s):
-                text = await self._ask(aux, request)
+                text = await aux.describe(prompt, parts, system=AUX_SYSTEM, max_output_tokens=AUX_MAX_OUTPUT_TOKENS)
         except (HermesError, TimeoutError) as exc:
             _log.warning("auxiliary vision failed", model=aux.id, error=str(exc))
             return None
@@ -212,12 +265,3 @@ class SessionImageGate:
             text=f"[{purpose}, described by the auxiliary vision model {aux.id}; coordinates are original pixels]\n"
             f"{text.strip()}"
         )
-
-    async def _ask(self, aux: CatalogModel, request: ProviderRequest) -> str:
-        provider = self._providers.provider_for(aux)
-        done: ResponseDone | None = None
-        async with aclosing(provider.stream(request)) as events:
-            async for event in events:
-                if isinstance(event, ResponseDone):
-                    done = event
-        return done.message.text if done is not None else ""
