@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,7 +39,7 @@ from hermes_acp.core.sanitize import sanitize_text
 from hermes_acp.tools.context import Workspace
 
 from .contained import NotContained, contained, read_capped
-from .front_matter import FrontMatterError, read_yaml_mapping, split_front_matter
+from .front_matter import FrontMatterError, read_yaml_fields, split_front_matter
 
 __all__ = [
     "MAX_SKILLS",
@@ -61,6 +62,7 @@ PROJECT_FOLDERS = (Path(".claude") / "skills", Path(".agents") / "skills")
 """In each session directory, in this order (the later wins a name found in both)."""
 SKILL_FILE = "SKILL.md"
 _NAME = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
+_FIELDS = frozenset({"name", "description", "argument-hint"})
 _log = structlog.get_logger("hermes_acp.sessions")
 
 Origin = Literal["project", "global"]
@@ -126,7 +128,7 @@ class SkillShelf:
         self._roots = tuple(roots)
         self._lock = anyio.Lock()
         self._scanned = False
-        self._cache: dict[Path, tuple[_Signature, Skill | SkillProblem]] = {}
+        self._cache: dict[str, tuple[_Signature, Skill | SkillProblem]] = {}
         self._current = _Scan()
         self._reported: set[SkillProblem] = set()
         self._logged: set[SkillProblem] = set()
@@ -188,7 +190,7 @@ class SkillShelf:
 
     def _scan_blocking(self) -> _Scan:
         scan = _Scan()
-        seen: dict[Path, tuple[_Signature, Skill | SkillProblem]] = {}
+        seen: dict[str, tuple[_Signature, Skill | SkillProblem]] = {}
         budget = MAX_SKILLS
         for root in self._roots:
             entries = _entries(root, scan)
@@ -216,30 +218,50 @@ class SkillShelf:
         return scan
 
     def _skill(
-        self, entry: Path, root: SkillRoot, seen: dict[Path, tuple[_Signature, Skill | SkillProblem]]
+        self, entry: _Entry, root: SkillRoot, seen: dict[str, tuple[_Signature, Skill | SkillProblem]]
     ) -> Skill | SkillProblem | None:
-        candidate = entry / SKILL_FILE
+        candidate = os.path.join(entry.found, SKILL_FILE)
         try:
-            stat = candidate.stat()
+            found = os.lstat(candidate)
         except OSError:
             return None  # a folder without a SKILL.md is not a skill
-        try:
-            path = contained(candidate, root.folder)
-        except NotContained as exc:
-            return SkillProblem(candidate, f"{exc}, so it is not read")
-        except OSError as exc:
-            return SkillProblem(candidate, f"it cannot be read ({exc.strerror or exc})")
-        signature = (stat.st_ino, stat.st_size, stat.st_mtime_ns)
-        cached = self._cache.get(path)
+        if entry.linked or stat.S_ISLNK(found.st_mode):  # a link on the way: where it leads must be checked
+            try:
+                path = contained(Path(candidate), root.folder)
+                found = os.stat(path)
+            except NotContained as exc:
+                return SkillProblem(Path(candidate), f"{exc}, so it is not read")
+            except OSError as exc:
+                return SkillProblem(Path(candidate), f"it cannot be read ({exc.strerror or exc})")
+            key = str(path)
+        elif stat.S_ISREG(found.st_mode):  # no link: a regular file inside the (resolved) skills folder
+            key = os.path.join(entry.real, SKILL_FILE)
+        else:
+            return SkillProblem(Path(candidate), "it is not a regular file")
+        signature = (found.st_ino, found.st_size, found.st_mtime_ns)
+        cached = self._cache.get(key)
         if cached is not None and cached[0] == signature:
-            seen[path] = cached
+            seen[key] = cached
             return cached[1]
-        found = _read_skill(path, entry.name, root.origin, size=stat.st_size)
-        seen[path] = (signature, found)
-        return found
+        skill = _read_skill(Path(key), entry.name, root.origin, size=found.st_size)
+        seen[key] = (signature, skill)
+        return skill
 
 
-def _entries(root: SkillRoot, scan: _Scan) -> list[Path]:
+@dataclass(frozen=True, slots=True)
+class _Entry:
+    """A folder in a skills folder."""
+
+    name: str
+    found: str
+    """Where it was found (the skills folder as configured, then its name)."""
+    real: str
+    """The same with the skills folder resolved (right when ``linked`` is False)."""
+    linked: bool
+    """The entry is a symbolic link."""
+
+
+def _entries(root: SkillRoot, scan: _Scan) -> list[_Entry]:
     """The skill folders of ``root``, by name; none when the folder is missing or leads out of its directory."""
     try:
         folder = root.folder.resolve(strict=True)
@@ -250,10 +272,12 @@ def _entries(root: SkillRoot, scan: _Scan) -> list[Path]:
         scan.problems.append(SkillProblem(root.folder, f"it points outside {root.within}, so it is not read"))
         return []
     try:
-        names = sorted(os.listdir(folder))
+        with os.scandir(folder) as listing:
+            found = [(item.name, item.is_symlink()) for item in listing if not item.name.startswith(".")]
     except OSError:
         return []
-    return [root.folder / name for name in names if not name.startswith(".")]
+    given, real = str(root.folder), str(folder)
+    return [_Entry(name, os.path.join(given, name), os.path.join(real, name), linked) for name, linked in sorted(found)]
 
 
 def _read_skill(path: Path, folder_name: str, origin: Origin, *, size: int) -> Skill | SkillProblem:
@@ -272,7 +296,7 @@ def _read_skill(path: Path, folder_name: str, origin: Origin, *, size: int) -> S
     if front is None:
         return SkillProblem(path, "it has no front matter (a --- block with name and description)")
     try:
-        fields = read_yaml_mapping(front)
+        fields = read_yaml_fields(front, _FIELDS)
     except FrontMatterError as exc:
         return SkillProblem(path, str(exc))
     name, description, hint = fields.get("name"), fields.get("description"), fields.get("argument-hint")
