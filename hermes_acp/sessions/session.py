@@ -502,11 +502,11 @@ class Session:
 
     async def report_servers(self) -> None:
         """Once the session is open: its MCP servers that could not start (or be used), told at once instead of
-        with the first prompt. Waits (bounded) for them to settle, in the prompt queue, so a prompt sent meanwhile
-        is not answered before; what a turn told already is not told again."""
+        with the first prompt. Waits (bounded) for them to settle, then tells in the prompt queue (a turn that ran
+        meanwhile told them itself; nothing is told twice), so commands are not held up by a slow server."""
 
         async def report() -> None:
-            notices = [Notice("warning", text.removeprefix("⚠ ")) for text in await self.mcp.prepare_turn()]
+            notices = [Notice("warning", text.removeprefix("⚠ ")) for text in await self.mcp.prepare_turn(0)]
             texts = await self._show_notices(notices)
             if texts:  # a client without notices: agent text, stored like a command's answer (a replay shows it)
                 turn_id = new_turn_id()
@@ -514,6 +514,7 @@ class Session:
                 await self.recorder.record(*added, TurnEnded(turn_id=turn_id, stop_reason="end_turn"))
 
         if self.mcp:
+            await self.mcp.settled()
             await self._queued(report)
 
     async def _show_notices(self, notices: Sequence[Notice]) -> list[str]:
