@@ -1,52 +1,182 @@
-"""The composition root: builds the store, the model catalog and providers, and serves one client connection.
+"""The composition root: the ``Host`` that owns the store, the ``SessionManager`` and every live session, and serves
+connections to them.
 
-``run_connection`` is what ``protocol.stdio`` runs once this module has loaded (in a worker thread, while
-``initialize`` is already answered). It reads the configuration, opens the store, installs the agent's routes on
-the dispatcher, and serves until the client has gone. ``serve_app`` owns the root task group in which every
-session's owner task lives, and on the way out closes every session (turns settled, MCP servers, drivers and
-commands stopped), the providers and the store, shielded and bounded so that the process exits within two seconds
-of the client leaving. A configuration or store that cannot be used still serves ``initialize`` and answers every
-session request with the reason.
+``Host`` builds the manager itself, attaches it to its root task group (in which every session's owner task and
+turns live), gives each connection the services of the environment it brought (``services_for``: settings, model
+catalog and providers from that environment, so one client's keys never serve another's sessions) and serves the
+connection until its client has gone (``serve``). On the way out it closes every session (turns settled, MCP
+servers, drivers and commands stopped), the providers and the store, shielded and bounded.
+
+``run_connection`` is inline mode, what ``protocol.stdio`` runs once this module has loaded (in a worker thread,
+while ``initialize`` is already answered): a host with one connection, the process's stdio, and the client leaving
+ends it within two seconds. The session host process (``hermes_acp.host``) keeps one ``Host`` for many connections.
+A configuration or store that cannot be used still serves ``initialize`` and answers every session request with
+the reason.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+import contextlib
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 import anyio
 
 from hermes_acp.config import Settings, load_settings
 from hermes_acp.errors import ConfigError, HermesError, StorageError
-from hermes_acp.protocol.agent import AgentParts, HermesAgent
-from hermes_acp.protocol.client_bridge import AcpClientBridge
-from hermes_acp.protocol.dispatcher import Dispatcher
-from hermes_acp.protocol.initialize import Handshake
+from hermes_acp.protocol.connection import Connection
 from hermes_acp.providers.catalog import ModelCatalog
 from hermes_acp.providers.registry import ProviderRegistry
+from hermes_acp.sessions import SessionManager, SessionServices, derive_tool_surface
 from hermes_acp.storage.base import SessionStore
 from hermes_acp.storage.sqlite import SqliteSessionStore
 from hermes_acp.telemetry import configure_logging, get_logger, register_secret
 from hermes_acp.version import __version__
 
 if TYPE_CHECKING:
-    from hermes_acp.sessions import Session, SessionManager
+    from hermes_acp.sessions import Session
     from hermes_acp.tools.base import AnyTool
 
-__all__ = ["SHUTDOWN_TIMEOUT_S", "run_connection", "serve_app"]
+__all__ = ["SHUTDOWN_TIMEOUT_S", "Host", "open_host", "run_connection", "serve_app"]
 
 SHUTDOWN_TIMEOUT_S = 1.5
 """Bound on closing every session once the client has gone (turns are already cancelled by then)."""
+MAX_ENVIRONMENTS = 64
+"""Distinct client environments whose services are kept (a host serving more builds them again)."""
+ToolSurface = Callable[["Session"], Sequence["AnyTool"]]
 
 
-async def run_connection(dispatcher: Dispatcher, handshake: Handshake, env: Mapping[str, str]) -> None:
+class Host:
+    """The store, the session manager and the services of each client environment; see the module docstring."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        env: Mapping[str, str],
+        store: SessionStore,
+        *,
+        catalog: ModelCatalog | None = None,
+        providers: ProviderRegistry | None = None,
+        tool_surface: ToolSurface | None = None,
+        shared: bool = False,
+    ):
+        self.settings = settings
+        self.store = store
+        self.shared = shared
+        """A session host: connections come and go, turns outlive them, questions wait for an attach."""
+        self._tool_surface = tool_surface or derive_tool_surface
+        own = SessionServices(
+            settings=settings,
+            store=store,
+            catalog=catalog or ModelCatalog.from_settings(settings, env),
+            providers=providers or ProviderRegistry(settings, env),
+            tool_surface=self._tool_surface,
+            env=dict(env),
+        )
+        self._services: dict[tuple[tuple[str, str], ...], SessionServices] = {_key(env): own}
+        self._retire: list[SessionServices] = []
+        """Services pushed out of the cache: their providers are closed with the host's."""
+        self.services = own
+        """The host's own services (its environment), for connections that bring none (a remote client)."""
+        self.manager = SessionManager(
+            own, wait_for_attach=shared, unattended_wait_s=settings.host.unattended_wait_s if shared else 0.0
+        )
+        self.connections: set[Connection] = set()
+        self.changed = anyio.Event()
+        """Set (and replaced) when a connection comes or goes, or a turn ends: what the idle timer watches."""
+
+    def services_for(self, env: Mapping[str, str]) -> SessionServices:
+        """The services of a client environment: its settings (this host's home), models and provider keys, and
+        the environment its sessions' commands start from."""
+        key = _key(env)
+        services = self._services.get(key)
+        if services is None:
+            scoped = {**env, "HERMES_ACP_HOME": str(self.settings.home)}
+            settings = load_settings(scoped, home=self.settings.home)
+            services = SessionServices(
+                settings=settings,
+                store=self.store,
+                catalog=ModelCatalog.from_settings(settings, scoped),
+                providers=ProviderRegistry(settings, scoped),
+                tool_surface=self._tool_surface,
+                env=dict(env),
+            )
+            for provider in settings.providers.values():
+                if provider.api_key_env:
+                    register_secret(env.get(provider.api_key_env))
+            if len(self._services) >= MAX_ENVIRONMENTS:
+                self._retire.append(self._services.pop(next(iter(self._services))))
+            self._services[key] = services
+        return services
+
+    async def serve(self, connection: Connection) -> None:
+        """Serve one connection until its client has gone; in a session host, its sessions then go on without
+        it (``[host] on_leave``)."""
+        try:
+            services = self.services_for(connection.env)
+        except ConfigError as exc:
+            connection.install(None, None, startup_error=exc)
+            await connection.finished()
+            return
+        bridge = connection.install(self.manager, services)
+        self.connections.add(connection)
+        self._changed()
+        try:
+            await connection.finished()
+        finally:
+            self.connections.discard(connection)
+            if self.shared:
+                with anyio.CancelScope(shield=True), anyio.move_on_after(SHUTDOWN_TIMEOUT_S):
+                    cancel = self.settings.host.on_leave == "cancel"
+                    await self.manager.detach_everywhere(bridge, cancel_turns=cancel)
+            self._changed()
+
+    def _changed(self) -> None:
+        self.changed.set()
+        self.changed = anyio.Event()
+
+    @property
+    def working(self) -> bool:
+        """A prompt runs or waits in one of the live sessions."""
+        return any(session.working for session in self.manager.sessions)
+
+    async def _close(self) -> None:
+        with anyio.CancelScope(shield=True):
+            with anyio.move_on_after(SHUTDOWN_TIMEOUT_S):
+                await self.manager.aclose()
+            for services in [*self._services.values(), *self._retire]:
+                await services.providers.aclose()
+            await self.store.aclose()
+
+
+def _key(env: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
+    return tuple(sorted(env.items()))
+
+
+@contextlib.asynccontextmanager
+async def open_host(host: Host) -> AsyncIterator[Host]:
+    """Run ``host``: its manager attached to a root task group; on the way out every session, the providers and
+    the store are closed (shielded, bounded)."""
+    try:
+        async with anyio.create_task_group() as task_group:
+            host.manager.attach(task_group)
+            try:
+                yield host
+            finally:
+                with anyio.CancelScope(shield=True), anyio.move_on_after(SHUTDOWN_TIMEOUT_S):
+                    await host.manager.aclose()
+                task_group.cancel_scope.cancel()
+    finally:
+        await host._close()
+
+
+async def load_host_parts(env: Mapping[str, str]) -> tuple[Settings | None, SessionStore | None, HermesError | None]:
+    """The settings and the opened store, or what prevents them; logging configured either way."""
     settings: Settings | None = None
-    failure: HermesError | None = None
-    catalog: ModelCatalog | None = None
     store: SessionStore | None = None
+    failure: HermesError | None = None
     try:
         settings = load_settings(env)
-        catalog = ModelCatalog.from_settings(settings, env)
         store = await SqliteSessionStore.open(settings.state_db)
     except (ConfigError, StorageError) as exc:
         failure = exc
@@ -55,20 +185,32 @@ async def run_connection(dispatcher: Dispatcher, handshake: Handshake, env: Mapp
         settings.logging.level if settings else "info",
         stderr_level=_stderr_level(settings, env),
     )
+    return settings, store, failure
+
+
+async def run_connection(connection: Connection) -> None:
+    """Inline mode: one host for the process's one connection (stdio); the client leaving ends it."""
+    env = connection.env
+    settings, store, failure = await load_host_parts(env)
     log = get_logger("hermes_acp")
-    bridge = AcpClientBridge(dispatcher, handshake)
-    if settings is None or catalog is None or store is None:
+    if settings is None or store is None:
         log.error("hermes-acp cannot serve sessions", error=str(failure))
-        dispatcher.add_routes(HermesAgent(None, bridge, startup_error=failure).routes(), complete=True)
-        await dispatcher.finished.wait()
+        connection.install(None, None, startup_error=failure)
+        await connection.finished()
+        return
+    try:
+        catalog = ModelCatalog.from_settings(settings, env)
+    except ConfigError as exc:
+        await store.aclose()
+        connection.install(None, None, startup_error=exc)
+        await connection.finished()
         return
     log.info("hermes-acp serving", version=__version__, home=str(settings.home), config=str(settings.config_file))
     for provider in settings.providers.values():
         if provider.api_key_env:
             register_secret(env.get(provider.api_key_env))
     await serve_app(
-        dispatcher,
-        bridge,
+        connection,
         settings=settings,
         env=env,
         catalog=catalog,
@@ -85,43 +227,16 @@ def _stderr_level(settings: Settings | None, env: Mapping[str, str]) -> str:
 
 
 async def serve_app(
-    dispatcher: Dispatcher,
-    bridge: AcpClientBridge,
+    connection: Connection,
     *,
     settings: Settings,
     env: Mapping[str, str],
     catalog: ModelCatalog,
     providers: ProviderRegistry,
     store: SessionStore,
-    tool_surface: Callable[[Session], Sequence[AnyTool]] | None = None,
+    tool_surface: ToolSurface | None = None,
 ) -> None:
     """Serve one client with these parts until it has gone; then close sessions, providers and the store."""
-    managers: list[SessionManager] = []
-    try:
-        async with anyio.create_task_group() as task_group:
-
-            def attach(manager: SessionManager) -> None:
-                manager.attach(task_group)
-                managers.append(manager)
-
-            parts = AgentParts(
-                settings=settings,
-                env=dict(env),
-                store=store,
-                catalog=catalog,
-                providers=providers,
-                attach=attach,
-                tool_surface=tool_surface,
-            )
-            dispatcher.add_routes(HermesAgent(parts, bridge).routes(), complete=True)
-            try:
-                await dispatcher.finished.wait()
-            finally:
-                with anyio.CancelScope(shield=True), anyio.move_on_after(SHUTDOWN_TIMEOUT_S):
-                    for manager in managers:
-                        await manager.aclose()
-                task_group.cancel_scope.cancel()
-    finally:
-        with anyio.CancelScope(shield=True):
-            await providers.aclose()
-            await store.aclose()
+    host = Host(settings, env, store, catalog=catalog, providers=providers, tool_surface=tool_surface)
+    async with open_host(host):
+        await host.serve(connection)

@@ -1,8 +1,11 @@
-"""The ``hermes-acp`` command: serve ACP on stdio (default), ``--check``, ``--version``, ``--setup``.
+"""The ``hermes-acp`` command: serve ACP on stdio (default), ``--shared``, ``host [status|stop]``, ``--check``,
+``--version``, ``--setup``.
 
 Serving must answer ``initialize`` fast, so this module imports almost nothing; the rest of the server is loaded in
-a worker thread while the dispatcher already answers (``_load_app``). Only this module (and the interactive check
-and setup) may print; in serve mode stdout belongs to the protocol.
+a worker thread while the dispatcher already answers (``_load_app``). With ``--shared`` or ``[host] mode =
+"shared"`` the process is the front door to the session host instead (``host.frontdoor``: the standard library
+only). Only this module (and the interactive check and setup) may print; in serve mode stdout belongs to the
+protocol.
 """
 
 from __future__ import annotations
@@ -36,6 +39,11 @@ def _parser() -> argparse.ArgumentParser:
     group.add_argument("--check", action="store_true", help="print a readable report and exit 0 if it can serve")
     group.add_argument("--version", action="store_true", help="print the version and exit")
     group.add_argument("--setup", action="store_true", help="interactive setup of a model provider")
+    group.add_argument(
+        "--shared",
+        action="store_true",
+        help='relay to the session host (started when none runs): sessions outlive the editor ([host] mode = "shared")',
+    )
     parser.add_argument(
         "--verbose", action="store_true", help="log everything to stderr too (by default only warnings and errors)"
     )
@@ -62,8 +70,12 @@ def _load_app() -> AppRunner:
 def main(argv: Sequence[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else argv
     if not argv:  # how editors launch us: serve without paying for argparse (~15 ms of the answer to initialize)
+        if _configured_shared(os.environ):
+            _front_door()
         _serve()
         return
+    if argv[0] == "host":
+        sys.exit(_host(argv[1:]))
     args = _parser().parse_args(argv)
     if args.version:
         print(f"hermes-acp {__version__}")
@@ -78,7 +90,64 @@ def main(argv: Sequence[str] | None = None) -> None:
         sys.exit(run_setup(print, input))
     if args.verbose:
         os.environ["HERMES_ACP_VERBOSE"] = "1"
+    if args.shared:
+        _front_door()
     _serve()
+
+
+def _front_door() -> None:
+    from hermes_acp.host.frontdoor import run_front_door
+
+    sys.exit(run_front_door())
+
+
+def _host(argv: Sequence[str]) -> int:
+    """``hermes-acp host`` serves (``--detached``: started by a front door); ``host status`` / ``host stop``."""
+    import argparse
+
+    parser = argparse.ArgumentParser(
+        prog="hermes-acp host",
+        description="The session host: one long-lived process per $HERMES_ACP_HOME that editors attach to.",
+    )
+    parser.add_argument("command", nargs="?", choices=["status", "stop"], help="ask the running host")
+    parser.add_argument("--detached", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--verbose", action="store_true", help="log everything to stderr too")
+    args = parser.parse_args(argv)
+    if args.command is not None:
+        from hermes_acp.host.control import host_control
+
+        return host_control(args.command, print)
+    if args.verbose:
+        os.environ["HERMES_ACP_VERBOSE"] = "1"
+    from hermes_acp.host.server import run_host
+
+    def ready(socket_path: str) -> None:
+        if not args.detached:
+            print(f"hermes-acp host listening on {socket_path}", flush=True)
+
+    return run_host(ready=ready)
+
+
+def _configured_shared(env: os._Environ[str]) -> bool:
+    """Whether config.toml says ``[host] mode = "shared"``; read raw, and parsed only when it mentions ``[host]``
+    (inline start-up pays one small read)."""
+    from hermes_acp.home import config_file
+
+    path = config_file(env)
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read(1_000_000)
+    except OSError:
+        return False
+    if b"[host]" not in data or b"shared" not in data:
+        return False
+    import tomllib
+
+    try:
+        host = tomllib.loads(data.decode("utf-8", "replace")).get("host")
+    except ValueError:
+        return False  # the server reports the broken file
+    return isinstance(host, dict) and host.get("mode") == "shared"
 
 
 def _serve() -> None:

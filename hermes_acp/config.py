@@ -15,6 +15,7 @@ import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -26,6 +27,7 @@ __all__ = [
     "AgentSettings",
     "ComputerUseSettings",
     "Effort",
+    "HostSettings",
     "ModelEntry",
     "ProviderSettings",
     "SandboxSettings",
@@ -227,6 +229,38 @@ class SandboxSettings(_Section):
         return value
 
 
+class HostSettings(_Section):
+    """``[host]``: whether editors share one long-lived session host, and how it behaves (docs/architecture.md §14)."""
+
+    mode: Literal["inline", "shared"] = "inline"
+    """inline: the process an editor starts is the whole server (today's behaviour); shared: it is a thin front
+    door to one session host per home, which sessions outlive the editor in."""
+    on_leave: Literal["continue", "cancel"] = "continue"
+    """What a shared host does with a connection's running turns when it leaves (inline mode always cancels)."""
+    unattended_wait_s: Annotated[float, Field(ge=0)] = 0.0
+    """How long a permission or elicitation request waits for a connection to attach when nobody is attached;
+    0: as long as the turn lives."""
+    idle_exit_s: Annotated[float, Field(ge=0)] = 900.0
+    """The host exits after this long with no connection and no running turn (0: never)."""
+    listen: list[Annotated[str, Field(min_length=1)]] = Field(default_factory=list)
+    """Remote doors: ``ws://HOST:PORT`` or ``http://HOST:PORT`` (both serve WebSocket and Streamable HTTP on
+    ``/acp``); off by default."""
+    token_file: str | None = None
+    """The file with the bearer token remote clients must send (created 0600 on first use); default
+    ``$HERMES_ACP_HOME/host.token``."""
+    allow_remote: bool = False
+    """Whether ``listen`` may bind an address outside loopback (TLS belongs to a reverse proxy in front)."""
+
+    @field_validator("listen")
+    @classmethod
+    def _doors(cls, value: list[str]) -> list[str]:
+        for door in value:
+            parts = urlsplit(door)
+            if parts.scheme not in ("ws", "http") or not parts.hostname or parts.port is None:
+                raise ValueError(f"{door!r} must be ws://HOST:PORT or http://HOST:PORT")
+        return value
+
+
 class LoggingSettings(_Section):
     level: Literal["debug", "info", "warning", "error"] = "info"
     """What the log file keeps."""
@@ -246,6 +280,7 @@ class _FileSettings(_Section):
     computer_use: ComputerUseSettings = Field(default_factory=ComputerUseSettings)
     sandbox: SandboxSettings = Field(default_factory=SandboxSettings)
     logging: LoggingSettings = Field(default_factory=LoggingSettings)
+    host: HostSettings = Field(default_factory=HostSettings)
 
     @field_validator("providers")
     @classmethod

@@ -1024,6 +1024,15 @@ def _ms(values: list[float]) -> str:
     return f"{statistics.median(values):.1f} ms (min {min(values):.1f})"
 
 
+async def shared_host_rows(bench: Bench) -> list[Row]:
+    """The session host (``probes/bench_host.py``)."""
+    from .bench_host import shared_host
+
+    stored = await _stored_session(bench, turns=667)
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), **bench.env()}
+    return [Row(**row) for row in await shared_host(bench.home, bench.workspace, env, stored)]
+
+
 ROWS: dict[str, Callable[[Bench], Awaitable[list[Row]]]] = {
     "cold_start": lambda b: cold_start(b, 5),
     "model_switch": lambda b: model_switch(b, 5),
@@ -1046,6 +1055,7 @@ ROWS: dict[str, Callable[[Bench], Awaitable[list[Row]]]] = {
     "corpus_replay": corpus_replay,
     "sandbox": sandbox_overhead,
     "compaction": lambda b: compaction(b, 200),
+    "shared_host": shared_host_rows,
 }
 
 

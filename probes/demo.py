@@ -4,7 +4,10 @@ It starts the scripted model server (``probes/scenarios/demo.json``) in this pro
 and at the simulated cua-driver, then runs the probe's ``caps``, ``timing`` and ``e2e`` checks against the real
 ``python -m hermes_acp``: spawn, session/new, set_mode, a tool turn that writes a file and runs a command, a
 vision turn, a computer_use turn on the simulated Calculator (capture, click 2 + 3 =, verify 5), cancel, kill the
-process, list, load with replay, and continue the conversation. Then a long conversation on a model with a small
+process, list, load with replay, and continue the conversation. Then a session host: a front door (``--shared``)
+starts a long job and is killed mid-command, as an editor whose SSH link drops; the job goes on in the host, and a
+second front door's ``session/load`` catches up (everything so far, once) and follows the rest live. Then a long
+conversation on a model with a small
 context window (``demo:demo-small``, 6,000 tokens) that gets compacted: the client advertises compaction, so the
 compaction streams its summary and completes, and ``/status`` shows the meter. It prints the checklist and the
 timings, checks the effects independently (the file on disk, the calculator's own state), and leaves the last
@@ -13,11 +16,13 @@ screenshot (with its element boxes) in ``out/last_screenshot.png``.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shlex
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -77,8 +82,9 @@ async def _run(root: Path) -> int:
         print(f"  model server {server.base_url}, simulated cua-driver, home {home}\n")
         results = await run_checks(["caps", "timing", "e2e"], options)
         compaction = await _compaction(options)
+        rejoin = await _detach_and_rejoin(root, server.base_url, driver)
         requests = len(server.requests())
-    effects = [*_effects(workspace, root / "calculator.json"), compaction]
+    effects = [*_effects(workspace, root / "calculator.json"), compaction, rejoin]
     for label, ok in effects:
         print(f"{'✓' if ok else '✗'} effect    {label}")
     summary = summarise(results, options)
@@ -128,6 +134,68 @@ async def _compaction(options: ProbeOptions) -> tuple[str, bool]:
     print(f"  /status: {context.replace('**', '')}\n")
     times = "once" if len(done) == 1 else f"{len(done)} times"
     return f"a long conversation on a 6,000-token window was compacted {times}", True
+
+
+async def _detach_and_rejoin(root: Path, base_url: str, driver: list[str]) -> tuple[str, bool]:
+    """Shared mode: detach mid-turn (the front door killed), rejoin with catch-up, then stop the host."""
+    home, workspace = root / "shared-home", root / "workspace"
+    home.mkdir()
+    (home / "config.toml").write_text(_config(base_url, driver) + '[host]\nmode = "shared"\n')
+    runtime = Path(tempfile.mkdtemp(prefix="hacp-demo-", dir="/tmp"))
+    env = {"HERMES_ACP_HOME": str(home), "HOME": str(home), "XDG_RUNTIME_DIR": str(runtime), "PYTHONPATH": str(REPO)}
+    command = [sys.executable, "-m", "hermes_acp"]  # [host] mode = "shared": this is the front door
+    final = "The long job finished while you were away: three steps, all done."
+    print("\nSession host (shared mode):")
+    try:
+        first = ProbeClient()
+        async with spawn_agent(command, env=env, stderr=root / "front-door.stderr", client=first, cwd=workspace) as a:
+            with anyio.fail_after(60):
+                session_id = (await a.conn.new_session(cwd=str(workspace), mcp_servers=[])).session_id
+                await a.conn.set_session_mode(session_id=session_id, mode_id="dont_ask")
+            async with anyio.create_task_group() as group:
+                group.start_soon(_prompt_ignoring_the_end, a, session_id, "Run the long job while I am away.")
+                await _until(lambda: "away-step 1" in json.dumps([u.body for u in first.of(session_id)]), first)
+                a.process.kill()  # the editor's SSH link drops mid-command
+                group.cancel_scope.cancel()
+        print(f"  detached mid-command after {len(first.of(session_id))} updates (front door killed)")
+        second = ProbeClient()
+        async with spawn_agent(command, env=env, stderr=root / "front-door.stderr", client=second, cwd=workspace) as b:
+            started = time.perf_counter()
+            with anyio.fail_after(60):
+                await b.conn.load_session(session_id=session_id, cwd=str(workspace), mcp_servers=[])
+            caught_up = len(second.of(session_id))
+            print(f"  rejoined: {caught_up} updates of catch-up in {(time.perf_counter() - started) * 1000:.0f} ms")
+            await _until(lambda: _agent_text(second, session_id).endswith(final), second)
+            print(f"  then live: {len(second.of(session_id)) - caught_up} more updates until the turn ended")
+        status = await anyio.run_process([*command, "host", "status"], env=env, check=False)
+        sessions = json.loads(status.stdout).get("sessions", []) if status.returncode == 0 else []
+        print(f"  host status: {len(sessions)} open session(s); stopping the host")
+    finally:
+        await anyio.run_process([*command, "host", "stop"], env=env, check=False)
+        for path in sorted(runtime.rglob("*"), reverse=True):
+            path.rmdir() if path.is_dir() else path.unlink()
+        runtime.rmdir()
+    text = _agent_text(second, session_id)
+    once = text.count(final) == 1 and text.count("Starting the long job") == 1
+    return "detached mid-turn, rejoined with catch-up: every update once, the rest live", once
+
+
+async def _until(predicate: Callable[[], bool], client: ProbeClient) -> None:
+    """Until ``predicate`` holds, looking again at each frame the client gets (and every 50 ms), at most 60 s."""
+    with anyio.fail_after(60):
+        while not predicate():
+            with anyio.move_on_after(0.05):
+                await client.frame_arrived.wait()
+
+
+async def _prompt_ignoring_the_end(agent: Any, session_id: str, text: str) -> None:
+    """The prompt of a front door that is killed: its answer never comes."""
+    with contextlib.suppress(Exception):
+        await agent.conn.prompt(session_id=session_id, prompt=[schema.TextContentBlock(type="text", text=text)])
+
+
+def _agent_text(client: ProbeClient, session_id: str) -> str:
+    return "".join(u.body["content"]["text"] for u in client.of(session_id, "agent_message_chunk"))
 
 
 def _effects(workspace: Path, calculator: Path) -> list[tuple[str, bool]]:

@@ -4,6 +4,7 @@ every child (the running command, the stdio MCP servers) and end the process wit
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -108,6 +109,35 @@ async def test_stdin_closing_mid_command_cancels_the_turn_stops_the_command_and_
     cards = await _settled_in_the_log(tmp_path, home, session_id)
     assert cards["call_long"]["status"] == "failed"
     assert "Cancelled" in cards["call_long"]["content"][0]["content"]["text"]
+    assert "call_after" not in cards
+
+
+async def test_stdout_closing_mid_command_takes_the_same_path_as_stdin_s_eof(tmp_path: Path) -> None:
+    """The editor closes its end of our stdout (EPIPE on the next write) while a command runs and nothing is
+    written: the turn is cancelled, the command stopped, nothing more runs, and the process exits."""
+    home = tmp_path / "home"
+    async with spawn_agent(tmp_path, LONG_JOB, home=home) as agent:
+        session_id = await _start_long_job(agent)
+
+        async def prompt() -> None:
+            with contextlib.suppress(ConnectionError):  # we stop reading its answers
+                await agent.prompt(session_id, "Please start the long job")
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(prompt)
+            await agent.client.wait_for(lambda: _started(agent, session_id), timeout=30)
+            assert _processes_with("97.5"), "the command is running"
+            transport = agent.process._transport  # type: ignore[attr-defined]  # the read end of its stdout
+            transport.get_pipe_transport(1).close()
+            with anyio.fail_after(10):
+                code = await agent.process.wait()
+            tg.cancel_scope.cancel()
+        _no_traceback_at_error_level(agent)
+    assert code == 0
+    assert _processes_with("97.5") == [], "the command did not outlive the agent"
+    assert not (tmp_path / "workspace" / "after").exists(), "no tool call started after the client left"
+    cards = await _settled_in_the_log(tmp_path, home, session_id)
+    assert cards["call_long"]["status"] == "failed"
     assert "call_after" not in cards
 
 

@@ -173,9 +173,11 @@ class Sandbox:
     """``$HERMES_ACP_HOME``: masked, and where the empty file that stands in for masked files is kept."""
     bwrap: str | None = None
     """A bwrap to use instead of the one on PATH."""
+    environ: Mapping[str, str] | None = None
+    """The environment commands start from (the session's client's, in a session host); None: this process's."""
 
     @classmethod
-    def from_settings(cls, settings: Settings) -> Sandbox:
+    def from_settings(cls, settings: Settings, environ: Mapping[str, str] | None = None) -> Sandbox:
         section = settings.sandbox
         keys = [provider.api_key_env for provider in settings.providers.values()]
         return cls(
@@ -184,6 +186,7 @@ class Sandbox:
             mask=tuple(section.mask),
             env_policy=EnvPolicy.of(keys, section.pass_env),
             home=settings.home,
+            environ=environ,
         )
 
     @classmethod
@@ -237,7 +240,7 @@ class Sandbox:
         model's choice) is set inside it by bwrap, never in the environment bwrap itself starts with: bwrap runs
         outside the sandbox, and its dynamic loader obeys ``LD_PRELOAD`` and the like.
         """
-        environ = os.environ if environ is None else environ
+        environ = (self.environ if self.environ is not None else os.environ) if environ is None else environ
         availability = await self.availability()
         withheld = self.env_policy.withheld_names(environ)
         sandboxed = availability.usable and availability.bwrap is not None

@@ -1,7 +1,12 @@
-"""``HermesAgent``: one handler per ACP method, and the route table that puts them on the dispatcher.
+"""``HermesAgent``: one handler per ACP method for one connection, and the route table that puts them on its
+dispatcher.
 
-Handlers are thin: they read their params (``wire.parse``), call the ``SessionManager`` or the ``Session``, and
-build the JSON result (``session_view``). Errors propagate to the dispatcher's single exception → wire boundary.
+Every connection has its own agent (its own ``initialize``, capabilities and environment, in its ``bridge``); all of
+them share the host's ``SessionManager``. Handlers are thin: they read their params (``wire.parse``), call the
+manager or the ``Session``, and build the JSON result (``session_view``). Errors propagate to the dispatcher's
+single exception → wire boundary. A session is used through a connection attached to it (one that created, loaded
+or resumed it); ``session/status`` answers for any (``open`` / ``saved``, no side effect) and ``session/list``
+says in ``_meta`` which sessions are open and running.
 Notifications a session sends outside a turn come from here: ``available_commands_update`` once the response that
 opened the session is on the wire (``RequestContext.after_response``; JetBrains needs the session id first; it
 waits for the session's first scan of its skills, which the response does not; then the session tells, in the
@@ -19,22 +24,21 @@ before the next frame — a ``session/cancel`` right behind it — is handled.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import structlog
 
-from hermes_acp.config import Settings
-from hermes_acp.errors import HermesError, InvalidParamsError, NoProviderError, ProviderAuthError
+from hermes_acp.errors import (
+    HermesError,
+    InvalidParamsError,
+    NoProviderError,
+    ProviderAuthError,
+    SessionNotFoundError,
+)
 from hermes_acp.mcp_client.specs import unreadable_entry
-from hermes_acp.providers.catalog import ModelCatalog
-from hermes_acp.providers.registry import ProviderRegistry
-from hermes_acp.sessions import Session, SessionManager, SessionServices, derive_tool_surface
+from hermes_acp.sessions import Session, SessionManager
 from hermes_acp.sessions.switches import SWITCHES
 from hermes_acp.sessions.turn_imports import warm_up_turn_modules
-from hermes_acp.storage.base import SessionStore
-from hermes_acp.tools.base import AnyTool
 
 from .client_bridge import AcpClientBridge
 from .convert import prompt_to_display
@@ -55,43 +59,18 @@ from .wire import (
     parse,
 )
 
-__all__ = ["AgentParts", "HermesAgent"]
+__all__ = ["HermesAgent"]
 
 _log = structlog.get_logger("hermes_acp.protocol")
 
 
-@dataclass(frozen=True, kw_only=True)
-class AgentParts:
-    """What the composition root hands the agent: everything except the client connection."""
-
-    settings: Settings
-    env: dict[str, str]
-    store: SessionStore
-    catalog: ModelCatalog
-    providers: ProviderRegistry
-    attach: Callable[[SessionManager], None]
-    """Attach the manager to the root task group."""
-    tool_surface: Callable[[Session], Sequence[AnyTool]] | None = None
-    """How a session's tools are derived (tests add their own tools here); None: ``derive_tool_surface``."""
-
-
 class HermesAgent:
-    def __init__(self, parts: AgentParts | None, bridge: AcpClientBridge, *, startup_error: HermesError | None = None):
-        self._parts = parts
+    def __init__(
+        self, manager: SessionManager | None, bridge: AcpClientBridge, *, startup_error: HermesError | None = None
+    ):
+        self._manager = manager
         self._bridge = bridge
         self._startup_error = startup_error
-        self._manager: SessionManager | None = None
-        if parts is not None:
-            services = SessionServices(
-                settings=parts.settings,
-                store=parts.store,
-                catalog=parts.catalog,
-                providers=parts.providers,
-                client=bridge,
-                tool_surface=parts.tool_surface or derive_tool_surface,
-            )
-            self._manager = SessionManager(services)
-            parts.attach(self._manager)
 
     def routes(self) -> list[Route]:
         """Every method the agent answers (``initialize`` is answered before the server has loaded, elsewhere)."""
@@ -103,6 +82,7 @@ class HermesAgent:
             Route("session/resume", self.resume_session),
             Route("session/fork", self.fork_session),
             Route("session/list", self.list_sessions),
+            Route("session/status", self.session_status),
             Route("session/close", self.close_session),
             Route("session/delete", self.delete_session),
             Route("session/set_mode", self.set_mode),
@@ -119,9 +99,12 @@ class HermesAgent:
         assert self._manager is not None
         return self._manager
 
-    @property
-    def _catalog(self) -> ModelCatalog:
-        return self.manager.services.catalog
+    def _session(self, session_id: str) -> Session:
+        """A live session this connection is attached to (one it created, loaded or resumed)."""
+        session = self.manager.get(session_id)
+        if not session.audience.has(self._bridge):
+            raise SessionNotFoundError(session_id)
+        return session
 
     # -- auth -----------------------------------------------------------------------------------------------------
 
@@ -131,9 +114,9 @@ class HermesAgent:
             raise InvalidParamsError(f"unknown authentication method {params.method_id!r}", field="methodId")
         if self._startup_error is not None:
             raise ProviderAuthError(f"the configuration has errors: {self._startup_error}")
-        if not any(m.usable for m in self._catalog.models):
-            env = self._parts.env if self._parts is not None else dict(os.environ)
-            variables = ", ".join(sorted(set(key_variables(env).values())))
+        services = self._bridge.services
+        if not any(m.usable for m in services.catalog.models):
+            variables = ", ".join(sorted(set(key_variables(services.env).values())))
             raise NoProviderError(
                 "no usable model provider yet: run `hermes-acp --setup`, or set one of "
                 f"{variables} in the agent's environment, then restart the agent"
@@ -149,7 +132,7 @@ class HermesAgent:
     async def new_session(self, ctx: RequestContext, raw: Any) -> dict[str, Any]:
         params = parse(NewSessionParams, raw)
         session = await self.manager.new_session(
-            params.cwd, params.additional_directories, _server_entries(params.mcp_servers)
+            params.cwd, params.additional_directories, _server_entries(params.mcp_servers), client=self._bridge
         )
         self._announce_commands(ctx, session)
         return {"sessionId": session.id, **self._view(session)}
@@ -162,6 +145,7 @@ class HermesAgent:
             params.additional_directories,
             _server_entries(params.mcp_servers),
             replay=True,
+            client=self._bridge,
         )
         self._announce_commands(ctx, session)
         self._announce_usage(ctx, session)
@@ -175,6 +159,7 @@ class HermesAgent:
             params.additional_directories,
             _server_entries(params.mcp_servers or []),
             replay=False,
+            client=self._bridge,
         )
         self._announce_commands(ctx, session)
         return self._view(session)
@@ -182,7 +167,11 @@ class HermesAgent:
     async def fork_session(self, ctx: RequestContext, raw: Any) -> dict[str, Any]:
         params = parse(ResumeSessionParams, raw)
         session = await self.manager.fork_session(
-            params.session_id, params.cwd, params.additional_directories, _server_entries(params.mcp_servers or [])
+            params.session_id,
+            params.cwd,
+            params.additional_directories,
+            _server_entries(params.mcp_servers or []),
+            client=self._bridge,
         )
         self._announce_commands(ctx, session)
         meta = {"hermes": {"parentSessionId": params.session_id, "forkedAt": session.record.created_at}}
@@ -202,14 +191,22 @@ class HermesAgent:
             extra = record.meta.get("additional_directories")
             if extra:
                 info["additionalDirectories"] = extra
+            live = self.manager.live(record.id)
+            if live is not None:
+                info["_meta"] = {"hermes": {"status": "open", "running": live.working, "attached": len(live.audience)}}
             sessions.append(info)
         result: dict[str, Any] = {"sessions": sessions}
         if page.next_cursor is not None:
             result["nextCursor"] = page.next_cursor
         return result
 
+    async def session_status(self, ctx: RequestContext, raw: Any) -> dict[str, Any]:
+        """``session/status`` (unstable): ``open`` (in memory, for any connection) or ``saved``; no side effect."""
+        return {"status": await self.manager.status(parse(SessionIdParams, raw).session_id)}
+
     async def close_session(self, ctx: RequestContext, raw: Any) -> dict[str, Any]:
-        await self.manager.close_session(parse(SessionIdParams, raw).session_id)
+        """This connection leaves the session; the session closes when no other connection is attached."""
+        await self.manager.close_session(parse(SessionIdParams, raw).session_id, client=self._bridge)
         return {}
 
     async def delete_session(self, ctx: RequestContext, raw: Any) -> dict[str, Any]:
@@ -221,14 +218,14 @@ class HermesAgent:
 
     async def set_mode(self, ctx: RequestContext, raw: Any) -> dict[str, Any]:
         params = parse(SetModeParams, raw)
-        session = self.manager.get(params.session_id)
+        session = self._session(params.session_id)
         await session.set_mode(params.mode_id)
         await self._announce_config(session, mode_changed=True)
         return {}
 
     async def set_config_option(self, ctx: RequestContext, raw: Any) -> dict[str, Any]:
         params = parse(SetConfigOptionParams, raw)
-        session = self.manager.get(params.session_id)
+        session = self._session(params.session_id)
         offered = [option["id"] for option in self._options(session)]
         if params.config_id not in offered:
             raise InvalidParamsError(
@@ -256,7 +253,7 @@ class HermesAgent:
     async def set_model(self, ctx: RequestContext, raw: Any) -> dict[str, Any]:
         """The legacy ``session/set_model`` (removed from the schema; JetBrains and older Zed still send it)."""
         params = parse(SetModelParams, raw)
-        session = self.manager.get(params.session_id)
+        session = self._session(params.session_id)
         await session.set_model(params.model_id)
         await self._announce_config(session, mode_changed=False)
         return {}
@@ -265,8 +262,8 @@ class HermesAgent:
 
     async def prompt(self, ctx: RequestContext, raw: Any) -> dict[str, Any]:
         params = parse(PromptParams, raw)
-        session = self.manager.get(params.session_id)
-        result = await session.prompt(prompt_to_display(params.prompt))
+        session = self._session(params.session_id)
+        result = await session.prompt(prompt_to_display(params.prompt), origin=self._bridge)
         if result.config_changed:
             await self._announce_config(session, mode_changed=result.mode_changed)
         usage = result.usage
@@ -318,12 +315,13 @@ class HermesAgent:
             await warm_up_turn_modules()  # off the event loop: a request right behind the load need not wait
             meter = session.usage()
             if meter is not None:
-                await session.recorder.sink.emit_live(meter)
+                await self._bridge.sink(session.id).emit_live(meter)
 
         ctx.after_response(send)
 
     async def _announce_config(self, session: Session, *, mode_changed: bool) -> None:
-        await self._bridge.config_changed(session, mode_changed=mode_changed)
+        """Every attached connection is told, each as it can show the options (``AcpClientBridge.config_changed``)."""
+        await session.audience.config_changed(session, mode_changed=mode_changed)
 
 
 def _server_entries(raw: list[Any]) -> list[dict[str, object]]:

@@ -1,20 +1,23 @@
 """The session layer's view of the ACP client: update sink, notices, permission gate, editor files, terminals and
 questions to the user.
 
-``AcpClientBridge`` implements ``hermes_acp.sessions.ClientBridge`` over the dispatcher. Updates are awaited in
-order (no fire-and-forget); a closed connection is tolerated (the update is dropped and logged, the turn still
-settles and stores everything). What the client advertised in ``initialize`` (``capabilities``) decides what is
-offered: its file system and terminals, ``notice`` updates instead of agent text, compaction updates instead of an
-agent message saying what was compacted, the ``ask_user`` tool.
+``AcpClientBridge`` implements ``hermes_acp.sessions.ClientBridge`` over one connection's dispatcher: one per
+connection, carrying the services that connection's environment gives. Updates are awaited in order (no
+fire-and-forget); a closed connection is tolerated (the update is dropped and logged, the turn still settles and
+stores everything). What the client advertised in ``initialize`` (``capabilities``) decides what is offered to it:
+its file system and terminals, ``notice`` updates instead of agent text, compaction updates instead of an agent
+message saying what was compacted, the ``ask_user`` tool.
 
 Permission answers map to our four outcomes; an unknown option id counts as a refusal, and a client that answers
-with a JSON-RPC error refuses that call with its reason (the turn goes on).
+with a JSON-RPC error refuses that call with its reason (the turn goes on). A client that goes away before it
+answers raises ``ConnectionError``: another attached connection may still answer (``sessions.audience``).
 """
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import structlog
 
@@ -35,6 +38,9 @@ from .initialize import Handshake
 from .session_view import commands_update, config_options, session_view
 from .wire import ClientCapabilities, InitializeParams, PermissionResult, SelectedOutcome, parse
 
+if TYPE_CHECKING:
+    from hermes_acp.sessions import SessionServices
+
 __all__ = ["AcpClientBridge", "AcpPermissionGate", "AcpUpdateSink"]
 
 _log = structlog.get_logger("hermes_acp.protocol")
@@ -44,6 +50,7 @@ _OPTION_NAMES: dict[PermissionAnswer, str] = {
     "reject_once": "Reject",
     "reject_always": "Always reject",
 }
+_CONNECTION_NUMBERS = itertools.count(1)
 
 
 class AcpUpdateSink:
@@ -111,8 +118,6 @@ class AcpPermissionGate:
         }
         try:
             raw = await self._dispatcher.request("session/request_permission", params, wait_s=None)
-        except ConnectionError:
-            return None
         except ClientRequestError as exc:
             _log.warning("the client answered a permission request with an error", error=exc.describe())
             raise PermissionDeniedError(
@@ -133,11 +138,34 @@ class AcpPermissionGate:
 class AcpClientBridge:
     """Per connection: builds each session's sink and gate; offers what the client advertised."""
 
-    def __init__(self, dispatcher: Dispatcher, handshake: Handshake):
+    def __init__(
+        self,
+        dispatcher: Dispatcher,
+        handshake: Handshake,
+        services: SessionServices | None = None,
+        *,
+        name: str = "stdio",
+    ):
         self.dispatcher = dispatcher
         self._handshake = handshake
+        self._services = services
         self._read_from: dict[str, Any] | None = None
         self._capabilities = ClientCapabilities()
+        self._id = f"{name}-{next(_CONNECTION_NUMBERS)}"
+
+    @property
+    def connection_id(self) -> str:
+        return self._id
+
+    @property
+    def services(self) -> SessionServices:
+        if self._services is None:
+            raise RuntimeError("this connection has no services: the server could not load them")
+        return self._services
+
+    @property
+    def present(self) -> bool:
+        return not self.dispatcher.client_gone
 
     @property
     def capabilities(self) -> ClientCapabilities:

@@ -11,15 +11,20 @@ registered in the in-flight table *before* the task starts, so a ``$/cancel_requ
 - **Errors.** ``_answer`` is the single place where a handler's exception becomes a JSON-RPC error
   (``boundary.to_wire``); a cancelled request is -32800.
 - **Cancellation.** ``$/cancel_request`` for a request in flight calls its route's ``cancel`` hook when it has one
-  (``session/prompt`` cancels its turn, which then answers ``stopReason: cancelled``), else cancels its scope.
+  (``session/prompt`` cancels its turn, which then answers ``stopReason: cancelled``), else cancels its scope. One
+  that arrives as a request (with an id) is answered too (an empty result), as JSON-RPC wants.
 - **Requests we send** (``request``): ids of our own, correlated with the answers, each wait bounded by the caller;
-  a wait that is abandoned sends ``$/cancel_request`` to the client. When the client goes away every waiting
-  request fails with ``ConnectionError``.
+  a wait that is abandoned sends ``$/cancel_request`` to the client. The first answer to an id is final: the
+  waiter leaves the table when it arrives, so a second answer, or an answer to a request we cancelled, finds
+  nothing and is dropped (logged at debug). When the client goes away every waiting request fails with
+  ``ConnectionError``.
 - **After the response.** A handler may queue work with ``RequestContext.after_response`` (e.g.
   ``available_commands_update`` after ``session/new``): it runs, bounded, once that response is on the wire.
-- **The client leaving.** At EOF (or ``close_input``, the signal path) reading stops, every request with a
-  ``cancel`` hook is cancelled at once, the others get ``EOF_GRACE_S`` to finish before their scopes are cancelled,
-  waiting requests we sent fail, and ``run`` returns.
+- **The client leaving.** At EOF, at a write that finds the client's end closed (EPIPE, a reset socket, a reader
+  that stalled past ``WRITE_TIMEOUT_S``), or at ``close_input`` (the signal path and a transport that saw its peer
+  go), reading stops: one path for every way of leaving. Every request with a ``cancel`` hook is cancelled at once
+  (unless ``cancel_on_leave`` is off: a session host whose turns outlive the connection), the others get
+  ``EOF_GRACE_S`` to finish before their scopes are cancelled, waiting requests we sent fail, and ``run`` returns.
 
 It knows JSON-RPC and nothing of ACP's methods, sessions or pydantic.
 """
@@ -42,6 +47,7 @@ __all__ = [
     "EOF_GRACE_S",
     "HOOK_TIMEOUT_S",
     "Dispatcher",
+    "FrameSource",
     "RequestContext",
     "Route",
     "Writer",
@@ -55,6 +61,8 @@ HOOK_TIMEOUT_S = 10.0
 """Bound on one piece of after-response work."""
 READY_TIMEOUT_S = 60.0
 """Bound on a request's wait for the server to load (it takes well under a second)."""
+MAX_ABANDONED = 1024
+"""How many abandoned request ids are remembered (to drop their late answers quietly)."""
 WRITE_TIMEOUT_S = 30.0
 """Bound on one write: a client that stops reading cannot hold a turn forever."""
 
@@ -114,9 +122,19 @@ class _Waiter:
     gone: bool = False
 
 
+class FrameSource(Protocol):
+    """Where frames come from: ``LineReader`` over a byte stream, or a transport that delivers whole messages."""
+
+    async def read(self) -> bytes | FrameError | None:
+        """The next frame, a ``FrameError`` for one that cannot be taken, or None when the client closed."""
+        ...
+
+
 class Dispatcher:
-    def __init__(self, reader: LineReader, writer: Writer):
+    def __init__(self, reader: FrameSource | LineReader, writer: Writer, *, cancel_on_leave: bool = True):
         self._reader = reader
+        self.cancel_on_leave = cancel_on_leave
+        """Whether the client leaving cancels requests with a cancel hook (their turns) at once."""
         self._writer = writer
         self._routes: dict[str, Route] = {}
         self._ready = anyio.Event()
@@ -126,11 +144,16 @@ class Dispatcher:
         """Set while no request is in flight."""
         self._drained.set()
         self._waiters: dict[int, _Waiter] = {}
+        self._abandoned: set[int] = set()
+        """Requests of ours whose wait ended without an answer (a late answer to one is no surprise)."""
         self._ids = itertools.count(1)
+        self._sent = 0
+        """The id of the latest request we sent (every positive id up to it was used)."""
         self._write_lock = anyio.Lock()
         self._output_closed = False
         self._input_closed = False
         self._reading: anyio.CancelScope | None = None
+        self._leaving = False
         self._group: TaskGroup | None = None
         self.finished = anyio.Event()
         """Set when ``run`` has returned: the client is gone and the requests in flight have ended."""
@@ -161,13 +184,15 @@ class Dispatcher:
             async with anyio.create_task_group() as group:
                 self._group = group
                 with anyio.CancelScope() as self._reading:
-                    await self._read_loop()
+                    if not self._leaving:
+                        await self._read_loop()
                 await self._client_left()
         finally:
             self.finished.set()
 
     def close_input(self) -> None:
-        """Stop reading as if the client had closed its input (a termination signal)."""
+        """Stop reading as if the client had closed its input (a termination signal, a peer that went away)."""
+        self._leaving = True
         if self._reading is not None:
             self._reading.cancel()
 
@@ -194,10 +219,12 @@ class Dispatcher:
             self._resolve(message)
             return
         params = message.get("params")
+        assert self._group is not None
         if method == CANCEL_REQUEST:
             self._cancel_request(params)
+            if "id" in message:  # sent as a request: it gets its answer
+                self._group.start_soon(self._write_quietly, {"jsonrpc": "2.0", "id": message["id"], "result": {}})
             return
-        assert self._group is not None
         if "id" not in message:
             self._group.start_soon(self._notified, method, params, name=f"notification {method}")
             return
@@ -285,9 +312,11 @@ class Dispatcher:
         for waiter in self._waiters.values():
             waiter.gone = True
             waiter.done.set()
-        hooked = [f for f in self._in_flight.values() if f.route is not None and f.route.cancel is not None]
-        for flight in hooked:
-            self._cancel(flight)
+        self._waiters.clear()
+        if self.cancel_on_leave:
+            hooked = [f for f in self._in_flight.values() if f.route is not None and f.route.cancel is not None]
+            for flight in hooked:
+                self._cancel(flight)
         if self._in_flight:
             _log.info("the client left with %d request(s) in flight; stopping them", len(self._in_flight))
             with anyio.move_on_after(EOF_GRACE_S):
@@ -306,6 +335,7 @@ class Dispatcher:
         if self.client_gone:
             raise ConnectionError("the client connection is closed")
         request_id = next(self._ids)
+        self._sent = request_id
         waiter = _Waiter()
         self._waiters[request_id] = waiter
         try:
@@ -316,11 +346,16 @@ class Dispatcher:
                 with anyio.fail_after(wait_s):
                     await waiter.done.wait()
         except BaseException:
-            if not waiter.done.is_set() and not self.client_gone:
-                with anyio.CancelScope(shield=True), anyio.move_on_after(1):
-                    await self._write_quietly(
-                        {"jsonrpc": "2.0", "method": CANCEL_REQUEST, "params": {"requestId": request_id}}
-                    )
+            if not waiter.done.is_set():
+                self._waiters.pop(request_id, None)
+                self._abandoned.add(request_id)
+                if len(self._abandoned) > MAX_ABANDONED:
+                    self._abandoned.discard(min(self._abandoned))
+                if not self.client_gone:
+                    with anyio.CancelScope(shield=True), anyio.move_on_after(1):
+                        await self._write_quietly(
+                            {"jsonrpc": "2.0", "method": CANCEL_REQUEST, "params": {"requestId": request_id}}
+                        )
             raise
         finally:
             self._waiters.pop(request_id, None)
@@ -335,9 +370,16 @@ class Dispatcher:
         await self._write({"jsonrpc": "2.0", "method": method, "params": dict(params)})
 
     def _resolve(self, message: dict[str, Any]) -> None:
-        waiter = self._waiters.get(message["id"]) if isinstance(message.get("id"), int) else None
+        """The first answer to a request of ours is final: the waiter leaves the table as it is answered."""
+        request_id = message.get("id")
+        waiter = self._waiters.pop(request_id, None) if isinstance(request_id, int) else None
         if waiter is None:
-            _log.warning("an answer to no request of ours (id %r) ignored", message.get("id"))
+            if isinstance(request_id, int) and request_id in self._abandoned:
+                _log.debug("a late answer to request %r, which we had cancelled, dropped", request_id)
+            elif isinstance(request_id, int) and 0 < request_id <= self._sent:
+                _log.debug("a second answer to request %r dropped (the first one counts)", request_id)
+            else:
+                _log.warning("an answer to no request of ours (id %r) ignored", request_id)
             return
         error = message.get("error")
         if error is not None:
@@ -359,6 +401,7 @@ class Dispatcher:
                     await self._writer.drain()
             except (OSError, RuntimeError, TimeoutError) as exc:  # a closed pipe, a closed transport, a stalled reader
                 self._output_closed = True
+                self.close_input()  # the client leaving, whichever end it closed first: the one EOF path
                 raise ConnectionError(f"the client connection is closed: {exc}") from exc
 
     async def _write_quietly(self, message: dict[str, Any]) -> None:

@@ -89,6 +89,7 @@ def initialize_result(params: Mapping[str, Any], env: Mapping[str, str] | None =
                 "fork": {},
                 "delete": {},
                 "additionalDirectories": {},
+                "status": {},
             },
             "auth": {"logout": {}},
         },

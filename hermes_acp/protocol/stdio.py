@@ -7,8 +7,9 @@ gone and the app has shut down.
 
 stdout carries JSON-RPC only: ``serve_stdio`` keeps a private duplicate of the real stdout for the protocol and
 points file descriptor 1 at stderr, so a stray print (ours, a library's, a child process's) cannot corrupt the
-channel. SIGTERM, SIGINT and SIGHUP take the path of stdin's EOF (``Dispatcher.close_input``): turns are cancelled
-and settled, sessions close with their child processes, and the process exits. This module imports neither
+channel. SIGTERM, SIGINT and SIGHUP, and the client closing its end of stdout (even while nothing is written), take
+the path of stdin's EOF (``Dispatcher.close_input``): turns are cancelled and settled, sessions close with their
+child processes, and the process exits. This module imports neither
 pydantic nor the rest of the server.
 """
 
@@ -27,15 +28,15 @@ from typing import Any
 import anyio
 import anyio.to_thread
 
+from .connection import Connection
 from .dispatcher import Dispatcher, Writer
 from .framing import LineReader
-from .initialize import Handshake
 
 __all__ = ["AppRunner", "FileWriter", "serve_stdio", "serve_streams"]
 
 _log = logging.getLogger("hermes_acp.protocol")
-AppRunner = Callable[[Dispatcher, Handshake, Mapping[str, str]], Awaitable[None]]
-"""Installs the server's routes on the dispatcher and serves until ``Dispatcher.finished``, then shuts down."""
+AppRunner = Callable[[Connection], Awaitable[None]]
+"""Installs the server's routes on the connection and serves until it is finished, then shuts down."""
 _SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
 
@@ -65,9 +66,8 @@ async def serve_streams(
 ) -> None:
     """Serve one client on a pair of streams until it closes its end (``started`` gets the dispatcher)."""
     env = dict(os.environ) if env is None else env
-    dispatcher = Dispatcher(LineReader(reader), writer)
-    handshake = Handshake(env)
-    dispatcher.add_routes([handshake.route])
+    connection = Connection(LineReader(reader), writer, env)
+    dispatcher = connection.dispatcher
     if started is not None:
         started(dispatcher)
     try:
@@ -80,7 +80,7 @@ async def serve_streams(
                 dispatcher.fail_routes(f"the server could not load: {type(exc).__name__}: {exc}")
                 await dispatcher.finished.wait()
                 return
-            await runner(dispatcher, handshake, env)
+            await runner(connection)
     finally:
         with contextlib.suppress(OSError, RuntimeError):
             writer.close()
@@ -96,6 +96,7 @@ def serve_stdio(load_app: Callable[[], AppRunner]) -> None:
 
 async def _serve_fds(in_fd: int, out_fd: int, load_app: Callable[[], AppRunner]) -> None:
     loop = asyncio.get_running_loop()
+    watching: list[Dispatcher] = []
     reader = asyncio.StreamReader(limit=1024 * 1024)
     read_pipe = os.fdopen(in_fd, "rb", buffering=0, closefd=False)
     feeder: asyncio.Task[None] | None = None
@@ -108,15 +109,34 @@ async def _serve_fds(in_fd: int, out_fd: int, load_app: Callable[[], AppRunner])
         writer = FileWriter(out_fd)
     else:
         write_pipe = os.fdopen(out_fd, "wb", buffering=0)
-        transport, protocol = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin, write_pipe)
+        transport, protocol = await loop.connect_write_pipe(lambda: _WatchedPipe(watching), write_pipe)
         writer = asyncio.StreamWriter(transport, protocol, reader, loop)
+
+    def started(dispatcher: Dispatcher) -> None:
+        watching.append(dispatcher)
+        _on_signals(loop, dispatcher)
+
     try:
-        await serve_streams(reader, writer, load_app, started=lambda d: _on_signals(loop, d))
+        await serve_streams(reader, writer, load_app, started=started)
     finally:
         for signum in _SIGNALS:
             loop.remove_signal_handler(signum)
         if feeder is not None:
             feeder.cancel()
+
+
+class _WatchedPipe(asyncio.streams.FlowControlMixin):
+    """stdout's protocol: the client closing its end of the pipe (the reader gone, POLLERR) is the client leaving,
+    even while nothing is being written."""
+
+    def __init__(self, dispatchers: list[Dispatcher]):
+        super().__init__()
+        self._dispatchers = dispatchers
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        super().connection_lost(exc)
+        for dispatcher in self._dispatchers:
+            dispatcher.close_input()
 
 
 def _on_signals(loop: asyncio.AbstractEventLoop, dispatcher: Dispatcher) -> None:

@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from .manager import SessionManager
     from .ports import ClientBridge
-    from .session import Session, SessionServices
+    from .services import SessionServices
+    from .session import Session
     from .tool_surface import derive_tool_surface
 
 __all__ = [
@@ -27,7 +28,7 @@ _HOMES = {
     "ClientBridge": ".ports",
     "Session": ".session",
     "SessionManager": ".manager",
-    "SessionServices": ".session",
+    "SessionServices": ".services",
     "derive_tool_surface": ".tool_surface",
 }
 

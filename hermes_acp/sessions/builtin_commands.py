@@ -23,11 +23,11 @@ from .effort import effort_choices
 from .review import NothingToReview, collect_changes
 
 if TYPE_CHECKING:
-    from .session import Session
+    from .command_host import CommandHost
 
 __all__ = ["BUILT_INS", "INIT_PROMPT", "BuiltIn"]
 
-Handler = Callable[["Session", str], Awaitable[Outcome]]
+Handler = Callable[["CommandHost", str], Awaitable[Outcome]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,12 +49,12 @@ exact commands); where things live; the conventions the code actually follows; a
 invented commands; aim for under 60 lines."""
 
 
-async def _help(session: Session, argument: str) -> Reply:
+async def _help(session: CommandHost, argument: str) -> Reply:
     modes = "Modes: " + ", ".join(f"{m.id} ({m.description})" for m in MODES)
     return Reply(session.commands.help_text([modes]))
 
 
-async def _mode(session: Session, argument: str) -> Reply:
+async def _mode(session: CommandHost, argument: str) -> Reply:
     if not argument:
         return Reply(f"Mode: {session.mode}. Modes: " + ", ".join(m.id for m in MODES))
     try:
@@ -64,8 +64,8 @@ async def _mode(session: Session, argument: str) -> Reply:
     return Reply(f"Mode set to {session.mode}.", mode_changed=True, config_changed=True)
 
 
-async def _model(session: Session, argument: str) -> Reply:
-    catalog = session.services.catalog
+async def _model(session: CommandHost, argument: str) -> Reply:
+    catalog = session.catalog
     if not argument:
         current = session.current_model()
         lines = [f"Model: {current.id if current else 'none'}" + _effort_note(session)]
@@ -82,41 +82,41 @@ async def _model(session: Session, argument: str) -> Reply:
     return Reply(f"Model set to {argument}{_effort_note(session)}.", config_changed=True)
 
 
-def _effort_note(session: Session) -> str:
+def _effort_note(session: CommandHost) -> str:
     effort = session.effort
     return f", thinking effort {effort}" if effort is not None else ""
 
 
-async def _title(session: Session, argument: str) -> Reply:
+async def _title(session: CommandHost, argument: str) -> Reply:
     if not argument:
         return Reply(f"Title: {session.projection.title or '(none yet)'}")
     await session.set_title(argument[:200])
     return Reply("Session renamed.")
 
 
-async def _compact(session: Session, argument: str) -> Reply:
+async def _compact(session: CommandHost, argument: str) -> Reply:
     turn_id = session.turn_id
     assert turn_id is not None, "commands run inside the session's command turn"
     return await session.compact(argument, turn_id=turn_id)
 
 
-async def _status(session: Session, argument: str) -> Reply:
+async def _status(session: CommandHost, argument: str) -> Reply:
     return Reply(session.status())
 
 
-async def _init(session: Session, argument: str) -> Ask:
+async def _init(session: CommandHost, argument: str) -> Ask:
     extra = f"\n\nAlso: {argument}" if argument else ""
     return Ask(INIT_PROMPT + extra)
 
 
-async def _review(session: Session, argument: str) -> Outcome:
-    changes = await collect_changes(session.workspace.cwd, session.sandbox.env_policy)
+async def _review(session: CommandHost, argument: str) -> Outcome:
+    changes = await collect_changes(session.workspace.cwd, session.env_policy)
     if isinstance(changes, NothingToReview):
         return Reply(changes.reason)
     return Ask(changes.prompt(argument))
 
 
-async def _mcp(session: Session, argument: str) -> Reply:
+async def _mcp(session: CommandHost, argument: str) -> Reply:
     servers = session.mcp
     action, _, name = argument.partition(" ")
     if not argument:
@@ -137,7 +137,7 @@ async def _mcp(session: Session, argument: str) -> Reply:
     return Reply(f"Reconnected MCP server {name!r}: {status.state}, {len(status.tools)} tools.")
 
 
-def _listing(session: Session) -> str:
+def _listing(session: CommandHost) -> str:
     statuses = session.mcp.status()
     if not statuses:
         return "This session has no MCP servers (the editor passes them when it opens the session)."

@@ -1,35 +1,41 @@
-"""``SessionManager``: the lifecycle of sessions — new, load, resume, fork, list, close, delete.
+"""``SessionManager``: the lifecycle of sessions — new, load, resume, fork, list, close, delete, status.
 
-It keeps the live sessions of this process, opens stored ones (repairing what a crash left open, then optionally
-replaying the log to the client), and starts each session's owner task in the root task group it was attached to.
-Paths from the client are checked here: ``cwd`` must be absolute and is stored normalised. No ACP here.
+It keeps the live sessions of this process (the host's: every connection shares them), opens stored ones
+(repairing what a crash left open), and attaches the connection that asked: ``session/load`` with catch-up (the
+log so far, then live), ``session/resume`` without. A session opened by a connection runs with that connection's
+services (its environment's keys and variables). It starts each session's owner task, and its turns, in the root
+task group it was attached to. Paths from the client are checked here: ``cwd`` must be absolute and is stored
+normalised. No ACP here.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from pathlib import Path
+from typing import Any, Literal
 
 import anyio
 import structlog
 from anyio.abc import TaskGroup
 
-from hermes_acp.core import SessionEvent
 from hermes_acp.core.ids import new_session_id
 from hermes_acp.errors import SessionNotFoundError
 from hermes_acp.mcp_client import McpServers
 from hermes_acp.storage.base import PAGE_SIZE, SessionPage, SessionRecord, utc_now
 from hermes_acp.tools.context import Workspace
-from hermes_acp.turns.projection import SessionProjection, transcript_events
+from hermes_acp.turns.projection import SessionProjection
 from hermes_acp.turns.recorder import Recorder
 
 from ._runtime import SessionRuntime
+from .audience import Audience
 from .effort import EFFORT_META_KEY
 from .instructions import load_instructions
+from .ports import ClientBridge
 from .prompt_files import load_prompt_files
 from .records import directories, new_record, normalise_cwd
 from .recovery import recovery_events
-from .session import Session, SessionServices
+from .services import SessionServices
+from .session import Session
 from .switches import SWITCHES
 from .turn_imports import warm_up_turn_modules
 
@@ -39,9 +45,17 @@ _log = structlog.get_logger("hermes_acp.sessions")
 SWITCH_IDS = tuple(switch.id for switch in SWITCHES)
 
 
+SessionStatus = Literal["open", "saved"]
+
+
 class SessionManager:
-    def __init__(self, services: SessionServices):
+    def __init__(self, services: SessionServices, *, wait_for_attach: bool = False, unattended_wait_s: float = 0.0):
+        """``services``: the host's own (its store and home). ``wait_for_attach``: a question nobody is attached
+        to answer waits for the next connection (a session host), bounded by ``unattended_wait_s`` (0: as long as
+        the turn lives); otherwise it fails at once (inline mode: the one client has gone)."""
         self.services = services
+        self._wait_for_attach = wait_for_attach
+        self._unattended_wait_s = unattended_wait_s
         self._live: dict[str, Session] = {}
         self._task_group: TaskGroup | None = None
 
@@ -58,12 +72,28 @@ class SessionManager:
     def live(self, session_id: str) -> Session | None:
         return self._live.get(session_id)
 
+    @property
+    def sessions(self) -> list[Session]:
+        """The live sessions."""
+        return list(self._live.values())
+
+    async def status(self, session_id: str) -> SessionStatus:
+        """``open`` (live in this process, for any connection) or ``saved``; ``SessionNotFoundError`` otherwise."""
+        if session_id in self._live:
+            return "open"
+        if await self.services.store.get_session(session_id) is None:
+            raise SessionNotFoundError(session_id)
+        return "saved"
+
     async def new_session(
-        self, cwd: str, additional: Sequence[str] | None, mcp_servers: list[dict[str, object]]
+        self, cwd: str, additional: Sequence[str] | None, mcp_servers: list[dict[str, object]], *, client: ClientBridge
     ) -> Session:
-        record = await new_record(cwd, additional, self.services.catalog.default_id)
+        services = client.services
+        record = await new_record(cwd, additional, services.catalog.default_id)
         await self.services.store.create_session(record)
-        return await self._open(record, SessionProjection(), mcp_servers)
+        session = await self._open(record, SessionProjection(), mcp_servers, services)
+        await session.attach(client)
+        return session
 
     async def open_existing(
         self,
@@ -73,14 +103,14 @@ class SessionManager:
         mcp_servers: list[dict[str, object]],
         *,
         replay: bool,
+        client: ClientBridge,
     ) -> Session:
-        """``session/load`` (replay=True) and ``session/resume`` (replay=False)."""
+        """``session/load`` (replay=True: the log so far, then live) and ``session/resume`` (replay=False)."""
         real = normalise_cwd(cwd)
         extra = directories(additional)
         live = self._live.get(session_id)
         if live is not None:
-            if replay:
-                await self._replay(live, [stored.event for stored in await self.services.store.load_events(session_id)])
+            await live.attach(client, catch_up=replay)
             return live
         record = await self.services.store.get_session(session_id)
         if record is None:
@@ -103,9 +133,9 @@ class SessionManager:
             for event in repairs:
                 projection.apply(event)
             events.extend(repairs)
-        session = await self._open(record, projection, mcp_servers, warm_up=not replay)
+        session = await self._open(record, projection, mcp_servers, client.services, warm_up=not replay)
+        await session.attach(client, replay=events, catch_up=replay)
         if replay:
-            await self._replay(session, events)
             self._warm_up(session)  # after the replay, which it would slow down by competing for the interpreter
         return session
 
@@ -115,6 +145,8 @@ class SessionManager:
         cwd: str,
         additional: Sequence[str] | None,
         mcp_servers: list[dict[str, object]],
+        *,
+        client: ClientBridge,
     ) -> Session:
         real = normalise_cwd(cwd)
         parent = self._live.get(session_id)
@@ -142,19 +174,30 @@ class SessionManager:
         )
         await self.services.store.fork_session(source.id, record)
         servers = mcp_servers or (parent.mcp_servers if parent is not None else [])
-        return await self.open_existing(record.id, cwd, additional, servers, replay=False)
+        return await self.open_existing(record.id, cwd, additional, servers, replay=False, client=client)
 
     async def list_sessions(self, cwd: str | None, cursor: str | None) -> SessionPage:
         real = normalise_cwd(cwd) if cwd is not None else None
         return await self.services.store.list_sessions(cwd=real, cursor=cursor, limit=PAGE_SIZE)
 
-    async def close_session(self, session_id: str) -> None:
-        session = self._live.pop(session_id, None)
+    async def close_session(self, session_id: str, *, client: ClientBridge | None = None) -> None:
+        """``session/close``: ``client`` is detached; the session closes once no other connection is attached."""
+        session = self._live.get(session_id)
         if session is None:
             if await self.services.store.get_session(session_id) is None:
                 raise SessionNotFoundError(session_id)
             return
+        if client is not None:
+            await session.detach(client)
+            if len(session.audience):
+                return
+        self._live.pop(session_id, None)
         await session.close()
+
+    async def detach_everywhere(self, client: ClientBridge, *, cancel_turns: bool) -> None:
+        """The connection ``client`` left: detach it from every session (its turns go on unless ``cancel_turns``)."""
+        for session in list(self._live.values()):
+            await session.detach(client, cancel_turns=cancel_turns)
 
     async def delete_session(self, session_id: str) -> None:
         """Archive: hidden from ``session/list``; the history stays and can still be loaded by id."""
@@ -178,25 +221,36 @@ class SessionManager:
         record: SessionRecord,
         projection: SessionProjection,
         mcp_servers: list[dict[str, object]],
+        services: SessionServices,
         *,
         warm_up: bool = True,
     ) -> Session:
-        if self._task_group is None:
+        task_group = self._task_group
+        if task_group is None:
             raise RuntimeError("SessionManager.attach() must be called before sessions are opened")
         runtime = SessionRuntime(record.id)
-        await self._task_group.start(runtime.run)
+        await task_group.start(runtime.run)
+
+        def spawn(work: Callable[[], Coroutine[Any, Any, None]], name: str) -> None:
+            task_group.start_soon(work, name=name)
+
         try:
             servers = McpServers(mcp_servers, cwd=Path(record.cwd), stderr_dir=self.services.settings.logs_dir / "mcp")
             if servers:
                 await runtime.enter(servers.running())  # starts them; does not wait for them
-            recorder = Recorder(record.id, self.services.store, self.services.client.sink(record.id), projection)
+            audience = Audience(
+                record.id, wait_for_attach=self._wait_for_attach, unattended_wait_s=self._unattended_wait_s
+            )
+            recorder = Recorder(record.id, self.services.store, audience, projection)
             extra = tuple(Path(p) for p in record.meta.get("additional_directories", []) if isinstance(p, str))
             workspace = Workspace(cwd=Path(record.cwd), additional=extra)
             session = Session(
                 record,
                 recorder,
                 runtime,
-                self.services,
+                services,
+                audience=audience,
+                spawn=spawn,
                 workspace=workspace,
                 mcp_servers=list(mcp_servers),
                 mcp=servers,
@@ -216,7 +270,7 @@ class SessionManager:
         """Find the session's skills, then load the turn machinery and the session's model provider (its HTTP stack
         costs ~0.1 s to import) in the background, so the first prompt does not wait for them."""
         model = session.current_model()
-        providers = self.services.providers
+        providers = session.services.providers
 
         async def warm_up() -> None:  # one after the other: two threads importing at once could wait on each other
             await session.skills.ensure()
@@ -225,9 +279,3 @@ class SessionManager:
                 await providers.warm_up(model)
 
         session.runtime.submit(warm_up, "warm up")
-
-    async def _replay(self, session: Session, events: list[SessionEvent]) -> None:
-        """Re-emit every stored event, in order, before the load responds (docs/architecture.md §4.2)."""
-        sink = session.recorder.sink
-        for event in transcript_events(events):
-            await sink.emit_event(event, live=False)

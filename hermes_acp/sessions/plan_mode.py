@@ -38,7 +38,6 @@ class PlanHandOff:
 
     async def ask(self, plan: str, *, tool_call_id: str) -> ModeId | None:
         session = self._session
-        client = session.services.client
         question = PermissionQuestion(
             tool_call_id=tool_call_id,
             title="Ready to code?",
@@ -46,12 +45,12 @@ class PlanHandOff:
             content=[TextBlock(text=plan)],
             offer_always=False,
         )
-        chosen = await client.gate(session.id).choose(question, CHOICES, refusal=KEEP_PLANNING)
+        chosen = await session.audience.choose(question, CHOICES, refusal=KEEP_PLANNING)
         if chosen is None:
             raise TurnCancelledByClient
         mode = _STARTS.get(chosen)
         if mode is None:
             return None
         await session.set_mode(mode)
-        await client.config_changed(session, mode_changed=True)
+        await session.audience.config_changed(session, mode_changed=True)
         return mode

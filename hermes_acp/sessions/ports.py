@@ -1,19 +1,23 @@
-"""What the session layer needs from the client connection, as one port.
+"""What the session layer needs from a client connection, as one port.
 
-``ClientBridge`` hands each session its update sink, its permission gate, and the editor's file system, terminals
-and questions to the user when the client advertised them; and takes the session's slash commands and options
-when they change. ``hermes_acp.protocol`` implements it over ACP; tests use doubles.
+``ClientBridge`` is one connection as a session sees it: the services its environment gives (keys, settings, the
+environment commands inherit), whether it is still there, and per session its update sink, its permission gate,
+and the editor's file system, terminals and questions to the user when the client advertised them; and how it
+shows the session's commands and options when they change (each connection as its capabilities allow). A session
+is attached to several at once (``sessions.audience``). ``hermes_acp.protocol`` implements it over ACP; tests use
+doubles.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from hermes_acp.tools.context import EditorFiles, EditorTerminals, Elicitor
 from hermes_acp.turns.ports import PermissionGate, UpdateSink
 
 from .commands import Command
+from .services import SessionServices
 
 if TYPE_CHECKING:
     from .session import Session
@@ -22,15 +26,36 @@ __all__ = ["ClientBridge"]
 
 
 class ClientBridge(Protocol):
+    @property
+    def connection_id(self) -> str:
+        """Names the connection in logs and in ``session/list``'s ``_meta``."""
+        ...
+
+    @property
+    def services(self) -> SessionServices:
+        """What sessions this connection opens run with (its environment's keys and variables)."""
+        ...
+
+    @property
+    def present(self) -> bool:
+        """False once the client has gone."""
+        ...
+
     def sink(self, session_id: str) -> UpdateSink: ...
 
-    def gate(self, session_id: str) -> PermissionGate: ...
+    def gate(self, session_id: str) -> PermissionGate:
+        """Its ``ask`` raises ``ConnectionError`` when the client goes away before answering."""
+        ...
 
     def files(self, session_id: str) -> EditorFiles | None: ...
 
     def terminals(self, session_id: str) -> EditorTerminals | None: ...
 
     def elicitor(self, session_id: str) -> Elicitor | None: ...
+
+    async def send(self, session_id: str, update: dict[str, Any]) -> None:
+        """A session-level update the protocol layer rendered (mode, config options), passed on as it is."""
+        ...
 
     async def commands_changed(self, session_id: str, commands: Sequence[Command]) -> None:
         """Tell the editor the session's slash commands are now ``commands``."""

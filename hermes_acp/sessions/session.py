@@ -1,29 +1,32 @@
-"""``Session``: one live conversation — its state, its prompt queue and its cancel scopes.
+"""``Session``: one live conversation — its state, its prompt queue, its cancel scopes and the connections attached.
 
-Prompts and slash commands are serialised (docs/architecture.md §4.11): each registers its cancel scope before its
-first await, then waits its turn on a FIFO lock, so a second prompt is answered when its own turn ends. ``cancel``
-cancels the running turn and everything queued (docs/architecture.md §4.10); the next prompt is accepted at once.
-Mode, model and thinking effort live here and in the store; the tool surface is derived from them for every model
-request (docs/architecture.md §4.6).
+Prompts and slash commands are serialised (docs/architecture.md §4.11): each is queued with its cancel scope
+before the caller's first await, and runs in a task of the session's own (in the host's task group, not in the
+request that sent it), in turn, on a FIFO lock; so a second prompt is answered when its own turn ends, and a turn
+goes on when the connection that sent it leaves (a session host). ``cancel`` cancels the running turn and
+everything queued (docs/architecture.md §4.10); the next prompt is accepted at once. Mode, model and thinking
+effort live here and in the store; the tool surface is derived from them for every model request
+(docs/architecture.md §4.6).
 
-A prompt that names one of the session's slash commands (``commands``: the built-in ones and the prompt files) runs
-it: a reply the session stores itself, or a model turn with a prompt of the command's own. The prompt files are
-rescanned when each prompt starts and when it ends; the editor is told when the list changed. ``compact`` and
-``status`` are the behaviour of ``/compact`` and ``/status``; ``usage`` is the context meter a replay ends with.
-No ACP here.
+The session's ``audience`` is the set of connections attached to it (``sessions.audience``): the update sink and
+permission gate its turns talk to. A prompt that names one of the session's slash commands (``commands``: the
+built-in ones, the prompt files and the skills) runs it: a reply the session stores itself, or a model turn with a
+prompt of the command's own; the commands see the session as a ``CommandHost``. The prompt files and the skills
+(``skills``: found in the background when the session opens) are rescanned when each prompt starts and when it
+ends; the editors are told when the list changed. The system prompt is fixed by the first model request, once the
+first scan of the skills is done (it lists them). No ACP here.
 
-The turn machinery (``turns.loop``, ``turns.compaction``, ``turns.meter``), ``computer_use`` and the sandbox are
-imported when first used, not when a session opens: ``session/new`` does not wait for them, and the agent warms
-them up in the background as soon as a session opens (``turn_imports``).
+What a turn needs is built by ``TurnWiring`` (``wiring``), which is also where the turn machinery, ``computer_use``
+and the sandbox are imported: ``session/new`` does not wait for them, and the manager warms them up in the
+background as soon as a session opens (``turn_imports``).
 """
 
 from __future__ import annotations
 
-import time
-from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Coroutine, Sequence
+from dataclasses import dataclass, field, replace
 from functools import cached_property
-from typing import TYPE_CHECKING, Literal, TypeVar
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import structlog
@@ -43,23 +46,23 @@ from hermes_acp.core import (
     UserPrompted,
     is_mode_id,
 )
-from hermes_acp.core.ids import new_compaction_id, new_message_id, new_turn_id
+from hermes_acp.core.ids import new_message_id, new_turn_id
 from hermes_acp.core.modes import MODES
 from hermes_acp.core.notice import Notice
 from hermes_acp.core.sanitize import clean_text
-from hermes_acp.errors import InvalidParamsError, NoProviderError, ProviderError, SessionBusyError, UnknownModeError
+from hermes_acp.errors import InvalidParamsError, SessionBusyError, UnknownModeError
 from hermes_acp.mcp_client import McpServers
 from hermes_acp.providers.catalog import CatalogModel, ModelCatalog
-from hermes_acp.providers.registry import ProviderRegistry
-from hermes_acp.storage.base import SessionRecord, SessionStore, utc_now
+from hermes_acp.storage.base import SessionRecord, utc_now
 from hermes_acp.tools.base import AnyTool
-from hermes_acp.tools.context import Workspace
-from hermes_acp.turns.ports import LiveCompaction, LiveUsage
+from hermes_acp.tools.context import Elicitor, Workspace
+from hermes_acp.turns.ports import LiveUsage
 from hermes_acp.turns.projection import SessionProjection
-from hermes_acp.turns.recorder import EMIT_TIMEOUT_S, Recorder
+from hermes_acp.turns.recorder import Recorder
 from hermes_acp.turns.system_prompt import build_system_prompt
 
 from ._runtime import SessionRuntime
+from .audience import Audience
 from .builtin_commands import BUILT_INS
 from .commands import Ask, Command, CommandSet, Invocation, Reply
 from .effort import EFFORT_META_KEY, choose_effort, current_effort
@@ -67,39 +70,30 @@ from .instructions import InstructionFile
 from .ports import ClientBridge
 from .prompt_files import PromptFile, expand, load_prompt_files
 from .recovery import STORE_FAILED_TEXT, recovery_events
+from .services import SessionServices
 from .skills import SkillShelf, skill_roots, skill_text
 from .status import session_status
-from .switches import AUTO_COMPACTION, SANDBOX_NETWORK, SWITCHES, switch_value
+from .switches import SANDBOX_NETWORK, SWITCHES, switch_value
 from .titles import title_from_prompt, title_with_model
-from .tool_surface import why_unavailable
-from .turn_imports import load_turn_modules
 
 if TYPE_CHECKING:
     from hermes_acp.computer_use import ComputerUse
+    from hermes_acp.exec.environment import EnvPolicy
     from hermes_acp.exec.sandbox import Sandbox
     from hermes_acp.images.gate import SessionImageGate
-    from hermes_acp.providers.echo import EchoMemory
-    from hermes_acp.turns.loop import TurnDeps, TurnResult
     from hermes_acp.turns.meter import Meter
-    from hermes_acp.turns.state import CompactionPolicy
+
+    from .turn_wiring import TurnWiring
 
 __all__ = ["PromptResult", "Session", "SessionServices"]
 
-T = TypeVar("T")
 _HANDLERS = {built_in.command.name: built_in.run for built_in in BUILT_INS}
 _log = structlog.get_logger("hermes_acp.sessions")
-
-
-@dataclass(frozen=True, slots=True)
-class SessionServices:
-    """What every session shares: configuration, store, models, the client connection and the tool surface."""
-
-    settings: Settings
-    store: SessionStore
-    catalog: ModelCatalog
-    providers: ProviderRegistry
-    client: ClientBridge
-    tool_surface: Callable[[Session], Sequence[AnyTool]]
+LEFT_NOTICE = Notice(
+    "warning",
+    "The editor that started this turn left",
+    "the turn goes on; its files and commands now use the host's own disk and sandboxed terminal",
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,6 +108,17 @@ class PromptResult:
     """The mode, model or thinking effort changed (a command did it)."""
 
 
+@dataclass(eq=False)
+class _Queued:
+    """One prompt in the session's queue: its cancel scope, the connection that sent it, and how it ended."""
+
+    origin: ClientBridge | None
+    scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
+    done: anyio.Event = field(default_factory=anyio.Event)
+    result: PromptResult | None = None
+    error: Exception | None = None
+
+
 class Session:
     def __init__(
         self,
@@ -122,6 +127,8 @@ class Session:
         runtime: SessionRuntime,
         services: SessionServices,
         *,
+        audience: Audience,
+        spawn: Callable[[Callable[[], Coroutine[Any, Any, None]], str], None],
         workspace: Workspace,
         mcp_servers: list[dict[str, object]],
         mcp: McpServers,
@@ -132,6 +139,10 @@ class Session:
         self.recorder = recorder
         self.runtime = runtime
         self.services = services
+        self.audience = audience
+        """The connections attached to the session: where its updates and questions go."""
+        self._spawn = spawn
+        """Starts a task in the host's task group (the session's turns run there)."""
         self.workspace = workspace
         self.mcp_servers = mcp_servers
         """The editor's MCP server specs for this session (kept in memory only: they may carry secrets)."""
@@ -144,56 +155,36 @@ class Session:
         self._system_prompt: str | None = None
         self.commands = CommandSet([built_in.command for built_in in BUILT_INS], prompt_files)
         """The slash commands: the built-in ones, the prompt files, the skills (rescanned around every prompt)."""
-        self.elicitor = services.client.elicitor(record.id)
-        """Questions to the user through the editor (the ``ask_user`` tool), when the client can ask them."""
         self._told_once = False
         self._turn_id: str | None = None
         """The turn running now (a notice during it is stored in it for clients without notices)."""
         self._turn_lock = anyio.Lock()
-        self._in_flight: list[anyio.CancelScope] = []
+        self._queue: list[_Queued] = []
+        """Every prompt queued or running, in order."""
         self._running = False
 
     @cached_property
-    def image_gate(self) -> SessionImageGate:
-        """The one gate every image bound for the session's model passes (tool results, MCP images, prompt
-        images), following the session's current model; a downgrade to text is told as a notice."""
-        load_turn_modules()
-        from hermes_acp.images.gate import SessionImageGate
-        from hermes_acp.providers.describe import describer_for
+    def wiring(self) -> TurnWiring:
+        """What the session's turns need (the one place the turn machinery is imported)."""
+        from .turn_wiring import TurnWiring
 
-        services = self.services
-        gate = SessionImageGate(
-            services.settings,
-            model=self.current_model,
-            describer=describer_for(services.settings, services.catalog, services.providers),
-        )
-        gate.notify = self._notify
-        return gate
+        return TurnWiring(self)
 
-    @cached_property
+    @property
     def computer_use(self) -> ComputerUse:
-        """The session's computer_use tool (offered when the driver command resolves; the driver starts lazily in
-        the owner task at the first call)."""
-        load_turn_modules()
-        from hermes_acp.computer_use import ComputerUse
+        return self.wiring.computer_use
 
-        return ComputerUse.for_session(self.runtime, self.services.settings, gate=self.image_gate)
+    @property
+    def image_gate(self) -> SessionImageGate:
+        return self.wiring.image_gate
 
-    @cached_property
-    def echo(self) -> EchoMemory:
-        """What this session learned about the reasoning fields its providers' servers take back (in memory)."""
-        load_turn_modules()
-        from hermes_acp.providers.echo import EchoMemory
-
-        return EchoMemory()
-
-    @cached_property
+    @property
     def sandbox(self) -> Sandbox:
-        """How the session's commands are contained (``[sandbox]``)."""
-        load_turn_modules()
-        from hermes_acp.exec.sandbox import Sandbox
+        return self.wiring.sandbox
 
-        return replace(Sandbox.from_settings(self.services.settings), network=self.switch(SANDBOX_NETWORK))
+    @property
+    def env_policy(self) -> EnvPolicy:
+        return self.wiring.sandbox.env_policy
 
     @property
     def id(self) -> str:
@@ -207,7 +198,7 @@ class Session:
             return self._system_prompt
         return build_system_prompt(self.workspace, self.instructions, self.skills.skills)
 
-    async def _fix_system_prompt(self) -> None:
+    async def fix_system_prompt(self) -> None:
         """Wait for the first scan of the skills (they are listed in it), then fix the system prompt."""
         if self._system_prompt is None:
             await self.skills.ensure()
@@ -222,6 +213,19 @@ class Session:
     @property
     def model_id(self) -> str | None:
         return self.record.model_id
+
+    @property
+    def catalog(self) -> ModelCatalog:
+        return self.services.catalog
+
+    @property
+    def settings(self) -> Settings:
+        return self.services.settings
+
+    @property
+    def elicitor(self) -> Elicitor | None:
+        """Questions to the user through the attached editors (the ``ask_user`` tool), when one can ask them."""
+        return self.audience.elicitor()
 
     @property
     def effort(self) -> Effort | None:
@@ -240,37 +244,98 @@ class Session:
         model_id = self.model_id if self.model_id in catalog else catalog.default_id
         return catalog.get(model_id) if model_id is not None else None
 
+    def configured_model(self, model_id: str) -> CatalogModel | None:
+        catalog = self.services.catalog
+        return catalog.get(model_id) if model_id in catalog else None
+
     @property
     def busy(self) -> bool:
+        """A model turn is running."""
         return self._running
+
+    @property
+    def working(self) -> bool:
+        """A prompt (a turn or a command) is running or queued."""
+        return bool(self._queue)
 
     @property
     def projection(self) -> SessionProjection:
         return self.recorder.projection
 
-    async def prompt(self, display: list[DisplayBlock]) -> PromptResult:
-        """Run (or queue, then run) one prompt: a model turn, or the slash command it names. A cancel while queued
-        or running answers ``cancelled`` (a command that had not started does not run)."""
-        result = await self._queued(lambda: self._prompt(display))
-        if result is None:
-            return PromptResult(stop_reason="cancelled")
-        if self.projection.title is None and self.projection.first_prompt:
-            self.runtime.submit(self._write_title, "title")
-        return result
+    @property
+    def turn_id(self) -> str | None:
+        """The turn or command running now (what a notice, or a command's own events, are stored in)."""
+        return self._turn_id
 
-    async def _queued(self, work: Callable[[], Awaitable[T]]) -> T | None:
-        """Run ``work`` when the turns queued before it have ended (docs/architecture.md §4.11); None when a cancel came
-        first, whether it was waiting or running (docs/architecture.md §4.10). Its cancel scope is registered before the
-        first await, so a cancel that follows finds it."""
-        scope = anyio.CancelScope()
-        self._in_flight.append(scope)
+    # -- connections --------------------------------------------------------------------------------------------
+
+    async def attach(
+        self, client: ClientBridge, *, replay: Sequence[Any] | None = None, catch_up: bool = False
+    ) -> None:
+        """Attach ``client``. ``catch_up`` (``session/load``): it first gets the log up to now (``replay``, when
+        the caller has it already, else read from the store), the streamed tail, then the rest live."""
+        if not catch_up:
+            await self.audience.attach(client)
+            return
+
+        async def history() -> Sequence[Any]:
+            if replay is not None:
+                return replay
+            return [stored.event for stored in await self.services.store.load_events(self.id)]
+
+        await self.audience.attach(client, history=history, quiet=self.recorder.quiet)
+
+    async def detach(self, client: ClientBridge, *, cancel_turns: bool = False) -> bool:
+        """Detach ``client`` (it left, or closed the session); with ``cancel_turns`` its prompts are cancelled
+        (``[host] on_leave = "cancel"``). When it lent the running turn its files or terminal, the turn is told it
+        goes on with the host's own. True when it was attached."""
+        lent = client.files(self.id) is not None or client.terminals(self.id) is not None
+        was_origin = self.audience.origin is client and self._turn_id is not None and lent
+        if not self.audience.detach(client):
+            return False
+        if cancel_turns:
+            for queued in list(self._queue):
+                if queued.origin is client:
+                    queued.scope.cancel()
+        elif was_origin and self._turn_id is not None:
+            with anyio.move_on_after(5):
+                await self.recorder.notice(LEFT_NOTICE, turn_id=self._turn_id)
+        return True
+
+    # -- prompts ------------------------------------------------------------------------------------------------
+
+    async def prompt(self, display: list[DisplayBlock], *, origin: ClientBridge | None = None) -> PromptResult:
+        """Queue one prompt (a model turn, or the slash command it names) and wait for its end. It is queued, and
+        cancellable, before the first await. A cancel while queued or running answers ``cancelled`` (a command
+        that had not started does not run). The turn runs in a task of the session's: a caller that stops
+        waiting (its connection left) leaves it running."""
+        queued = _Queued(origin)
+        self._queue.append(queued)
+        self._spawn(lambda: self._serve(queued, display), f"session {self.id} prompt")
+        await queued.done.wait()
+        if queued.error is not None:
+            raise queued.error
+        return queued.result or PromptResult(stop_reason="cancelled")
+
+    async def _serve(self, queued: _Queued, display: list[DisplayBlock]) -> None:
+        """Run one queued prompt when the ones before it have ended (docs/architecture.md §4.11)."""
         try:
-            with scope:
+            with queued.scope:
                 async with self._turn_lock:
-                    return await work()
-            return None
+                    self.audience.origin = (
+                        queued.origin if queued.origin is not None and queued.origin.present else None
+                    )
+                    try:
+                        queued.result = await self._prompt(display)
+                    finally:
+                        self.audience.origin = None
+            if queued.result is not None and self.projection.title is None and self.projection.first_prompt:
+                self.runtime.submit(self._write_title, "title")
+        except Exception as exc:  # answered to the prompt's caller by the one error boundary
+            queued.error = exc
         finally:
-            self._in_flight.remove(scope)
+            self._queue.remove(queued)
+            queued.done.set()
 
     async def _prompt(self, display: list[DisplayBlock]) -> PromptResult:
         await self.refresh_commands()
@@ -282,15 +347,21 @@ class Session:
     async def _turn(self, display: list[DisplayBlock], prompt: str | None = None) -> PromptResult:
         self._running = True
         try:
-            turn = await self._run(display, prompt)
+            await self.repair()
+            await self.fix_system_prompt()
+            wiring = self.wiring
+            # Bounded: MCP servers still starting are reported, not awaited.
+            mcp = [Notice("warning", text.removeprefix("⚠ ")) for text in await self.mcp.prepare_turn()]
+            skills = [Notice("warning", problem.text()) for problem in self.skills.new_problems()]
+            texts = await self._show_notices([*await self._once_notices(), *mcp, *skills])
+            self._turn_id = new_turn_id()
+            try:
+                turn = await wiring.run(display, turn_id=self._turn_id, notices=texts, prompt=prompt)
+            finally:
+                self._turn_id = None
         finally:
             self._running = False
         return PromptResult(stop_reason=turn.stop_reason, usage=turn.usage)
-
-    @property
-    def turn_id(self) -> str | None:
-        """The turn or command running now (what a notice, or a command's own events, are stored in)."""
-        return self._turn_id
 
     async def _command(self, invocation: Invocation, display: list[DisplayBlock]) -> PromptResult:
         """A slash command: a prompt file's text (its arguments in) or a built-in command's outcome."""
@@ -331,7 +402,7 @@ class Session:
         )
 
     async def refresh_commands(self) -> None:
-        """Read the prompt files and the skills again; tell the editor (bounded) when the list of commands
+        """Read the prompt files and the skills again; tell the editors (bounded) when the list of commands
         changed."""
         files = await load_prompt_files(self.workspace.cwd, self.services.settings.home)
         if self.skills.scanned:
@@ -339,11 +410,10 @@ class Session:
         before = self.commands.listing
         self._took_skills(files)
         if self.commands.listing != before:
-            with anyio.move_on_after(EMIT_TIMEOUT_S):
-                await self.services.client.commands_changed(self.id, self.commands.listing)
+            await self.audience.commands_changed(self.commands.listing)
 
     async def command_listing(self) -> Sequence[Command]:
-        """The commands once the first scan of the skills is done (what the editor is first told)."""
+        """The commands once the first scan of the skills is done (what an editor is first told)."""
         await self.skills.ensure()
         self._took_skills()
         return self.commands.listing
@@ -353,159 +423,14 @@ class Session:
         self.commands = self.commands.with_files(self.commands.files if files is None else files, self.skills.skills)
         self.workspace = replace(self.workspace, readable=self.skills.global_folders())
 
-    def cancel(self) -> None:
-        """Cancel the running turn and every queued prompt."""
-        for scope in list(self._in_flight):
-            scope.cancel()
-
-    async def _run(self, display: list[DisplayBlock], prompt: str | None) -> TurnResult:
-        load_turn_modules()
-        from hermes_acp.turns.loop import TurnState, run_turn
-
-        await self._repair()
-        await self._fix_system_prompt()
-        deps = self._turn_deps()
-        # Bounded: MCP servers still starting are reported, not awaited.
-        mcp = [Notice("warning", text.removeprefix("⚠ ")) for text in await self.mcp.prepare_turn()]
-        skills = [Notice("warning", problem.text()) for problem in self.skills.new_problems()]
-        texts = await self._show_notices([*await self._once_notices(), *mcp, *skills])
-        self._turn_id = new_turn_id()
-        try:
-            return await run_turn(TurnState(turn_id=self._turn_id), deps, display, notices=texts, prompt=prompt)
-        finally:
-            self._turn_id = None
-
-    async def _repair(self) -> None:
-        repairs = recovery_events(self.projection, text=STORE_FAILED_TEXT)
-        if repairs:  # an earlier turn stopped on a failed write: settle what it left open, as a reload would
-            await self.recorder.record(*repairs)
-
-    def _model_or_raise(self) -> CatalogModel:
-        model = self.current_model()
-        if model is None:
-            raise NoProviderError(
-                "no model provider is configured: set HERMES_ACP_BASE_URL and HERMES_ACP_MODEL (any"
-                " OpenAI-compatible server), or OPENAI_API_KEY / ANTHROPIC_API_KEY, or write"
-                f" {self.services.settings.home / 'config.toml'} (run `hermes-acp --setup`)"
-            )
-        return model
-
-    def _turn_deps(self) -> TurnDeps:
-        """The wiring of one turn (or one ``/compact``): raises ``ProviderAuthError`` when the model lacks its key."""
-        load_turn_modules()
-        from hermes_acp.turns.loop import TurnDeps
-
-        services = self.services
-        model = self._model_or_raise()
-        provider = self.echo.provider(services.providers.provider_for(model))
-        client = services.client
-        return TurnDeps(
-            session_id=self.id,
-            model=model,
-            provider=provider,
-            system_prompt=self.system_prompt,
-            tool_surface=lambda: services.tool_surface(self),
-            recorder=self.recorder,
-            gate=client.gate(self.id),
-            workspace=self.workspace,
-            mode=lambda: self.mode,
-            max_requests=services.settings.agent.max_turn_requests,
-            permission_timeout_s=services.settings.permissions.timeout_s,
-            cache_dir=services.settings.cache_dir,
-            files=client.files(self.id),
-            terminals=client.terminals(self.id),
-            images=self.image_gate,
-            sandbox=self.sandbox,
-            compaction=self._compaction_policy(),
-            models=self._configured_model,
-            effort=self.effort,
-            unavailable=lambda name: why_unavailable(self, name),
-        )
-
-    def _compaction_policy(self) -> CompactionPolicy:
-        """``[agent] compaction_threshold`` and ``compaction_model`` (the session's model writes the summaries when
-        that one is unset or its provider cannot be used)."""
-        load_turn_modules()
-        from hermes_acp.turns.state import CompactionPolicy
-
-        agent = self.services.settings.agent
-        automatic = self.switch(AUTO_COMPACTION)
-        model = self._configured_model(agent.compaction_model) if agent.compaction_model else None
-        if model is None:
-            return CompactionPolicy(threshold=agent.compaction_threshold, automatic=automatic)
-        try:
-            provider = self.services.providers.provider_for(model)
-        except ProviderError as exc:
-            _log.warning("the compaction model cannot be used; the session's model summarises", error=str(exc))
-            return CompactionPolicy(threshold=agent.compaction_threshold, automatic=automatic)
-        provider = self.echo.provider(provider)
-        return CompactionPolicy(
-            threshold=agent.compaction_threshold, model=model, provider=provider, automatic=automatic
-        )
-
-    def _configured_model(self, model_id: str) -> CatalogModel | None:
-        catalog = self.services.catalog
-        return catalog.get(model_id) if model_id in catalog else None
-
-    def meter(self, model: CatalogModel) -> Meter:
-        """The context meter of this session with ``model``."""
-        load_turn_modules()
-        from hermes_acp.turns.meter import Meter
-
-        native = self.image_gate.route() == "native"
-        return Meter(model, self.system_prompt, self.projection, native, self._configured_model, self.effort)
-
-    def usage(self) -> LiveUsage | None:
-        """The context meter now (tokens in the context, the window, the cost so far); None without a model."""
-        model = self.current_model()
-        if model is None:
-            return None
-        return self.meter(model).usage(tuple(self.services.tool_surface(self)))
-
-    async def compact(self, instructions: str, *, turn_id: str) -> Reply:
-        """``/compact [instructions]``: compact the whole history now, the summary focused by ``instructions``.
-
-        The compaction comes back in the reply, to be stored with the command in one write. A cancel while the
-        summary is written leaves the history as it was (the editor is told it was cancelled)."""
-        load_turn_modules()
-        from hermes_acp.turns.compaction import compact, log_compaction
-
-        started = time.perf_counter()
-        await self._repair()
-        await self._fix_system_prompt()
-        deps = self._turn_deps()
-        compaction_id = new_compaction_id()
-        try:
-            event = await compact(
-                deps,
-                turn_id=turn_id,
-                compaction_id=compaction_id,
-                trigger="manual",
-                tools=tuple(deps.tool_surface()),
-                instructions=instructions or None,
-            )
-        except BaseException as exc:
-            status: Literal["cancelled", "failed"] = (
-                "cancelled" if isinstance(exc, anyio.get_cancelled_exc_class()) else "failed"
-            )
-            with anyio.CancelScope(shield=True):
-                await self.recorder.live(LiveCompaction(compaction_id, status))
-            raise
-        if event is None:
-            return Reply("Nothing to compact yet: the conversation is empty.")
-        log_compaction(event, session_id=self.id, started=started)
-        return Reply("", events=(event,))
-
-    def status(self) -> str:
-        """``/status``: what the session runs on and how full its context is; no model call."""
-        return session_status(self)
-
     async def report_servers(self) -> None:
         """Once the session is open: its MCP servers that could not start (or be used), told at once instead of
         with the first prompt. Waits (bounded) for them to settle, then tells in the prompt queue (a turn that ran
         meanwhile told them itself; nothing is told twice), so commands are not held up by a slow server."""
-
-        async def report() -> None:
+        if not self.mcp:
+            return
+        await self.mcp.settled()
+        async with self._turn_lock:  # between turns: never inside another turn's text
             notices = [Notice("warning", text.removeprefix("⚠ ")) for text in await self.mcp.prepare_turn(0)]
             texts = await self._show_notices(notices)
             if texts:  # a client without notices: agent text, stored like a command's answer (a replay shows it)
@@ -513,12 +438,44 @@ class Session:
                 added = [NoticeAdded(turn_id=turn_id, message_id=new_message_id(), text=text) for text in texts]
                 await self.recorder.record(*added, TurnEnded(turn_id=turn_id, stop_reason="end_turn"))
 
-        if self.mcp:
-            await self.mcp.settled()
-            await self._queued(report)
+    def cancel(self) -> None:
+        """Cancel the running turn and every queued prompt."""
+        for queued in list(self._queue):
+            queued.scope.cancel()
+
+    async def repair(self) -> None:
+        """Settle what an earlier turn left open when it stopped on a failed write, as a reload would."""
+        repairs = recovery_events(self.projection, text=STORE_FAILED_TEXT)
+        if repairs:
+            await self.recorder.record(*repairs)
+
+    # -- what the commands and the editor ask of the session ------------------------------------------------
+
+    def meter(self, model: CatalogModel) -> Meter:
+        """The context meter of this session with ``model``."""
+        return self.wiring.meter(model)
+
+    def tools(self) -> Sequence[AnyTool]:
+        """The tool surface a model request would get now (docs/architecture.md §4.6)."""
+        return self.services.tool_surface(self)
+
+    def usage(self) -> LiveUsage | None:
+        """The context meter now (tokens in the context, the window, the cost so far); None without a model."""
+        model = self.current_model()
+        if model is None:
+            return None
+        return self.meter(model).usage(tuple(self.tools()))
+
+    async def compact(self, instructions: str, *, turn_id: str) -> Reply:
+        """``/compact [instructions]`` (``TurnWiring.compact``)."""
+        return await self.wiring.compact(instructions, turn_id=turn_id)
+
+    def status(self) -> str:
+        """``/status``: what the session runs on and how full its context is; no model call."""
+        return session_status(self)
 
     async def _show_notices(self, notices: Sequence[Notice]) -> list[str]:
-        """Show each notice live where the client takes notices; the texts of the others, to store with the turn."""
+        """Show each notice live where the clients take notices; the texts of the others, to store with the turn."""
         return [notice.as_text() for notice in notices if not await self.recorder.sink.notice(notice)]
 
     async def _once_notices(self) -> list[Notice]:
@@ -530,7 +487,7 @@ class Session:
         found = [self.sandbox.notice(await self.sandbox.availability()), self.computer_use.notice()]
         return [notice for notice in found if notice is not None]
 
-    async def _notify(self, notice: Notice) -> None:
+    async def notify(self, notice: Notice) -> None:
         """A warning that arises during a turn (an image downgraded to text): live, or stored in the turn."""
         if self._turn_id is not None:
             await self.recorder.notice(notice, turn_id=self._turn_id)
@@ -579,8 +536,8 @@ class Session:
         if all(s.id != switch_id for s in SWITCHES):
             raise InvalidParamsError(f"configId: unknown option {switch_id!r}", field="configId")
         self.record = await self.services.store.update_session(self.id, meta={**self.record.meta, switch_id: value})
-        if switch_id == SANDBOX_NETWORK:
-            self.__dict__.pop("sandbox", None)  # the next command gets a sandbox with the new setting
+        if switch_id == SANDBOX_NETWORK and "wiring" in self.__dict__:
+            self.wiring.forget_sandbox()  # the next command gets a sandbox with the new setting
 
     async def set_model(self, model_id: str) -> None:
         self.services.catalog.get(model_id)

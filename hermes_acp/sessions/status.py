@@ -13,12 +13,12 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from hermes_acp.turns.meter import Meter
 
-    from .session import Session
+    from .command_host import CommandHost
 
 __all__ = ["session_status"]
 
 
-def session_status(session: Session) -> str:
+def session_status(session: CommandHost) -> str:
     model = session.current_model()
     lines = [f"**Model:** {model.id if model is not None else 'none configured'}", f"**Mode:** {session.mode}"]
     if model is not None:
@@ -47,13 +47,13 @@ def session_status(session: Session) -> str:
     return "\n".join(lines)
 
 
-def _context(session: Session, meter: Meter) -> list[str]:
-    tools = tuple(session.services.tool_surface(session))
+def _context(session: CommandHost, meter: Meter) -> list[str]:
+    tools = tuple(session.tools())
     request = meter.request(tools)
     measured = meter.measure(request)
     parts = measured.parts
     window = meter.window
-    threshold = session.services.settings.agent.compaction_threshold
+    threshold = session.settings.agent.compaction_threshold
     projection = session.projection
     share = measured.used / window if window else 0.0
     cost = meter.cost()

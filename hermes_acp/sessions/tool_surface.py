@@ -10,15 +10,11 @@ byte-identical schemas (prompt caches depend on it).
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from hermes_acp.core.modes import READ_ONLY_MODES
-from hermes_acp.tools import builtin_tools
 from hermes_acp.tools.base import AnyTool
-
-from .turn_imports import load_turn_modules
 
 if TYPE_CHECKING:
     from .session import Session
@@ -26,28 +22,16 @@ if TYPE_CHECKING:
 __all__ = ["derive_tool_surface", "why_unavailable"]
 
 
-@functools.cache
-def _builtins() -> tuple[AnyTool, ...]:
-    load_turn_modules()
-    return tuple(builtin_tools())
-
-
 def derive_tool_surface(session: Session) -> Sequence[AnyTool]:
-    load_turn_modules()
-    from hermes_acp.tools.ask_user import AskUserTool
-    from hermes_acp.tools.load_skill import LoadSkillTool
-    from hermes_acp.tools.plan_handoff import PlanHandOffTool
-
-    from .plan_mode import PlanHandOff
-
+    wiring = session.wiring
     mode = session.mode
-    asking: tuple[AnyTool, ...] = (AskUserTool(session.elicitor),) if session.elicitor is not None else ()
-    skills: tuple[AnyTool, ...] = (LoadSkillTool(session.skills),) if session.skills.skills else ()
-    handing_off: tuple[AnyTool, ...] = (PlanHandOffTool(PlanHandOff(session)),) if mode == "plan" else ()
-    offered = (*_builtins(), *asking, *skills, *handing_off, *session.mcp.tools())
+    asking = wiring.ask_user(session.elicitor)
+    skills = wiring.load_skill(session.skills)
+    handing_off = wiring.plan_hand_off(session) if mode == "plan" else ()
+    offered = (*wiring.builtin_tools, *asking, *skills, *handing_off, *session.mcp.tools())
     tools = [tool for tool in offered if mode not in READ_ONLY_MODES or tool.read_only]
-    if session.computer_use.available:
-        tools.append(session.computer_use.tool)  # in read_only too: observation is allowed, the policy denies input
+    if wiring.computer_use.available:
+        tools.append(wiring.computer_use.tool)  # in read_only too: observation is allowed, the policy denies input
     return tools
 
 

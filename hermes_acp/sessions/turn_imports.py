@@ -1,10 +1,10 @@
 """Loading what a turn needs only once a session has opened: one list of modules, one order, one function.
 
 The turn loop with its phases, compaction, the context meter, ``computer_use`` and the built-in tools take a good
-part of the server's start-up to import, and ``session/new`` needs none of them. A session imports them through
-``load_turn_modules`` before its first turn, ``/compact``, ``/status`` or tool surface, and the manager warms them up
-in a worker thread as soon as a session opens, after the replay of a load (``warm_up_turn_modules``), so the first
-prompt finds them loaded.
+part of the server's start-up to import, and ``session/new`` needs none of them. They are what
+``sessions.turn_wiring`` imports, and a session imports that module in one place (``Session.wiring``) before its
+first turn, ``/compact``, ``/status`` or tool surface; the manager warms them up in a worker thread as soon as a
+session opens, after the replay of a load (``warm_up_turn_modules``), so the first prompt finds them loaded.
 
 Both paths import the same modules in the same order. That is what keeps the two threads safe: a thread that needs
 a module the other one is importing waits for it while holding no other module's import lock, so the two can never
@@ -20,25 +20,16 @@ import anyio.to_thread
 __all__ = ["TURN_MODULES", "load_turn_modules", "warm_up_turn_modules"]
 
 TURN_MODULES = (
-    "hermes_acp.turns.loop",
-    "hermes_acp.turns.compaction",
-    "hermes_acp.turns.meter",
-    "hermes_acp.providers.echo",
-    "hermes_acp.exec.sandbox",
-    "hermes_acp.images.gate",
-    "hermes_acp.providers.describe",
-    "hermes_acp.computer_use",
+    "hermes_acp.sessions.turn_wiring",
     "hermes_acp.tools.files",
     "hermes_acp.tools.edit",
     "hermes_acp.tools.listing",
     "hermes_acp.tools.search",
     "hermes_acp.tools.terminal",
     "hermes_acp.tools.plan",
-    "hermes_acp.tools.ask_user",
-    "hermes_acp.tools.plan_handoff",
-    "hermes_acp.tools.load_skill",
-    "hermes_acp.sessions.plan_mode",
 )
+"""``turn_wiring`` imports the turn loop, compaction, the meter, the sandbox, ``computer_use`` and ``ask_user``;
+then the built-in tools."""
 
 
 def load_turn_modules() -> None:

@@ -13,7 +13,8 @@ text where it does not. It knows the store and sink seams, not their implementat
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+from collections.abc import AsyncIterator, Sequence
 
 import anyio
 import structlog
@@ -52,6 +53,13 @@ class Recorder:
                 await self._emit(stored)
         if any(isinstance(event, TurnEnded) for event in events):
             self._stalled = False  # the next turn tries the client again
+
+    @contextlib.asynccontextmanager
+    async def quiet(self) -> AsyncIterator[None]:
+        """Hold the writes: while inside, nothing is stored or emitted, so the log read meanwhile is exactly what
+        was emitted (the cursor a connection that catches up is attached at)."""
+        async with self._writing:
+            yield
 
     async def show_unstored(self, *events: SessionEvent) -> None:
         """Emit ``events`` without storing them: the settlements of a turn whose store refused a write. The

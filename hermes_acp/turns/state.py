@@ -64,6 +64,9 @@ class TurnDeps:
     cache_dir: Path
     files: EditorFiles | None = None
     terminals: EditorTerminals | None = None
+    client_present: Callable[[], bool] | None = None
+    """Whether the client whose ``files`` and ``terminals`` these are is still there; once it is not, each call
+    uses this machine's disk and terminal instead (None: the client never goes away during the turn)."""
     images: ImageGate | None = None
     """The session's image gate: prompt images, tool-result images and MCP images all pass it."""
     sandbox: Sandbox | None = None

@@ -309,6 +309,7 @@ def _context(call: ToolCallPart, deps: TurnDeps, state: TurnState) -> ToolContex
     async def progress(content: list[Any]) -> None:
         await deps.recorder.live(LiveToolProgress(call.id, content))
 
+    present = deps.client_present is None or deps.client_present()
     return ToolContext(
         session_id=deps.session_id,
         turn_id=state.turn_id,
@@ -317,8 +318,8 @@ def _context(call: ToolCallPart, deps: TurnDeps, state: TurnState) -> ToolContex
         mode=deps.mode(),
         progress=progress,
         cache_dir=deps.cache_dir,
-        files=deps.files,
-        terminals=deps.terminals,
+        files=deps.files if present else None,
+        terminals=deps.terminals if present else None,
         images=deps.images,
         sandbox=deps.sandbox,
     )

@@ -20,9 +20,7 @@ from acp.client.connection import ClientSideConnection
 
 from hermes_acp.app import serve_app
 from hermes_acp.config import Settings, load_settings
-from hermes_acp.protocol.client_bridge import AcpClientBridge
-from hermes_acp.protocol.dispatcher import Dispatcher
-from hermes_acp.protocol.initialize import Handshake
+from hermes_acp.protocol.connection import Connection
 from hermes_acp.protocol.stdio import AppRunner, serve_streams
 from hermes_acp.providers.base import ModelProvider
 from hermes_acp.providers.catalog import CatalogModel, ModelCatalog
@@ -149,10 +147,9 @@ async def _running_server(
     def tool_surface(session: Session) -> Sequence[AnyTool]:
         return [*derive_tool_surface(session), *tools]
 
-    async def runner(dispatcher: Dispatcher, handshake: Handshake, _env: Mapping[str, str]) -> None:
+    async def runner(connection: Connection) -> None:
         await serve_app(
-            dispatcher,
-            AcpClientBridge(dispatcher, handshake),
+            connection,
             settings=settings,
             env=env,
             catalog=catalog,

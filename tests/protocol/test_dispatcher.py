@@ -5,6 +5,7 @@ error boundary, and what happens when the client leaves."""
 from __future__ import annotations
 
 import contextlib
+import logging
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -258,3 +259,57 @@ async def test_the_client_leaving_cancels_turns_at_once_fails_our_requests_and_e
     assert probe.cancel_hook_params == [{"sessionId": "s"}], "the turn was cancelled through its hook"
     assert slow.cancelled.is_set(), "other requests were cancelled after the grace"
     assert outcome and "went away" in outcome[0]
+
+
+async def test_the_first_answer_counts_and_a_second_or_late_one_is_dropped_quietly(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A permission answered ``reject_once`` then ``allow_once`` back to back: the first is final; an answer to a
+    request we had cancelled is dropped too, and neither is logged above debug."""
+    probe = Probe()
+    async with served(probe) as (dispatcher, _ends, raw):
+        results: list[Any] = []
+        async with anyio.create_task_group() as tg:
+
+            async def ask() -> None:
+                results.append(await dispatcher.request("session/request_permission", {"sessionId": "s"}, wait_s=5))
+
+            tg.start_soon(ask)
+            sent = await raw.receive()
+            reject = {"outcome": {"outcome": "selected", "optionId": "reject_once"}}
+            allow = {"outcome": {"outcome": "selected", "optionId": "allow_once"}}
+            await raw.send({"jsonrpc": "2.0", "id": sent["id"], "result": reject})
+            await raw.send({"jsonrpc": "2.0", "id": sent["id"], "result": allow})
+        async with anyio.create_task_group() as tg:
+
+            async def abandoned() -> None:
+                await dispatcher.request("elicitation/create", {"sessionId": "s"}, wait_s=None)
+
+            tg.start_soon(abandoned)
+            asked = await raw.receive()
+            tg.cancel_scope.cancel()
+        cancel = await raw.receive()
+        await raw.send({"jsonrpc": "2.0", "id": asked["id"], "result": {"action": "accept", "content": {}}})
+        await raw.send({"jsonrpc": "2.0", "id": 9_999, "result": {}})  # an id we never used: a warning
+        await raw.send({"jsonrpc": "2.0", "id": "ping", "method": "_hook", "params": {}})
+        await raw.response("ping")  # every answer above was read before this request was
+    assert results == [reject]
+    assert cancel["params"] == {"requestId": asked["id"]}
+    above_debug = [r.getMessage() for r in caplog.records if r.levelno > logging.DEBUG]
+    assert above_debug == ["an answer to no request of ours (id 9999) ignored"]
+
+
+async def test_a_cancel_request_sent_as_a_request_is_answered_and_honoured() -> None:
+    probe = Probe()
+    async with served(probe) as (_dispatcher, _ends, raw):
+        await raw.send({"jsonrpc": "2.0", "id": "slow", "method": "_slow", "params": {}})
+        await probe.started.wait()
+        await raw.send({"jsonrpc": "2.0", "id": "stop", "method": "$/cancel_request", "params": {"requestId": "slow"}})
+        answers: dict[str, dict[str, Any]] = {}
+        with anyio.fail_after(5):
+            while len(answers) < 2:
+                message = await raw.receive()
+                answers[message["id"]] = message
+    assert answers["stop"] == {"jsonrpc": "2.0", "id": "stop", "result": {}}
+    assert answers["slow"]["error"]["code"] == -32800
+    assert probe.cancelled.is_set()

@@ -5,9 +5,11 @@ answers, its owner tasks)."""
 from __future__ import annotations
 
 import contextlib
+import weakref
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import anyio
 
@@ -25,7 +27,7 @@ from hermes_acp.turns import LiveUpdate, PermissionAnswer, PermissionQuestion
 from hermes_acp.turns.ports import PermissionChoice
 from tests.fakes.server import scripted_model
 
-__all__ = ["Bridge", "RecordingSink", "open_manager"]
+__all__ = ["Bridge", "RecordingSink", "client_of", "open_manager"]
 
 
 @dataclass
@@ -56,11 +58,24 @@ class _AllowGate:
 
 @dataclass
 class Bridge:
+    services_: SessionServices | None = None
+    """Set by ``open_manager``."""
     sinks: dict[str, RecordingSink] = field(default_factory=dict)
     commands: dict[str, list[list[str]]] = field(default_factory=dict)
     """Each session's command lists as announced, by name."""
     modes: dict[str, list[str]] = field(default_factory=dict)
     """Each session's mode as of each options change it announced."""
+
+    connection_id: str = "test"
+    present: bool = True
+
+    @property
+    def services(self) -> SessionServices:
+        assert self.services_ is not None
+        return self.services_
+
+    async def send(self, session_id: str, update: dict[str, Any]) -> None:
+        return None
 
     def sink(self, session_id: str) -> RecordingSink:
         return self.sinks.setdefault(session_id, RecordingSink())
@@ -84,6 +99,14 @@ class Bridge:
         self.modes.setdefault(session.id, []).append(session.mode)
 
 
+_CLIENTS: weakref.WeakKeyDictionary[SessionManager, Bridge] = weakref.WeakKeyDictionary()
+
+
+def client_of(manager: SessionManager) -> Bridge:
+    """The one client connection ``open_manager`` gave the manager (its sessions are opened through it)."""
+    return _CLIENTS[manager]
+
+
 @contextlib.asynccontextmanager
 async def open_manager(
     tmp_path: Path, provider: ScriptedProvider, *, bridge: Bridge | None = None, model: CatalogModel | None = None
@@ -96,10 +119,12 @@ async def open_manager(
         store=InMemorySessionStore(),
         catalog=ModelCatalog([model], model.id),
         providers=ProviderRegistry(settings, {}, overrides={provider.provider_id: provider}),
-        client=bridge or Bridge(),
         tool_surface=derive_tool_surface,
     )
+    bridge = bridge or Bridge()
+    bridge.services_ = services
     manager = SessionManager(services)
+    _CLIENTS[manager] = bridge
     async with anyio.create_task_group() as group:
         manager.attach(group)
         try:

@@ -31,7 +31,7 @@ from hermes_acp.sessions import Session
 from hermes_acp.sessions.recovery import OUTCOME_UNKNOWN_TEXT
 from hermes_acp.turns.settlements import NOT_RUN
 
-from .support import Bridge, open_manager
+from .support import Bridge, client_of, open_manager
 
 pytestmark = pytest.mark.anyio
 
@@ -45,11 +45,13 @@ async def _load_after_crash(tmp_path: Path, left: list[SessionEvent]) -> tuple[l
     bridge = Bridge()
     with anyio.fail_after(10):
         async with open_manager(tmp_path, ScriptedProvider([]), bridge=bridge) as manager:
-            session = await manager.new_session(str(tmp_path), None, [])
+            session = await manager.new_session(str(tmp_path), None, [], client=client_of(manager))
             await manager.close_session(session.id)
             await manager.services.store.append_events(session.id, left)
             bridge.sinks.clear()
-            loaded = await manager.open_existing(session.id, str(tmp_path), None, [], replay=True)
+            loaded = await manager.open_existing(
+                session.id, str(tmp_path), None, [], replay=True, client=client_of(manager)
+            )
             stored = [s.event for s in await manager.services.store.load_events(session.id)]
             await manager.close_session(session.id)
     return stored, bridge, loaded

@@ -14,7 +14,7 @@ from hermes_acp.core import DisplayBlock, SessionEvent, TextBlock, TextPart
 from hermes_acp.providers.scripted import ScriptedProvider, ScriptedReply
 from hermes_acp.sessions import manager as manager_module
 
-from .support import Bridge, RecordingSink, open_manager
+from .support import Bridge, RecordingSink, client_of, open_manager
 
 pytestmark = pytest.mark.anyio
 
@@ -25,7 +25,7 @@ async def test_cancel_answers_a_queued_command_cancelled_and_it_never_runs(tmp_p
     results: dict[str, Any] = {}
     with anyio.fail_after(5):
         async with open_manager(tmp_path, provider) as manager:
-            session = await manager.new_session(str(tmp_path), None, [])
+            session = await manager.new_session(str(tmp_path), None, [], client=client_of(manager))
 
             async def turn() -> None:
                 results["turn"] = await session.prompt([TextBlock(text="work")])
@@ -54,7 +54,7 @@ async def test_a_session_that_fails_to_open_leaves_no_owner_task_behind(tmp_path
     with anyio.fail_after(5):
         async with open_manager(tmp_path, ScriptedProvider(), bridge=_NoSinkBridge()) as manager:
             with pytest.raises(RuntimeError, match="no update sink"):
-                await manager.new_session(str(tmp_path), None, [])
+                await manager.new_session(str(tmp_path), None, [], client=client_of(manager))
 
 
 class _WaitsForTheOther:
@@ -79,8 +79,8 @@ async def test_closing_the_manager_closes_its_sessions_at_once(tmp_path: Path) -
     met: list[str] = []
     with anyio.fail_after(10):
         async with open_manager(tmp_path, ScriptedProvider()) as manager:
-            first = await manager.new_session(str(tmp_path), None, [])
-            second = await manager.new_session(str(tmp_path), None, [])
+            first = await manager.new_session(str(tmp_path), None, [], client=client_of(manager))
+            second = await manager.new_session(str(tmp_path), None, [], client=client_of(manager))
             await first.runtime.enter(_WaitsForTheOther("first", first_leaving, second_leaving, met))
             await second.runtime.enter(_WaitsForTheOther("second", second_leaving, first_leaving, met))
     assert sorted(met) == ["first", "second"]
@@ -115,12 +115,12 @@ async def test_a_load_replays_first_and_warms_the_turn_machinery_up_after(
     provider = ScriptedProvider([ScriptedReply(parts=[TextPart(text="hello")])])
     with anyio.fail_after(5):
         async with open_manager(tmp_path, provider, bridge=bridge) as manager:
-            session = await manager.new_session(str(tmp_path), None, [])
+            session = await manager.new_session(str(tmp_path), None, [], client=client_of(manager))
             opened["id"] = session.id
             await session.prompt([TextBlock(text="hi")])
             await manager.close_session(session.id)
             before_load = len(bridge.sink(session.id).events)
-            await manager.open_existing(session.id, str(tmp_path), None, [], replay=True)
+            await manager.open_existing(session.id, str(tmp_path), None, [], replay=True, client=client_of(manager))
             await anyio.wait_all_tasks_blocked()
             replayed = len(bridge.sink(session.id).events) - before_load
     assert replayed >= 3, "the load replayed the prompt, the answer and the turn's end"

@@ -15,7 +15,7 @@ from hermes_acp.turns.context import text_tokens, tools_tokens
 from hermes_acp.turns.request import tool_specs
 from tests.fakes.server import scripted_model
 
-from .support import open_manager
+from .support import client_of, open_manager
 
 pytestmark = pytest.mark.anyio
 
@@ -32,7 +32,7 @@ async def test_status_reads_the_session_without_asking_the_model(tmp_path: Path)
         {"name": "odd", "type": "websocket"},
     ]
     async with open_manager(tmp_path, provider, model=priced) as manager:
-        session = await manager.new_session(str(workspace), [str(extra)], servers)
+        session = await manager.new_session(str(workspace), [str(extra)], servers, client=client_of(manager))
         await session.prompt([TextBlock(text="hello")])
         with anyio.fail_after(20):
             await session.mcp.prepare_turn()  # the ghost server has failed by now

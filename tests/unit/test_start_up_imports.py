@@ -112,3 +112,19 @@ def test_loading_the_server_builds_no_model_schema() -> None:
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]", f"built while loading: {done.stdout.strip()}"
+
+
+def test_the_front_door_loads_none_of_the_server_and_no_event_loop() -> None:
+    """``hermes-acp --shared`` relays bytes: the standard library and ``host.paths``, nothing else of ours."""
+    loaded = _loaded_after("import hermes_acp.cli, hermes_acp.host.frontdoor, hermes_acp.host.control")
+    ours = sorted(name for name in loaded if name.startswith("hermes_acp"))
+    assert ours == [
+        "hermes_acp",
+        "hermes_acp.cli",
+        "hermes_acp.host",
+        "hermes_acp.host.control",
+        "hermes_acp.host.frontdoor",
+        "hermes_acp.host.paths",
+        "hermes_acp.version",
+    ]
+    assert _present(loaded, ("asyncio", "anyio", "pydantic", "structlog", "subprocess", "pathlib", "tomllib")) == []

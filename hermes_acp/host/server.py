@@ -1,0 +1,265 @@
+"""``hermes-acp host``: the session host process — one per ``$HERMES_ACP_HOME``, owning the store and every live
+session, serving every connection to them.
+
+It takes the home's lock (``host.lock``: a second host for the same home exits at once), writes ``host.json`` (pid,
+version), listens on ``host.sock`` in the private runtime directory (``paths``), and, when ``[host] listen`` names
+any, on the remote doors (``remote``). A connection on the socket is taken only from a process of the same user
+(the peer's uid, ``SO_PEERCRED``), and starts with one line:
+
+- a front door's hello: with the same version it is answered ``ok`` and becomes a ``Connection`` like any other,
+  with the environment the hello carried (its keys and variables for the sessions it opens); with another version
+  it is refused with what to do;
+- a control request: ``status`` (pid, version, home, connections, live sessions and which run a turn) or ``stop``
+  (answered, then the host shuts down as on SIGTERM).
+
+A connection that leaves is detached from its sessions and its turns go on (``[host] on_leave``); a question with
+nobody attached waits for the next attach. The host exits after ``[host] idle_exit_s`` with no connection and no
+running turn, or on SIGTERM/SIGINT/``stop``: turns are cancelled and settled in the log, child processes stopped.
+After a kill -9 the next front door starts a new host, and sessions load from the log as after any crash (a call
+that was running is "outcome unknown", never run again). Its logs go to ``$HERMES_ACP_HOME/logs/``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import fcntl
+import json
+import os
+import signal
+import socket
+import struct
+import time
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+import anyio
+from anyio.abc import TaskGroup
+
+from hermes_acp.app import Host, load_host_parts, open_host
+from hermes_acp.protocol.connection import Connection
+from hermes_acp.protocol.framing import LineReader
+from hermes_acp.providers.catalog import ModelCatalog
+from hermes_acp.telemetry import get_logger
+from hermes_acp.version import __version__
+
+from .paths import CONTROL_KEY, HELLO_KEY, MAX_HELLO_BYTES, HostPaths, decode_line, encode_line, host_paths, private_dir
+
+if TYPE_CHECKING:
+    from .remote import RemoteDoors
+
+__all__ = ["HostLock", "peer_uid", "run_host", "serve_host"]
+
+_log = get_logger("hermes_acp.host")
+HELLO_TIMEOUT_S = 10.0
+"""How long a new connection may take to send its first line."""
+IDLE_POLL_S = 1.0
+"""How often the idle timer looks (at most)."""
+_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+
+
+class HostLock:
+    """The home's lock, held for the host's life (an advisory ``flock``: the kernel drops it when the host dies)."""
+
+    def __init__(self, paths: HostPaths):
+        self._paths = paths
+        self._fd: int | None = None
+
+    def acquire(self) -> bool:
+        """True when this process now holds it; False when another host does."""
+        fd = os.open(self._paths.lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            return False
+        self._fd = fd
+        return True
+
+    def release(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+
+def peer_uid(sock: socket.socket) -> int:
+    """The uid of the process at the other end of a Unix socket (``SO_PEERCRED``)."""
+    creds = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+    _pid, uid, _gid = struct.unpack("3i", creds)
+    return int(uid)
+
+
+def run_host(env: Mapping[str, str] | None = None, *, ready: Callable[[str], None] | None = None) -> int:
+    """The ``hermes-acp host`` command: serve until idle, stopped or signalled; the exit status. ``ready`` gets
+    the socket's path once the host listens."""
+    env = dict(os.environ) if env is None else dict(env)
+    return asyncio.run(serve_host(env, ready=ready))
+
+
+async def serve_host(env: Mapping[str, str], *, ready: Callable[[str], None] | None = None) -> int:
+    paths = host_paths(env)
+    private_dir(paths.directory)
+    lock = HostLock(paths)
+    if not lock.acquire():
+        _log.info("a session host already serves this home", home=paths.home)
+        if ready is not None:
+            ready(paths.socket)  # the one that holds the lock listens there
+        return 0
+    try:
+        settings, store, failure = await load_host_parts(env)
+        if settings is None or store is None:
+            _log.error("the session host cannot serve", error=str(failure))
+            return 1
+        host = Host(settings, env, store, catalog=ModelCatalog.from_settings(settings, env), shared=True)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(paths.socket)  # a dead host's: we hold the lock, so nobody else listens there
+        async with open_host(host), anyio.create_task_group() as group:
+            door = _Door(host, paths, group)
+            server = await asyncio.start_unix_server(door.accept, path=paths.socket, limit=1024 * 1024)
+            os.chmod(paths.socket, 0o600)
+            remote = None
+            if settings.host.listen:
+                from .remote import RemoteDoors
+
+                remote = RemoteDoors(host, settings)
+                await remote.start(group)
+                door.remote = remote
+            _write_record(paths)
+            if ready is not None:
+                ready(paths.socket)
+            _log.info("session host serving", version=__version__, home=str(settings.home), socket=paths.socket)
+            try:
+                await door.until_done(settings.host.idle_exit_s)
+            finally:
+                server.close()
+                if remote is not None:
+                    await remote.stop()
+                door.close_all()
+                group.cancel_scope.cancel()
+        return 0
+    finally:
+        for path in (paths.record, paths.socket):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(path)
+        lock.release()
+
+
+class _Door:
+    """The Unix socket's connections, the control requests, the idle timer and the signals."""
+
+    def __init__(self, host: Host, paths: HostPaths, group: TaskGroup):
+        self._host = host
+        self._paths = paths
+        self._group = group
+        self._stop = anyio.Event()
+        self._started = time.time()
+        self.remote: RemoteDoors | None = None
+
+    async def accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            await self._serve(reader, writer)
+        except Exception:
+            _log.exception("a connection to the session host failed")
+        finally:
+            writer.close()
+            with contextlib.suppress(OSError, ConnectionError):
+                await writer.wait_closed()
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        sock = writer.get_extra_info("socket")
+        uid = peer_uid(sock) if sock is not None else -1
+        if uid != os.getuid():
+            _log.warning("refused a connection from another user", uid=uid)
+            return
+        with anyio.move_on_after(HELLO_TIMEOUT_S):
+            line = await reader.readline()
+        if not line or len(line) > MAX_HELLO_BYTES:
+            return
+        hello = decode_line(line)
+        if hello is None:
+            _log.warning("a connection did not start with a hello line")
+            return
+        if CONTROL_KEY in hello:
+            writer.write(encode_line(self._control(str(hello[CONTROL_KEY]))))
+            await writer.drain()
+            return
+        if HELLO_KEY not in hello:
+            return
+        version = hello.get("version")
+        if version != __version__:
+            error = (
+                f"a hermes-acp session host of version {__version__} serves {self._paths.home}, and this front door"
+                f" is version {version}: stop the old host with `hermes-acp host stop` (it settles running turns"
+                " first) or let it exit when idle, then start the editor's agent again"
+            )
+            writer.write(encode_line({"ok": False, "version": __version__, "error": error}))
+            await writer.drain()
+            return
+        env = hello.get("env")
+        client_env = {str(k): str(v) for k, v in env.items()} if isinstance(env, dict) else {}
+        writer.write(encode_line({"ok": True, "version": __version__}))
+        await writer.drain()
+        connection = Connection(LineReader(reader), writer, client_env, cancel_on_leave=False, name="socket")
+        async with anyio.create_task_group() as group:
+            group.start_soon(connection.dispatcher.run, name="host connection dispatcher")
+            await self._host.serve(connection)
+
+    def _control(self, command: str) -> dict[str, Any]:
+        if command == "stop":
+            self._stop.set()
+            return {"ok": True, "stopping": True, "pid": os.getpid()}
+        if command == "status":
+            return {"ok": True, **self.status()}
+        return {"ok": False, "error": f"unknown control request {command!r} (status, stop)"}
+
+    def status(self) -> dict[str, Any]:
+        host = self._host
+        sessions = [
+            {"sessionId": s.id, "cwd": s.record.cwd, "running": s.working, "attached": len(s.audience)}
+            for s in host.manager.sessions
+        ]
+        return {
+            "pid": os.getpid(),
+            "version": __version__,
+            "home": str(host.settings.home),
+            "socket": self._paths.socket,
+            "since": self._started,
+            "connections": len(host.connections),
+            "sessions": sessions,
+            "listening": self.remote.listening if self.remote is not None else [],
+            "refused": self.remote.refused if self.remote is not None else [],
+        }
+
+    async def until_done(self, idle_exit_s: float) -> None:
+        """Until ``stop``, a termination signal, or ``idle_exit_s`` with no connection and no running turn."""
+        loop = asyncio.get_running_loop()
+        for signum in _SIGNALS:
+            loop.add_signal_handler(signum, self._stop.set)
+        try:
+            idle_since: float | None = None
+            while not self._stop.is_set():
+                idle = not self._host.connections and not self._host.working
+                now = anyio.current_time()
+                idle_since = (idle_since or now) if idle else None
+                if idle_exit_s > 0 and idle_since is not None and now - idle_since >= idle_exit_s:
+                    _log.info("the session host was idle; exiting", idle_s=idle_exit_s)
+                    return
+                wait = IDLE_POLL_S if idle_exit_s <= 0 else min(IDLE_POLL_S, max(idle_exit_s / 4, 0.01))
+                with anyio.move_on_after(wait):
+                    await self._stop.wait()
+        finally:
+            for signum in _SIGNALS:
+                loop.remove_signal_handler(signum)
+
+    def close_all(self) -> None:
+        """Shutting down: every connection leaves, and its turns are cancelled with the sessions."""
+        for connection in list(self._host.connections):
+            connection.dispatcher.close_input()
+
+
+def _write_record(paths: HostPaths) -> None:
+    record = {"pid": os.getpid(), "version": __version__, "socket": paths.socket, "started": time.time()}
+    temporary = paths.record + ".tmp"
+    with open(temporary, "w", encoding="utf-8") as handle:
+        json.dump(record, handle)
+    os.replace(temporary, paths.record)

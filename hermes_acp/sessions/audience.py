@@ -1,0 +1,479 @@
+"""``Audience``: the connections attached to one session, and the one place updates and questions fan out.
+
+A session is attached to every connection that created, loaded or resumed it (docs/architecture.md §6.7). The
+audience is the session's ``UpdateSink`` and ``PermissionGate`` (the ports the turn loop talks to) and its
+``Elicitor``:
+
+- **Updates** go to every attached connection, each through its own bridge, so each gets them shaped for its own
+  capabilities (notices, compaction updates). Each send is bounded per connection (``MEMBER_SEND_S``): a client
+  that lets one wait out counts as stalled until the turn ends and gets nothing more live (``session/load`` replays
+  it), while the others go on. The prompt of a turn is shown live to the connections that did not send it.
+- **Questions** (permission requests, elicitation) go to every attached connection that can answer them; the first
+  answer wins and is final, and the requests to the others are withdrawn (their waits are cancelled, which tells
+  each client with ``$/cancel_request``). A connection that attaches while a question waits is asked too. With
+  nobody attached, a question waits for the next attach (``wait_for_attach``, bounded by ``unattended_wait_s``,
+  0 = as long as the turn lives); without ``wait_for_attach`` (inline mode: the one client is gone) it fails at
+  once as a closed connection.
+- **Catch-up** (``attach`` with a history): the connection is added while the recorder holds its write lock, so
+  every stored event is either in the history it is given (replayed) or emitted after it joined (live), never
+  both, never neither: an event-level cursor. What it receives live meanwhile waits in its backlog until the
+  history and the streamed tail (text and reasoning not yet checkpointed, the running tools' live output) are sent;
+  then the backlog drains, in order, and the questions still open are put to it.
+- **Files and terminals** of a turn are those of the connection whose prompt it runs (``origin``); when that
+  connection leaves, the turn goes on with the host's own disk and (sandboxed) terminal, and the user is told.
+
+It knows the ports, not ACP.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+import anyio
+import structlog
+from anyio.abc import TaskGroup
+
+from hermes_acp.core import (
+    AssistantMessageStored,
+    AssistantTextCheckpointed,
+    NoticeAdded,
+    SessionEvent,
+    ToolCallSettled,
+    TurnEnded,
+    UserPrompted,
+)
+from hermes_acp.core.notice import Notice
+from hermes_acp.errors import PermissionDeniedError, ToolError
+from hermes_acp.tools.context import EditorFiles, EditorTerminals, ElicitationAnswer, Elicitor
+from hermes_acp.turns.ports import (
+    LiveTextChunk,
+    LiveThoughtChunk,
+    LiveToolProgress,
+    LiveUpdate,
+    PermissionAnswer,
+    PermissionChoice,
+    PermissionQuestion,
+    UpdateSink,
+)
+from hermes_acp.turns.projection import transcript_events
+
+from .commands import Command
+from .ports import ClientBridge
+
+if TYPE_CHECKING:
+    from .session import Session
+
+__all__ = ["MEMBER_SEND_S", "Audience"]
+
+T = TypeVar("T")
+MEMBER_SEND_S = 5.0
+"""Longest wait for one connection to take one update; past it that connection is stalled until the turn ends."""
+_log = structlog.get_logger("hermes_acp.sessions")
+_Send = Callable[[UpdateSink], Awaitable[Any]]
+
+
+@dataclass(eq=False)
+class _Member:
+    client: ClientBridge
+    sink: UpdateSink
+    backlog: list[_Send] | None = None
+    """While it catches up: what arrived live meanwhile, sent once the history is."""
+    stalled: bool = False
+
+    async def deliver(self, send: _Send) -> None:
+        if self.backlog is not None:
+            self.backlog.append(send)
+        elif not self.stalled:
+            await self._send(send)
+
+    async def _send(self, send: _Send) -> None:
+        with anyio.move_on_after(MEMBER_SEND_S) as sending:
+            await send(self.sink)
+        if sending.cancelled_caught:
+            self.stalled = True
+            _log.warning(
+                "a client stopped taking updates; the rest of this turn is not sent to it live",
+                connection=self.client.connection_id,
+            )
+
+
+@dataclass(eq=False)
+class _Question(Generic[T]):
+    """One request of ours put to every attached connection that can answer it; the first answer counts."""
+
+    call: Callable[[ClientBridge], Awaitable[T]]
+    can_answer: Callable[[ClientBridge], bool]
+    group: TaskGroup | None = None
+    asking: dict[int, anyio.CancelScope] = field(default_factory=dict)
+    """By member id: the scope of the request to that connection."""
+    answered: anyio.Event = field(default_factory=anyio.Event)
+    changed: anyio.Event = field(default_factory=anyio.Event)
+    result: T | None = None
+    error: Exception | None = None
+
+    def put(self, member: _Member) -> None:
+        if self.group is None or self.answered.is_set() or id(member) in self.asking:
+            return
+        if not self.can_answer(member.client):
+            return
+        scope = anyio.CancelScope()
+        self.asking[id(member)] = scope
+        self.group.start_soon(self._ask, member, scope)
+
+    def withdraw(self, member: _Member) -> None:
+        scope = self.asking.pop(id(member), None)
+        if scope is not None:
+            scope.cancel()
+            self._wake()
+
+    async def _ask(self, member: _Member, scope: anyio.CancelScope) -> None:
+        with scope:
+            try:
+                result = await self.call(member.client)
+            except ConnectionError:  # that client went away: the others (or the next to attach) may answer
+                self.asking.pop(id(member), None)
+                self._wake()
+                return
+            except Exception as exc:
+                self._settle(None, exc)
+                return
+            self._settle(result, None)
+
+    def _settle(self, result: T | None, error: Exception | None) -> None:
+        if self.answered.is_set():
+            return  # a later answer from another connection: the first one counts
+        self.result, self.error = result, error
+        self.answered.set()
+        self._wake()
+
+    def _wake(self) -> None:
+        self.changed.set()
+        self.changed = anyio.Event()
+
+
+@dataclass
+class _Tail:
+    """What was streamed live and is not yet in the log: text and reasoning since each message's last checkpoint,
+    and each running call's latest live output. A connection that catches up gets it after the history."""
+
+    chunks: list[LiveTextChunk | LiveThoughtChunk] = field(default_factory=list)
+    progress: dict[str, LiveToolProgress] = field(default_factory=dict)
+
+    def live(self, update: LiveUpdate) -> None:
+        if isinstance(update, LiveTextChunk | LiveThoughtChunk):
+            self.chunks.append(update)
+        elif isinstance(update, LiveToolProgress):
+            self.progress[update.tool_call_id] = update
+
+    def stored(self, event: SessionEvent) -> None:
+        if isinstance(event, AssistantTextCheckpointed):
+            self._drop(event.message_id, LiveTextChunk, len(event.text))
+            self._drop(event.message_id, LiveThoughtChunk, len(event.thinking))
+        elif isinstance(event, AssistantMessageStored):
+            self.chunks = [c for c in self.chunks if c.message_id != event.message_id]
+        elif isinstance(event, ToolCallSettled):
+            self.progress.pop(event.tool_call_id, None)
+        elif isinstance(event, TurnEnded):
+            self.chunks.clear()
+            self.progress.clear()
+
+    def _drop(self, message_id: str, kind: type[LiveTextChunk | LiveThoughtChunk], chars: int) -> None:
+        """A checkpoint stores the oldest unsaved pieces of a message: the first ``chars`` characters of it."""
+        kept: list[LiveTextChunk | LiveThoughtChunk] = []
+        for chunk in self.chunks:
+            if chars > 0 and chunk.message_id == message_id and isinstance(chunk, kind):
+                chars -= len(chunk.text)
+                continue
+            kept.append(chunk)
+        self.chunks = kept
+
+    def snapshot(self) -> list[LiveUpdate]:
+        return [*self.chunks, *self.progress.values()]
+
+
+class Audience:
+    """The connections attached to one session (see the module docstring)."""
+
+    def __init__(self, session_id: str, *, wait_for_attach: bool, unattended_wait_s: float = 0.0):
+        self._session_id = session_id
+        self._wait_for_attach = wait_for_attach
+        self._unattended_wait_s = unattended_wait_s
+        self._members: list[_Member] = []
+        self._questions: list[_Question[Any]] = []
+        self._tail = _Tail()
+        self._joined = anyio.Event()
+        """Set (and replaced) whenever a connection finishes attaching."""
+        self._shown_notices: dict[str, set[int]] = {}
+        """A notice's text → the members that showed it live (the stored copy is not rendered to them again)."""
+        self._could_elicit = False
+        self.origin: ClientBridge | None = None
+        """The connection whose prompt the running turn serves (its files and terminals; its prompt it shows
+        itself)."""
+
+    # -- who is attached --------------------------------------------------------------------------------------
+
+    @property
+    def clients(self) -> list[ClientBridge]:
+        return [member.client for member in self._members]
+
+    def __len__(self) -> int:
+        return len(self._members)
+
+    def has(self, client: ClientBridge) -> bool:
+        return any(member.client is client for member in self._members)
+
+    async def attach(
+        self,
+        client: ClientBridge,
+        *,
+        history: Callable[[], Awaitable[Sequence[SessionEvent]]] | None = None,
+        quiet: Callable[[], AbstractAsyncContextManager[None]] | None = None,
+    ) -> None:
+        """Attach ``client``; with ``history`` (``session/load``) it first gets the log so far, then the streamed
+        tail, then what happened meanwhile. ``quiet`` holds the recorder's writes while the cursor is taken."""
+        if self.has(client):
+            if history is None:
+                return
+            self.detach(client)
+        member = _Member(client, client.sink(self._session_id))
+        if history is None:
+            self._join(member)
+            return
+        member.backlog = []
+        async with _held(quiet):
+            events = await history()
+            tail = self._tail.snapshot()
+            self._members.append(member)
+        try:
+            for event in transcript_events(list(events)):
+                await member.sink.emit_event(event, live=False)
+            for update in tail:
+                await member.sink.emit_live(update)
+            while member.backlog:
+                await member.backlog.pop(0)(member.sink)
+        except BaseException:
+            self._drop(member)
+            raise
+        member.backlog = None
+        self._members.remove(member)
+        self._join(member)
+
+    def _join(self, member: _Member) -> None:
+        self._members.append(member)
+        if member.client.elicitor(self._session_id) is not None:
+            self._could_elicit = True
+        for question in list(self._questions):
+            question.put(member)
+        self._joined.set()
+        self._joined = anyio.Event()
+
+    def detach(self, client: ClientBridge) -> bool:
+        """Detach ``client``; True when it was attached. The questions put to it are withdrawn from it."""
+        member = next((m for m in self._members if m.client is client), None)
+        if member is None:
+            return False
+        self._drop(member)
+        if self.origin is client:
+            self.origin = None
+        return True
+
+    def _drop(self, member: _Member) -> None:
+        if member in self._members:
+            self._members.remove(member)
+        for question in self._questions:
+            question.withdraw(member)
+
+    # -- UpdateSink ----------------------------------------------------------------------------------------
+
+    async def emit_event(self, event: SessionEvent, *, live: bool) -> None:
+        if live:
+            self._tail.stored(event)
+        skip: set[int] = set()
+        if isinstance(event, NoticeAdded) and live:
+            skip = self._shown_notices.pop(event.text, set())
+        for member in list(self._members):
+            if id(member) in skip:
+                continue
+            shown_as_replay = live and isinstance(event, UserPrompted) and member.client is not self.origin
+
+            async def send(sink: UpdateSink, replayed: bool = shown_as_replay) -> None:
+                await sink.emit_event(event, live=live and not replayed)
+
+            await member.deliver(send)
+        if isinstance(event, TurnEnded):
+            for member in self._members:
+                member.stalled = False  # the next turn tries every client again
+
+    async def emit_live(self, update: LiveUpdate) -> None:
+        self._tail.live(update)
+        for member in list(self._members):
+
+            async def send(sink: UpdateSink) -> None:
+                await sink.emit_live(update)
+
+            await member.deliver(send)
+
+    async def notice(self, notice: Notice) -> bool:
+        """Shown live to each connection that takes notices; False when one does not (or nobody is attached):
+        then the caller stores it, and the stored copy is rendered to the others only."""
+        shown: set[int] = set()
+        everyone = bool(self._members)
+        for member in list(self._members):
+            took = False
+
+            async def send(sink: UpdateSink) -> None:
+                nonlocal took
+                took = await sink.notice(notice)
+
+            await member.deliver(send)
+            if took:
+                shown.add(id(member))
+            else:
+                everyone = False
+        if not everyone and shown:
+            self._shown_notices[notice.as_text()] = shown
+        return everyone
+
+    async def send(self, update: dict[str, Any]) -> None:
+        """A session-level update (mode, config options) to every attached connection."""
+        for member in list(self._members):
+            with anyio.move_on_after(MEMBER_SEND_S):
+                await member.client.send(self._session_id, update)
+
+    async def commands_changed(self, commands: Sequence[Command]) -> None:
+        for member in list(self._members):
+            with anyio.move_on_after(MEMBER_SEND_S):
+                await member.client.commands_changed(self._session_id, commands)
+
+    async def config_changed(self, session: Session, *, mode_changed: bool) -> None:
+        """The session's options changed (its mode too): each connection is told as it can show them."""
+        for member in list(self._members):
+            with anyio.move_on_after(MEMBER_SEND_S):
+                await member.client.config_changed(session, mode_changed=mode_changed)
+
+    # -- PermissionGate and Elicitor: the first answer wins ------------------------------------------------
+
+    async def ask(self, question: PermissionQuestion) -> PermissionAnswer:
+        session_id = self._session_id
+        try:
+            return await self._first_answer(lambda client: client.gate(session_id).ask(question), lambda _: True)
+        except ConnectionError:
+            return "cancelled"  # the one client went away: its turn is being cancelled
+        except TimeoutError as exc:
+            raise PermissionDeniedError(
+                f"nobody attached to answer the permission request within {self._unattended_wait_s:g} s;"
+                " this call was not run"
+            ) from exc
+
+    async def choose(
+        self, question: PermissionQuestion, choices: Sequence[PermissionChoice], *, refusal: str
+    ) -> str | None:
+        session_id = self._session_id
+
+        def call(client: ClientBridge) -> Awaitable[str | None]:
+            return client.gate(session_id).choose(question, choices, refusal=refusal)
+
+        try:
+            return await self._first_answer(call, lambda _: True)
+        except ConnectionError:
+            return None  # the one client went away: its turn is being cancelled
+        except TimeoutError as exc:
+            raise PermissionDeniedError(
+                f"nobody attached to answer the question within {self._unattended_wait_s:g} s; this call was not run"
+            ) from exc
+
+    def elicitor(self) -> Elicitor | None:
+        """Questions to the user, when an attached connection can ask them (or the last one could)."""
+        if any(member.client.elicitor(self._session_id) is not None for member in self._members):
+            return _AudienceElicitor(self)
+        if not self._members and self._could_elicit:
+            return _AudienceElicitor(self)
+        return None
+
+    async def elicit(self, message: str, schema: dict[str, Any], *, tool_call_id: str | None) -> ElicitationAnswer:
+        session_id = self._session_id
+
+        async def call(client: ClientBridge) -> ElicitationAnswer:
+            elicitor = client.elicitor(session_id)
+            assert elicitor is not None
+            return await elicitor.ask(message, schema, tool_call_id=tool_call_id)
+
+        try:
+            return await self._first_answer(call, lambda client: client.elicitor(session_id) is not None)
+        except ConnectionError as exc:
+            raise ToolError("the editor connection closed before the user answered") from exc
+        except TimeoutError as exc:
+            raise ToolError(f"nobody attached to answer the question within {self._unattended_wait_s:g} s") from exc
+
+    async def _first_answer(
+        self, call: Callable[[ClientBridge], Awaitable[T]], can_answer: Callable[[ClientBridge], bool]
+    ) -> T:
+        """Put the question to every connection that can answer it, now and as they attach; the first answer (or
+        error) is the result. ``ConnectionError`` when there is nobody to ask and no waiting for one;
+        ``TimeoutError`` when nobody attached within ``unattended_wait_s``."""
+        question: _Question[T] = _Question(call, can_answer)
+        self._questions.append(question)
+        try:
+            async with anyio.create_task_group() as group:
+                question.group = group
+                for member in list(self._members):
+                    if member.backlog is None:
+                        question.put(member)
+                await self._settled(question)
+                group.cancel_scope.cancel()  # the requests to the others are withdrawn
+        finally:
+            self._questions.remove(question)
+        if question.error is not None:
+            raise question.error
+        return question.result  # type: ignore[return-value]
+
+    async def _settled(self, question: _Question[Any]) -> None:
+        while not question.answered.is_set():
+            if question.asking:
+                await question.changed.wait()
+                continue
+            if not self._wait_for_attach:
+                raise ConnectionError("no client is attached to answer")
+            if self._unattended_wait_s > 0:
+                with anyio.fail_after(self._unattended_wait_s):
+                    await self._wait_for_asked(question)
+            else:
+                await self._wait_for_asked(question)
+
+    async def _wait_for_asked(self, question: _Question[Any]) -> None:
+        """Until someone is asked (a connection that can answer attached) or it was answered."""
+        while not question.asking and not question.answered.is_set():
+            await self._joined.wait()
+
+    # -- the origin's files and terminals --------------------------------------------------------------------
+
+    def origin_files(self) -> EditorFiles | None:
+        origin = self.origin
+        return origin.files(self._session_id) if origin is not None and origin.present else None
+
+    def origin_terminals(self) -> EditorTerminals | None:
+        origin = self.origin
+        return origin.terminals(self._session_id) if origin is not None and origin.present else None
+
+
+class _AudienceElicitor:
+    def __init__(self, audience: Audience):
+        self._audience = audience
+
+    async def ask(self, message: str, schema: dict[str, Any], *, tool_call_id: str | None) -> ElicitationAnswer:
+        return await self._audience.elicit(message, schema, tool_call_id=tool_call_id)
+
+
+class _NoHold:
+    async def __aenter__(self) -> None:
+        return None
+
+    async def __aexit__(self, *exc: object) -> None:
+        return None
+
+
+def _held(quiet: Callable[[], AbstractAsyncContextManager[None]] | None) -> AbstractAsyncContextManager[None]:
+    return quiet() if quiet is not None else _NoHold()

@@ -1,0 +1,222 @@
+"""``TurnWiring``: the one module that builds what a session's turns need, and the one place the turn machinery loads.
+
+A session makes one on first need (its first turn, ``/compact``, ``/status``, the tool surface, the context meter):
+the sandbox (from ``[sandbox]`` and the session's own environment, its network as the session's switch says), the
+image gate, ``computer_use``, the built-in tools, ``load_skill`` and plan mode's ``exit_plan_mode``, ``TurnDeps``
+for each turn (the model and its provider, which sends what the session learned about its server's reasoning
+fields, ``providers/echo.py``; the recorder, the audience as update sink and permission gate, the files and
+terminals of the connection whose prompt runs, the compaction policy with its automatic switch), the context meter
+and a manual compaction. The turn loop, compaction, the meter, ``computer_use``, the sandbox and the
+built-in tools are imported at the top of this module, so importing it is what loads them
+(``turn_imports.load_turn_modules`` imports it in a worker thread as soon as a session opens). No ACP here.
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from dataclasses import replace
+from functools import cached_property
+from typing import TYPE_CHECKING, Literal
+
+import anyio
+import structlog
+
+from hermes_acp.computer_use import ComputerUse
+from hermes_acp.core import DisplayBlock
+from hermes_acp.core.ids import new_compaction_id
+from hermes_acp.errors import NoProviderError, ProviderError
+from hermes_acp.exec.sandbox import Sandbox
+from hermes_acp.images.gate import SessionImageGate
+from hermes_acp.providers.catalog import CatalogModel
+from hermes_acp.providers.describe import describer_for
+from hermes_acp.providers.echo import EchoMemory
+from hermes_acp.tools import builtin_tools
+from hermes_acp.tools.ask_user import AskUserTool
+from hermes_acp.tools.base import AnyTool
+from hermes_acp.tools.context import Elicitor
+from hermes_acp.tools.load_skill import LoadSkillTool, SkillBook
+from hermes_acp.tools.plan_handoff import PlanHandOffTool
+from hermes_acp.turns.compaction import compact, log_compaction
+from hermes_acp.turns.loop import TurnDeps, TurnResult, TurnState, run_turn
+from hermes_acp.turns.meter import Meter
+from hermes_acp.turns.ports import LiveCompaction
+from hermes_acp.turns.state import CompactionPolicy
+
+from .commands import Reply
+from .plan_mode import PlanHandOff
+from .switches import AUTO_COMPACTION, SANDBOX_NETWORK
+from .tool_surface import why_unavailable
+
+if TYPE_CHECKING:
+    from .session import Session
+
+__all__ = ["TurnWiring"]
+
+_log = structlog.get_logger("hermes_acp.sessions")
+
+
+@functools.cache
+def _builtins() -> tuple[AnyTool, ...]:
+    return tuple(builtin_tools())
+
+
+class TurnWiring:
+    def __init__(self, session: Session):
+        self._session = session
+        self.echo = EchoMemory()
+        """What the session learned about the reasoning fields its providers' servers take back (in memory)."""
+
+    @cached_property
+    def sandbox(self) -> Sandbox:
+        """How the session's commands are contained (``[sandbox]``), starting from the session's environment, with
+        the network the session's switch says."""
+        session = self._session
+        services = session.services
+        sandbox = Sandbox.from_settings(services.settings, environ=services.env)
+        return replace(sandbox, network=session.switch(SANDBOX_NETWORK))
+
+    def forget_sandbox(self) -> None:
+        """The network switch changed: the next command gets a sandbox made anew."""
+        self.__dict__.pop("sandbox", None)
+
+    @cached_property
+    def image_gate(self) -> SessionImageGate:
+        """The one gate every image bound for the session's model passes (tool results, MCP images, prompt
+        images), following the session's current model; a downgrade to text is told as a notice."""
+        session = self._session
+        services = session.services
+        gate = SessionImageGate(
+            services.settings,
+            model=session.current_model,
+            describer=describer_for(services.settings, services.catalog, services.providers),
+        )
+        gate.notify = session.notify
+        return gate
+
+    @cached_property
+    def computer_use(self) -> ComputerUse:
+        """The session's computer_use tool (offered when the driver command resolves; the driver starts lazily in
+        the owner task at the first call, with the session's environment)."""
+        session = self._session
+        services = session.services
+        return ComputerUse.for_session(
+            session.runtime, services.settings, gate=self.image_gate, env=services.env or None
+        )
+
+    @property
+    def builtin_tools(self) -> tuple[AnyTool, ...]:
+        return _builtins()
+
+    @staticmethod
+    def ask_user(elicitor: Elicitor | None) -> tuple[AnyTool, ...]:
+        return (AskUserTool(elicitor),) if elicitor is not None else ()
+
+    @staticmethod
+    def load_skill(book: SkillBook) -> tuple[AnyTool, ...]:
+        return (LoadSkillTool(book),) if book.names() else ()
+
+    @staticmethod
+    def plan_hand_off(session: Session) -> tuple[AnyTool, ...]:
+        return (PlanHandOffTool(PlanHandOff(session)),)
+
+    def deps(self) -> TurnDeps:
+        """The wiring of one turn (or one ``/compact``): raises ``ProviderAuthError`` when the model lacks its key."""
+        session = self._session
+        services = session.services
+        model = self._model_or_raise()
+        audience = session.audience
+        return TurnDeps(
+            session_id=session.id,
+            model=model,
+            provider=self.echo.provider(services.providers.provider_for(model)),
+            system_prompt=session.system_prompt,
+            tool_surface=lambda: services.tool_surface(session),
+            recorder=session.recorder,
+            gate=audience,
+            workspace=session.workspace,
+            mode=lambda: session.mode,
+            max_requests=services.settings.agent.max_turn_requests,
+            permission_timeout_s=services.settings.permissions.timeout_s,
+            cache_dir=services.settings.cache_dir,
+            files=audience.origin_files(),
+            terminals=audience.origin_terminals(),
+            client_present=lambda: audience.origin is not None,
+            images=self.image_gate,
+            sandbox=self.sandbox,
+            compaction=self._compaction_policy(),
+            models=session.configured_model,
+            effort=session.effort,
+            unavailable=lambda name: why_unavailable(session, name),
+        )
+
+    async def run(
+        self, display: list[DisplayBlock], *, turn_id: str, notices: list[str], prompt: str | None
+    ) -> TurnResult:
+        return await run_turn(TurnState(turn_id=turn_id), self.deps(), display, notices=notices, prompt=prompt)
+
+    def _model_or_raise(self) -> CatalogModel:
+        model = self._session.current_model()
+        if model is None:
+            raise NoProviderError(
+                "no model provider is configured: set HERMES_ACP_BASE_URL and HERMES_ACP_MODEL (any"
+                " OpenAI-compatible server), or OPENAI_API_KEY / ANTHROPIC_API_KEY, or write"
+                f" {self._session.services.settings.home / 'config.toml'} (run `hermes-acp --setup`)"
+            )
+        return model
+
+    def _compaction_policy(self) -> CompactionPolicy:
+        """``[agent] compaction_threshold`` and ``compaction_model`` (the session's model writes the summaries when
+        that one is unset or its provider cannot be used)."""
+        services = self._session.services
+        agent = services.settings.agent
+        automatic = self._session.switch(AUTO_COMPACTION)
+        model = self._session.configured_model(agent.compaction_model) if agent.compaction_model else None
+        if model is None:
+            return CompactionPolicy(threshold=agent.compaction_threshold, automatic=automatic)
+        try:
+            provider = self.echo.provider(services.providers.provider_for(model))
+        except ProviderError as exc:
+            _log.warning("the compaction model cannot be used; the session's model summarises", error=str(exc))
+            return CompactionPolicy(threshold=agent.compaction_threshold, automatic=automatic)
+        return CompactionPolicy(
+            threshold=agent.compaction_threshold, model=model, provider=provider, automatic=automatic
+        )
+
+    def meter(self, model: CatalogModel) -> Meter:
+        """The context meter of this session with ``model``."""
+        session = self._session
+        native = self.image_gate.route() == "native"
+        return Meter(model, session.system_prompt, session.projection, native, session.configured_model, session.effort)
+
+    async def compact(self, instructions: str, *, turn_id: str) -> Reply:
+        """``/compact [instructions]``: compact the whole history now, the summary focused by ``instructions``.
+
+        The compaction comes back in the reply, to be stored with the command in one write. A cancel while the
+        summary is written leaves the history as it was (the editor is told it was cancelled)."""
+        session = self._session
+        started = time.perf_counter()
+        await session.repair()
+        await session.fix_system_prompt()
+        deps = self.deps()
+        compaction_id = new_compaction_id()
+        try:
+            event = await compact(
+                deps,
+                turn_id=turn_id,
+                compaction_id=compaction_id,
+                trigger="manual",
+                tools=tuple(deps.tool_surface()),
+                instructions=instructions or None,
+            )
+        except BaseException as exc:
+            status: Literal["cancelled", "failed"] = (
+                "cancelled" if isinstance(exc, anyio.get_cancelled_exc_class()) else "failed"
+            )
+            with anyio.CancelScope(shield=True):
+                await session.recorder.live(LiveCompaction(compaction_id, status))
+            raise
+        if event is None:
+            return Reply("Nothing to compact yet: the conversation is empty.")
+        log_compaction(event, session_id=session.id, started=started)
+        return Reply("", events=(event,))

@@ -1,0 +1,197 @@
+"""``make bench``'s session host rows: the front door's start-up with a warm host, attach and catch-up of a live
+session, the cost of each extra attached connection per streamed chunk, and the host's memory with open sessions.
+
+A host (``python -m hermes_acp host``) runs in the bench's home with a short private runtime directory; front
+doors (``python -m hermes_acp --shared``) are spawned with the probe's client, as an editor would. Printed, never
+asserted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+from acp import schema
+
+from .agent import AgentProcess, ProbeClient, spawn_agent
+
+__all__ = ["shared_host"]
+
+REPO = Path(__file__).resolve().parent.parent
+FRONT_DOOR = [sys.executable, "-m", "hermes_acp", "--shared"]
+
+
+def _text(text: str) -> list[Any]:
+    return [schema.TextContentBlock(type="text", text=text)]
+
+
+@contextlib.asynccontextmanager
+async def _host(env: dict[str, str], stderr: Path) -> AsyncIterator[asyncio.subprocess.Process]:
+    with stderr.open("ab") as err:
+        process = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "hermes_acp", "host", stdout=asyncio.subprocess.PIPE, stderr=err, env=env
+        )
+    assert process.stdout is not None
+    with anyio.fail_after(60):
+        await process.stdout.readline()  # "hermes-acp host listening on …"
+    try:
+        yield process
+    finally:
+        with anyio.CancelScope(shield=True):
+            process.terminate()
+            with anyio.move_on_after(10):
+                await process.wait()
+            if process.returncode is None:
+                process.kill()
+                await process.wait()
+
+
+def _door(env: dict[str, str], stderr: Path, workspace: Path, client: ProbeClient | None = None) -> Any:
+    return spawn_agent(FRONT_DOOR, env=env, stderr=stderr, client=client or ProbeClient(), cwd=workspace)
+
+
+async def _new(agent: AgentProcess, workspace: Path) -> str:
+    with anyio.fail_after(30):
+        return (await agent.conn.new_session(cwd=str(workspace), mcp_servers=[])).session_id
+
+
+def _rss_kib(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    return 0
+
+
+def _ms(values: list[float]) -> str:
+    values = sorted(values)
+    return f"{values[len(values) // 2]:.1f} ms (min {values[0]:.1f})" if values else "n/a"
+
+
+async def shared_host(
+    home: Path, workspace: Path, base_env: dict[str, str], stored: str, runs: int = 10
+) -> list[dict[str, str]]:
+    """The rows, as ``{"name", "value", "note"}``; ``stored`` is a session of about 2,000 events in the store."""
+    runtime = Path(tempfile.mkdtemp(prefix="hacp-bench-", dir="/tmp"))
+    env = {**base_env, "XDG_RUNTIME_DIR": str(runtime)}
+    stderr = home / "host-bench.stderr"
+    rows: list[dict[str, str]] = []
+    try:
+        async with _host(env, stderr) as host:
+            initialize: list[float] = []
+            first_new: list[float] = []
+            for _ in range(runs):
+                async with _door(env, stderr, workspace) as door:
+                    initialize.append(door.initialize_ms or 0)
+                    await _new(door, workspace)
+                    first_new.append((time.perf_counter() - door.spawned_at) * 1000)
+            rows.append(
+                {
+                    "name": "front door (warm host) → initialize response",
+                    "value": _ms(initialize),
+                    "note": f"median of {runs} spawns of `hermes-acp --shared` (goal ≤ 60 ms)",
+                }
+            )
+            rows.append(
+                {
+                    "name": "front door (warm host) → first session/new answered",
+                    "value": _ms(first_new),
+                    "note": "goal ≤ 80 ms",
+                }
+            )
+            rows.extend(await _catch_up(env, stderr, workspace, stored))
+            rows.extend(await _fan_out(env, stderr, workspace))
+            rows.append(await _memory(env, stderr, workspace, host.pid))
+    finally:
+        shutil.rmtree(runtime, ignore_errors=True)
+    return rows
+
+
+async def _catch_up(env: dict[str, str], stderr: Path, workspace: Path, session: str) -> list[dict[str, str]]:
+    """The stored session of about 2,000 events, open in the host with a turn streaming; other front doors load it."""
+    async with _door(env, stderr, workspace) as first:
+        with anyio.fail_after(60):
+            await first.conn.load_session(session_id=session, cwd=str(workspace), mcp_servers=[])
+        timings: list[float] = []
+        events = 0
+        async with anyio.create_task_group() as group:
+            first.client.reset_first_update()
+            group.start_soon(_prompt_quietly, first, session, "cancel-me while they attach")
+            with anyio.fail_after(30):
+                await first.client.first_update.wait()
+            for _ in range(5):
+                client = ProbeClient()
+                async with _door(env, stderr, workspace, client) as second:
+                    started = time.perf_counter()
+                    with anyio.fail_after(60):
+                        await second.conn.load_session(session_id=session, cwd=str(workspace), mcp_servers=[])
+                    timings.append((time.perf_counter() - started) * 1000)
+                    events = len(client.updates)
+            with anyio.fail_after(30):
+                await first.conn.cancel(session_id=session)
+            group.cancel_scope.cancel()
+    return [
+        {
+            "name": "attach + catch-up of a live session (session/load, turn streaming)",
+            "value": _ms(timings),
+            "note": f"{events} updates replayed to the last frame before the answer (goal ≤ 300 ms for 2,000 events)",
+        }
+    ]
+
+
+async def _prompt_quietly(agent: AgentProcess, session: str, text: str) -> None:
+    with contextlib.suppress(Exception):
+        await agent.conn.prompt(session_id=session, prompt=_text(text))
+
+
+async def _fan_out(env: dict[str, str], stderr: Path, workspace: Path) -> list[dict[str, str]]:
+    """One streamed response of 500 chunks, timed with 1 and with 4 connections attached."""
+    per_chunk: dict[int, float] = {}
+    async with contextlib.AsyncExitStack() as stack:
+        first = await stack.enter_async_context(_door(env, stderr, workspace))
+        session = await _new(first, workspace)
+        watchers = 0
+        for attached in (1, 4):
+            while watchers + 1 < attached:
+                watcher = await stack.enter_async_context(_door(env, stderr, workspace))
+                with anyio.fail_after(60):
+                    await watcher.conn.resume_session(session_id=session, cwd=str(workspace), mcp_servers=[])
+                watchers += 1
+            samples = []
+            for _ in range(3):
+                started = time.perf_counter()
+                with anyio.fail_after(60):
+                    await first.conn.prompt(session_id=session, prompt=_text("stream-rate please"))
+                samples.append((time.perf_counter() - started) * 1000 / 500)
+            per_chunk[attached] = sorted(samples)[1]
+    extra = (per_chunk[4] - per_chunk[1]) / 3
+    return [
+        {
+            "name": "each extra attached connection, per streamed chunk",
+            "value": f"{extra:.3f} ms" if extra > 0 else f"{extra:.3f} ms (within noise)",
+            "note": f"500 chunks at 1 ms: {per_chunk[1]:.3f} ms/chunk with 1 attached, {per_chunk[4]:.3f} with 4"
+            " (goal ≤ 1 ms)",
+        }
+    ]
+
+
+async def _memory(env: dict[str, str], stderr: Path, workspace: Path, pid: int) -> dict[str, str]:
+    before = _rss_kib(pid)
+    async with _door(env, stderr, workspace) as door:
+        for _ in range(50):
+            session = await _new(door, workspace)
+            with anyio.fail_after(60):
+                await door.conn.prompt(session_id=session, prompt=_text("hello"))
+        after = _rss_kib(pid)
+    return {
+        "name": "host RSS with 50 open sessions (one turn each)",
+        "value": f"{after / 1024:.0f} MiB",
+        "note": f"{before / 1024:.0f} MiB before them; printed, no goal",
+    }
