@@ -35,6 +35,7 @@ from .naming import ToolKey, assign_names
 from .remote_tools import UTILITY_TOOLS, McpTool, Utility, UtilityTool
 from .specs import StdioSpec, UnusableSpec, parse_specs
 from .supervisor import LinkState
+from .wire_port import OpenWire
 
 __all__ = ["READY_WAIT_S", "McpServers", "ServerStatus"]
 
@@ -73,12 +74,24 @@ class McpServers:
         stderr_dir: Path | None = None,
         timeouts: McpTimeouts | None = None,
         pass_env: Sequence[str] = (),
+        open_wire: OpenWire | None = None,
     ):
+        """``timeouts`` bound every wait of every server; ``pass_env`` names the variables a stdio server's base
+        environment takes beyond the safe list; ``open_wire`` is how each connection is opened (None: the SDK
+        adapter; tests give an in-memory one)."""
         parsed = parse_specs(specs, base_env=EnvPolicy.of(pass_env).base(os.environ))
         self._changed = anyio.Event()
         timeouts = timeouts or McpTimeouts()
         self.connections: list[ServerConnection] = [
-            ServerConnection(spec, index, cwd=cwd, stderr_dir=stderr_dir, timeouts=timeouts, on_change=self._poke)
+            ServerConnection(
+                spec,
+                index,
+                cwd=cwd,
+                stderr_dir=stderr_dir,
+                timeouts=timeouts,
+                on_change=self._poke,
+                open_wire=open_wire,
+            )
             for index, spec in enumerate(parsed)
             if not isinstance(spec, UnusableSpec)
         ]
@@ -120,6 +133,11 @@ class McpServers:
 
     async def prepare_turn(self, wait_s: float | None = None) -> list[str]:
         """Wait (bounded) for servers still starting; the notices this turn should show."""
+        await self.settled(wait_s)
+        return self._notices()
+
+    async def settled(self, wait_s: float | None = None) -> None:
+        """Wait (bounded by ``wait_s``, default ``READY_WAIT_S``) until no server is still starting."""
         limit = READY_WAIT_S if wait_s is None else wait_s
         if self._running:
             with anyio.move_on_after(limit):
@@ -128,7 +146,6 @@ class McpServers:
                     if not any(c.settling for c in self.connections):
                         break
                     await changed.wait()
-        return self._notices()
 
     def _notices(self) -> list[str]:
         notices: list[str] = []

@@ -36,12 +36,14 @@ __all__ = [
     "NewSessionParams",
     "PermissionResult",
     "PromptParams",
+    "ProviderIdParams",
     "ReadTextFileResult",
     "ResumeSessionParams",
     "SessionIdParams",
     "SetConfigOptionParams",
     "SetModeParams",
     "SetModelParams",
+    "SetProviderParams",
     "TerminalExitResult",
     "TerminalOutputResult",
     "parse",
@@ -106,10 +108,14 @@ class FileSystemCapabilities(_Wire):
     write_text_file: Annotated[bool, _default_on_error(False)] = Field(False, alias="writeTextFile")
 
 
+class ConfigOptionsCapabilities(_Wire):
+    boolean: Annotated[_Capability | None, Lenient] = None
+
+
 class ClientSessionCapabilities(_Wire):
     compaction: Annotated[_Capability | None, Lenient] = None
     notices: Annotated[_Capability | None, Lenient] = None
-    config_options: Annotated[dict[str, Any] | None, Lenient] = Field(None, alias="configOptions")
+    config_options: Annotated[ConfigOptionsCapabilities | None, Lenient] = Field(None, alias="configOptions")
 
 
 class ElicitationCapabilities(_Wire):
@@ -133,6 +139,8 @@ class ClientCapabilities(_Wire):
         default_factory=ElicitationCapabilities
     )
     auth: Annotated[AuthCapabilities, _default_on_error(AuthCapabilities)] = Field(default_factory=AuthCapabilities)
+    plan: Annotated[_Capability | None, Lenient] = None
+    """Unstable: the client takes ``plan_update`` and ``plan_removed`` updates (plans by id)."""
 
     @property
     def notices(self) -> bool:
@@ -145,6 +153,15 @@ class ClientCapabilities(_Wire):
     @property
     def elicitation_form(self) -> bool:
         return self.elicitation.form is not None
+
+    @property
+    def plans(self) -> bool:
+        return self.plan is not None
+
+    @property
+    def boolean_options(self) -> bool:
+        options = self.session.config_options
+        return options is not None and options.boolean is not None
 
 
 class InitializeParams(_Wire):
@@ -327,6 +344,21 @@ def _prompt_bytes(value: Any) -> int:
 
 class AuthenticateParams(_Wire):
     method_id: str = Field(alias="methodId")
+
+
+class SetProviderParams(_Wire):
+    """``providers/set`` (unstable): route one provider to a base URL with these headers (kept in memory only)."""
+
+    provider_id: Annotated[str, Field(min_length=1, max_length=64)] = Field(alias="providerId")
+    api_type: str = Field(alias="apiType")
+    base_url: Annotated[str, Field(min_length=1)] = Field(alias="baseUrl")
+    headers: dict[str, str] = Field(default_factory=dict)
+
+
+class ProviderIdParams(_Wire):
+    """``providers/disable`` (unstable)."""
+
+    provider_id: Annotated[str, Field(min_length=1, max_length=64)] = Field(alias="providerId")
 
 
 # -- the client's answers to our requests ---------------------------------------------------------------------

@@ -23,6 +23,9 @@ reads the ``text/event-stream`` answer through a fresh decoder per attempt and y
   ``MAX_SSE_EVENT_BYTES``, reading stops, the connection is dropped and the response ends as ``max_tokens`` with
   what arrived (``ResponseDone.cut`` says why), so a stream that never ends costs a bounded amount of memory and
   nothing is stored past the bound.
+* a request the server refused with HTTP 400 before any output is sent once more when the subclass says how to
+  change it (``_resend``: the OpenAI-compatible provider leaves out a reasoning field the server refused, or adds
+  one it demanded; ``echo.py``); the answer then carries the rules it was obtained with (``echo_rules``).
 
 Proxy settings (``HTTPS_PROXY``, ``NO_PROXY``) and CA bundles (``SSL_CERT_FILE``) come from the environment,
 as httpx reads them by default.
@@ -47,7 +50,7 @@ from hermes_acp.config import ProviderSettings
 from hermes_acp.core import AssistantMessage, Usage
 from hermes_acp.core.bounds import MAX_RESPONSE_BYTES, MAX_SSE_EVENT_BYTES, OUTPUT_MARGIN, response_char_limit
 from hermes_acp.core.messages import AssistantPart
-from hermes_acp.errors import ProviderStreamError
+from hermes_acp.errors import ProviderRequestError, ProviderStreamError
 
 from ._http_errors import ProviderIdentity, TransientFailure, error_for_response, map_httpx_errors
 from ._retry import retry_delay
@@ -150,7 +153,7 @@ class HttpProvider(ABC):
 
     def stream(self, request: ProviderRequest) -> AsyncGenerator[ProviderEvent, None]:
         """Stream one response (see ``ModelProvider.stream``)."""
-        return self._continued(self._with_allowed_effort(request))
+        return self._resent(self._with_allowed_effort(request))
 
     async def aclose(self) -> None:
         await self._client.aclose()
@@ -162,6 +165,40 @@ class HttpProvider(ABC):
     @abstractmethod
     def _new_decoder(self, request: ProviderRequest) -> StreamDecoder:
         """A decoder for one attempt's event stream of an answer to ``request``."""
+
+    def _resend(self, request: ProviderRequest, error: ProviderRequestError) -> ProviderRequest | None:
+        """``request`` changed so that the server may take it, when ``error`` (its HTTP 400) says how; None: it
+        is not sent again. Only the first refusal of a request is looked at."""
+        return None
+
+    async def _resent(self, request: ProviderRequest) -> AsyncGenerator[ProviderEvent, None]:
+        """``_continued``, and once more with the request changed by ``_resend`` when the server refused it
+        before any output (see the module docstring)."""
+        changed = False
+        while True:
+            output = False
+            try:
+                async with aclosing(self._continued(request)) as events:
+                    async for event in events:
+                        output = output or not isinstance(event, RetryWait)
+                        if isinstance(event, ResponseDone) and changed:
+                            yield event.model_copy(update={"echo_rules": request.echo_rules})
+                        else:
+                            yield event
+                return
+            except ProviderRequestError as exc:
+                again = None if (changed or output or exc.status != 400) else self._resend(request, exc)
+                if again is None:
+                    raise
+                rules = again.echo_rules
+                _log.warning(
+                    "provider_request_sent_again",
+                    provider=self.provider_id,
+                    reason=str(exc),
+                    left_out=sorted(rules.omit) if rules else [],
+                    added=sorted(rules.force) if rules else [],
+                )
+                request, changed = again, True
 
     def _with_allowed_effort(self, request: ProviderRequest) -> ProviderRequest:
         """``request``, without its effort unless the configured model lists that effort."""
