@@ -70,7 +70,7 @@ async def test_a_hostile_model_reaches_no_secret_plants_nothing_and_a_fork_bomb_
         "DATABASE_URL": f"postgres://app:{KEY}@db/prod",
         "SECRET": KEY,
     }
-    async with spawn_agent(tree, _calls(commands), env=env, config_extra=LIMITS) as agent:
+    async with spawn_agent(tree, _calls(commands), env=env, config_extra=LIMITS, sandbox="required") as agent:
         session_id = await agent.new_session()
         await agent.conn.set_session_mode(session_id=session_id, mode_id="dont_ask")
         with anyio.fail_after(TURN_S):
