@@ -18,8 +18,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Annotated, Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError, WrapValidator
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError, WrapValidator, field_validator
 
+from hermes_acp.core.bounds import MAX_PROMPT_BYTES, MIB
 from hermes_acp.errors import InvalidParamsError
 
 __all__ = [
@@ -36,6 +37,7 @@ __all__ = [
     "NewSessionParams",
     "PermissionResult",
     "PromptParams",
+    "ProviderIdParams",
     "ReadTextFileResult",
     "ResumeSessionParams",
     "RewindParams",
@@ -43,6 +45,7 @@ __all__ = [
     "SetConfigOptionParams",
     "SetModeParams",
     "SetModelParams",
+    "SetProviderParams",
     "SetTitleParams",
     "SteeringParams",
     "SystemPromptParam",
@@ -110,10 +113,14 @@ class FileSystemCapabilities(_Wire):
     write_text_file: Annotated[bool, _default_on_error(False)] = Field(False, alias="writeTextFile")
 
 
+class ConfigOptionsCapabilities(_Wire):
+    boolean: Annotated[_Capability | None, Lenient] = None
+
+
 class ClientSessionCapabilities(_Wire):
     compaction: Annotated[_Capability | None, Lenient] = None
     notices: Annotated[_Capability | None, Lenient] = None
-    config_options: Annotated[dict[str, Any] | None, Lenient] = Field(None, alias="configOptions")
+    config_options: Annotated[ConfigOptionsCapabilities | None, Lenient] = Field(None, alias="configOptions")
 
 
 class ElicitationCapabilities(_Wire):
@@ -137,6 +144,8 @@ class ClientCapabilities(_Wire):
         default_factory=ElicitationCapabilities
     )
     auth: Annotated[AuthCapabilities, _default_on_error(AuthCapabilities)] = Field(default_factory=AuthCapabilities)
+    plan: Annotated[_Capability | None, Lenient] = None
+    """Unstable: the client takes ``plan_update`` and ``plan_removed`` updates (plans by id)."""
 
     @property
     def notices(self) -> bool:
@@ -149,6 +158,15 @@ class ClientCapabilities(_Wire):
     @property
     def elicitation_form(self) -> bool:
         return self.elicitation.form is not None
+
+    @property
+    def plans(self) -> bool:
+        return self.plan is not None
+
+    @property
+    def boolean_options(self) -> bool:
+        options = self.session.config_options
+        return options is not None and options.boolean is not None
 
 
 class InitializeParams(_Wire):
@@ -350,9 +368,58 @@ class PromptParams(_Wire):
     session_id: str = Field(alias="sessionId")
     prompt: list[ContentBlock]
 
+    @field_validator("prompt", mode="before")
+    @classmethod
+    def _bounded(cls, value: Any) -> Any:
+        """Refused before anything reads it: a prompt over ``MAX_PROMPT_BYTES`` (text and attachments together)."""
+        size = _prompt_bytes(value)
+        if size > MAX_PROMPT_BYTES:
+            raise ValueError(
+                f"the prompt is {size / MIB:.1f} MiB, over the limit of {MAX_PROMPT_BYTES // MIB} MiB for text and"
+                " attachments together; attach less, or point at files in the project instead of pasting them"
+            )
+        return value
+
+
+def _prompt_bytes(value: Any) -> int:
+    """The size of a prompt's text and attachments as sent: the characters of its blocks' and embedded resources'
+    strings (base64 data is ASCII; text is counted in characters, never copied to be measured)."""
+    if not isinstance(value, list):
+        return 0
+    total = 0
+    for block in value:
+        if not isinstance(block, dict):
+            continue
+        for key in ("text", "data"):
+            item = block.get(key)
+            if isinstance(item, str):
+                total += len(item)
+        resource = block.get("resource")
+        if isinstance(resource, dict):
+            for key in ("text", "blob"):
+                item = resource.get(key)
+                if isinstance(item, str):
+                    total += len(item)
+    return total
+
 
 class AuthenticateParams(_Wire):
     method_id: str = Field(alias="methodId")
+
+
+class SetProviderParams(_Wire):
+    """``providers/set`` (unstable): route one provider to a base URL with these headers (kept in memory only)."""
+
+    provider_id: Annotated[str, Field(min_length=1, max_length=64)] = Field(alias="providerId")
+    api_type: str = Field(alias="apiType")
+    base_url: Annotated[str, Field(min_length=1)] = Field(alias="baseUrl")
+    headers: dict[str, str] = Field(default_factory=dict)
+
+
+class ProviderIdParams(_Wire):
+    """``providers/disable`` (unstable)."""
+
+    provider_id: Annotated[str, Field(min_length=1, max_length=64)] = Field(alias="providerId")
 
 
 # -- the client's answers to our requests ---------------------------------------------------------------------

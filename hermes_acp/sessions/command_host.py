@@ -14,6 +14,7 @@ from hermes_acp.config import Effort, Settings
 from hermes_acp.core import ModeId
 from hermes_acp.mcp_client import McpServers
 from hermes_acp.providers.catalog import CatalogModel, ModelCatalog
+from hermes_acp.providers.registry import ProviderRegistry
 from hermes_acp.tools.base import AnyTool
 from hermes_acp.tools.context import Elicitor, Workspace
 from hermes_acp.turns.projection import SessionProjection
@@ -22,6 +23,7 @@ from hermes_acp.turns.timeline import RewindPoint
 
 from .commands import CommandSet, Reply
 from .instructions import InstructionFile
+from .skills import SkillShelf
 
 if TYPE_CHECKING:
     from hermes_acp.exec.environment import EnvPolicy
@@ -60,7 +62,20 @@ class CommandHost(Protocol):
     def instructions(self) -> tuple[InstructionFile, ...]: ...
 
     @property
+    def skills(self) -> SkillShelf: ...
+
+    @property
     def catalog(self) -> ModelCatalog: ...
+
+    @property
+    def providers(self) -> ProviderRegistry:
+        """The registry serving ``catalog``'s models (the setup reloads it)."""
+        ...
+
+    @property
+    def elicitor(self) -> Elicitor | None:
+        """Questions to the user through the editor's forms, when an attached client can show them."""
+        ...
 
     @property
     def settings(self) -> Settings: ...
@@ -68,11 +83,6 @@ class CommandHost(Protocol):
     @property
     def env_policy(self) -> EnvPolicy:
         """Which variables the session's child processes (the agent's own git calls too) may inherit."""
-        ...
-
-    @property
-    def elicitor(self) -> Elicitor | None:
-        """Questions to the user through the attached editors, when one can ask them (forms)."""
         ...
 
     @property

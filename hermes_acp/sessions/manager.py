@@ -24,7 +24,7 @@ import structlog
 from anyio.abc import TaskGroup
 
 from hermes_acp.core import SessionEvent, TitleSet
-from hermes_acp.errors import InvalidParamsError, SessionNotFoundError
+from hermes_acp.errors import InvalidParamsError, SessionNotFoundError, SessionNotOpenError
 from hermes_acp.mcp_client import McpServers
 from hermes_acp.storage.base import PAGE_SIZE, ArchiveFilter, SessionPage, SessionRecord, StoredEvent
 from hermes_acp.tools.context import Workspace
@@ -76,7 +76,7 @@ class SessionManager:
     def get(self, session_id: str) -> Session:
         session = self._live.get(session_id)
         if session is None:
-            raise SessionNotFoundError(session_id)
+            raise SessionNotOpenError(session_id)  # it may be stored: never "not found" for one that exists
         return session
 
     def live(self, session_id: str) -> Session | None:
@@ -150,16 +150,18 @@ class SessionManager:
             meta = with_system_prompt(meta, system_prompt)
         if meta is not record.meta:
             changes["meta"] = meta
-        if changes:
-            record = await self.services.store.update_session(session_id, **changes)
-        events = [stored.event for stored in effective(await self.services.store.load_events(session_id), _event)]
+        store = self.services.store
+        if changes and store.read_only is None:  # a read-only store still loads: it keeps the old values
+            record = await store.update_session(session_id, **changes)
+        events = [stored.event for stored in effective(await store.load_events(session_id), _event)]
         projection = SessionProjection()
         for event in events:
             projection.apply(event)
         repairs = recovery_events(projection)
         if repairs:
             _log.info("repairing interrupted session", session_id=session_id, events=len(repairs))
-            await self.services.store.append_events(session_id, repairs)
+            if store.read_only is None:  # else shown and folded only: stored by the next load that can write
+                await store.append_events(session_id, repairs)
             for event in repairs:
                 projection.apply(event)
             events.extend(repairs)
@@ -310,7 +312,13 @@ class SessionManager:
             task_group.start_soon(work, name=name)
 
         try:
-            servers = McpServers(mcp_servers, cwd=Path(record.cwd), stderr_dir=self.services.settings.logs_dir / "mcp")
+            settings = self.services.settings
+            servers = McpServers(
+                mcp_servers,
+                cwd=Path(record.cwd),
+                stderr_dir=settings.logs_dir / "mcp",
+                pass_env=settings.sandbox.pass_env,
+            )
             if servers:
                 await runtime.enter(servers.running())  # starts them; does not wait for them
             audience = Audience(
@@ -342,12 +350,13 @@ class SessionManager:
         return session
 
     def _warm_up(self, session: Session) -> None:
-        """Load the turn machinery and the session's model provider (its HTTP stack costs ~0.1 s to import) in the
-        background, so the first prompt does not wait for them."""
+        """Find the session's skills, then load the turn machinery and the session's model provider (its HTTP stack
+        costs ~0.1 s to import) in the background, so the first prompt does not wait for them."""
         model = session.current_model()
         providers = session.services.providers
 
         async def warm_up() -> None:  # one after the other: two threads importing at once could wait on each other
+            await session.skills.ensure()
             await warm_up_turn_modules()
             if model is not None:
                 await providers.warm_up(model)

@@ -22,11 +22,13 @@ from hermes_acp.storage.base import SessionRecord, utc_now
 
 from .effort import EFFORT_META_KEY
 from .metadata import SYSTEM_PROMPT_META_KEY
+from .switches import SWITCHES
 
 __all__ = ["CARRIED_META", "derived_record", "directories", "new_record", "normalise_cwd"]
 
-CARRIED_META = (EFFORT_META_KEY, SYSTEM_PROMPT_META_KEY)
-"""What a session made from another takes over from its record's ``meta`` (beside the directories)."""
+CARRIED_META = (EFFORT_META_KEY, SYSTEM_PROMPT_META_KEY, *(switch.id for switch in SWITCHES))
+"""What a session made from another takes over from its record's ``meta`` (beside the directories): the thinking
+effort, the client's system prompt, the switches."""
 
 
 def normalise_cwd(cwd: str, field: str = "cwd") -> str:

@@ -1,11 +1,13 @@
 """The system prompt: short, and byte-identical for every request of a session (prompt caches depend on it).
 
-It may depend only on what a session fixes when it opens (its directories, the project instructions read then, and
-the system prompt the client gave the session, ``ClientSystemPrompt``, stored with it); never on time, mode, model
-or effort. Instruction files are given whole or cut with a note saying how much of the file was left out, so the
-model knows it has not seen everything. A client's prompt in ``append`` mode comes after ours and the instructions,
-under a heading of its own; in ``override`` mode it replaces our built-in instructions, and the workspace context
-(the directories, the project instructions) stays.
+It may depend only on what a session fixes before its first model request (its directories, the project
+instructions read when it opened, its skills as the first turn found them, and the system prompt the client gave
+the session, ``ClientSystemPrompt``, stored with it); never on time, mode, model or effort. Instruction files are
+given whole or cut with a note saying how much of the file was left out, so the model knows it has not seen
+everything. Skills are listed by name and description (at most ``SKILL_LISTING_CHARS``, then a count of the rest),
+for the model to load with ``load_skill`` when one applies. A client's prompt in ``append`` mode comes last, under
+a heading of its own; in ``override`` mode it replaces our built-in instructions, and the workspace context (the
+directories, the project instructions, the skills) stays.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from typing import Any, Literal, Protocol
 
 from hermes_acp.tools.context import Workspace
 
-__all__ = ["ClientSystemPrompt", "Instructions", "build_system_prompt"]
+__all__ = ["SKILL_LISTING_CHARS", "ClientSystemPrompt", "Instructions", "SkillEntry", "build_system_prompt"]
 
 SystemPromptMode = Literal["append", "override"]
 
@@ -44,6 +46,9 @@ class ClientSystemPrompt:
         return cls(mode, text)
 
 
+SKILL_LISTING_CHARS = 8_000
+
+
 class Instructions(Protocol):
     """One project instruction file as the prompt needs it."""
 
@@ -57,7 +62,18 @@ class Instructions(Protocol):
     def cut(self) -> int: ...
 
 
+class SkillEntry(Protocol):
+    """One skill as the prompt lists it."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def description(self) -> str: ...
+
+
 _CONTEXT = """Working directory: {cwd}{extra}"""
+
 _PROMPT = """You are Hermes, a coding agent running inside the user's editor.
 {context}
 
@@ -83,8 +99,17 @@ Instructions from the editor:
 """
 
 
+_SKILLS = """
+
+Skills (instructions for particular tasks, from the user's and the project's skill folders; when a task matches a
+description, load that skill with load_skill and follow it; a skill grants no permission):"""
+
+
 def build_system_prompt(
-    workspace: Workspace, instructions: Sequence[Instructions] = (), client: ClientSystemPrompt | None = None
+    workspace: Workspace,
+    instructions: Sequence[Instructions] = (),
+    skills: Sequence[SkillEntry] = (),
+    client: ClientSystemPrompt | None = None,
 ) -> str:
     extra = ""
     if workspace.additional:
@@ -100,6 +125,18 @@ def build_system_prompt(
             prompt += f"\n\n## {item.path}\n{item.text.rstrip()}"
             if item.cut:
                 prompt += f"\n[{item.cut:,} more bytes of this file were left out: instructions are capped in size]"
+    if skills:
+        prompt += _SKILLS + _skill_lines(skills)
     if client is not None and client.mode == "append":
         prompt += _FROM_CLIENT + client.text.rstrip()
     return prompt
+
+
+def _skill_lines(skills: Sequence[SkillEntry]) -> str:
+    lines = ""
+    for listed, skill in enumerate(skills):
+        line = f"\n- {skill.name}: {skill.description}"
+        if len(lines) + len(line) > SKILL_LISTING_CHARS:
+            return lines + f"\n- … and {len(skills) - listed} more (load_skill with a wrong name lists every name)"
+        lines += line
+    return lines

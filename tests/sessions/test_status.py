@@ -64,6 +64,7 @@ async def test_status_reads_the_session_without_asking_the_model(tmp_path: Path)
     assert lines[10:] == [
         "**Instruction files:**",
         f"- {workspace.resolve() / 'AGENTS.md'} (35 bytes)",
+        "**Skills:** none",
         "**System prompt:** the agent's own",
         "**Queue:** empty",
     ]

@@ -5,8 +5,8 @@
 //   tool:       steer while a command runs (at the call's in_progress update);
 //   permission: steer from inside the permission request, then allow it;
 //   end:        steer at the first chunk of a short last answer (the turn may already be ending);
-//   idle:       steer with no turn running: with idleBehavior "promptRequired" (handed back), with an idleBehavior
-//               nobody supports (an error), and without (a new turn starts).
+//   idle:       in a second session, where no turn runs: steer with idleBehavior "promptRequired" (handed back),
+//               with an idleBehavior nobody supports (an error), and without (a new turn starts).
 // Prints one JSON object: {initialize, sessionId, steers: {name: outcome | {error}}, prompts: {name: response},
 // updates, permissions, frames} for the Python side to check.
 import { spawn } from "node:child_process";
@@ -23,6 +23,7 @@ const steers = {};
 const prompts = {};
 let connection = null;
 let sessionId = null;
+let idleSessionId = null;
 let onUpdate = null;
 const waiters = [];
 
@@ -105,11 +106,15 @@ const result = await app.connectWith(stream, async (ctx) => {
   await promptWith("end", "please answer briefly", firstChunk, () => steer("end", "STEER-END one more thing"));
   await arrived(said("steered-end")); // in the same turn (injected) or in the one it started
 
+  // A turn the "end" steer started may still run: the idle cases use a session of their own.
+  const steered = sessionId;
+  sessionId = (await ctx.request(methods.agent.session.new, { cwd, mcpServers: [] })).sessionId;
+  idleSessionId = sessionId;
   await steer("idle_prompt_required", "STEER-IDLE-HANDED-BACK", { steering: { idleBehavior: "promptRequired" } });
   await steer("idle_unsupported", "STEER-IDLE-REFUSED", { steering: { idleBehavior: "queue" } });
   await steer("idle_default", "STEER-IDLE-NEW-TURN");
   await arrived(said("steered-idle"));
-  return { initialize, sessionId };
+  return { initialize, sessionId: steered, idleSessionId };
 });
 agent.stdin.end();
 await new Promise((resolve) => agent.once("exit", resolve));

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import anyio
 
@@ -35,7 +36,7 @@ from hermes_acp.turns import (
     TurnState,
     run_turn,
 )
-from hermes_acp.turns.ports import LiveTextChunk
+from hermes_acp.turns.ports import LiveTextChunk, PermissionChoice
 from hermes_acp.turns.state import CompactionPolicy
 from tests.fakes.server import scripted_model
 
@@ -96,6 +97,15 @@ class Gate:
             await self.hold.wait()
         return self.answers.pop(0) if self.answers else "reject_once"
 
+    async def choose(
+        self, question: PermissionQuestion, choices: Sequence[PermissionChoice], *, refusal: str
+    ) -> str | None:
+        """The choice of the same kind as the next answer (``cancelled``: None)."""
+        answer = await self.ask(question)
+        if answer == "cancelled":
+            return None
+        return next((c.id for c in choices if c.kind == answer), refusal)
+
 
 class FailingStore(InMemorySessionStore):
     """Refuses the next write whose events ``refuse_once``'s predicate matches, as a full disk would."""
@@ -146,6 +156,11 @@ class Loop:
     def shown(self) -> list[SessionEvent]:
         """The stored events the editor was sent live, ids made stable like ``stored``'s."""
         return stable_ids([event for live, event in self.sink.events if live])
+
+
+def history(events: list[SessionEvent]) -> list[dict[str, Any]]:
+    """A stored history as plain data, ids made stable (``stable_ids``), for a whole-history ``snapshot()``."""
+    return [{"kind": e.kind, **e.model_dump(mode="json", exclude_defaults=True)} for e in stable_ids(events)]
 
 
 def stable_ids(events: list[SessionEvent]) -> list[SessionEvent]:
