@@ -1,6 +1,7 @@
 """Neutral domain types shared by every layer: messages, display content, session events, ids and modes."""
 
 from .content import (
+    AgentTerminalBlock,
     AudioBlock,
     DiffBlock,
     DisplayBlock,
@@ -52,6 +53,7 @@ from .modes import DEFAULT_MODE, MODES, ModeId, ModeInfo, is_mode_id
 __all__ = [
     "DEFAULT_MODE",
     "MODES",
+    "AgentTerminalBlock",
     "AssistantMessage",
     "AssistantMessageStored",
     "AssistantTextCheckpointed",

@@ -8,6 +8,9 @@
   unknown terminal), and the command's output is stored beside it as text. A finished compaction is a completed
   ``compaction_update`` with its summary for a client that advertised ``session.compaction``, and a short agent
   message saying what was compacted for any other;
+- a terminal the agent owns (``AgentTerminalBlock``, its live output ``LiveTerminalOutput``) → for a client that
+  advertised ``_meta.terminal_output`` (``terminal_cards``), a terminal card in Zed's ``_meta`` dialect
+  (``terminal_cards.py``), its title the command; for any other, the text the block carries as its fallback;
 - transient live updates and notices → ``session/update`` payloads: a compaction still running (or stopped) and
   its summary chunks only for a client with ``session.compaction`` (None for the others), and the context meter
   (``usage_update``: tokens in the context now, the window, and the session's cost when the models have prices).
@@ -20,6 +23,7 @@ from __future__ import annotations
 from typing import Any, assert_never
 
 from hermes_acp.core import (
+    AgentTerminalBlock,
     AssistantMessageStored,
     AssistantTextCheckpointed,
     AudioBlock,
@@ -49,6 +53,7 @@ from hermes_acp.core.notice import Notice
 from hermes_acp.turns.ports import (
     LiveCompaction,
     LiveCompactionChunk,
+    LiveTerminalOutput,
     LiveTextChunk,
     LiveThoughtChunk,
     LiveToolProgress,
@@ -56,6 +61,7 @@ from hermes_acp.turns.ports import (
     LiveUsage,
 )
 
+from .terminal_cards import card_title, terminal_events, zed_meta
 from .wire import AudioContent, ContentBlock, EmbeddedResourceContent, ImageContent, ResourceLinkContent, TextContent
 
 __all__ = [
@@ -123,15 +129,29 @@ def content_block(block: DisplayBlock) -> dict[str, Any]:
             return _text(f"diff {block.path}")
         case TerminalBlock():
             return _text(f"terminal {block.terminal_id}")
+        case AgentTerminalBlock():
+            return _text("\n".join(b.text for b in block.fallback) or block.command)
         case _:
             assert_never(block)
 
 
-def tool_content(blocks: list[DisplayBlock], *, live: bool = True) -> list[dict[str, Any]]:
-    """Tool-call content; a replay (``live=False``) leaves out client terminals (see the module docstring)."""
+def tool_content(
+    blocks: list[DisplayBlock], *, live: bool = True, terminal_cards: bool = False
+) -> list[dict[str, Any]]:
+    """Tool-call content; a replay (``live=False``) leaves out client terminals (see the module docstring). An
+    agent-owned terminal is a terminal item (when it ran) and its note for a client with ``terminal_cards``, its
+    fallback text for any other."""
     out: list[dict[str, Any]] = []
     for block in blocks:
-        if isinstance(block, DiffBlock):
+        if isinstance(block, AgentTerminalBlock):
+            if not terminal_cards:
+                out.extend(tool_content(list(block.fallback)))
+                continue
+            if block.ran:
+                out.append({"type": "terminal", "terminalId": block.terminal_id})
+            if block.note:
+                out.append({"type": "content", "content": _text(block.note)})
+        elif isinstance(block, DiffBlock):
             diff: dict[str, Any] = {"type": "diff", "path": block.path, "newText": block.new_text}
             if block.old_text is not None:
                 diff["oldText"] = block.old_text
@@ -148,8 +168,11 @@ def tool_locations(locations: list[Location]) -> list[dict[str, Any]] | None:
     return [_drop_none({"path": loc.path, "line": loc.line}) for loc in locations] or None
 
 
-def event_updates(event: SessionEvent, *, live: bool, compaction: bool = False) -> list[Update]:
-    """``compaction``: the client advertised ``session.compaction`` (it renders compaction updates)."""
+def event_updates(
+    event: SessionEvent, *, live: bool, compaction: bool = False, terminal_cards: bool = False
+) -> list[Update]:
+    """``compaction``: the client advertised ``session.compaction`` (it renders compaction updates);
+    ``terminal_cards``: it advertised ``_meta.terminal_output`` (it renders agent-owned terminals)."""
     match event:
         case UserPrompted():
             if live:
@@ -179,18 +202,20 @@ def event_updates(event: SessionEvent, *, live: bool, compaction: bool = False) 
         case ToolCallRunning():
             return [{"sessionUpdate": "tool_call_update", "toolCallId": event.tool_call_id, "status": "in_progress"}]
         case ToolCallStarted():
+            title = (card_title(event.content) if terminal_cards else None) or event.title
             return [
                 _drop_none(
                     {
                         "sessionUpdate": "tool_call",
                         "toolCallId": event.tool_call_id,
                         "name": event.name,
-                        "title": event.title,
+                        "title": title,
                         "kind": event.tool_kind,
                         "status": "pending",
                         "rawInput": event.raw_input,
                         "locations": tool_locations(event.locations),
-                        "content": tool_content(event.content, live=live) or None,
+                        "content": tool_content(event.content, live=live, terminal_cards=terminal_cards) or None,
+                        "_meta": zed_meta(terminal_events(event.content)) if terminal_cards else None,
                     }
                 )
             ]
@@ -201,8 +226,9 @@ def event_updates(event: SessionEvent, *, live: bool, compaction: bool = False) 
                         "sessionUpdate": "tool_call_update",
                         "toolCallId": event.tool_call_id,
                         "status": event.status,
-                        "content": tool_content(event.content, live=live),
+                        "content": tool_content(event.content, live=live, terminal_cards=terminal_cards),
                         "rawOutput": event.raw_output,
+                        "_meta": zed_meta(terminal_events(event.content, live=live)) if terminal_cards else None,
                     }
                 )
             ]
@@ -267,9 +293,10 @@ def compaction_summary(event: ContextCompacted) -> str:
     return f"{event.summary}\n\n{note}" if event.summary else note
 
 
-def live_update(update: LiveUpdate, *, compaction: bool = False) -> Update | None:
+def live_update(update: LiveUpdate, *, compaction: bool = False, terminal_cards: bool = False) -> Update | None:
     """The ``session/update`` for ``update``; None when the client cannot show it (compaction updates to a client
-    without ``session.compaction``)."""
+    without ``session.compaction``). A terminal's output is ``_meta.terminal_output`` for a client with
+    ``terminal_cards``, its text view for any other."""
     match update:
         case LiveTextChunk():
             return _chunk("agent_message_chunk", update.text, update.message_id)
@@ -284,6 +311,18 @@ def live_update(update: LiveUpdate, *, compaction: bool = False) -> Update | Non
             if update.content is not None:
                 progress["content"] = tool_content(update.content)
             return progress
+        case LiveTerminalOutput():
+            if terminal_cards:
+                meta = zed_meta(terminal_events(update))
+                if meta is None:
+                    return None
+                return {"sessionUpdate": "tool_call_update", "toolCallId": update.tool_call_id, "_meta": meta}
+            return {
+                "sessionUpdate": "tool_call_update",
+                "toolCallId": update.tool_call_id,
+                "status": "in_progress",
+                "content": tool_content(update.fallback),
+            }
         case LiveCompaction():
             if not compaction:
                 return None

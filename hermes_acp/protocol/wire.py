@@ -132,6 +132,7 @@ class ClientCapabilities(_Wire):
         default_factory=ElicitationCapabilities
     )
     auth: Annotated[AuthCapabilities, _default_on_error(AuthCapabilities)] = Field(default_factory=AuthCapabilities)
+    meta: Annotated[dict[str, Any] | None, Lenient] = Field(None, alias="_meta")
 
     @property
     def notices(self) -> bool:
@@ -144,6 +145,12 @@ class ClientCapabilities(_Wire):
     @property
     def elicitation_form(self) -> bool:
         return self.elicitation.form is not None
+
+    @property
+    def terminal_cards(self) -> bool:
+        """Zed's extension ``_meta.terminal_output: true``: the client shows a terminal the agent owns from the
+        ``_meta.terminal_info`` / ``terminal_output`` / ``terminal_exit`` of a tool call (only ``true`` counts)."""
+        return self.meta is not None and self.meta.get("terminal_output") is True
 
 
 class InitializeParams(_Wire):

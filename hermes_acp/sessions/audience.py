@@ -17,7 +17,8 @@ audience is the session's ``UpdateSink`` and ``PermissionGate`` (the ports the t
 - **Catch-up** (``attach`` with a history): the connection is added while the recorder holds its write lock, so
   every stored event is either in the history it is given (replayed) or emitted after it joined (live), never
   both, never neither: an event-level cursor. What it receives live meanwhile waits in its backlog until the
-  history and the streamed tail (text and reasoning not yet checkpointed, the running tools' live output) are sent;
+  history and the streamed tail (text and reasoning not yet checkpointed, the running tools' live output, what each
+  running command's terminal showed) are sent;
   then the backlog drains, in order, and the questions still open are put to it.
 - **Files and terminals** of a turn are those of the connection whose prompt it runs (``origin``); when that
   connection leaves, the turn goes on with the host's own disk and (sandboxed) terminal, and the user is told.
@@ -29,7 +30,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Generic, TypeVar
 
 import anyio
@@ -49,6 +50,7 @@ from hermes_acp.core.notice import Notice
 from hermes_acp.errors import PermissionDeniedError, ToolError
 from hermes_acp.tools.context import EditorFiles, EditorTerminals, ElicitationAnswer, Elicitor
 from hermes_acp.turns.ports import (
+    LiveTerminalOutput,
     LiveTextChunk,
     LiveThoughtChunk,
     LiveToolProgress,
@@ -67,6 +69,8 @@ __all__ = ["MEMBER_SEND_S", "Audience"]
 T = TypeVar("T")
 MEMBER_SEND_S = 5.0
 """Longest wait for one connection to take one update; past it that connection is stalled until the turn ends."""
+TERMINAL_TAIL_CHARS = 32 * 1024
+"""How much of a running command's terminal a connection that catches up is shown (its end)."""
 _log = structlog.get_logger("hermes_acp.sessions")
 _Send = Callable[[UpdateSink], Awaitable[Any]]
 
@@ -153,16 +157,21 @@ class _Question(Generic[T]):
 @dataclass
 class _Tail:
     """What was streamed live and is not yet in the log: text and reasoning since each message's last checkpoint,
-    and each running call's latest live output. A connection that catches up gets it after the history."""
+    each running call's latest live output, and what each running command's terminal showed so far (its end, past
+    ``TERMINAL_TAIL_CHARS``). A connection that catches up gets it after the history."""
 
     chunks: list[LiveTextChunk | LiveThoughtChunk] = field(default_factory=list)
-    progress: dict[str, LiveToolProgress] = field(default_factory=dict)
+    progress: dict[str, LiveToolProgress | LiveTerminalOutput] = field(default_factory=dict)
 
     def live(self, update: LiveUpdate) -> None:
         if isinstance(update, LiveTextChunk | LiveThoughtChunk):
             self.chunks.append(update)
         elif isinstance(update, LiveToolProgress):
             self.progress[update.tool_call_id] = update
+        elif isinstance(update, LiveTerminalOutput):
+            before = self.progress.get(update.tool_call_id)
+            shown = before.data if isinstance(before, LiveTerminalOutput) else ""
+            self.progress[update.tool_call_id] = replace(update, data=_last(shown + update.data))
 
     def stored(self, event: SessionEvent) -> None:
         if isinstance(event, AssistantTextCheckpointed):
@@ -188,6 +197,15 @@ class _Tail:
 
     def snapshot(self) -> list[LiveUpdate]:
         return [*self.chunks, *self.progress.values()]
+
+
+_EARLIER = "[… earlier output not shown …]\n"
+
+
+def _last(text: str) -> str:
+    if len(text) <= TERMINAL_TAIL_CHARS:
+        return text
+    return _EARLIER + text[len(text) - TERMINAL_TAIL_CHARS + len(_EARLIER) :]
 
 
 class Audience:

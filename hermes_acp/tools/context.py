@@ -1,8 +1,7 @@
 """What a running tool may use: its call's identity, the session's workspace and mode, a progress channel for live
-output, the editor's file system and terminals when the client offers them, the session's image gate and
-sandbox; and
-``ApprovalRequest``, the question a call's ``Approval`` (``approval``) puts to the policy: what the call will do, in
-the editor's terms.
+output and one for its agent-owned terminal, the editor's file system and terminals when the client offers them,
+the session's image gate and sandbox; and ``ApprovalRequest``, the question a call's ``Approval`` (``approval``)
+puts to the policy: what the call will do, in the editor's terms.
 
 These are ports (Protocols) and plain data; the turn loop and the protocol layer supply the implementations.
 Nothing here knows ACP.
@@ -138,6 +137,9 @@ class ToolContext:
     progress: Callable[[list[DisplayBlock]], Awaitable[None]]
     """Replace the call's live content while it runs (transient: not stored, the final result is)."""
     cache_dir: Path
+    terminal_output: Callable[[str, list[DisplayBlock]], Awaitable[None]] | None = None
+    """Append text to the call's agent-owned terminal (its ``AgentTerminalBlock``, the id the call's), with the live
+    content a client without such terminals shows instead (transient, like ``progress``). None: only ``progress``."""
     files: EditorFiles | None = None
     terminals: EditorTerminals | None = None
     images: ImageGate | None = None

@@ -1,16 +1,19 @@
-"""``terminal``: run a shell command, in the editor's terminal when it offers ``terminal/*``, else on this machine.
+"""``terminal``: run a shell command, on this machine in a terminal the agent owns, or in the editor's terminal.
 
 A command is read as bash will read it and checked against the hard blocks before anything else (refused in every
 mode, the reason going to the model; a command that cannot be read asks). It runs in the sandbox (``sandbox``:
 bubblewrap, the session's directories writable, secrets masked, no secret-looking variables), so it is approved as
 an ``execute`` call on its working folder like any other; where the sandbox is not available, every command asks
 (``[sandbox] mode = "auto"``) or is refused (``"required"``). It runs through ``bash -c`` (``sh`` without bash)
-with stdin closed and pagers off. Output streams into the tool call as it comes (a live text view locally; the
-editor's own terminal, embedded in the card, otherwise); the result gives the model the exit code, the output
-(start and end kept past a cap) and what the sandbox stopped, if anything. A client terminal's card also keeps the
-end of the output as text, so the stored call still shows it when the terminal is gone. A time limit (default
-120 s, at most 600 s) kills the command and keeps what it printed; cancelling the turn kills it too. The two runners
-(``_process``, ``_client_terminal``) own the processes.
+with stdin closed and pagers off. Where it runs: on this machine, unless the editor offers ``terminal/*`` and not
+agent-owned terminals (then in the editor's terminal, embedded in the card). On this machine the card is an
+agent-owned terminal (``AgentTerminalBlock``, ``_agent_terminal``): announced with the command and its folder,
+streamed as the output comes, ended with the exit code or signal and the output it kept, which the log stores, so a
+replay shows the same terminal; a client that does not render such terminals sees a text view of the same. The
+result gives the model the exit code, the output (start and end kept past a cap) and what the sandbox stopped, if
+anything. A client terminal's card also keeps the end of the output as text, so the stored call still shows it
+when the terminal is gone. A time limit (default 120 s, at most 600 s) kills the command and keeps what it printed;
+cancelling the turn kills it too. The two runners (``exec.process``, ``_client_terminal``) own the processes.
 """
 
 from __future__ import annotations
@@ -24,11 +27,12 @@ from typing import TYPE_CHECKING, Any
 import anyio
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from hermes_acp.core import DisplayBlock, TerminalBlock, TextBlock, TextPart
+from hermes_acp.core import AgentTerminalBlock, DisplayBlock, TerminalBlock, TextBlock, TextPart
 from hermes_acp.errors import ErrorCode, HardBlockedError, PermissionDeniedError, ToolError, ToolInputError
 from hermes_acp.exec.process import CommandResult, OutputBuffer, run_command
 from hermes_acp.exec.sandbox import Availability, Confined, Sandbox, explain
 
+from ._agent_terminal import TerminalStream, announced, ended
 from ._client_terminal import run_in_client_terminal
 from ._paths import display_path, missing_path_error, policy_paths
 from ._text import cap_middle, fence, one_line
@@ -48,7 +52,6 @@ OUTPUT_TAIL_BYTES = 24 * 1024
 CLIENT_OUTPUT_BYTES = 64 * 1024
 """``outputByteLimit`` for client terminals (the client keeps the end)."""
 MODEL_OUTPUT_CHARS = 40_000
-LIVE_VIEW_BYTES = 16 * 1024
 STORED_TAIL_CHARS = 8 * 1024
 """The end of a client terminal's output kept as text in the settled card (the terminal dies with the process)."""
 _TITLE_CHARS = 80
@@ -131,9 +134,13 @@ class TerminalTool(TypedTool[_TerminalInput, dict[str, Any]]):
 
     def present(self, parsed: _TerminalInput, ctx: ToolContext) -> Presentation:
         command = parsed.command.strip()
-        content: list[DisplayBlock] = []
+        shown: list[TextBlock] = []
         if one_line(command, _TITLE_CHARS) != command:
-            content.append(TextBlock(text=fence(command, "sh")))
+            shown.append(TextBlock(text=fence(command, "sh")))
+        content: list[DisplayBlock] = [*shown]
+        if ctx.terminals is None:
+            cwd = ctx.workspace.resolve(parsed.cwd) if parsed.cwd else ctx.workspace.cwd
+            content = [announced(ctx, command, cwd, shown)]
         return Presentation(title=self._title(parsed), kind="execute", content=content)
 
     async def _cwd(self, parsed: _TerminalInput, ctx: ToolContext) -> Path:
@@ -171,9 +178,13 @@ class TerminalTool(TypedTool[_TerminalInput, dict[str, Any]]):
         check = await self._checked(parsed.command)
         sandbox, availability = await self._sandbox(ctx)
         cwd = await self._cwd(parsed, ctx)
-        content: list[DisplayBlock] = [TextBlock(text=fence(parsed.command.strip(), "sh"))]
+        shown = [TextBlock(text=fence(parsed.command.strip(), "sh"))]
         if parsed.cwd:
-            content.append(TextBlock(text=f"in {cwd}"))
+            shown.append(TextBlock(text=f"in {cwd}"))
+        # The question shows the call's terminal where it has one, so a client that renders it keeps it in the card.
+        content: list[DisplayBlock] = (
+            [announced(ctx, parsed.command.strip(), cwd, shown)] if ctx.terminals is None else [*shown]
+        )
         reason = check.doubt
         if reason is None and sandbox.mode == "auto" and not availability.usable:
             reason = f"commands run without a sandbox here ({availability.problem})"
@@ -207,7 +218,6 @@ class TerminalTool(TypedTool[_TerminalInput, dict[str, Any]]):
             extra_env=extra_env,
             for_editor=ctx.terminals is not None,
         )
-        terminal_id: str | None = None
         if ctx.terminals is not None:
             terminal_id, result = await run_in_client_terminal(
                 ctx.terminals,
@@ -219,40 +229,50 @@ class TerminalTool(TypedTool[_TerminalInput, dict[str, Any]]):
                 output_byte_limit=CLIENT_OUTPUT_BYTES,
                 show=ctx.progress,
             )
-        else:
-
-            async def live(buffer: OutputBuffer) -> None:
-                await ctx.progress([TextBlock(text=fence(buffer.last(LIVE_VIEW_BYTES)))])
-
-            try:
-                result = await run_command(
-                    confined.argv,
-                    cwd=cwd,
-                    env=confined.env,
-                    timeout_s=parsed.timeout_s,
-                    buffer=OutputBuffer(OUTPUT_HEAD_BYTES, OUTPUT_TAIL_BYTES),
-                    on_output=live,
-                    own_pid_namespace=confined.sandboxed,
-                )
-            except OSError as exc:
-                raise ToolError(f"could not start the command: {exc.strerror or exc}") from exc
-        return _outcome(parsed, result, confined, terminal_id)
+            return _outcome(parsed, result, confined, TerminalBlock(terminal_id=terminal_id))
+        stream = TerminalStream(ctx)
+        buffer = OutputBuffer(OUTPUT_HEAD_BYTES, OUTPUT_TAIL_BYTES)
+        try:
+            result = await run_command(
+                confined.argv,
+                cwd=cwd,
+                env=confined.env,
+                timeout_s=parsed.timeout_s,
+                buffer=buffer,
+                on_output=stream.update,
+                interval=0.0,  # the stream keeps the beat
+                own_pid_namespace=confined.sandboxed,
+            )
+        except OSError as exc:
+            raise ToolError(f"could not start the command: {exc.strerror or exc}") from exc
+        await stream.finish(buffer)
+        return _outcome(parsed, result, confined, announced(ctx, parsed.command.strip(), cwd, []))
 
 
 def _outcome(
-    parsed: _TerminalInput, result: CommandResult, confined: Confined, terminal_id: str | None
+    parsed: _TerminalInput, result: CommandResult, confined: Confined, terminal: TerminalBlock | AgentTerminalBlock
 ) -> ToolOutcome[dict[str, Any]]:
+    """``terminal``: the editor's terminal it ran in, or the agent-owned terminal it was announced with."""
     output, capped = cap_middle(result.output.rstrip("\n"), MODEL_OUTPUT_CHARS)
     status = _status(result, parsed.timeout_s)
     display: list[DisplayBlock]
-    if terminal_id is not None:
+    if isinstance(terminal, TerminalBlock):
         ending = result.output.rstrip("\n")[-STORED_TAIL_CHARS:]
-        display = [
-            TerminalBlock(terminal_id=terminal_id),
-            TextBlock(text=status + ("\n" + fence(ending) if ending else "")),
-        ]
+        display = [terminal, TextBlock(text=status + ("\n" + fence(ending) if ending else ""))]
     else:
-        display = [TextBlock(text=status + ("\n" + fence(output) if output else ""))]
+        exited = result.exit_code is not None and not result.timed_out
+        note = None if exited else status.removesuffix(" Output up to then:")
+        shown = [TextBlock(text=status + ("\n" + fence(output) if output else ""))]
+        display = [
+            ended(
+                terminal,
+                output=result.output,
+                exit_code=result.exit_code,
+                signal=result.signal,
+                note=note,
+                fallback=shown,
+            )
+        ]
     notes = explain(confined, parsed.command, result.output, home=os.environ.get("HOME"))
     if notes:
         display.append(TextBlock(text="\n".join(notes)))

@@ -18,6 +18,7 @@ from hermes_acp.providers.catalog import Cost
 __all__ = [
     "LiveCompaction",
     "LiveCompactionChunk",
+    "LiveTerminalOutput",
     "LiveTextChunk",
     "LiveThoughtChunk",
     "LiveToolProgress",
@@ -52,6 +53,18 @@ class LiveToolProgress:
 
 
 @dataclass(frozen=True, slots=True)
+class LiveTerminalOutput:
+    """New output of a running command's agent-owned terminal (the call's ``AgentTerminalBlock``): ``data`` is
+    appended to what the terminal showed; ``fallback`` is the call's live content for a client without agent-owned
+    terminals (it replaces the previous content, like ``LiveToolProgress``)."""
+
+    tool_call_id: str
+    terminal_id: str
+    data: str
+    fallback: list[DisplayBlock]
+
+
+@dataclass(frozen=True, slots=True)
 class LiveCompaction:
     """A compaction that has not finished (``in_progress``) or never will (``failed``, ``cancelled``). A finished one
     is the stored ``ContextCompacted`` event."""
@@ -78,7 +91,15 @@ class LiveUsage:
     cost: Cost | None = None
 
 
-LiveUpdate = LiveTextChunk | LiveThoughtChunk | LiveToolProgress | LiveCompaction | LiveCompactionChunk | LiveUsage
+LiveUpdate = (
+    LiveTextChunk
+    | LiveThoughtChunk
+    | LiveToolProgress
+    | LiveTerminalOutput
+    | LiveCompaction
+    | LiveCompactionChunk
+    | LiveUsage
+)
 
 
 class UpdateSink(Protocol):

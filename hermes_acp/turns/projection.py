@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from hermes_acp.core import (
+    AgentTerminalBlock,
     AssistantMessage,
     AssistantMessageStored,
     AssistantTextCheckpointed,
@@ -81,6 +82,8 @@ class OpenCall:
     """The log stores a ``ToolCallRunning`` before this call runs (see ``ToolCallStarted.marks_run``)."""
     running: bool = False
     """A ``ToolCallRunning`` was stored: the call ran, or was running, if it stops without a result."""
+    terminals: tuple[AgentTerminalBlock, ...] = ()
+    """The agent-owned terminals its first content announced (its settlement must close them)."""
 
     @property
     def may_have_run(self) -> bool:
@@ -156,11 +159,12 @@ class SessionProjection:
             case ToolCallStarted():
                 self.tool_call_ids.add(event.tool_call_id)
                 known = self.open_calls.get(event.tool_call_id)
+                terminals = tuple(b for b in event.content if isinstance(b, AgentTerminalBlock))
                 if known is not None:
-                    self.open_calls[event.tool_call_id] = replace(known, marks_run=event.marks_run)
+                    self.open_calls[event.tool_call_id] = replace(known, marks_run=event.marks_run, terminals=terminals)
                 else:
                     self.open_calls[event.tool_call_id] = OpenCall(
-                        event.name, event.turn_id, from_model=False, marks_run=event.marks_run
+                        event.name, event.turn_id, from_model=False, marks_run=event.marks_run, terminals=terminals
                     )
             case ToolCallRunning():
                 running = self.open_calls.get(event.tool_call_id)

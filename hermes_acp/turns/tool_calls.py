@@ -46,7 +46,7 @@ from hermes_acp.core import (
     ToolResultMessage,
 )
 from hermes_acp.core.ids import new_tool_call_id
-from hermes_acp.core.sanitize import Removals, sanitize_json
+from hermes_acp.core.sanitize import Removals, clean_text, sanitize_json
 from hermes_acp.errors import PermissionDeniedError, StorageError, ToolError, ToolInputError
 from hermes_acp.providers.base import ResponseDone
 from hermes_acp.tools.approval import Approval
@@ -54,8 +54,9 @@ from hermes_acp.tools.base import AnyTool, ParsedCall, Presentation, ToolOutcome
 from hermes_acp.tools.context import ApprovalRequest, ToolContext
 
 from .approvals import ApprovalFlow, TurnCancelledByClient
-from .ports import LiveToolProgress
+from .ports import LiveTerminalOutput, LiveToolProgress
 from .server_tools import server_tool_events
+from .settlements import closed_terminals
 from .state import TurnDeps, TurnState
 
 __all__ = ["MAX_PARALLEL_READS", "PreparedCall", "announce", "ask_attachment", "batch_end", "run_calls", "sanitized"]
@@ -174,6 +175,7 @@ async def _run_together(batch: Sequence[PreparedCall], deps: TurnDeps, state: Tu
 async def _settle(item: PreparedCall, outcome: ToolOutcome[Any], deps: TurnDeps, state: TurnState) -> None:
     """Store (and emit) how one call ended, its result serialised for the record and cleaned by the sanitizer."""
     outcome = sanitized(outcome, session_id=deps.session_id, tool=item.call.name)
+    outcome = replace(outcome, content=closed_terminals(item.presentation.content, outcome.content))
     plan = [PlanUpdated(turn_id=state.turn_id, entries=outcome.plan)] if outcome.plan is not None else []
     await deps.recorder.record(
         *plan,
@@ -306,6 +308,11 @@ def _context(call: ToolCallPart, deps: TurnDeps, state: TurnState) -> ToolContex
     async def progress(content: list[Any]) -> None:
         await deps.recorder.live(LiveToolProgress(call.id, content))
 
+    async def terminal_output(data: str, fallback: list[Any]) -> None:
+        # Live only: the settlement stores what the terminal kept, cleaned with the rest of the result.
+        shown = [_clean(block, Removals()) for block in fallback]
+        await deps.recorder.live(LiveTerminalOutput(call.id, call.id, clean_text(data), shown))
+
     present = deps.client_present is None or deps.client_present()
     return ToolContext(
         session_id=deps.session_id,
@@ -315,6 +322,7 @@ def _context(call: ToolCallPart, deps: TurnDeps, state: TurnState) -> ToolContex
         mode=deps.mode(),
         progress=progress,
         cache_dir=deps.cache_dir,
+        terminal_output=terminal_output,
         files=deps.files if present else None,
         terminals=deps.terminals if present else None,
         images=deps.images,
