@@ -2,8 +2,9 @@
 commands the agent runs in its own sandbox as terminals (``_meta.terminal_info`` on the ``tool_call``, the output
 streamed as ``_meta.terminal_output``, ``_meta.terminal_exit`` at the end), never a ``terminal/*`` request, and a
 ``session/load`` in a new process shows each card again, the same: the same title, status, content, terminal
-(label, folder, output, exit) and raw output. Driven in raw frames by the Zed emulation; every frame is checked
-against the ACP schema."""
+(label, folder, output, exit) and raw output. A command that streams, one killed by its time limit, one refused
+before it runs, one the sandbox stops, one cancelled with its turn, and one whose output hides characters. Driven
+in raw frames by the Zed emulation; every frame is checked against the ACP schema."""
 
 from __future__ import annotations
 
@@ -141,3 +142,46 @@ async def test_what_the_sandbox_stops_is_in_the_card_and_replays_the_same(tmp_pa
     notes = [item["content"]["text"] for item in live["content"] if item["type"] == "content"]
     assert notes and "a write outside the session's directories failed" in notes[-1]
     assert await _replayed(tmp_path, scenario, session_id, "call_out") == live
+
+
+async def test_a_cancelled_command_closes_its_terminal_and_replays_the_same(tmp_path: Path) -> None:
+    scenario = _scenario(("long job", "call_long", {"command": SLOW}))
+    async with spawn_zed(tmp_path, scenario) as zed:
+        session_id = await zed.new_session()
+        await zed.set_mode(session_id, "dont_ask")
+        async with anyio.create_task_group() as tg:
+            answer: list[Any] = []
+
+            async def prompt() -> None:
+                answer.append(await zed.prompt(session_id, "Start the long job"))
+
+            tg.start_soon(prompt)
+            await zed.wait_for(
+                lambda: (
+                    (session_id, "call_long") in zed.terminals
+                    and zed.terminal(session_id, "call_long").text() == "started\n"
+                )
+            )
+            await zed.cancel(session_id)
+        live = zed.card(session_id, "call_long")
+        closed = zed.terminal(session_id, "call_long")
+    assert answer[0]["stopReason"] == "cancelled"
+    assert live["status"] == "failed" and live["terminal"] is None
+    assert closed.exit == {"exit_code": None, "signal": None}, "no terminal is left running in the thread"
+    (reason,) = [item["content"]["text"] for item in live["content"]]
+    assert reason.startswith("Cancelled")
+    assert await _replayed(tmp_path, scenario, session_id, "call_long") == live
+
+
+async def test_hidden_characters_in_the_output_reach_neither_the_live_terminal_nor_the_stored_one(
+    tmp_path: Path,
+) -> None:
+    command = r"printf 'vis\363\240\200\201ible\n'"  # U+E0001, a TAG character, between "vis" and "ible"
+    scenario = _scenario(("hidden", "call_tag", {"command": command}))
+    async with spawn_zed(tmp_path, scenario) as zed:
+        session_id = await zed.new_session()
+        await zed.set_mode(session_id, "dont_ask")
+        await zed.prompt(session_id, "Print the hidden text")
+        live = zed.card(session_id, "call_tag")
+    assert live["terminal"]["output"] == "visible\n"
+    assert await _replayed(tmp_path, scenario, session_id, "call_tag") == live

@@ -133,6 +133,9 @@ class Zed:
     async def set_mode(self, session_id: str, mode_id: str) -> Any:
         return await self.request("session/set_mode", {"sessionId": session_id, "modeId": mode_id})
 
+    async def cancel(self, session_id: str) -> None:
+        await self._write({"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": session_id}})
+
     async def prompt(self, session_id: str, text: str) -> Any:
         params = {"sessionId": session_id, "prompt": [{"type": "text", "text": text}]}
         return await self.request("session/prompt", params, timeout=TURN_TIMEOUT_S)
