@@ -776,6 +776,92 @@ async def sandbox_overhead(bench: Bench, runs: int = 20) -> list[Row]:
     ]
 
 
+_TERMINAL_COMMANDS = {
+    "sparse": 'for i in $(seq 1 30); do echo "$EPOCHREALTIME"; sleep 0.1; done',
+    "flood": 'for i in $(seq 1 2500); do echo "$EPOCHREALTIME"; sleep 0.001; done',
+}
+_TERMINAL_CARDS: dict[str, Any] = {
+    "name": "bench-terminal-cards",
+    "responses": [
+        *(
+            {
+                "match": {"last_message_contains": f"terminal-{name}"},
+                "repeat": True,
+                "steps": [{"tool_call": {"name": "terminal", "arguments": {"command": command}}}],
+            }
+            for name, command in _TERMINAL_COMMANDS.items()
+        ),
+        {"repeat": True, "steps": [{"text": "Done."}]},
+    ],
+}
+
+
+async def terminal_cards(bench: Bench) -> list[Row]:
+    """A Zed client (``_meta.terminal_output``) and a command that prints its own clock (bash's ``$EPOCHREALTIME``)
+    once a line, in the sandbox: how late each line reaches the client in a ``terminal_output`` update (from the
+    moment the command wrote it to the moment the update that completes it arrived), and how many updates one card
+    gets in its busiest second. Sparse: a line every 100 ms; flood: about a line a millisecond for a few seconds."""
+    bench.server.set_scenario(load_scenario(_TERMINAL_CARDS))
+    rows: list[Row] = []
+    try:
+        async with bench.spawn(initialize=False) as agent:
+            with anyio.fail_after(30):
+                await agent.conn.initialize(
+                    protocol_version=1,
+                    client_capabilities=schema.ClientCapabilities.model_validate({"_meta": {"terminal_output": True}}),
+                )
+            session_id = await _new(agent, bench)
+            with anyio.fail_after(30):
+                await agent.conn.set_session_mode(session_id=session_id, mode_id="dont_ask")
+            clock = time.time() - time.perf_counter()  # the updates are timed on perf_counter
+            for name in _TERMINAL_COMMANDS:
+                before = len(agent.client.updates)
+                await _prompt(agent, session_id, f"terminal-{name}")
+                outputs = [
+                    (u.at + clock, u.body["_meta"]["terminal_output"]["data"])
+                    for u in agent.client.updates[before:]
+                    if "terminal_output" in (u.body.get("_meta") or {})
+                ]
+                late, lines = _line_delays(outputs)
+                busiest = max(
+                    (sum(1 for other, _ in outputs if at <= other < at + 1.0) for at, _ in outputs), default=0
+                )
+                p95 = sorted(late)[int(len(late) * 0.95)] if late else 0.0
+                rows.append(
+                    Row(
+                        f"terminal card: output → editor ({name})",
+                        f"{statistics.median(late):.1f} ms" if late else "n/a",
+                        f"p95 {p95:.1f} ms, max {max(late, default=0):.1f} ms over {lines} lines; goal ≤ 50 ms",
+                    )
+                )
+                rows.append(
+                    Row(
+                        f"terminal card: updates in the busiest second ({name})",
+                        str(busiest),
+                        f"{len(outputs)} terminal_output updates in all; goal ≤ 20 per second per card",
+                    )
+                )
+    finally:
+        bench.server.set_scenario(load_scenario(SCENARIO))
+    return rows
+
+
+def _line_delays(outputs: list[tuple[float, str]]) -> tuple[list[float], int]:
+    """For each complete line (a timestamp the command printed), ms from its timestamp to the arrival of the update
+    that completed it."""
+    delays: list[float] = []
+    pending = ""
+    for at, data in outputs:
+        pending += data
+        *complete, pending = pending.split("\n")
+        for line in complete:
+            try:
+                delays.append((at - float(line.strip())) * 1000)
+            except ValueError:
+                continue  # a note the stream inserted (a skip)
+    return delays, len(delays)
+
+
 _SUMMARY_MARKER = "You write the memory of a coding agent"
 _LONG_SESSION: dict[str, Any] = {
     "name": "bench-long-session",
@@ -955,6 +1041,7 @@ ROWS: dict[str, Callable[[Bench], Awaitable[list[Row]]]] = {
     "file_changes": file_changes,
     "corpus_replay": corpus_replay,
     "sandbox": sandbox_overhead,
+    "terminal_cards": terminal_cards,
     "compaction": lambda b: compaction(b, 200),
     "shared_host": shared_host_rows,
 }
