@@ -185,3 +185,15 @@ async def test_hidden_characters_in_the_output_reach_neither_the_live_terminal_n
         live = zed.card(session_id, "call_tag")
     assert live["terminal"]["output"] == "visible\n"
     assert await _replayed(tmp_path, scenario, session_id, "call_tag") == live
+
+
+async def test_the_permission_question_is_asked_inside_the_terminal_card(tmp_path: Path) -> None:
+    scenario = _scenario(("ask first", "call_ask", {"command": "echo asked"}))
+    async with spawn_zed(tmp_path, scenario) as zed:
+        session_id = await zed.new_session()
+        await zed.prompt(session_id, "Please ask first")
+        live = zed.card(session_id, "call_ask")
+    (question,) = zed.permissions
+    assert question["toolCall"]["title"] == "echo asked", "the terminal's label stays the command"
+    assert question["toolCall"]["content"][0] == {"type": "terminal", "terminalId": "call_ask"}
+    assert live["status"] == "completed" and live["terminal"]["output"] == "asked\n"
