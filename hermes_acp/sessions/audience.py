@@ -31,7 +31,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field, replace
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import anyio
 import structlog
@@ -56,6 +56,7 @@ from hermes_acp.turns.ports import (
     LiveToolProgress,
     LiveUpdate,
     PermissionAnswer,
+    PermissionChoice,
     PermissionQuestion,
     UpdateSink,
 )
@@ -63,6 +64,9 @@ from hermes_acp.turns.projection import transcript_events
 
 from .commands import Command
 from .ports import ClientBridge
+
+if TYPE_CHECKING:
+    from .session import Session
 
 __all__ = ["MEMBER_SEND_S", "Audience"]
 
@@ -362,6 +366,12 @@ class Audience:
             with anyio.move_on_after(MEMBER_SEND_S):
                 await member.client.commands_changed(self._session_id, commands)
 
+    async def config_changed(self, session: Session, *, mode_changed: bool) -> None:
+        """The session's options changed (its mode too): each connection is told as it can show them."""
+        for member in list(self._members):
+            with anyio.move_on_after(MEMBER_SEND_S):
+                await member.client.config_changed(session, mode_changed=mode_changed)
+
     # -- PermissionGate and Elicitor: the first answer wins ------------------------------------------------
 
     async def ask(self, question: PermissionQuestion) -> PermissionAnswer:
@@ -374,6 +384,23 @@ class Audience:
             raise PermissionDeniedError(
                 f"nobody attached to answer the permission request within {self._unattended_wait_s:g} s;"
                 " this call was not run"
+            ) from exc
+
+    async def choose(
+        self, question: PermissionQuestion, choices: Sequence[PermissionChoice], *, refusal: str
+    ) -> str | None:
+        session_id = self._session_id
+
+        def call(client: ClientBridge) -> Awaitable[str | None]:
+            return client.gate(session_id).choose(question, choices, refusal=refusal)
+
+        try:
+            return await self._first_answer(call, lambda _: True)
+        except ConnectionError:
+            return None  # the one client went away: its turn is being cancelled
+        except TimeoutError as exc:
+            raise PermissionDeniedError(
+                f"nobody attached to answer the question within {self._unattended_wait_s:g} s; this call was not run"
             ) from exc
 
     def elicitor(self) -> Elicitor | None:

@@ -36,11 +36,13 @@ from .records import directories, new_record, normalise_cwd
 from .recovery import recovery_events
 from .services import SessionServices
 from .session import Session
+from .switches import SWITCHES
 from .turn_imports import warm_up_turn_modules
 
 __all__ = ["SessionManager"]
 
 _log = structlog.get_logger("hermes_acp.sessions")
+SWITCH_IDS = tuple(switch.id for switch in SWITCHES)
 
 
 SessionStatus = Literal["open", "saved"]
@@ -167,7 +169,7 @@ class SessionManager:
             meta={
                 "additional_directories": extra,
                 "forked_from": {"sessionId": source.id, "at": now},
-                **{key: source.meta[key] for key in (EFFORT_META_KEY,) if key in source.meta},
+                **{key: source.meta[key] for key in (EFFORT_META_KEY, *SWITCH_IDS) if key in source.meta},
             },
         )
         await self.services.store.fork_session(source.id, record)
@@ -265,12 +267,13 @@ class SessionManager:
         return session
 
     def _warm_up(self, session: Session) -> None:
-        """Load the turn machinery and the session's model provider (its HTTP stack costs ~0.1 s to import) in the
-        background, so the first prompt does not wait for them."""
+        """Find the session's skills, then load the turn machinery and the session's model provider (its HTTP stack
+        costs ~0.1 s to import) in the background, so the first prompt does not wait for them."""
         model = session.current_model()
         providers = session.services.providers
 
         async def warm_up() -> None:  # one after the other: two threads importing at once could wait on each other
+            await session.skills.ensure()
             await warm_up_turn_modules()
             if model is not None:
                 await providers.warm_up(model)

@@ -1,9 +1,10 @@
 """The tool surface of a session, derived from its state before every model request (docs/architecture.md §4.6).
 
 Built-in tools allowed by the mode come first, in their fixed order, then ``ask_user`` when the editor can ask the
-user questions, then the session's MCP tools sorted by name (``read_only`` mode keeps only those with
-``readOnlyHint``), then ``computer_use`` when a driver is available.
-Nothing is remembered between requests, so a model or mode switch cannot lose a tool; and the same state gives
+user questions, then ``load_skill`` when the session has skills, then ``exit_plan_mode`` in plan mode, then the
+session's MCP tools sorted by name (``plan`` and ``read_only`` keep only read-only tools: the built-in ones that
+change nothing, MCP tools with ``readOnlyHint``), then ``computer_use`` when a driver is available. Nothing is
+remembered between requests, so a model or mode switch cannot lose a tool; and the same state gives
 byte-identical schemas (prompt caches depend on it).
 """
 
@@ -12,21 +13,35 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from hermes_acp.core.modes import READ_ONLY_MODES
 from hermes_acp.tools.base import AnyTool
 
 if TYPE_CHECKING:
     from .session import Session
 
-__all__ = ["derive_tool_surface"]
+__all__ = ["derive_tool_surface", "why_unavailable"]
 
 
 def derive_tool_surface(session: Session) -> Sequence[AnyTool]:
     wiring = session.wiring
     mode = session.mode
     asking = wiring.ask_user(session.elicitor)
-    tools = [
-        tool for tool in (*wiring.builtin_tools, *asking, *session.mcp.tools()) if mode != "read_only" or tool.read_only
-    ]
+    skills = wiring.load_skill(session.skills)
+    handing_off = wiring.plan_hand_off(session) if mode == "plan" else ()
+    offered = (*wiring.builtin_tools, *asking, *skills, *handing_off, *session.mcp.tools())
+    tools = [tool for tool in offered if mode not in READ_ONLY_MODES or tool.read_only]
     if wiring.computer_use.available:
         tools.append(wiring.computer_use.tool)  # in read_only too: observation is allowed, the policy denies input
     return tools
+
+
+def why_unavailable(session: Session, name: str) -> str:
+    """Why the model cannot call ``name`` now, in words it can act on (the error of a call to it)."""
+    mode = session.mode
+    if name == "ask_user" and session.elicitor is None:
+        return "the editor cannot show questions to the user: decide yourself, or ask in your answer and stop there"
+    if name == "exit_plan_mode":
+        return f"the session is in {mode} mode, not in plan mode"
+    if name == "load_skill":
+        return "the session has no skills"
+    return f"the session is in {mode} mode"

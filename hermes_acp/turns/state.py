@@ -40,6 +40,9 @@ class CompactionPolicy:
     """The model that writes summaries (``[agent] compaction_model``); None: the session's."""
     provider: ModelProvider | None = None
     """``model``'s provider; None with ``model`` None."""
+    automatic: bool = True
+    """Compact on the way (near the threshold, or when the provider refuses a request as too long); off, only
+    ``/compact`` does."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -76,6 +79,8 @@ class TurnDeps:
     ``model``'s prices are known."""
     effort: Effort | None = None
     """The thinking effort every request of the turn asks for (None: none is sent)."""
+    unavailable: Callable[[str], str] | None = None
+    """Why a tool the model named is not offered now, for its error (None: the session's mode is named)."""
 
 
 @dataclass(kw_only=True)

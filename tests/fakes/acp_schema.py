@@ -4,7 +4,8 @@ The schema is the npm package ``@agentclientprotocol/sdk`` 2.4.0's ``schema/v1/s
 ``schema.unstable.json`` (stable plus unstable), fetched by ``.ci/acp-schema-setup.sh`` into ``.ci-tools/``. Each
 definition names its method (``x-method``) and which side handles it (``x-side``), so a frame is validated against
 exactly its own definition: a request's params, a notification's params, and a response's result (matched to the
-request by id, per direction) or error. Methods only the unstable schema has (``session/fork``) use it; the legacy
+request by id, per direction) or error. Methods only the unstable schema has (``session/fork``) use it, and so do
+``session/update`` notifications of a kind only the unstable schema has (``plan_update``, ``plan_removed``); the legacy
 ``session/set_model`` (gone from the schema, still sent by JetBrains) and ``_``-prefixed extensions are not in
 either and are skipped.
 
@@ -83,7 +84,7 @@ def schema_problems(
         if target is None:
             continue
         definition, instance = target
-        validator = _validator(definition)
+        validator = _validator(definition, unstable=_unstable_update(message))
         if validator is None:
             problems.append(f"{direction} {_brief(message)}: no schema definition {definition}")
             continue
@@ -138,10 +139,32 @@ def _definitions() -> dict[tuple[str, str, str], str]:
     return found
 
 
+def _unstable_update(message: dict[str, Any]) -> bool:
+    """A ``session/update`` whose kind only the unstable schema has."""
+    params = message.get("params")
+    update = params.get("update") if isinstance(params, dict) else None
+    kind = update.get("sessionUpdate") if isinstance(update, dict) else None
+    return message.get("method") == "session/update" and kind in _unstable_update_kinds()
+
+
 @functools.cache
-def _validator(definition: str) -> jsonschema.protocols.Validator | None:
+def _unstable_update_kinds() -> frozenset[str]:
+    def kinds(root: dict[str, Any]) -> set[str]:
+        return {variant["properties"]["sessionUpdate"]["const"] for variant in root["$defs"]["SessionUpdate"]["oneOf"]}
+
     stable, unstable = _schemas()
-    root = stable if definition in stable["$defs"] else unstable if definition in unstable["$defs"] else None
+    return frozenset(kinds(unstable) - kinds(stable))
+
+
+@functools.cache
+def _validator(definition: str, *, unstable: bool = False) -> jsonschema.protocols.Validator | None:
+    stable, unstable_root = _schemas()
+    if unstable:
+        root = unstable_root if definition in unstable_root["$defs"] else None
+    else:
+        root = (
+            stable if definition in stable["$defs"] else unstable_root if definition in unstable_root["$defs"] else None
+        )
     if root is None:
         return None
     uri = "urn:acp:stable" if root is stable else "urn:acp:unstable"
