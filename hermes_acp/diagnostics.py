@@ -10,6 +10,7 @@ the report says what to fix otherwise.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import sys
 from collections.abc import Callable
@@ -25,15 +26,29 @@ from hermes_acp.exec.sandbox import Sandbox
 from hermes_acp.home import default_home
 from hermes_acp.providers.catalog import ModelCatalog
 from hermes_acp.storage.sqlite import SqliteSessionStore, StoreHealth
-from hermes_acp.version import __version__
+from hermes_acp.version import DISTRIBUTION, __version__
 
 __all__ = ["run_check"]
 
-_DEPENDENCIES = ("agent-client-protocol", "mcp", "pydantic", "anyio", "pillow", "httpx", "structlog")
+_REQUIREMENT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 _OK, _BAD, _WARN = "✓", "✗", "!"
 _NO_SPACE = 1024 * 1024
 """Less free space than this on the home's file system: turns cannot be stored."""
 _LOW_SPACE = 100 * 1024 * 1024
+
+
+def _dependencies() -> list[str]:
+    """What the installed distribution requires to run (its metadata; the extras, such as dev, are left out)."""
+    try:
+        requirements = metadata.requires(DISTRIBUTION) or []
+    except metadata.PackageNotFoundError:  # run from a source tree that was never installed
+        return []
+    names = []
+    for requirement in requirements:
+        match = _REQUIREMENT_NAME.match(requirement)
+        if match and "extra ==" not in requirement:
+            names.append(match.group())
+    return names
 
 
 def run_check(say: Callable[[str], None]) -> int:
@@ -41,7 +56,7 @@ def run_check(say: Callable[[str], None]) -> int:
     env = dict(os.environ)
     problems = 0
     say(f"hermes-acp {__version__} on Python {sys.version.split()[0]}")
-    for name in _DEPENDENCIES:
+    for name in _dependencies():
         try:
             say(f"  {_OK} {name} {metadata.version(name)}")
         except metadata.PackageNotFoundError:

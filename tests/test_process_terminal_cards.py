@@ -15,8 +15,8 @@ from typing import Any
 import anyio
 import pytest
 
-from hermes_acp.exec.sandbox import Sandbox
 from tests.fakes.zed_client import Zed, spawn_zed
+from tests.security.support import require_bwrap
 
 pytestmark = pytest.mark.anyio
 
@@ -125,8 +125,7 @@ async def test_a_refused_command_closes_its_terminal_and_replays_the_same(tmp_pa
 
 
 async def test_what_the_sandbox_stops_is_in_the_card_and_replays_the_same(tmp_path: Path) -> None:
-    if not (await Sandbox().availability()).usable:
-        pytest.skip("bubblewrap cannot run here")
+    require_bwrap()
     outside = Path("/usr/hermes-acp-terminal-card-test.txt")  # read-only in the sandbox (its /tmp is private)
     command = f"echo trying; echo x > {outside}"
     scenario = _scenario(("outside", "call_out", {"command": command}))

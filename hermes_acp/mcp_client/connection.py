@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 import structlog
 
@@ -32,9 +32,7 @@ from ._failures import NotConnected, RequestLost, ServerRejected
 from .naming import sanitise
 from .specs import HttpSpec, StdioSpec
 from .supervisor import LinkState, Live, SupervisedConnection
-
-if TYPE_CHECKING:
-    from ._wire import Wire
+from .wire_port import McpWire, OpenWire
 
 __all__ = [
     "CALL_TIMEOUT_S",
@@ -71,6 +69,7 @@ class ServerConnection:
         stderr_dir: Path | None,
         timeouts: McpTimeouts,
         on_change: Callable[[], None] = lambda: None,
+        open_wire: OpenWire | None = None,
     ):
         self.spec = spec
         self.index = index
@@ -88,6 +87,7 @@ class ServerConnection:
             cwd=cwd,
             stderr_log=stderr_log,
             on_change=on_change,
+            open_wire=open_wire,
         )
 
     @property
@@ -131,7 +131,7 @@ class ServerConnection:
         """Until ``predicate(self)`` holds, re-checked at every state change. Unbounded: bound it."""
         await self.link.wait_for(lambda _: predicate(self))
 
-    async def _list(self, wire: Wire) -> None:
+    async def _list(self, wire: McpWire) -> None:
         tools = await wire.list_tools()
         self.has_resources = wire.has_resources
         self.has_prompts = wire.has_prompts
@@ -148,7 +148,7 @@ class ServerConnection:
             self.link.call(tool, arguments, replay_safe=read_only, timeout_s=self.timeouts.call_s),
         )
 
-    async def read(self, op: Callable[[Wire], Awaitable[dict[str, Any]]], what: str) -> dict[str, Any]:
+    async def read(self, op: Callable[[McpWire], Awaitable[dict[str, Any]]], what: str) -> dict[str, Any]:
         """A read-only request (lists, ``resources/read``, ``prompts/get``)."""
 
         def on(live: Live[None]) -> Awaitable[dict[str, Any]]:

@@ -32,6 +32,7 @@ from .naming import ToolKey, assign_names
 from .remote_tools import UTILITY_TOOLS, McpTool, Utility, UtilityTool
 from .specs import StdioSpec, UnusableSpec, parse_specs
 from .supervisor import LinkState
+from .wire_port import OpenWire
 
 __all__ = ["READY_WAIT_S", "McpServers", "ServerStatus"]
 
@@ -69,12 +70,23 @@ class McpServers:
         cwd: Path,
         stderr_dir: Path | None = None,
         timeouts: McpTimeouts | None = None,
+        open_wire: OpenWire | None = None,
     ):
+        """``timeouts`` bound every wait of every server; ``open_wire`` is how each connection is opened (None: the
+        SDK adapter; tests give an in-memory one)."""
         parsed = parse_specs(specs)
         self._changed = anyio.Event()
         timeouts = timeouts or McpTimeouts()
         self.connections: list[ServerConnection] = [
-            ServerConnection(spec, index, cwd=cwd, stderr_dir=stderr_dir, timeouts=timeouts, on_change=self._poke)
+            ServerConnection(
+                spec,
+                index,
+                cwd=cwd,
+                stderr_dir=stderr_dir,
+                timeouts=timeouts,
+                on_change=self._poke,
+                open_wire=open_wire,
+            )
             for index, spec in enumerate(parsed)
             if not isinstance(spec, UnusableSpec)
         ]

@@ -35,12 +35,14 @@ __all__ = [
     "NewSessionParams",
     "PermissionResult",
     "PromptParams",
+    "ProviderIdParams",
     "ReadTextFileResult",
     "ResumeSessionParams",
     "SessionIdParams",
     "SetConfigOptionParams",
     "SetModeParams",
     "SetModelParams",
+    "SetProviderParams",
     "TerminalExitResult",
     "TerminalOutputResult",
     "parse",
@@ -314,6 +316,21 @@ class PromptParams(_Wire):
 
 class AuthenticateParams(_Wire):
     method_id: str = Field(alias="methodId")
+
+
+class SetProviderParams(_Wire):
+    """``providers/set`` (unstable): route one provider to a base URL with these headers (kept in memory only)."""
+
+    provider_id: Annotated[str, Field(min_length=1, max_length=64)] = Field(alias="providerId")
+    api_type: str = Field(alias="apiType")
+    base_url: Annotated[str, Field(min_length=1)] = Field(alias="baseUrl")
+    headers: dict[str, str] = Field(default_factory=dict)
+
+
+class ProviderIdParams(_Wire):
+    """``providers/disable`` (unstable)."""
+
+    provider_id: Annotated[str, Field(min_length=1, max_length=64)] = Field(alias="providerId")
 
 
 # -- the client's answers to our requests ---------------------------------------------------------------------

@@ -37,6 +37,7 @@ from probes.agent import stop_agent
 
 from .acp_schema import FrameLog
 from .agent_process import EXIT_TIMEOUT_S, FRAME_LIMIT, REPO, START_TIMEOUT_S, TURN_TIMEOUT_S, _config
+from .sandbox_pin import DEFAULT_TEST_SANDBOX, SandboxMode, pin_sandbox
 
 __all__ = ["ZED_CAPABILITIES", "DisplayTerminal", "Zed", "spawn_zed"]
 
@@ -242,14 +243,17 @@ async def spawn_zed(
     home: Path | None = None,
     config_extra: str = "",
     initialize: bool = True,
+    sandbox: SandboxMode | None = DEFAULT_TEST_SANDBOX,
 ) -> AsyncIterator[Zed]:
-    """The real agent, driven by the Zed emulation (``initialize``: send Zed's ``initialize`` first)."""
+    """The real agent, driven by the Zed emulation (``initialize``: send Zed's ``initialize`` first; ``sandbox``:
+    the ``[sandbox] mode`` pinned unless ``config_extra`` sets one, as ``spawn_agent`` does)."""
     home = home or tmp_path / "home"
     home.mkdir(parents=True, exist_ok=True)
     workspace = tmp_path / "workspace"
     workspace.mkdir(parents=True, exist_ok=True)
     async with serve_model_server(scenario) as model:
-        (home / "config.toml").write_text(_config(model.openai_base_url, '["m", "m2"]', 0) + config_extra)
+        config = _config(model.openai_base_url, '["m", "m2"]', 0) + config_extra
+        (home / "config.toml").write_text(pin_sandbox(config, sandbox))
         env = {
             "PATH": os.environ.get("PATH", ""),
             "HOME": str(tmp_path),
