@@ -26,6 +26,7 @@ from typing import Any, TypeVar
 
 import structlog
 
+from hermes_acp.core.bounds import MAX_MCP_TOOLS_PER_SERVER
 from hermes_acp.errors import McpServerUnavailableError, OutcomeUnknownError, ToolError, ToolTimeoutError
 
 from ._failures import NotConnected, RequestLost, ServerRejected
@@ -75,7 +76,10 @@ class ServerConnection:
         self.index = index
         self.timeouts = timeouts
         self.tools: list[dict[str, Any]] = []
-        """The last ``tools/list`` (kept while the connection is rebuilt, so the tool surface stays stable)."""
+        """The last ``tools/list`` (kept while the connection is rebuilt, so the tool surface stays stable), at most
+        ``MAX_MCP_TOOLS_PER_SERVER`` of them."""
+        self.tools_cut = False
+        """The server listed more tools than are offered."""
         self.listing_version = 0
         self.has_resources = False
         self.has_prompts = False
@@ -132,7 +136,9 @@ class ServerConnection:
         await self.link.wait_for(lambda _: predicate(self))
 
     async def _list(self, wire: McpWire) -> None:
-        tools = await wire.list_tools()
+        listed = await wire.list_tools(limit=MAX_MCP_TOOLS_PER_SERVER + 1)
+        tools = listed[:MAX_MCP_TOOLS_PER_SERVER]
+        self.tools_cut = len(listed) > MAX_MCP_TOOLS_PER_SERVER
         self.has_resources = wire.has_resources
         self.has_prompts = wire.has_prompts
         if tools != self.tools or self.listing_version == 0:

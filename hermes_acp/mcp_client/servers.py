@@ -18,6 +18,7 @@ through its supervised connection. It knows nothing about modes, providers or AC
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +26,8 @@ from pathlib import Path
 import anyio
 import structlog
 
+from hermes_acp.core.bounds import MAX_MCP_TOOLS_PER_SERVER
+from hermes_acp.exec.environment import EnvPolicy
 from hermes_acp.tools.base import AnyTool
 
 from .connection import McpTimeouts, ServerConnection
@@ -70,11 +73,13 @@ class McpServers:
         cwd: Path,
         stderr_dir: Path | None = None,
         timeouts: McpTimeouts | None = None,
+        pass_env: Sequence[str] = (),
         open_wire: OpenWire | None = None,
     ):
-        """``timeouts`` bound every wait of every server; ``open_wire`` is how each connection is opened (None: the
-        SDK adapter; tests give an in-memory one)."""
-        parsed = parse_specs(specs)
+        """``timeouts`` bound every wait of every server; ``pass_env`` names the variables a stdio server's base
+        environment takes beyond the safe list; ``open_wire`` is how each connection is opened (None: the SDK
+        adapter; tests give an in-memory one)."""
+        parsed = parse_specs(specs, base_env=EnvPolicy.of(pass_env).base(os.environ))
         self._changed = anyio.Event()
         timeouts = timeouts or McpTimeouts()
         self.connections: list[ServerConnection] = [
@@ -151,6 +156,11 @@ class McpServers:
             if conn.state == "failed" and self._once((conn.index, "failed", conn.attempts)):
                 notices.append(
                     f"⚠ MCP server '{conn.name}' could not be started: {conn.error}. Its tools are not available."
+                )
+            elif conn.tools_cut and self._once((conn.index, "cut", conn.listing_version)):
+                notices.append(
+                    f"⚠ MCP server '{conn.name}' lists more than {MAX_MCP_TOOLS_PER_SERVER} tools; only the first"
+                    f" {MAX_MCP_TOOLS_PER_SERVER} are offered to the model."
                 )
             elif conn.settling and self._once((conn.index, "starting", conn.attempts)):
                 notices.append(

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
-from hermes_acp.exec.environment import looks_secret
+from hermes_acp.exec.environment import EnvPolicy
 
 from .presets import PRESETS, Preset, preset
 
@@ -189,9 +189,9 @@ def _key_name_problem(name: str) -> str | None:
             "the key variable must be the NAME of an environment variable (capitals, digits and _, e.g. "
             "OPENROUTER_API_KEY). If you typed the key itself, it was neither stored nor sent anywhere."
         )
-    if not looks_secret(name):
+    if EnvPolicy().allows(name):
         return (
-            f"name the key variable so that it ends in _API_KEY or _TOKEN (e.g. {name}_API_KEY): commands the agent "
-            f"runs never see such variables, and {name} would be visible to them"
+            f"{name} is one of the variables every command the agent runs inherits; name a variable of its own for"
+            f" the key (e.g. MY_PROVIDER_API_KEY): commands see only that short list and `[sandbox] pass_env`"
         )
     return None

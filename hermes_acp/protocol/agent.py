@@ -33,7 +33,7 @@ from hermes_acp.errors import (
     InvalidParamsError,
     NoProviderError,
     ProviderAuthError,
-    SessionNotFoundError,
+    SessionNotOpenError,
 )
 from hermes_acp.mcp_client.specs import unreadable_entry
 from hermes_acp.providers.catalog import ModelCatalog
@@ -110,7 +110,7 @@ class HermesAgent:
         """A live session this connection is attached to (one it created, loaded or resumed)."""
         session = self.manager.get(session_id)
         if not session.audience.has(self._bridge):
-            raise SessionNotFoundError(session_id)
+            raise SessionNotOpenError(session_id)
         return session
 
     # -- auth -----------------------------------------------------------------------------------------------------

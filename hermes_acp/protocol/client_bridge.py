@@ -143,7 +143,7 @@ class AcpPermissionGate:
             return None
         if any(c.id == outcome.option_id for c in choices):
             return outcome.option_id
-        _log.warning("permission answer with an option we did not offer", option=outcome.option_id)
+        _log.warning("permission answer with an option we did not offer", option=outcome.option_id[:200])
         return refusal
 
 

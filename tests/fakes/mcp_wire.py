@@ -107,9 +107,9 @@ class _MemoryWire:
     def crash(self) -> None:
         self._dropped.set()
 
-    async def list_tools(self) -> list[dict[str, Any]]:
+    async def list_tools(self, *, limit: int | None = None) -> list[dict[str, Any]]:
         self._alive()
-        return [dict(tool) for tool in TOOLS]
+        return [dict(tool) for tool in TOOLS][:limit]
 
     async def list_resources(self) -> list[dict[str, Any]]:
         return []

@@ -67,7 +67,7 @@ def test_a_service_answer_fills_in_the_preset(content: dict[str, object], expect
         ({"preset": "ollama", "base_url": "http://h/" + "a" * 3000}, "one printable line"),
         ({"preset": "ollama", "base_url": "http:///v1"}, "name a host"),
         ({"preset": "ollama", "api_key_env": "my_api_key"}, "NAME of an environment variable"),
-        ({"preset": "ollama", "api_key_env": "LOCAL_MODEL"}, "ends in _API_KEY or _TOKEN"),
+        ({"preset": "ollama", "api_key_env": "PATH"}, "every command the agent runs inherits"),
     ],
 )
 def test_an_answer_that_cannot_work_is_named(content: dict[str, object], problem: str) -> None:
