@@ -57,11 +57,15 @@ class AcpUpdateSink:
         self._session_id = session_id
 
     async def emit_event(self, event: SessionEvent, *, live: bool) -> None:
-        for update in event_updates(event, live=live, compaction=self._bridge.capabilities.compaction):
+        capabilities = self._bridge.capabilities
+        for update in event_updates(
+            event, live=live, compaction=capabilities.compaction, subagents=capabilities.subagents
+        ):
             await self.send(update)
 
     async def emit_live(self, update: LiveUpdate) -> None:
-        rendered = live_update(update, compaction=self._bridge.capabilities.compaction)
+        capabilities = self._bridge.capabilities
+        rendered = live_update(update, compaction=capabilities.compaction, subagents=capabilities.subagents)
         if rendered is not None:
             await self.send(rendered)
 
@@ -157,6 +161,11 @@ class AcpClientBridge:
     @property
     def present(self) -> bool:
         return not self.dispatcher.client_gone
+
+    @property
+    def subagents(self) -> bool:
+        """The client advertised ``subagents``: it is shown child sessions (never otherwise)."""
+        return self.capabilities.subagents
 
     @property
     def capabilities(self) -> ClientCapabilities:

@@ -132,6 +132,12 @@ class ClientCapabilities(_Wire):
         default_factory=ElicitationCapabilities
     )
     auth: Annotated[AuthCapabilities, _default_on_error(AuthCapabilities)] = Field(default_factory=AuthCapabilities)
+    subagent_sessions: Annotated[_Capability | None, Lenient] = Field(None, alias="subagents")
+
+    @property
+    def subagents(self) -> bool:
+        """The client understands child sessions (``subagent_update``, ``session_message``); unstable."""
+        return self.subagent_sessions is not None
 
     @property
     def notices(self) -> bool:
@@ -265,6 +271,14 @@ class ResumeSessionParams(_Wire):
 class ListSessionsParams(_Wire):
     cwd: str | None = None
     cursor: str | None = None
+    meta: Annotated[dict[str, Any] | None, Lenient] = Field(None, alias="_meta")
+
+    @property
+    def subagents(self) -> bool:
+        """``_meta.hermes.subagents: true``: list child sessions too (by default they are reached through their
+        parent)."""
+        hermes = (self.meta or {}).get("hermes")
+        return isinstance(hermes, dict) and hermes.get("subagents") is True
 
 
 class SetModeParams(_Wire):

@@ -17,11 +17,16 @@ prompt starts and when it ends; the editors are told when the list changed. No A
 What a turn needs is built by ``TurnWiring`` (``wiring``), which is also where the turn machinery, ``computer_use``
 and the sandbox are imported: ``session/new`` does not wait for them, and the manager warms them up in the
 background as soon as a session opens (``turn_imports``).
+
+A session's ``delegate`` calls run children (``subagents``, ``sessions.subagents``). A child is a ``Session`` too,
+with a ``link`` to its parent: it takes ``task``s from the parent only (a client's prompt, mode or model change is
+refused), runs with the parent's rights or fewer, and shows no slash commands.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Coroutine, Sequence
+import contextlib
+from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
@@ -48,7 +53,7 @@ from hermes_acp.core.ids import new_message_id, new_turn_id
 from hermes_acp.core.modes import MODES
 from hermes_acp.core.notice import Notice
 from hermes_acp.core.sanitize import clean_text
-from hermes_acp.errors import SessionBusyError, UnknownModeError
+from hermes_acp.errors import InvalidParamsError, SessionBusyError, UnknownModeError
 from hermes_acp.mcp_client import McpServers
 from hermes_acp.providers.catalog import CatalogModel, ModelCatalog
 from hermes_acp.storage.base import SessionRecord, utc_now
@@ -70,6 +75,7 @@ from .prompt_files import PromptFile, expand, load_prompt_files
 from .recovery import STORE_FAILED_TEXT, recovery_events
 from .services import SessionServices
 from .status import session_status
+from .subagents import ChildOpener, SubagentLink, SubagentRunner, subagent_prompt
 from .titles import title_from_prompt, title_with_model
 
 if TYPE_CHECKING:
@@ -102,6 +108,8 @@ class PromptResult:
     mode_changed: bool = False
     config_changed: bool = False
     """The mode, model or thinking effort changed (a command did it)."""
+    failure: str | None = None
+    """Why the model request failed, when that ended the turn."""
 
 
 @dataclass(eq=False)
@@ -130,7 +138,12 @@ class Session:
         mcp: McpServers,
         instructions: Sequence[InstructionFile] = (),
         prompt_files: Sequence[PromptFile] = (),
+        link: SubagentLink | None = None,
+        children: ChildOpener | None = None,
     ):
+        self.link = link
+        """A subagent's tie to its parent (None for a session a client opened)."""
+        self._children = children
         self.record = record
         self.recorder = recorder
         self.runtime = runtime
@@ -148,6 +161,8 @@ class Session:
         """The project instruction files read when the session opened (``/status`` lists them)."""
         self.system_prompt = build_system_prompt(workspace, self.instructions)
         """Fixed for the session's life in this process: byte-identical for every request."""
+        if link is not None:
+            self.system_prompt += subagent_prompt(link.role, may_delegate=self.may_delegate)
         self.commands = CommandSet([built_in.command for built_in in BUILT_INS], prompt_files)
         """The slash commands: the built-in ones, then the prompt files (rescanned around every prompt)."""
         self._told_once = False
@@ -187,8 +202,38 @@ class Session:
 
     @property
     def mode(self) -> ModeId:
+        if self.link is not None:
+            return self.link.mode()
         mode = self.record.mode_id
         return mode if is_mode_id(mode) else "default"  # type: ignore[return-value]
+
+    @property
+    def depth(self) -> int:
+        """0 for a session a client opened; a child's is its parent's plus one."""
+        return self.link.depth if self.link is not None else 0
+
+    @property
+    def may_delegate(self) -> bool:
+        """The ``delegate`` tool is offered (``[agent] subagent_depth``; never while a child writes its report)."""
+        if self.link is not None and self.link.reporting:
+            return False
+        return self._children is not None and self.depth < self.services.settings.agent.subagent_depth
+
+    @property
+    def is_subagent(self) -> bool:
+        """A child session (live with its parent, or loaded from the store on its own)."""
+        provenance = self.record.provenance
+        return self.link is not None or (provenance is not None and provenance.kind == "subagent")
+
+    @cached_property
+    def subagents(self) -> SubagentRunner:
+        """Runs the children of this session's ``delegate`` calls."""
+        return SubagentRunner(self, self._children)
+
+    @property
+    def rules_recorder(self) -> Recorder:
+        """Whose "always" rules this session's permission questions follow: a child's are its parent's."""
+        return self.link.parent.rules_recorder if self.link is not None else self.recorder
 
     @property
     def model_id(self) -> str | None:
@@ -253,17 +298,23 @@ class Session:
         self, client: ClientBridge, *, replay: Sequence[Any] | None = None, catch_up: bool = False
     ) -> None:
         """Attach ``client``. ``catch_up`` (``session/load``): it first gets the log up to now (``replay``, when
-        the caller has it already, else read from the store), the streamed tail, then the rest live."""
+        the caller has it already, else read from the store), each child's log in its place, the streamed tail,
+        then the rest live."""
         if not catch_up:
             await self.audience.attach(client)
             return
 
         async def history() -> Sequence[Any]:
-            if replay is not None:
-                return replay
-            return [stored.event for stored in await self.services.store.load_events(self.id)]
+            events = replay if replay is not None else [s.event for s in await self.services.store.load_events(self.id)]
+            return await self.subagents.expand(events)
 
-        await self.audience.attach(client, history=history, quiet=self.recorder.quiet)
+        await self.audience.attach(client, history=history, quiet=self._quiet)
+
+    @contextlib.asynccontextmanager
+    async def _quiet(self) -> AsyncIterator[None]:
+        """The session's writes held, and its running children's (their logs are read with its own)."""
+        async with self.recorder.quiet(), self.subagents.quiet():
+            yield
 
     async def detach(self, client: ClientBridge, *, cancel_turns: bool = False) -> bool:
         """Detach ``client`` (it left, or closed the session); with ``cancel_turns`` its prompts are cancelled
@@ -289,15 +340,25 @@ class Session:
         cancellable, before the first await. A cancel while queued or running answers ``cancelled`` (a command
         that had not started does not run). The turn runs in a task of the session's: a caller that stops
         waiting (its connection left) leaves it running."""
+        self._refuse_if_subagent("prompts")
+        return await self._queued(lambda: self._prompt(display), origin)
+
+    async def task(self, display: list[DisplayBlock]) -> PromptResult:
+        """A subagent's task from its parent: queued like a prompt (``cancel`` stops it), always a model turn."""
+        return await self._queued(lambda: self._turn(display), None)
+
+    async def _queued(
+        self, work: Callable[[], Coroutine[Any, Any, PromptResult]], origin: ClientBridge | None
+    ) -> PromptResult:
         queued = _Queued(origin)
         self._queue.append(queued)
-        self._spawn(lambda: self._serve(queued, display), f"session {self.id} prompt")
+        self._spawn(lambda: self._serve(queued, work), f"session {self.id} prompt")
         await queued.done.wait()
         if queued.error is not None:
             raise queued.error
         return queued.result or PromptResult(stop_reason="cancelled")
 
-    async def _serve(self, queued: _Queued, display: list[DisplayBlock]) -> None:
+    async def _serve(self, queued: _Queued, work: Callable[[], Coroutine[Any, Any, PromptResult]]) -> None:
         """Run one queued prompt when the ones before it have ended (docs/architecture.md §4.11)."""
         try:
             with queued.scope:
@@ -306,10 +367,11 @@ class Session:
                         queued.origin if queued.origin is not None and queued.origin.present else None
                     )
                     try:
-                        queued.result = await self._prompt(display)
+                        queued.result = await work()
                     finally:
                         self.audience.origin = None
-            if queued.result is not None and self.projection.title is None and self.projection.first_prompt:
+            titled = self.projection.title is not None or self.link is not None
+            if queued.result is not None and not titled and self.projection.first_prompt:
                 self.runtime.submit(self._write_title, "title")
         except Exception as exc:  # answered to the prompt's caller by the one error boundary
             queued.error = exc
@@ -329,17 +391,21 @@ class Session:
         try:
             await self.repair()
             wiring = self.wiring
-            # Bounded: MCP servers still starting are reported, not awaited.
-            mcp = [Notice("warning", text.removeprefix("⚠ ")) for text in await self.mcp.prepare_turn()]
-            texts = await self._show_notices([*await self._once_notices(), *mcp])
-            self._turn_id = new_turn_id()
+            texts: list[str] = []
+            if self.link is None:  # a child's parent was told about its MCP servers and its sandbox
+                # Bounded: MCP servers still starting are reported, not awaited.
+                mcp = [Notice("warning", text.removeprefix("⚠ ")) for text in await self.mcp.prepare_turn()]
+                texts = await self._show_notices([*await self._once_notices(), *mcp])
+            turn_id = self._turn_id = new_turn_id()
             try:
-                turn = await wiring.run(display, turn_id=self._turn_id, notices=texts, prompt=prompt)
+                turn = await wiring.run(display, turn_id=turn_id, notices=texts, prompt=prompt)
             finally:
                 self._turn_id = None
         finally:
             self._running = False
-        return PromptResult(stop_reason=turn.stop_reason, usage=turn.usage)
+        children = [child.usage for child in self.projection.children.values() if child.turn_id == turn_id]
+        usage = sum(children, turn.usage)  # what the prompt cost, its subagents' work included
+        return PromptResult(stop_reason=turn.stop_reason, usage=usage, failure=turn.failure)
 
     async def _command(self, invocation: Invocation, display: list[DisplayBlock]) -> PromptResult:
         """A slash command: a prompt file's text (its arguments in) or a built-in command's outcome."""
@@ -384,9 +450,20 @@ class Session:
             await self.audience.commands_changed(self.commands.listing)
 
     def cancel(self) -> None:
-        """Cancel the running turn and every queued prompt."""
+        """Cancel the running turn and every queued prompt, and the work of every child it runs."""
         for queued in list(self._queue):
             queued.scope.cancel()
+        if "subagents" in self.__dict__:  # a runner was made: it may have children running
+            self.subagents.cancel_all()
+
+    def _refuse_if_subagent(self, what: str) -> None:
+        if self.is_subagent:
+            parent = self.link.parent.id if self.link is not None else self.record.parent_id
+            raise InvalidParamsError(
+                f"sessionId: {self.id} is a subagent of session {parent}; it takes tasks from its parent only, not"
+                f" {what} from a client",
+                field="sessionId",
+            )
 
     async def repair(self) -> None:
         """Settle what an earlier turn left open when it stopped on a failed write, as a reload would."""
@@ -457,6 +534,7 @@ class Session:
         await self.recorder.record(TitleSet(title=title, updated_at=utc_now()))
 
     async def set_mode(self, mode_id: str) -> None:
+        self._refuse_if_subagent("mode changes")
         if not is_mode_id(mode_id):
             valid = ", ".join(m.id for m in MODES)
             raise UnknownModeError(f"unknown mode {mode_id!r}; valid modes: {valid}", field="modeId")
@@ -465,6 +543,7 @@ class Session:
     async def set_effort(self, value: str) -> None:
         """Choose the thinking effort (one of ``sessions.effort.effort_choices`` for the current model); stored in
         the record's ``meta``, so a reload and a fork keep it. Takes effect from the next prompt."""
+        self._refuse_if_subagent("option changes")
         chosen = choose_effort(self.current_model(), value)
         meta = {key: item for key, item in self.record.meta.items() if key != EFFORT_META_KEY}
         if chosen is not None:
@@ -472,6 +551,7 @@ class Session:
         self.record = await self.services.store.update_session(self.id, meta=meta)
 
     async def set_model(self, model_id: str) -> None:
+        self._refuse_if_subagent("model changes")
         self.services.catalog.get(model_id)
         if self._running:
             raise SessionBusyError(

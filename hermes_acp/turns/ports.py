@@ -18,6 +18,7 @@ from hermes_acp.providers.catalog import Cost
 __all__ = [
     "LiveCompaction",
     "LiveCompactionChunk",
+    "LiveSubagentState",
     "LiveTextChunk",
     "LiveThoughtChunk",
     "LiveToolProgress",
@@ -78,7 +79,23 @@ class LiveUsage:
     cost: Cost | None = None
 
 
-LiveUpdate = LiveTextChunk | LiveThoughtChunk | LiveToolProgress | LiveCompaction | LiveCompactionChunk | LiveUsage
+@dataclass(frozen=True, slots=True)
+class LiveSubagentState:
+    """A running child's work state on its parent: working, or waiting for the user (a permission question)."""
+
+    session_id: str
+    state: Literal["running", "requires_action"]
+
+
+LiveUpdate = (
+    LiveTextChunk
+    | LiveThoughtChunk
+    | LiveToolProgress
+    | LiveCompaction
+    | LiveCompactionChunk
+    | LiveUsage
+    | LiveSubagentState
+)
 
 
 class UpdateSink(Protocol):

@@ -4,7 +4,8 @@ The schema is the npm package ``@agentclientprotocol/sdk`` 2.4.0's ``schema/v1/s
 ``schema.unstable.json`` (stable plus unstable), fetched by ``.ci/acp-schema-setup.sh`` into ``.ci-tools/``. Each
 definition names its method (``x-method``) and which side handles it (``x-side``), so a frame is validated against
 exactly its own definition: a request's params, a notification's params, and a response's result (matched to the
-request by id, per direction) or error. Methods only the unstable schema has (``session/fork``) use it; the legacy
+request by id, per direction) or error. Methods only the unstable schema has (``session/fork``) use it, and so do
+``session/update``s of a kind only it has (``subagent_update``, ``session_message``); the legacy
 ``session/set_model`` (gone from the schema, still sent by JetBrains) and ``_``-prefixed extensions are not in
 either and are skipped.
 
@@ -105,6 +106,8 @@ def _target(
         kind = "Request" if "id" in message else "Notification"
         side = "protocol" if method.startswith("$/") else ("agent" if direction == "to_agent" else "client")
         name = _definitions().get((method, side, kind))
+        if name is not None and _unstable_update(message):
+            name = UNSTABLE + name
         return (name or f"for {method}", message.get("params"))
     if "error" in message:
         return ("Error", message["error"])
@@ -138,10 +141,36 @@ def _definitions() -> dict[tuple[str, str, str], str]:
     return found
 
 
+UNSTABLE = "unstable:"
+"""Prefix of a definition name that is checked against the unstable schema although the stable one has it too."""
+
+
+def _unstable_update(message: dict[str, Any]) -> bool:
+    """A ``session/update`` of a kind only the unstable schema has (``subagent_update``, ``session_message``): it is
+    checked against the unstable schema's ``SessionNotification`` (stable plus unstable)."""
+    if message.get("method") != "session/update":
+        return False
+    params = message.get("params")
+    update = params.get("update") if isinstance(params, dict) else None
+    kind = update.get("sessionUpdate") if isinstance(update, dict) else None
+    return isinstance(kind, str) and kind not in _update_kinds(0) and kind in _update_kinds(1)
+
+
+@functools.cache
+def _update_kinds(which: int) -> frozenset[str]:
+    """The ``sessionUpdate`` kinds of the stable (0) or unstable (1) schema."""
+    variants = _schemas()[which]["$defs"]["SessionUpdate"]["oneOf"]
+    return frozenset(v.get("properties", {}).get("sessionUpdate", {}).get("const") for v in variants) - {None}
+
+
 @functools.cache
 def _validator(definition: str) -> jsonschema.protocols.Validator | None:
     stable, unstable = _schemas()
-    root = stable if definition in stable["$defs"] else unstable if definition in unstable["$defs"] else None
+    if definition.startswith(UNSTABLE):
+        definition = definition.removeprefix(UNSTABLE)
+        root = unstable if definition in unstable["$defs"] else None
+    else:
+        root = stable if definition in stable["$defs"] else unstable if definition in unstable["$defs"] else None
     if root is None:
         return None
     uri = "urn:acp:stable" if root is stable else "urn:acp:unstable"

@@ -71,6 +71,8 @@ class AgentProcess:
     workspace: Path
     stderr_path: Path
     raw: RawAnswers
+    frames: FrameLog = field(default_factory=FrameLog)
+    """Every frame both ways, as sent (also those the SDK's client cannot read, e.g. unstable updates)."""
     stdout_lines: list[bytes] = field(default_factory=list)
 
     async def initialize(self, *, compaction: bool = False) -> Any:
@@ -112,6 +114,16 @@ class AgentProcess:
         answer = self.raw.answers[request_id]
         assert "error" not in answer, answer["error"]
         return answer.get("result")
+
+    def updates(self, session_id: str | None = None) -> list[tuple[str, dict[str, Any]]]:
+        """Every ``session/update`` the agent sent, as sent: (session id, update), in order."""
+        found = []
+        for direction, message in self.frames.frames:
+            if direction == "to_client" and message.get("method") == "session/update":
+                params = message["params"]
+                if session_id is None or params["sessionId"] == session_id:
+                    found.append((params["sessionId"], params["update"]))
+        return found
 
     def model_requests(self) -> list[RequestRecord]:
         """The chat requests the model server received, in order (model listing requests left out)."""
@@ -219,7 +231,7 @@ async def spawn_agent(
         conn = acp.connect_to_agent(
             recording, process.stdin, tee, use_unstable_protocol=True, observers=[frames.observe, raw.observe]
         )
-        agent = AgentProcess(conn, process, recording, model, home, workspace, stderr_path, raw)
+        agent = AgentProcess(conn, process, recording, model, home, workspace, stderr_path, raw, frames)
 
         async def copy_stdout() -> None:
             assert process.stdout is not None

@@ -60,6 +60,7 @@ class Bridge:
 
     connection_id: str = "test"
     present: bool = True
+    subagents: bool = False
 
     @property
     def services(self) -> SessionServices:
