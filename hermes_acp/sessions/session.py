@@ -308,10 +308,10 @@ class Session:
             events = replay if replay is not None else [s.event for s in await self.services.store.load_events(self.id)]
             return await self.subagents.expand(events)
 
-        await self.audience.attach(client, history=history, quiet=self._quiet)
+        await self.audience.attach(client, history=history, quiet=self.hold_writes)
 
     @contextlib.asynccontextmanager
-    async def _quiet(self) -> AsyncIterator[None]:
+    async def hold_writes(self) -> AsyncIterator[None]:
         """The session's writes held, and its running children's (their logs are read with its own)."""
         async with self.recorder.quiet(), self.subagents.quiet():
             yield

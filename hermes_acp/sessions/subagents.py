@@ -27,9 +27,9 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol
 
 import anyio
 import structlog
@@ -89,6 +89,7 @@ REPORT_WAIT_S = 60.0
 """Longest wait for the report a child is asked for once its budget is used up."""
 CLOSE_WAIT_S = 5.0
 _Budget = Literal["requests", "tokens", "time"]
+_Send = Callable[[UpdateSink], Awaitable[None]]
 _SUBAGENT_PROMPT = """
 
 You are a subagent: another Hermes session delegated one task to you. You see that task only, not the conversation
@@ -145,28 +146,52 @@ class SubagentLink:
         """``explore`` reads only; ``general`` follows the parent's mode as it is now (never more)."""
         return "read_only" if self.role == "explore" else self.parent.mode
 
+    @property
+    def root(self) -> Session:
+        """The session a client opened, at the top of the delegations: its connections see every descendant."""
+        link = self.parent.link
+        return link.root if link is not None else self.parent
+
+    @property
+    def root_card(self) -> str:
+        """The root's ``delegate`` call this child works under (where a client without child sessions sees it)."""
+        link = self.parent.link
+        return link.root_card if link is not None else self.tool_call_id
+
 
 @dataclass(frozen=True, slots=True)
 class ChildReplay:
-    """A child's log where its parent's replay reaches its ``SubagentStarted``."""
+    """A child's log where its parent's replay reaches its ``SubagentStarted`` (its own children's in place too)."""
 
     session_id: str
     tool_call_id: str
-    events: Sequence[SessionEvent]
+    items: Sequence[SessionEvent | ChildReplay]
     tail: Sequence[LiveUpdate] = ()
     """What a running child streamed that is not in its log yet."""
 
     async def replay(self, client: ClientBridge, sink: UpdateSink) -> None:
+        """With ``subagents``: the child's traffic under its own id; without: its steps on the ``delegate`` card
+        (``sink`` is the client's sink for the parent; a grandchild's steps are not shown there)."""
         if client.subagents:
             child = client.sink(self.session_id)
-            for event in transcript_events(list(self.events)):
-                await child.emit_event(event, live=False)
+            events = [item for item in self.items if not isinstance(item, ChildReplay)]
+            shown = {id(event) for event in transcript_events(events)}
+            for item in self.items:
+                if isinstance(item, ChildReplay):
+                    await item.replay_nested(client, child)
+                elif id(item) in shown:
+                    await child.emit_event(item, live=False)
             for update in self.tail:
                 await child.emit_live(update)
             return
-        lines = progress_lines(self.events)
+        lines = progress_lines([item for item in self.items if not isinstance(item, ChildReplay)])
         if lines:
             await sink.emit_live(LiveToolProgress(self.tool_call_id, progress_content(lines)))
+
+    async def replay_nested(self, client: ClientBridge, sink: UpdateSink) -> None:
+        """A grandchild's, inside its parent's replay: shown only to a client that shows child sessions."""
+        if client.subagents:
+            await self.replay(client, sink)
 
 
 def progress_lines(events: Sequence[SessionEvent]) -> list[str]:
@@ -186,28 +211,29 @@ def progress_content(lines: Sequence[str]) -> list[DisplayBlock]:
 
 
 class ParentRelay:
-    """A child's updates and questions, fanned out over its parent's connections (see the module docstring)."""
+    """A child's updates and questions, fanned out over the connections of the session at the top of its
+    delegations (its parent's, for a child of a client's session; see the module docstring)."""
 
-    def __init__(self, parent: Session, child_id: str, link: SubagentLink, on_event: Callable[[SessionEvent], None]):
-        self._parent = parent
+    def __init__(self, child_id: str, link: SubagentLink, on_event: Callable[[SessionEvent], None]):
+        self._root = link.root
         self._child_id = child_id
         self._link = link
         self._on_event = on_event
         self._lines: list[str] = []
 
     def has(self, client: ClientBridge) -> bool:
-        """A connection attached to the parent that shows child sessions is attached to the child too."""
-        return client.subagents and self._parent.audience.has(client)
+        """A connection attached to the root that shows child sessions is attached to every descendant too."""
+        return client.subagents and self._root.audience.has(client)
 
     async def emit_event(self, event: SessionEvent, *, live: bool) -> None:
         self._on_event(event)
-        line = progress_line(event)
+        line = progress_line(event) if self._link.depth == 1 else None  # a grandchild's steps: not on the card
         if line is not None:
             self._lines.append(line)
         content = progress_content(self._lines) if line is not None else None
-        child_id, card = self._child_id, self._link.tool_call_id
+        child_id, card = self._child_id, self._link.root_card
 
-        def send_to(client: ClientBridge) -> Callable[[UpdateSink], Awaitable[None]] | None:
+        def send_to(client: ClientBridge) -> _Send | None:
             if client.subagents:
 
                 async def child_update(_: UpdateSink) -> None:
@@ -217,63 +243,61 @@ class ParentRelay:
             if content is None:
                 return None
 
-            async def card_line(parent: UpdateSink) -> None:
-                await parent.emit_live(LiveToolProgress(card, content))
+            async def card_line(root: UpdateSink) -> None:
+                await root.emit_live(LiveToolProgress(card, content))
 
             return card_line
 
-        await self._parent.audience.deliver_each(send_to)
+        await self._root.audience.deliver_each(send_to)
 
     async def emit_live(self, update: LiveUpdate) -> None:
-        await self._capable(lambda sink: sink.emit_live(update))
-
-    async def state(self, state: Literal["running", "requires_action"]) -> None:
-        """The child's work state on the parent (clients that show child sessions)."""
-        update = LiveSubagentState(self._child_id, state)
-
-        def send_to(client: ClientBridge) -> Callable[[UpdateSink], Awaitable[None]] | None:
-            if not client.subagents:
-                return None
-
-            async def send(parent: UpdateSink) -> None:
-                await parent.emit_live(update)
-
-            return send
-
-        await self._parent.audience.deliver_each(send_to)
-
-    async def ask(self, question: PermissionQuestion) -> PermissionAnswer:
-        """Every connection of the parent is asked, the first answer counts: one that shows child sessions in the
-        child's session, any other on the parent's ``delegate`` card; either way the title names the child."""
-        named = replace(question, title=f"[{self._link.title}] {question.title}")
-        on_card = replace(named, tool_call_id=self._link.tool_call_id)
-        child_id, parent_id = self._child_id, self._parent.id
-
-        def ask(client: ClientBridge) -> Awaitable[PermissionAnswer]:
-            if client.subagents:
-                return client.gate(child_id).ask(named)
-            return client.gate(parent_id).ask(on_card)
-
-        await self.state("requires_action")
-        try:
-            return await self._parent.audience.ask_each(ask)
-        finally:
-            with anyio.CancelScope(shield=True), anyio.move_on_after(CLOSE_WAIT_S):
-                await self.state("running")
-
-    async def _capable(self, send: Callable[[UpdateSink], Awaitable[Any]]) -> None:
         child_id = self._child_id
 
-        def send_to(client: ClientBridge) -> Callable[[UpdateSink], Awaitable[None]] | None:
+        def send_to(client: ClientBridge) -> _Send | None:
             if not client.subagents:
                 return None
 
             async def child_update(_: UpdateSink) -> None:
-                await send(client.sink(child_id))
+                await client.sink(child_id).emit_live(update)
 
             return child_update
 
-        await self._parent.audience.deliver_each(send_to)
+        await self._root.audience.deliver_each(send_to)
+
+    async def state(self, state: Literal["running", "requires_action"]) -> None:
+        """The child's work state, on its immediate parent (clients that show child sessions)."""
+        update = LiveSubagentState(self._child_id, state)
+        parent_id = self._link.parent.id
+
+        def send_to(client: ClientBridge) -> _Send | None:
+            if not client.subagents:
+                return None
+
+            async def send(_: UpdateSink) -> None:
+                await client.sink(parent_id).emit_live(update)
+
+            return send
+
+        await self._root.audience.deliver_each(send_to)
+
+    async def ask(self, question: PermissionQuestion) -> PermissionAnswer:
+        """Every connection of the root is asked, the first answer counts: one that shows child sessions in the
+        child's session, any other on the root's ``delegate`` card; either way the title names the child."""
+        named = replace(question, title=f"[{self._link.title}] {question.title}")
+        on_card = replace(named, tool_call_id=self._link.root_card)
+        child_id, root_id = self._child_id, self._root.id
+
+        def ask(client: ClientBridge) -> Awaitable[PermissionAnswer]:
+            if client.subagents:
+                return client.gate(child_id).ask(named)
+            return client.gate(root_id).ask(on_card)
+
+        await self.state("requires_action")
+        try:
+            return await self._root.audience.ask_each(ask)
+        finally:
+            with anyio.CancelScope(shield=True), anyio.move_on_after(CLOSE_WAIT_S):
+                await self.state("running")
 
 
 @dataclass(eq=False)
@@ -317,6 +341,11 @@ class SubagentRunner:
         """The children running now."""
         return [running.session for running in self._running.values() if running.session is not None]
 
+    @property
+    def running(self) -> Mapping[str, _Running]:
+        """The delegations running now, by child session id."""
+        return self._running
+
     async def delegate(self, delegation: Delegation) -> DelegationResult:
         if self._opener is None:
             raise SessionBusyError("this session cannot start subagents")
@@ -355,7 +384,7 @@ class SubagentRunner:
         self._running[record.id] = running
         child: Session | None = None
         try:
-            relay = ParentRelay(parent, record.id, link, running.observe)
+            relay = ParentRelay(record.id, link, running.observe)
             child = running.session = await opener.open_child(record, link, relay)
             outcome, stop, detail = await self._work(child, running, delegation, agent.subagent_timeout_s)
         except anyio.get_cancelled_exc_class():
@@ -443,42 +472,17 @@ class SubagentRunner:
 
     @contextlib.asynccontextmanager
     async def quiet(self) -> AsyncIterator[None]:
-        """Hold every running child's writes (a connection catching up with the parent reads their logs too)."""
+        """Hold every running child's writes, and their children's (a connection catching up with the parent reads
+        their logs too)."""
         async with contextlib.AsyncExitStack() as stack:
             for child in self.children:
-                await stack.enter_async_context(child.recorder.quiet())
+                await stack.enter_async_context(child.hold_writes())
             yield
 
     async def expand(self, events: Sequence[SessionEvent]) -> list[SessionEvent | ChildReplay]:
-        """The parent's log with each child's log in place, right after its ``SubagentStarted`` (a child cut short
-        by a crash repaired first). Call it inside ``quiet``."""
-        out: list[SessionEvent | ChildReplay] = []
-        store = self._session.services.store
-        for event in events:
-            out.append(event)
-            if isinstance(event, SubagentStarted):
-                replayed = await self._child_replay(store, event)
-                if replayed is not None:
-                    out.append(replayed)
-        return out
-
-    async def _child_replay(self, store: SessionStore, started: SubagentStarted) -> ChildReplay | None:
-        running = self._running.get(started.session_id)
-        child_events = [stored.event for stored in await store.load_events(started.session_id)]
-        if running is not None and running.session is not None:
-            tail = running.session.audience.tail()
-            return ChildReplay(started.session_id, started.tool_call_id, child_events, tail)
-        if not child_events and await store.get_session(started.session_id) is None:
-            return None  # the server stopped between the record and the event: there is nothing to show
-        projection = SessionProjection()
-        for event in child_events:
-            projection.apply(event)
-        repairs = recovery_events(projection)
-        if repairs:
-            _log.info("repairing an interrupted subagent", session_id=started.session_id, events=len(repairs))
-            stored = await store.append_events(started.session_id, repairs)
-            child_events.extend(s.event for s in stored)
-        return ChildReplay(started.session_id, started.tool_call_id, child_events)
+        """The parent's log with each child's log in place, right after its ``SubagentStarted``, and theirs in
+        theirs (a child cut short by a crash repaired first). Call it inside ``quiet``."""
+        return await _expand(self._session.services.store, events, self._running, depth=0)
 
     def _child_model(self) -> CatalogModel | None:
         parent = self._session
@@ -505,6 +509,45 @@ class SubagentRunner:
                 "subagent": {"role": link.role, "depth": link.depth},
             },
         )
+
+
+MAX_REPLAY_DEPTH = 8
+"""Nesting a replay follows at most (``[agent] subagent_depth`` allows 4; a hand-written log could loop)."""
+
+
+async def _expand(
+    store: SessionStore, events: Sequence[SessionEvent], running: Mapping[str, _Running], *, depth: int
+) -> list[SessionEvent | ChildReplay]:
+    out: list[SessionEvent | ChildReplay] = []
+    for event in events:
+        out.append(event)
+        if isinstance(event, SubagentStarted) and depth < MAX_REPLAY_DEPTH:
+            replayed = await _child_replay(store, event, running.get(event.session_id), depth=depth)
+            if replayed is not None:
+                out.append(replayed)
+    return out
+
+
+async def _child_replay(
+    store: SessionStore, started: SubagentStarted, running: _Running | None, *, depth: int
+) -> ChildReplay | None:
+    child_events = [stored.event for stored in await store.load_events(started.session_id)]
+    live = running.session if running is not None else None
+    if live is not None:
+        items = await _expand(store, child_events, live.subagents.running, depth=depth + 1)
+        return ChildReplay(started.session_id, started.tool_call_id, items, live.audience.tail())
+    if not child_events and await store.get_session(started.session_id) is None:
+        return None  # the server stopped between the record and the event: there is nothing to show
+    projection = SessionProjection()
+    for event in child_events:
+        projection.apply(event)
+    repairs = recovery_events(projection)
+    if repairs:
+        _log.info("repairing an interrupted subagent", session_id=started.session_id, events=len(repairs))
+        stored = await store.append_events(started.session_id, repairs)
+        child_events.extend(s.event for s in stored)
+    items = await _expand(store, child_events, {}, depth=depth + 1)
+    return ChildReplay(started.session_id, started.tool_call_id, items)
 
 
 def report_of(projection: SessionProjection) -> str:

@@ -21,8 +21,10 @@ import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from collections.abc import Callable
 from typing import Any, Literal
 
+import anyio
 import jsonschema
 from referencing import Registry, Resource
 
@@ -44,15 +46,32 @@ class FrameLog:
     """Frames in both directions, in order: ``to_agent`` (what the client sent) and ``to_client``."""
 
     frames: list[tuple[Direction, dict[str, Any]]] = field(default_factory=list)
+    _arrived: anyio.Event | None = None
 
     def add(self, direction: Direction, message: Any) -> None:
         if isinstance(message, dict):
             self.frames.append((direction, message))
+            if self._arrived is not None:
+                self._arrived.set()
+                self._arrived = None
+
+    async def wait_for(self, predicate: Callable[[], bool], timeout: float) -> None:
+        """Wait (bounded) until ``predicate`` holds, re-checking after each frame."""
+        with anyio.fail_after(timeout):
+            while not predicate():
+                if self._arrived is None:
+                    self._arrived = anyio.Event()
+                await self._arrived.wait()
 
     def observe(self, event: Any) -> None:
         """An acp SDK connection observer on the client's side of the connection."""
         direction: Direction = "to_client" if getattr(event.direction, "value", "") == "incoming" else "to_agent"
         self.add(direction, event.message)
+
+    def observe_sent(self, event: Any) -> None:
+        """The same for what the client sends only (where what it receives is recorded as read, in order)."""
+        if getattr(event.direction, "value", "") != "incoming":
+            self.add("to_agent", event.message)
 
     def check(self, *, only: Direction | None = None) -> None:
         """Fail with every frame the schema rejects (``only``: check one direction, e.g. where the test sends

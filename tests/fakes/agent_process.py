@@ -3,7 +3,8 @@
 ``spawn_agent(tmp_path, scenario)`` starts the fixture model server (``fixtures.model_server``) in this process,
 writes ``config.toml`` in a fresh ``HERMES_ACP_HOME`` with one OpenAI-compatible provider ``fx`` pointing at it
 (models ``fx:m`` and ``fx:m2``, default ``fx:m``), spawns the agent with stderr to a file and stdout teed (every
-line kept, to check it is JSON-RPC only), and connects the acp SDK's client to it. On the way out the agent's stdin
+line kept, to check it is JSON-RPC only), and connects the acp SDK's client to it; the child-session updates that
+client does not know (``subagent_update``, ``session_message``) are kept in the frame log, not handed to it. On the way out the agent's stdin
 is closed and it is given ``EXIT_TIMEOUT_S`` to exit on its own (closing its sessions and their MCP servers), then
 killed. ``AgentProcess`` has small helpers for what tests do most: sessions, prompts, the model requests the
 server recorded and the tools each one offered.
@@ -163,6 +164,26 @@ def servers(specs: Sequence[Mapping[str, Any]]) -> list[Any]:
     return out
 
 
+_UNSTABLE_UPDATES = frozenset({"subagent_update", "session_message", "session_message_chunk"})
+"""``session/update`` kinds the acp SDK's client (1.0) does not know: it would log a validation error for each."""
+
+
+def _frame(line: bytes) -> Any:
+    try:
+        return json.loads(line)
+    except ValueError:
+        return None  # not JSON: the stdout check (``assert_json_rpc_only``) says so
+
+
+def _unknown_to_the_sdk(message: Any) -> bool:
+    """A ``session/update`` the SDK's client cannot read (a child session's, unstable): it is kept from it."""
+    if not isinstance(message, dict) or message.get("method") != "session/update":
+        return False
+    params = message.get("params")
+    update = params.get("update") if isinstance(params, dict) else None
+    return isinstance(update, dict) and update.get("sessionUpdate") in _UNSTABLE_UPDATES
+
+
 def tool_names(record: RequestRecord) -> list[str]:
     body = record.body or {}
     names = []
@@ -229,7 +250,7 @@ async def spawn_agent(
         frames = FrameLog()
         raw = RawAnswers()
         conn = acp.connect_to_agent(
-            recording, process.stdin, tee, use_unstable_protocol=True, observers=[frames.observe, raw.observe]
+            recording, process.stdin, tee, use_unstable_protocol=True, observers=[frames.observe_sent, raw.observe]
         )
         agent = AgentProcess(conn, process, recording, model, home, workspace, stderr_path, raw, frames)
 
@@ -237,7 +258,10 @@ async def spawn_agent(
             assert process.stdout is not None
             while line := await process.stdout.readline():
                 agent.stdout_lines.append(line)
-                tee.feed_data(line)
+                message = _frame(line)
+                frames.add("to_client", message)  # in the order sent, whatever the SDK's client makes of it
+                if not _unknown_to_the_sdk(message):
+                    tee.feed_data(line)
             tee.feed_eof()
 
         async with anyio.create_task_group() as tg:
