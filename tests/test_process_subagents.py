@@ -9,6 +9,7 @@ the ACP 2.4.0 schema (the unstable one for the child shapes) when the agent exit
 
 from __future__ import annotations
 
+import itertools
 import signal
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,6 +18,7 @@ from typing import Any
 import anyio
 import pytest
 
+from fixtures.mcp_server import read_journal, stdio_spec
 from tests.fakes.acp_client import PermissionCall
 from tests.fakes.agent_process import AgentProcess, spawn_agent
 
@@ -51,7 +53,7 @@ def text(value: str) -> dict[str, Any]:
 
 PARENT_USAGE = {"input_tokens": 1000, "output_tokens": 10}
 CHILD_USAGE = {"input_tokens": 100, "output_tokens": 1}
-STREAMED = {"chunk_size": 4, "chunk_delay_ms": 5, "usage": CHILD_USAGE}
+STREAMED: dict[str, Any] = {"chunk_size": 4, "chunk_delay_ms": 5, "usage": CHILD_USAGE}
 TWO_CHILDREN: dict[str, Any] = {
     "name": "two-children",
     "responses": [
@@ -94,11 +96,12 @@ def announced(agent: AgentProcess, parent_id: str) -> list[str]:
 
 def titled(agent: AgentProcess, parent_id: str, title: str) -> str:
     """The child announced on ``parent_id`` with ``title`` (children that run together start in any order)."""
-    return next(
+    found: str = next(
         u["sessionId"]
         for _, u in agent.updates(parent_id)
         if u["sessionUpdate"] == "subagent_update" and u.get("title") == title
     )
+    return found
 
 
 def positions(agent: AgentProcess, session_id: str) -> Iterator[int]:
@@ -209,7 +212,7 @@ async def test_with_the_capability_each_child_is_announced_then_streams_under_it
         "REPORT-A: a.txt says alpha, and that is all it says."
     )
     order = [s for s, _ in live if s in kids]
-    switches = sum(1 for x, y in zip(order, order[1:], strict=False) if x != y)
+    switches = sum(1 for x, y in itertools.pairwise(order) if x != y)
     assert switches >= 3, "the children's streams interleave"
     states = [u for s, u in live if s == session_id and u["sessionUpdate"] == "subagent_update"]
     running = [u for u in states if u.get("state") == {"state": "running"} and "title" in u]
@@ -632,3 +635,30 @@ async def test_status_shows_each_child_s_tokens_and_cost_and_their_total(tmp_pat
     assert "- all subagents: " in status
     assert status.count("$") >= 4, "each child's cost, their total and the session's"
     assert "(subagents included)" in status
+
+
+ECHO = "mcp__fixture__echo"
+MCP_CHILD: dict[str, Any] = {
+    "name": "mcp-child",
+    "responses": [
+        child("TASK-M", [{"tool_call": {"id": "cm1", "name": ECHO, "arguments": {"text": "from the child"}}}]),
+        child("from the child", [text("REPORT-M: the server echoed.")]),
+        parent("ask the server", [delegate("d1", "TASK-M", "Echo")]),
+        parent("REPORT-M", [text("Done.")]),
+    ],
+}
+
+
+async def test_a_child_uses_its_parent_s_mcp_connection_and_only_its_read_only_tools(tmp_path: Path) -> None:
+    journal = tmp_path / "journal.jsonl"
+    async with spawn_agent(tmp_path, MCP_CHILD) as agent:
+        session_id = await agent.new_session([stdio_spec("fixture", journal)])
+        response = await agent.prompt(session_id, "Please ask the server")
+        offered = agent.offered_tools()
+        view = read_journal(journal)
+    assert response.stop_reason == "end_turn"
+    assert "mcp__fixture__add_note" in offered[0], "the parent has the mutating tool"
+    child_tools = offered[1]
+    assert ECHO in child_tools and "mcp__fixture__add_note" not in child_tools, "an explore child reads only"
+    assert view.count("start") == 1, "the child used the parent's connection: no second server"
+    assert [c["arguments"]["text"] for c in view.calls("echo")] == ["from the child"]

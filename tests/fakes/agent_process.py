@@ -3,11 +3,11 @@
 ``spawn_agent(tmp_path, scenario)`` starts the fixture model server (``fixtures.model_server``) in this process,
 writes ``config.toml`` in a fresh ``HERMES_ACP_HOME`` with one OpenAI-compatible provider ``fx`` pointing at it
 (models ``fx:m`` and ``fx:m2``, default ``fx:m``), spawns the agent with stderr to a file and stdout teed (every
-line kept, to check it is JSON-RPC only), and connects the acp SDK's client to it; the child-session updates that
-client does not know (``subagent_update``, ``session_message``) are kept in the frame log, not handed to it. On the way out the agent's stdin
-is closed and it is given ``EXIT_TIMEOUT_S`` to exit on its own (closing its sessions and their MCP servers), then
-killed. ``AgentProcess`` has small helpers for what tests do most: sessions, prompts, the model requests the
-server recorded and the tools each one offered.
+line kept, to check it is JSON-RPC only, and every frame logged as sent), and connects the acp SDK's client to it;
+the child-session updates that client does not know (``subagent_update``, ``session_message``) are logged but not
+handed to it. On the way out the agent's stdin is closed and it is given ``EXIT_TIMEOUT_S`` to exit on its own
+(closing its sessions and their MCP servers), then killed. ``AgentProcess`` has small helpers for what tests do
+most: sessions, prompts, the model requests the server recorded and the tools each one offered.
 """
 
 from __future__ import annotations
