@@ -359,12 +359,13 @@ async def test_a_child_whose_provider_fails_fails_the_call_with_what_it_found(tm
 
 # -- cancel ---------------------------------------------------------------------------------------------------------
 
+SLOW_ECHO = {"tool_call": {"id": "cc1", "name": "mcp__fixture__slow_echo", "arguments": {"text": "c", "seconds": 60}}}
 HELD: dict[str, Any] = {
     "name": "held",
     "responses": [
         child("TASK-A", [text("Still working on A for a long while")], hold_after_chunks=1),
         child("TASK-B", [text("REPORT-B: b is fine")]),
-        child("TASK-C", [text("Still working on C for a long while")], hold_after_chunks=1),
+        child("TASK-C", [text("Still working on C, waiting for the server"), SLOW_ECHO]),
         parent("hold", [delegate("d1", "TASK-A", "Slow A"), delegate("d2", "TASK-C", "Slow C")]),
         parent("one of each", [delegate("d1", "TASK-A", "Slow A"), delegate("d2", "TASK-B", "Quick B")]),
         parent("REPORT-B", [text("A was cancelled; B reported.")]),
@@ -377,10 +378,14 @@ def streaming(agent: AgentProcess, kids: int) -> bool:
     return len(started) >= kids
 
 
+def echo_running(agent: AgentProcess) -> bool:
+    return any(u.get("toolCallId") == "cc1" and u.get("status") == "in_progress" for _, u in agent.updates())
+
+
 async def test_cancel_of_the_parent_cancels_every_child_and_settles_every_card(tmp_path: Path) -> None:
     async with spawn_agent(tmp_path, HELD, initialize=False) as agent:
         await capable(agent)
-        session_id = await agent.new_session()
+        session_id = await agent.new_session([stdio_spec("fixture", tmp_path / "journal.jsonl")])
         responses: list[Any] = []
         async with anyio.create_task_group() as group:
 
@@ -388,20 +393,21 @@ async def test_cancel_of_the_parent_cancels_every_child_and_settles_every_card(t
                 responses.append(await agent.prompt(session_id, "Please hold"))
 
             group.start_soon(prompt)
-            await agent.frames.wait_for(lambda: streaming(agent, 2), timeout=30)
+            await agent.frames.wait_for(lambda: streaming(agent, 2) and echo_running(agent), timeout=60)
             await agent.conn.cancel(session_id=session_id)
-        kids = announced(agent, session_id)
         cards = [card(agent, session_id, call) for call in ("d1", "d2")]
         ends = [
             u["state"]
             for s, u in agent.updates(session_id)
             if u["sessionUpdate"] == "subagent_update" and u.get("state", {}).get("state") == "idle"
         ]
-        child_cards_open = [u for s, u in agent.updates() if s in kids and u.get("status") == "pending"]
+        slow = titled(agent, session_id, "Slow C")
+        echo = card(agent, slow, "cc1")
     assert responses[0].stop_reason == "cancelled"
     assert [c["status"] for c in cards] == ["failed", "failed"]
     assert [e["stopReason"] for e in ends] == ["cancelled", "cancelled"]
-    assert not child_cards_open
+    assert echo["status"] == "failed", "the child's running call settled too"
+    assert card_text(echo).startswith("Cancelled")
 
 
 async def test_cancel_of_one_child_stops_it_only_and_the_model_reads_why(tmp_path: Path) -> None:
@@ -564,18 +570,26 @@ MANY_CHILDREN: dict[str, Any] = {
 }
 
 
-async def test_a_parent_with_twenty_children_replays_each_in_place(tmp_path: Path) -> None:
-    async with spawn_agent(tmp_path, MANY_CHILDREN, initialize=False) as agent:
+async def test_a_parent_with_twenty_children_runs_at_most_max_subagents_and_replays_each_in_place(
+    tmp_path: Path,
+) -> None:
+    config = '\n[agent]\nmax_subagents = 3\nsubagent_model = "fx:m2"\n'
+    async with spawn_agent(tmp_path, MANY_CHILDREN, initialize=False, config_extra=config) as agent:
         await capable(agent)
         session_id = await agent.new_session()
         response = await agent.prompt(session_id, "Please check many parts")
         kids = announced(agent, session_id)
+        spans = [(r.received_monotonic, r.finished_monotonic or 0) for r in children_requests(agent)]
+        models = {r.body["model"] for r in children_requests(agent)}
         agent.frames.frames.clear()
         with anyio.fail_after(30):
             await agent.conn.load_session(cwd=str(agent.workspace), session_id=session_id, mcp_servers=[])
         replayed = agent.updates()
     assert response.stop_reason == "end_turn"
     assert len(kids) == MANY
+    at_once = max(sum(1 for start, end in spans if start <= moment < end) for moment, _ in spans)
+    assert at_once <= 3, "[agent] max_subagents bounds the children that run at once"
+    assert models == {"m2"}, "the children run on [agent] subagent_model"
     order: list[str] = []
     for s, _ in replayed:
         if s != session_id and (not order or order[-1] != s):
@@ -662,3 +676,24 @@ async def test_a_child_uses_its_parent_s_mcp_connection_and_only_its_read_only_t
     assert ECHO in child_tools and "mcp__fixture__add_note" not in child_tools, "an explore child reads only"
     assert view.count("start") == 1, "the child used the parent's connection: no second server"
     assert [c["arguments"]["text"] for c in view.calls("echo")] == ["from the child"]
+
+
+OUTSIDE: dict[str, Any] = {
+    "name": "outside",
+    "responses": [
+        parent("look outside", [delegate("d1", "TASK-O", "Outside", focus=["/etc"])]),
+        parent("outside the session's directories", [text("I will stay inside.")]),
+    ],
+}
+
+
+async def test_a_focus_outside_the_session_s_directories_is_refused_and_no_child_starts(tmp_path: Path) -> None:
+    async with spawn_agent(tmp_path, OUTSIDE) as agent:
+        session_id = await agent.new_session()
+        response = await agent.prompt(session_id, "Please look outside")
+        result = card(agent, session_id, "d1")
+        listed = await agent.request("session/list", {"_meta": {"hermes": {"subagents": True}}})
+    assert response.stop_reason == "end_turn"
+    assert result["status"] == "failed" and "a subagent cannot go there" in card_text(result)
+    assert not children_requests(agent)
+    assert len(listed["sessions"]) == 1
