@@ -8,6 +8,9 @@
   unknown terminal), and the command's output is stored beside it as text. A finished compaction is a completed
   ``compaction_update`` with its summary for a client that advertised ``session.compaction``, and a short agent
   message saying what was compacted for any other;
+- a subagent's events on its parent (``SubagentStarted``, ``SubagentEnded``) → ``subagent_update`` and the
+  ``delegate`` card's link, for a client that advertised ``subagents`` only (nothing for any other); a parent's task
+  in its child's log → the child's incoming ``session_message``;
 - transient live updates and notices → ``session/update`` payloads: a compaction still running (or stopped) and
   its summary chunks only for a client with ``session.compaction`` (None for the others), and the context meter
   (``usage_update``: tokens in the context now, the window, and the session's cost when the models have prices).
