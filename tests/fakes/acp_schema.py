@@ -30,7 +30,7 @@ from referencing import Registry, Resource
 
 from .lanes import REQUIRE_LANES_ENV
 
-__all__ = ["SCHEMA_DIR", "FrameLog", "schema_problems"]
+__all__ = ["SCHEMA_DIR", "FrameLog", "hidden_from_the_sdk", "read_frame", "schema_problems"]
 
 REPO = Path(__file__).resolve().parent.parent.parent
 SCHEMA_DIR = Path(
@@ -39,6 +39,28 @@ SCHEMA_DIR = Path(
 Direction = Literal["to_agent", "to_client"]
 _NOT_IN_SCHEMA = frozenset({"session/set_model"})
 """Methods we answer that the schema no longer has (JetBrains still sends ``session/set_model``)."""
+
+
+SDK_UNKNOWN_UPDATES = frozenset({"subagent_update", "session_message", "session_message_chunk"})
+"""``session/update`` kinds the acp SDK's Python client (1.0) does not know: it would log a validation error for
+each. The harnesses log such frames (and check them) but do not hand them to it."""
+
+
+def read_frame(line: bytes) -> Any:
+    """One stdout line as JSON (None when it is not: the stdout check says so)."""
+    try:
+        return json.loads(line)
+    except ValueError:
+        return None
+
+
+def hidden_from_the_sdk(message: Any) -> bool:
+    """A ``session/update`` of a kind the SDK's client cannot read (a child session's, unstable)."""
+    if not isinstance(message, dict) or message.get("method") != "session/update":
+        return False
+    params = message.get("params")
+    update = params.get("update") if isinstance(params, dict) else None
+    return isinstance(update, dict) and update.get("sessionUpdate") in SDK_UNKNOWN_UPDATES
 
 
 @dataclass

@@ -30,7 +30,7 @@ from fixtures.model_server import ModelServer, RequestRecord, serve_model_server
 from probes.agent import stop_agent
 
 from .acp_client import RecordingClient, text_block
-from .acp_schema import FrameLog
+from .acp_schema import FrameLog, hidden_from_the_sdk, read_frame
 
 __all__ = ["EXIT_TIMEOUT_S", "MODEL", "MODEL_2", "REPO", "AgentProcess", "spawn_agent"]
 
@@ -164,26 +164,6 @@ def servers(specs: Sequence[Mapping[str, Any]]) -> list[Any]:
     return out
 
 
-_UNSTABLE_UPDATES = frozenset({"subagent_update", "session_message", "session_message_chunk"})
-"""``session/update`` kinds the acp SDK's client (1.0) does not know: it would log a validation error for each."""
-
-
-def _frame(line: bytes) -> Any:
-    try:
-        return json.loads(line)
-    except ValueError:
-        return None  # not JSON: the stdout check (``assert_json_rpc_only``) says so
-
-
-def _unknown_to_the_sdk(message: Any) -> bool:
-    """A ``session/update`` the SDK's client cannot read (a child session's, unstable): it is kept from it."""
-    if not isinstance(message, dict) or message.get("method") != "session/update":
-        return False
-    params = message.get("params")
-    update = params.get("update") if isinstance(params, dict) else None
-    return isinstance(update, dict) and update.get("sessionUpdate") in _UNSTABLE_UPDATES
-
-
 def tool_names(record: RequestRecord) -> list[str]:
     body = record.body or {}
     names = []
@@ -258,9 +238,9 @@ async def spawn_agent(
             assert process.stdout is not None
             while line := await process.stdout.readline():
                 agent.stdout_lines.append(line)
-                message = _frame(line)
+                message = read_frame(line)
                 frames.add("to_client", message)  # in the order sent, whatever the SDK's client makes of it
-                if not _unknown_to_the_sdk(message):
+                if not hidden_from_the_sdk(message):
                     tee.feed_data(line)
             tee.feed_eof()
 
