@@ -97,6 +97,7 @@ async def test_a_second_front_door_catches_up_with_a_running_child_and_cancels_i
                     )
                     seen = updates(second)
     assert "error" not in loaded
+    assert child is not None
     assert responses[0].stop_reason == "end_turn", "the parent went on after its child was cancelled"
     announce = next(i for i, (s, u) in enumerate(caught_up) if s == session_id and u.get("sessionId") == child)
     first_child = next(i for i, (s, _) in enumerate(caught_up) if s == child)
