@@ -51,7 +51,7 @@ from hermes_acp.core import (
     Usage,
 )
 from hermes_acp.core.ids import new_session_id
-from hermes_acp.errors import SessionBusyError
+from hermes_acp.errors import ToolError
 from hermes_acp.providers.catalog import CatalogModel
 from hermes_acp.storage.base import PROVENANCE_KEY, Provenance, SessionRecord, SessionStore, utc_now
 from hermes_acp.tools.delegate import Delegation, DelegationResult
@@ -348,7 +348,7 @@ class SubagentRunner:
 
     async def delegate(self, delegation: Delegation) -> DelegationResult:
         if self._opener is None:
-            raise SessionBusyError("this session cannot start subagents")
+            raise ToolError("this session cannot start subagents")
         async with self._slots:
             return await self._delegate(delegation, self._opener)
 
@@ -394,10 +394,11 @@ class SubagentRunner:
         except Exception as exc:  # the child could not start or its turn raised: the parent's call fails, not it
             _log.warning("a subagent failed", session_id=record.id, error=str(exc))
             detail = f"the subagent could not run: {exc}"
+            usage = Usage()
             with anyio.CancelScope(shield=True), anyio.move_on_after(CLOSE_WAIT_S * 2):
-                ended = await self._finish(running, "failed", None, detail)
+                usage = (await self._finish(running, "failed", None, detail)).usage
             found = report_of(child.projection) if child is not None else ""
-            return DelegationResult(record.id, "failed", found, detail=detail, usage=ended.usage)
+            return DelegationResult(record.id, "failed", found, detail=detail, usage=usage)
         with anyio.CancelScope(shield=True):
             ended = await self._finish(running, outcome, stop, detail)
         return DelegationResult(record.id, outcome, report_of(child.projection), detail=detail, usage=ended.usage)
