@@ -23,6 +23,7 @@ from hermes_acp.errors import ConfigError
 from hermes_acp.home import default_home
 
 __all__ = [
+    "SEND_BACK_FIELDS",
     "AgentSettings",
     "ComputerUseSettings",
     "Effort",
@@ -47,12 +48,8 @@ Effort = Literal["none", "minimal", "low", "medium", "high", "xhigh"]
 """A thinking effort: sent as ``reasoning_effort`` (OpenAI-compatible) or as a thinking budget (Anthropic)."""
 SendBackField = Literal["reasoning_content", "reasoning_details", "extra_content"]
 """A field of an OpenAI-compatible provider's answers that is kept and sent back with the assistant message."""
-SEND_BACK_BY_HOST: dict[str, tuple[SendBackField, ...]] = {
-    "api.deepseek.com": ("reasoning_content",),
-    "openrouter.ai": ("reasoning_details",),
-    "generativelanguage.googleapis.com": ("extra_content",),
-}
-"""What ``send_back`` is when a provider does not set it: the services that reject a follow-up request without."""
+SEND_BACK_FIELDS: tuple[SendBackField, ...] = ("reasoning_content", "reasoning_details", "extra_content")
+"""Every field ``send_back`` may name: what an unset ``send_back`` keeps and sends back when a stream carried it."""
 
 
 class _Section(BaseModel):
@@ -104,9 +101,10 @@ class ProviderSettings(_Section):
     max_retries: Annotated[int, Field(ge=0, le=10)] = 3
     """Retries on 429, 5xx and connection errors, only before the first token."""
     send_back: list[SendBackField] | None = None
-    """OpenAI-compatible only: the fields of the answers this service needs back with each assistant message
-    (``reasoning_content``: DeepSeek; ``reasoning_details``: OpenRouter; ``extra_content``: Gemini). Unset: chosen
-    by ``base_url``'s host (``SEND_BACK_BY_HOST``); ``[]`` sends nothing back."""
+    """OpenAI-compatible only: the fields of the answers this service gets back with each assistant message that
+    called tools (``reasoning_content``: DeepSeek, Kimi, GLM; ``reasoning_details``: OpenRouter, MiniMax;
+    ``extra_content``: Gemini's thought signatures). Unset: each of them whenever the stream carried it, whatever
+    the host (a proxy in front of the service included); ``[]`` sends nothing back."""
 
     def model_entry(self, model_id: str) -> ModelEntry | None:
         """The configured entry of one of this provider's models, if any."""
@@ -117,12 +115,9 @@ class ProviderSettings(_Section):
         entry = self.model_entry(model_id)
         return entry.max_output_tokens if entry is not None else None
 
-    def send_back_fields(self) -> frozenset[SendBackField]:
-        """What is kept from answers and sent back (``send_back``, or the default for ``base_url``'s host)."""
-        if self.send_back is not None:
-            return frozenset(self.send_back)
-        host = urlsplit(self.base_url).hostname or ""
-        return frozenset(SEND_BACK_BY_HOST.get(host, ()))
+    def send_back_fields(self) -> frozenset[SendBackField] | None:
+        """The fields ``send_back`` names; None when it is unset (every field a stream carried goes back)."""
+        return frozenset(self.send_back) if self.send_back is not None else None
 
     @model_validator(mode="after")
     def _send_back_needs_openai(self) -> ProviderSettings:

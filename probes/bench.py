@@ -182,6 +182,103 @@ async def fresh_load(bench: Bench, runs: int) -> list[Row]:
     ]
 
 
+async def delete_after_load(bench: Bench, runs: int) -> list[Row]:
+    """session/delete sent right behind a session/load in a fresh process (the server up): the delete must not wait
+    for the turn machinery, which the load starts warming up in the background."""
+    times: list[float] = []
+    for _ in range(runs):
+        session_id = await _stored_session(bench, turns=5)
+        async with bench.spawn() as agent:
+            with anyio.fail_after(30):
+                await agent.conn.list_sessions()
+                await agent.conn.load_session(cwd=str(bench.workspace), session_id=session_id, mcp_servers=[])
+                started = time.perf_counter()
+                await agent.conn.delete_session(session_id=session_id)
+            times.append((time.perf_counter() - started) * 1000)
+    return [Row("session/delete right after a cold session/load", _ms(times), f"median of {runs}; fresh process")]
+
+
+SKILLS = 200
+
+
+def _write_skills(workspace: Path, count: int) -> None:
+    folder = workspace / ".agents" / "skills"
+    for index in range(count):
+        name = f"skill-{index:03d}"
+        path = folder / name / "SKILL.md"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(
+            f"---\nname: {name}\ndescription: Does task number {index} of the project, when asked for it.\n"
+            f"license: MIT\nmetadata:\n  author: bench\n---\n# Task {index}\n\n" + "Do this step.\n" * 40
+        )
+
+
+async def skill_discovery(bench: Bench, runs: int) -> list[Row]:
+    """Finding a project's 200 skills: the first scan and a rescan, in this process (the files in the page cache;
+    PyYAML loaded, as it is after the first scan of a server), and what the real server's session/new costs with
+    them: the scan runs after the answer, before the first command listing."""
+    from hermes_acp.sessions.skills import SkillShelf, skill_roots
+    from hermes_acp.tools.context import Workspace
+
+    with tempfile.TemporaryDirectory(prefix="hermes-skills-") as tmp:
+        workspace = Path(tmp) / "project"
+        workspace.mkdir()
+        _write_skills(workspace, SKILLS)
+        roots = skill_roots(Workspace(cwd=workspace), bench.home)
+        await SkillShelf(roots).ensure()  # loads PyYAML
+        first: list[float] = []
+        rescans: list[float] = []
+        for _ in range(runs):
+            shelf = SkillShelf(roots)
+            started = time.perf_counter()
+            await shelf.ensure()
+            first.append((time.perf_counter() - started) * 1000)
+            started = time.perf_counter()
+            await shelf.rescan()
+            rescans.append((time.perf_counter() - started) * 1000)
+            assert len(shelf.skills) == SKILLS, shelf.problems[:3]
+        new_with: list[float] = []
+        new_without: list[float] = []
+        listed: list[float] = []
+        async with bench.spawn() as agent:
+            await _new(agent, bench)  # the first session/new of a process loads the rest of the server
+            for _ in range(runs):
+                for cwd, times in ((workspace, new_with), (bench.workspace, new_without)):
+                    started = time.perf_counter()
+                    with anyio.fail_after(30):
+                        response = await agent.conn.new_session(cwd=str(cwd), mcp_servers=[])
+                    times.append((time.perf_counter() - started) * 1000)
+                    if cwd == workspace:
+                        listed.append(await _until_commands(agent, response.session_id, started))
+    python = "import time; started = time.perf_counter(); import yaml; print((time.perf_counter() - started) * 1000)"
+    process = await anyio.run_process([sys.executable, "-c", python])
+    return [
+        Row(f"skill discovery, {SKILLS} skills: first scan", _ms(first), f"median of {runs}; goal ≤ 20 ms"),
+        Row(f"skill rescan, {SKILLS} unchanged", _ms(rescans), "around every prompt; stat only"),
+        Row(f"session/new, project with {SKILLS} skills", _ms(new_with), f"without skills: {_ms(new_without)}"),
+        Row(
+            f"session/new → commands listed, {SKILLS} skills",
+            _ms(listed),
+            "the first available_commands_update, skills included (after the answer)",
+        ),
+        Row(
+            "PyYAML import", f"{float(process.stdout):.1f} ms", "once per process, by the first scan that finds a skill"
+        ),
+    ]
+
+
+async def _until_commands(agent: AgentProcess, session_id: str, started: float) -> float:
+    """Milliseconds from ``started`` to the session's first ``available_commands_update`` (its arrival time is
+    recorded when the client takes it; the frame's observer runs just before, hence the bounded re-check)."""
+    with anyio.fail_after(30):
+        while True:
+            for update in agent.client.updates:
+                if update.session_id == session_id and update.body.get("sessionUpdate") == "available_commands_update":
+                    return (update.at - started) * 1000
+            with anyio.move_on_after(0.05):
+                await agent.client.frame_arrived.wait()
+
+
 async def cancel_request(bench: Bench, runs: int) -> list[Row]:
     """The SDK 1.0 client sends ``$/cancel_request`` when a caller stops waiting for a prompt: time to the answer."""
     latencies: list[float] = []
@@ -936,6 +1033,8 @@ ROWS: dict[str, Callable[[Bench], Awaitable[list[Row]]]] = {
     "cold_start": lambda b: cold_start(b, 5),
     "model_switch": lambda b: model_switch(b, 5),
     "fresh_load": lambda b: fresh_load(b, 5),
+    "delete_after_load": lambda b: delete_after_load(b, 5),
+    "skills": lambda b: skill_discovery(b, 10),
     "cancel_request": lambda b: cancel_request(b, 10),
     "shutdown": lambda b: shutdown(b, 3),
     "session_new_with_mcp": lambda b: session_new_with_mcp(b, 10),

@@ -33,11 +33,14 @@ def last_user_text(agent: AgentProcess) -> str:
 
 
 async def reply(agent: AgentProcess, session_id: str, text: str) -> str:
-    """Run a command the session answers itself; what it answered."""
+    """Run a command the session answers itself; what it answered (a paragraph of agent text: its blank line left
+    out)."""
     before = agent.client.text(session_id)
     response = await agent.prompt(session_id, text)
     assert response.stop_reason == "end_turn"
-    return agent.client.text(session_id)[len(before) :]
+    answer = agent.client.text(session_id)[len(before) :]
+    assert answer.endswith("\n\n")
+    return answer.removesuffix("\n\n")
 
 
 async def test_prompt_files_are_listed_expanded_relisted_when_they_change_and_replayed_as_typed(

@@ -215,12 +215,21 @@ class PlanEntry(_Event):
     status: Literal["pending", "in_progress", "completed"] = "pending"
 
 
+STEPS_PLAN_ID = "steps"
+"""The plan ``update_plan`` keeps: its steps, always the complete list."""
+PROPOSAL_PLAN_ID = "proposal"
+"""The plan the user approved when leaving plan mode (``exit_plan_mode``), in Markdown."""
+
+
 class PlanUpdated(_Event):
-    """The agent's plan, always the complete list."""
+    """One of the agent's plans, whole: the steps of ``update_plan`` (``entries``, the complete list; empty: the
+    plan was cleared), or the approved proposal of plan mode (``markdown``)."""
 
     kind: Literal["plan_updated"] = "plan_updated"
     turn_id: str
     entries: list[PlanEntry]
+    plan_id: str = STEPS_PLAN_ID
+    markdown: str | None = None
 
 
 class NoticeAdded(_Event):

@@ -116,6 +116,11 @@ class McpServers:
 
     async def prepare_turn(self, wait_s: float | None = None) -> list[str]:
         """Wait (bounded) for servers still starting; the notices this turn should show."""
+        await self.settled(wait_s)
+        return self._notices()
+
+    async def settled(self, wait_s: float | None = None) -> None:
+        """Wait (bounded by ``wait_s``, default ``READY_WAIT_S``) until no server is still starting."""
         limit = READY_WAIT_S if wait_s is None else wait_s
         if self._running:
             with anyio.move_on_after(limit):
@@ -124,7 +129,6 @@ class McpServers:
                     if not any(c.settling for c in self.connections):
                         break
                     await changed.wait()
-        return self._notices()
 
     def _notices(self) -> list[str]:
         notices: list[str] = []

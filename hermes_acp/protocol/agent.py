@@ -8,7 +8,9 @@ single exception → wire boundary. A session is used through a connection attac
 or resumed it); ``session/status`` answers for any (``open`` / ``saved``, no side effect) and ``session/list``
 says in ``_meta`` which sessions are open and running.
 Notifications a session sends outside a turn come from here: ``available_commands_update`` once the response that
-opened the session is on the wire (``RequestContext.after_response``; JetBrains needs the session id first), and
+opened the session is on the wire (``RequestContext.after_response``; JetBrains needs the session id first; it
+waits for the session's first scan of its skills, which the response does not; then the session tells, in the
+background, which of its MCP servers could not start), and
 after a ``session/load`` the context meter as it stands (``usage_update``: a live turn sends one after every model
 call, a replay needs only the last; it derives the tool surface, which a fresh process imports, so it goes after
 the response), ``current_mode_update`` after a mode switch, ``config_option_update`` after any option changes (mode,
@@ -35,19 +37,14 @@ from hermes_acp.errors import (
 )
 from hermes_acp.mcp_client.specs import unreadable_entry
 from hermes_acp.sessions import Session, SessionManager
+from hermes_acp.sessions.switches import SWITCHES
+from hermes_acp.sessions.turn_imports import warm_up_turn_modules
 
 from .client_bridge import AcpClientBridge
 from .convert import prompt_to_display, usage_json
 from .dispatcher import RequestContext, Route
 from .initialize import ENV_METHOD_ID, SETUP_METHOD_ID, key_variables
-from .session_view import (
-    EFFORT_OPTION_ID,
-    MODE_OPTION_ID,
-    MODEL_OPTION_ID,
-    commands_update,
-    config_options,
-    session_view,
-)
+from .session_view import EFFORT_OPTION_ID, MODE_OPTION_ID, MODEL_OPTION_ID, commands_update
 from .wire import (
     AuthenticateParams,
     ListSessionsParams,
@@ -241,6 +238,12 @@ class HermesAgent:
                 f"configId: unknown option {params.config_id!r}; this session's options: {', '.join(offered)}",
                 field="configId",
             )
+        if any(switch.id == params.config_id for switch in SWITCHES):
+            if not isinstance(params.value, bool):
+                raise InvalidParamsError(f"value: option {params.config_id!r} takes true or false", field="value")
+            await session.set_switch(params.config_id, params.value)
+            await self._announce_config(session, mode_changed=False)
+            return {"configOptions": self._options(session)}
         if not isinstance(params.value, str):
             raise InvalidParamsError(f"value: option {params.config_id!r} takes a string value", field="value")
         if params.config_id == MODE_OPTION_ID:
@@ -292,24 +295,22 @@ class HermesAgent:
 
     # -- notifications outside turns ----------------------------------------------------------------------------
 
-    @staticmethod
-    def _view(session: Session) -> dict[str, Any]:
-        return session_view(session.mode, session.model_id, session.catalog, session.chosen_effort)
+    def _view(self, session: Session) -> dict[str, Any]:
+        return self._bridge.view(session)
 
-    @staticmethod
-    def _options(session: Session) -> list[dict[str, Any]]:
-        return config_options(session.mode, session.model_id, session.catalog, session.chosen_effort)
+    def _options(self, session: Session) -> list[dict[str, Any]]:
+        return self._bridge.options(session)
 
     def _announce_commands(self, ctx: RequestContext, session: Session) -> None:
-        update = commands_update(session.commands.listing)
-
-        async def send() -> None:
-            await self._bridge.send(session.id, update)
+        async def send() -> None:  # the first listing has the skills (the scan is off the response's path)
+            await self._bridge.send(session.id, commands_update(await session.command_listing()))
+            session.runtime.submit(session.report_servers, "report MCP servers")
 
         ctx.after_response(send)
 
     def _announce_usage(self, ctx: RequestContext, session: Session) -> None:
         async def send() -> None:
+            await warm_up_turn_modules()  # off the event loop: a request right behind the load need not wait
             meter = session.usage()
             if meter is not None:
                 await self._bridge.sink(session.id).emit_live(meter)
@@ -317,11 +318,8 @@ class HermesAgent:
         ctx.after_response(send)
 
     async def _announce_config(self, session: Session, *, mode_changed: bool) -> None:
-        """A mode switch sends ``current_mode_update`` (for clients that read ``modes``); every change sends the
-        full ``config_option_update``. A model switch leaves the mode alone, so it sends no mode update."""
-        if mode_changed:
-            await session.audience.send({"sessionUpdate": "current_mode_update", "currentModeId": session.mode})
-        await session.audience.send({"sessionUpdate": "config_option_update", "configOptions": self._options(session)})
+        """Every attached connection is told, each as it can show the options (``AcpClientBridge.config_changed``)."""
+        await session.audience.config_changed(session, mode_changed=mode_changed)
 
 
 def _server_entries(raw: list[Any]) -> list[dict[str, object]]:

@@ -24,16 +24,18 @@ import structlog
 from hermes_acp.core import SessionEvent
 from hermes_acp.core.notice import Notice
 from hermes_acp.errors import InvalidParamsError, PermissionDeniedError
+from hermes_acp.sessions import Session
 from hermes_acp.sessions.commands import Command
+from hermes_acp.sessions.switches import SWITCHES, Switch
 from hermes_acp.tools.context import EditorFiles, EditorTerminals, Elicitor
-from hermes_acp.turns.ports import LiveUpdate, PermissionAnswer, PermissionQuestion
+from hermes_acp.turns.ports import LiveUpdate, PermissionAnswer, PermissionChoice, PermissionQuestion
 
 from .boundary import ClientRequestError
 from .convert import event_updates, live_update, notice_update, tool_content, tool_locations
 from .dispatcher import Dispatcher
 from .editor import AcpEditorFiles, AcpEditorTerminals, AcpElicitor
 from .initialize import Handshake
-from .session_view import commands_update
+from .session_view import commands_update, config_options, session_view
 from .wire import ClientCapabilities, InitializeParams, PermissionResult, SelectedOutcome, parse
 
 if TYPE_CHECKING:
@@ -59,7 +61,11 @@ class AcpUpdateSink:
     async def emit_event(self, event: SessionEvent, *, live: bool) -> None:
         capabilities = self._bridge.capabilities
         for update in event_updates(
-            event, live=live, compaction=capabilities.compaction, subagents=capabilities.subagents
+            event,
+            live=live,
+            compaction=capabilities.compaction,
+            plans=capabilities.plans,
+            subagents=capabilities.subagents,
         ):
             await self.send(update)
 
@@ -91,6 +97,13 @@ class AcpPermissionGate:
         answers: list[PermissionAnswer] = ["allow_once", "reject_once"]
         if question.offer_always:
             answers = ["allow_once", "allow_always", "reject_once", "reject_always"]
+        choices = [PermissionChoice(a, _OPTION_NAMES[a], a) for a in answers if a != "cancelled"]
+        chosen = await self.choose(question, choices, refusal="reject_once")
+        return next((a for a in answers if a == chosen), "cancelled")
+
+    async def choose(
+        self, question: PermissionQuestion, choices: Sequence[PermissionChoice], *, refusal: str
+    ) -> str | None:
         tool_call: dict[str, Any] = {
             "toolCallId": question.tool_call_id,
             "title": question.title,
@@ -108,7 +121,7 @@ class AcpPermissionGate:
         params = {
             "sessionId": self._session_id,
             "toolCall": tool_call,
-            "options": [{"optionId": a, "name": _OPTION_NAMES[a], "kind": a} for a in answers],
+            "options": [{"optionId": c.id, "name": c.name, "kind": c.kind} for c in choices],
         }
         try:
             raw = await self._dispatcher.request("session/request_permission", params, wait_s=None)
@@ -122,12 +135,11 @@ class AcpPermissionGate:
         except InvalidParamsError as exc:
             raise PermissionDeniedError(f"the editor's answer to the permission request was unreadable: {exc}") from exc
         if not isinstance(outcome, SelectedOutcome):
-            return "cancelled"
-        for answer in answers:
-            if outcome.option_id == answer:
-                return answer
+            return None
+        if any(c.id == outcome.option_id for c in choices):
+            return outcome.option_id
         _log.warning("permission answer with an option we did not offer", option=outcome.option_id)
-        return "reject_once"
+        return refusal
 
 
 class AcpClientBridge:
@@ -207,3 +219,26 @@ class AcpClientBridge:
     async def commands_changed(self, session_id: str, commands: Sequence[Command]) -> None:
         """The session's slash commands changed (a prompt file came, went or was edited)."""
         await self.send(session_id, commands_update(commands))
+
+    def options(self, session: Session) -> list[dict[str, Any]]:
+        """The session's config options as this client can show them."""
+        catalog = session.services.catalog
+        return config_options(session.mode, session.model_id, catalog, session.chosen_effort, self._switches(session))
+
+    def view(self, session: Session) -> dict[str, Any]:
+        """What every response that opens a session carries: modes, config options, models."""
+        catalog = session.services.catalog
+        return session_view(session.mode, session.model_id, catalog, session.chosen_effort, self._switches(session))
+
+    def _switches(self, session: Session) -> list[tuple[Switch, bool]]:
+        """The session's on/off switches, for a client that takes boolean options (none for any other)."""
+        if not self.capabilities.boolean_options:
+            return []
+        return [(switch, session.switch(switch.id)) for switch in SWITCHES]
+
+    async def config_changed(self, session: Session, *, mode_changed: bool) -> None:
+        """A mode switch sends ``current_mode_update`` (for clients that read ``modes``); every change sends the
+        full ``config_option_update``. A model switch leaves the mode alone, so it sends no mode update."""
+        if mode_changed:
+            await self.send(session.id, {"sessionUpdate": "current_mode_update", "currentModeId": session.mode})
+        await self.send(session.id, {"sessionUpdate": "config_option_update", "configOptions": self.options(session)})

@@ -7,7 +7,8 @@
   names a client terminal: that terminal died with the process that created it (an editor drops updates naming an
   unknown terminal), and the command's output is stored beside it as text. A finished compaction is a completed
   ``compaction_update`` with its summary for a client that advertised ``session.compaction``, and a short agent
-  message saying what was compacted for any other;
+  message saying what was compacted for any other. Plans go by id (``plan_update`` / ``plan_removed``) to a client
+  that advertised ``plan`` (the 2.4.0 unstable schema), as today's whole ``plan`` to any other;
 - a subagent's events on its parent (``SubagentStarted``, ``SubagentEnded``) → ``subagent_update`` and the
   ``delegate`` card's link, for a client that advertised ``subagents`` only (nothing for any other); a parent's task
   in its child's log → the child's incoming ``session_message``;
@@ -72,6 +73,7 @@ __all__ = [
     "event_updates",
     "live_update",
     "notice_update",
+    "plan_updates",
     "prompt_to_display",
     "session_message",
     "subagent_announced",
@@ -160,10 +162,11 @@ def tool_locations(locations: list[Location]) -> list[dict[str, Any]] | None:
 
 
 def event_updates(
-    event: SessionEvent, *, live: bool, compaction: bool = False, subagents: bool = False
+    event: SessionEvent, *, live: bool, compaction: bool = False, plans: bool = False, subagents: bool = False
 ) -> list[Update]:
-    """``compaction``: the client advertised ``session.compaction`` (it renders compaction updates); ``subagents``:
-    it advertised ``subagents`` (it is told about child sessions; a client without it is told nothing of them)."""
+    """``compaction``: the client advertised ``session.compaction`` (it renders compaction updates); ``plans``: it
+    advertised ``plan`` (unstable: plans by id, ``plan_update`` / ``plan_removed``); ``subagents``: it advertised
+    ``subagents`` (it is told about child sessions; a client without it is told nothing of them)."""
     match event:
         case UserPrompted() if event.sender_session_id is not None:  # a parent's task: no client showed it itself
             return [session_message(event)]
@@ -223,10 +226,9 @@ def event_updates(
                 )
             ]
         case PlanUpdated():
-            entries = [{"content": e.content, "priority": e.priority, "status": e.status} for e in event.entries]
-            return [{"sessionUpdate": "plan", "entries": entries}]
-        case NoticeAdded():
-            return [_chunk("agent_message_chunk", event.text, event.message_id)]
+            return plan_updates(event, plans=plans)
+        case NoticeAdded():  # a paragraph of its own: the model's answer that follows starts on a line of its own
+            return [_chunk("agent_message_chunk", event.text.rstrip("\n") + "\n\n", event.message_id)]
         case TitleSet():
             return [
                 _drop_none(
@@ -253,6 +255,22 @@ def event_updates(
             return []
         case _:
             assert_never(event)
+
+
+def plan_updates(event: PlanUpdated, *, plans: bool) -> list[Update]:
+    """A plan for a client that takes plans by id (``plan_update``: the steps as items, the approved proposal as
+    Markdown; ``plan_removed`` for steps cleared), else today's ``plan`` with the complete steps (a proposal is
+    shown in its tool call's card only)."""
+    entries = [{"content": e.content, "priority": e.priority, "status": e.status} for e in event.entries]
+    if not plans:
+        return [] if event.markdown is not None else [{"sessionUpdate": "plan", "entries": entries}]
+    if event.markdown is not None:
+        plan: Update = {"type": "markdown", "planId": event.plan_id, "content": event.markdown}
+    elif entries:
+        plan = {"type": "items", "planId": event.plan_id, "entries": entries}
+    else:
+        return [{"sessionUpdate": "plan_removed", "planId": event.plan_id}]
+    return [{"sessionUpdate": "plan_update", "plan": plan}]
 
 
 def session_message(event: UserPrompted) -> Update:

@@ -1,8 +1,10 @@
 """How a session is described to clients, as wire JSON: modes, config options, the legacy ``models`` block and the
 slash commands.
 
-Current Zed reads only ``configOptions`` (mode and model selects, and a ``thought_level`` select for a model with
-thinking efforts); JetBrains still reads ``models`` and sends ``session/set_model``; older clients read ``modes``.
+Current Zed reads only ``configOptions`` (mode and model selects, a ``thought_level`` select for a model with
+thinking efforts, and the session's on/off switches as boolean options for a client that advertised
+``session.configOptions.boolean``); JetBrains still reads ``models`` and sends ``session/set_model``; older clients
+read ``modes``.
 Every session response carries all three, kept in sync. The shapes are plain JSON, built from plain values; tests
 check them against the official ACP schema.
 """
@@ -16,6 +18,7 @@ from hermes_acp.core.modes import MODES
 from hermes_acp.providers.catalog import CatalogModel, ModelCatalog
 from hermes_acp.sessions.commands import Command
 from hermes_acp.sessions.effort import PROVIDER_DEFAULT, current_effort, effort_choices
+from hermes_acp.sessions.switches import Switch
 
 __all__ = [
     "EFFORT_OPTION_ID",
@@ -46,9 +49,14 @@ def _current_model_id(model_id: str | None, catalog: ModelCatalog) -> str | None
 
 
 def config_options(
-    mode_id: str, model_id: str | None, catalog: ModelCatalog, effort: str | None = None
+    mode_id: str,
+    model_id: str | None,
+    catalog: ModelCatalog,
+    effort: str | None = None,
+    switches: Sequence[tuple[Switch, bool]] = (),
 ) -> list[dict[str, Any]]:
-    """The session's options; ``effort`` is the thinking effort chosen for the session (``Session.chosen_effort``)."""
+    """The session's options; ``effort`` is the thinking effort chosen for the session (``Session.chosen_effort``),
+    ``switches`` the on/off switches with their values (for a client that takes boolean options)."""
     options: list[dict[str, Any]] = [
         {
             "type": "select",
@@ -82,6 +90,10 @@ def config_options(
         effort_option = _effort_option(catalog.get(current), effort)
         if effort_option is not None:
             options.append(effort_option)
+    options.extend(
+        {"type": "boolean", "id": switch.id, "name": switch.name, "description": switch.description, "currentValue": on}
+        for switch, on in switches
+    )
     return options
 
 
@@ -109,7 +121,11 @@ def _effort_option(model: CatalogModel, chosen: str | None) -> dict[str, Any] | 
 
 
 def session_view(
-    mode_id: str, model_id: str | None, catalog: ModelCatalog, effort: str | None = None
+    mode_id: str,
+    model_id: str | None,
+    catalog: ModelCatalog,
+    effort: str | None = None,
+    switches: Sequence[tuple[Switch, bool]] = (),
 ) -> dict[str, Any]:
     """The fields every session response shares: ``modes``, ``configOptions`` and (with a model) ``models``."""
     view: dict[str, Any] = {
@@ -117,7 +133,7 @@ def session_view(
             "currentModeId": mode_id,
             "availableModes": [{"id": m.id, "name": m.name, "description": m.description} for m in MODES],
         },
-        "configOptions": config_options(mode_id, model_id, catalog, effort),
+        "configOptions": config_options(mode_id, model_id, catalog, effort, switches),
     }
     current = _current_model_id(model_id, catalog)
     if current is not None:

@@ -105,10 +105,14 @@ class FileSystemCapabilities(_Wire):
     write_text_file: Annotated[bool, _default_on_error(False)] = Field(False, alias="writeTextFile")
 
 
+class ConfigOptionsCapabilities(_Wire):
+    boolean: Annotated[_Capability | None, Lenient] = None
+
+
 class ClientSessionCapabilities(_Wire):
     compaction: Annotated[_Capability | None, Lenient] = None
     notices: Annotated[_Capability | None, Lenient] = None
-    config_options: Annotated[dict[str, Any] | None, Lenient] = Field(None, alias="configOptions")
+    config_options: Annotated[ConfigOptionsCapabilities | None, Lenient] = Field(None, alias="configOptions")
 
 
 class ElicitationCapabilities(_Wire):
@@ -132,6 +136,8 @@ class ClientCapabilities(_Wire):
         default_factory=ElicitationCapabilities
     )
     auth: Annotated[AuthCapabilities, _default_on_error(AuthCapabilities)] = Field(default_factory=AuthCapabilities)
+    plan: Annotated[_Capability | None, Lenient] = None
+    """Unstable: the client takes ``plan_update`` and ``plan_removed`` updates (plans by id)."""
     subagent_sessions: Annotated[_Capability | None, Lenient] = Field(None, alias="subagents")
 
     @property
@@ -150,6 +156,15 @@ class ClientCapabilities(_Wire):
     @property
     def elicitation_form(self) -> bool:
         return self.elicitation.form is not None
+
+    @property
+    def plans(self) -> bool:
+        return self.plan is not None
+
+    @property
+    def boolean_options(self) -> bool:
+        options = self.session.config_options
+        return options is not None and options.boolean is not None
 
 
 class InitializeParams(_Wire):

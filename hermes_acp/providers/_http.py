@@ -17,7 +17,10 @@ reads the ``text/event-stream`` answer through a fresh decoder per attempt and y
   message, the deltas of every round flow on as one stream, and one ``ResponseDone`` carries the whole message
   and the summed usage. The turn loop never sees the pause;
 * a thinking ``effort`` goes out only for a model whose configured ``efforts`` list it; any other request is
-  sent without one.
+  sent without one;
+* a request the server refused with HTTP 400 before any output is sent once more when the subclass says how to
+  change it (``_resend``: the OpenAI-compatible provider leaves out a reasoning field the server refused, or adds
+  one it demanded; ``echo.py``); the answer then carries the rules it was obtained with (``echo_rules``).
 
 Proxy settings (``HTTPS_PROXY``, ``NO_PROXY``) and CA bundles (``SSL_CERT_FILE``) come from the environment,
 as httpx reads them by default.
@@ -41,7 +44,7 @@ import structlog
 from hermes_acp.config import ProviderSettings
 from hermes_acp.core import AssistantMessage, Usage
 from hermes_acp.core.messages import AssistantPart
-from hermes_acp.errors import ProviderStreamError
+from hermes_acp.errors import ProviderRequestError, ProviderStreamError
 
 from ._http_errors import ProviderIdentity, TransientFailure, error_for_response, map_httpx_errors
 from ._retry import retry_delay
@@ -140,7 +143,7 @@ class HttpProvider(ABC):
 
     def stream(self, request: ProviderRequest) -> AsyncGenerator[ProviderEvent, None]:
         """Stream one response (see ``ModelProvider.stream``)."""
-        return self._continued(self._with_allowed_effort(request))
+        return self._resent(self._with_allowed_effort(request))
 
     async def aclose(self) -> None:
         await self._client.aclose()
@@ -152,6 +155,40 @@ class HttpProvider(ABC):
     @abstractmethod
     def _new_decoder(self, request: ProviderRequest) -> StreamDecoder:
         """A decoder for one attempt's event stream of an answer to ``request``."""
+
+    def _resend(self, request: ProviderRequest, error: ProviderRequestError) -> ProviderRequest | None:
+        """``request`` changed so that the server may take it, when ``error`` (its HTTP 400) says how; None: it
+        is not sent again. Only the first refusal of a request is looked at."""
+        return None
+
+    async def _resent(self, request: ProviderRequest) -> AsyncGenerator[ProviderEvent, None]:
+        """``_continued``, and once more with the request changed by ``_resend`` when the server refused it
+        before any output (see the module docstring)."""
+        changed = False
+        while True:
+            output = False
+            try:
+                async with aclosing(self._continued(request)) as events:
+                    async for event in events:
+                        output = output or not isinstance(event, RetryWait)
+                        if isinstance(event, ResponseDone) and changed:
+                            yield event.model_copy(update={"echo_rules": request.echo_rules})
+                        else:
+                            yield event
+                return
+            except ProviderRequestError as exc:
+                again = None if (changed or output or exc.status != 400) else self._resend(request, exc)
+                if again is None:
+                    raise
+                rules = again.echo_rules
+                _log.warning(
+                    "provider_request_sent_again",
+                    provider=self.provider_id,
+                    reason=str(exc),
+                    left_out=sorted(rules.omit) if rules else [],
+                    added=sorted(rules.force) if rules else [],
+                )
+                request, changed = again, True
 
     def _with_allowed_effort(self, request: ProviderRequest) -> ProviderRequest:
         """``request``, without its effort unless the configured model lists that effort."""

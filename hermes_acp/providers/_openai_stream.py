@@ -13,9 +13,12 @@ Per chunk (``data: {...}``; the stream ends with ``data: [DONE]``):
   across chunks included;
 * ``delta.executed_tools[]`` (Groq's built-in tools, run on Groq's side) → a ``ServerToolCallPart`` when an index
   first appears and a ``ServerToolResultPart`` when its ``output`` arrives; nothing of them goes back;
-* what the provider's ``send_back`` names is kept for the next request: ``delta.reasoning_details[]`` (OpenRouter;
-  fragments merged by ``index``: texts, summaries, data and signatures joined) as the message's ``echo``, and
-  ``tool_calls[].extra_content`` (Gemini's thought signatures) as the call's ``echo``. Nothing else is kept;
+* what may go back is kept for the next request, whatever ``send_back`` says (it decides what is sent, and a
+  server that demands a field gets it: ``echo.py``): ``delta.reasoning_content`` as it was sent (DeepSeek, Kimi,
+  GLM; not ``delta.reasoning``) and
+  ``delta.reasoning_details[]`` (OpenRouter, MiniMax; fragments merged by ``index``: texts, summaries, data and
+  signatures joined) in the message's ``echo``, and ``tool_calls[].extra_content`` (Gemini's thought
+  signatures) as the call's ``echo``. Nothing else is kept;
 * ``usage`` (the final ``choices: []`` chunk that ``stream_options.include_usage`` asks for, or any chunk that
   carries it) → ``Usage`` with ``prompt_tokens_details.cached_tokens`` (or DeepSeek's
   ``prompt_cache_hit_tokens``) and ``completion_tokens_details.reasoning_tokens``;
@@ -30,10 +33,8 @@ before either is incomplete. This module knows no HTTP.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
 from typing import Any
 
-from hermes_acp.config import SendBackField
 from hermes_acp.core import Usage
 from hermes_acp.core.ids import new_tool_call_id
 
@@ -73,15 +74,14 @@ class ChatCompletionsDecoder(JsonStreamDecoder):
 
     INCOMPLETE = "the stream ended before the response finished (no finish_reason, no [DONE])"
 
-    def __init__(
-        self, identity: ProviderIdentity, *, keep: Iterable[SendBackField] = (), think_tags: bool = False
-    ) -> None:
+    def __init__(self, identity: ProviderIdentity, *, think_tags: bool = False) -> None:
         super().__init__(identity)
         self._keys: dict[int, tuple[int, int]] = {}
         self._finish_reason: str | None = None
         self._refused = False
         self._usage: Usage | None = None
-        self._keep = frozenset(keep)
+        self._reasoning_content: list[str] = []
+        """``delta.reasoning_content`` as the stream sent it."""
         self._think_tags = ThinkTagSplitter() if think_tags else None
         self._reasoning_details: dict[object, dict[str, Any]] = {}
         self._executed: dict[object, str] = {}
@@ -118,12 +118,14 @@ class ChatCompletionsDecoder(JsonStreamDecoder):
 
     def _delta(self, delta: dict[str, Any], events: list[ProviderEvent]) -> None:
         reasoning = delta.get("reasoning_content")
+        if isinstance(reasoning, str) and reasoning:
+            self._reasoning_content.append(reasoning)
         if not (isinstance(reasoning, str) and reasoning):
             reasoning = delta.get("reasoning")
         if isinstance(reasoning, str) and (thought := self._assembler.thinking(reasoning)):
             events.append(thought)
         details = delta.get("reasoning_details")
-        if "reasoning_details" in self._keep and isinstance(details, list) and details:
+        if isinstance(details, list) and details:
             self._merge_reasoning_details(details)
         content = delta.get("content")
         if isinstance(content, str) and content:
@@ -156,6 +158,8 @@ class ChatCompletionsDecoder(JsonStreamDecoder):
                 event = self._assembler.thinking(text) if kind == "thinking" else self._assembler.text(text)
                 if event is not None:
                     events.append(event)
+        if self._reasoning_content:
+            self._assembler.echo("reasoning_content", "".join(self._reasoning_content))
         if self._reasoning_details:
             self._assembler.echo("reasoning_details", list(self._reasoning_details.values()))
         return [*events, *super()._complete()]
@@ -214,7 +218,7 @@ class ChatCompletionsDecoder(JsonStreamDecoder):
             key = (wire_index, self._assembler.tool_call_count)
             self._keys[wire_index] = key
         extra = fragment.get("extra_content")
-        echo = {"extra_content": extra} if "extra_content" in self._keep and isinstance(extra, dict) else None
+        echo = {"extra_content": extra} if isinstance(extra, dict) else None
         return self._assembler.tool_call(key, call_id=call_id, name=name, arguments=arguments, echo=echo)
 
     def _response_done(self) -> ResponseDone:

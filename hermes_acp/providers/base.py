@@ -19,10 +19,11 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from hermes_acp.config import Effort
+from hermes_acp.config import Effort, SendBackField
 from hermes_acp.core import AssistantMessage, Message, Usage
 
 __all__ = [
+    "EchoRules",
     "ModelProvider",
     "ModelStopReason",
     "ProviderEvent",
@@ -47,6 +48,17 @@ class ToolSpec(BaseModel):
     input_schema: dict[str, Any]
 
 
+class EchoRules(BaseModel):
+    """What a session learned about what a provider's server takes back with assistant messages (``echo.py``).
+
+    ``omit``: fields the server refused (HTTP 400 naming them), never sent again; ``force``: fields it demanded,
+    sent on every assistant message that calls tools, whatever ``send_back`` says."""
+
+    model_config = ConfigDict(frozen=True, defer_build=True)
+    omit: frozenset[SendBackField] = frozenset()
+    force: frozenset[SendBackField] = frozenset()
+
+
 class ProviderRequest(BaseModel):
     """Everything one model call needs. ``model`` is the provider's own model id (without our prefix)."""
 
@@ -59,6 +71,8 @@ class ProviderRequest(BaseModel):
     effort: Effort | None = None
     """The thinking effort to ask for; None sends nothing. A provider sends it only for a model whose configured
     ``efforts`` include it, and it never changes the system prompt or the tool schemas."""
+    echo_rules: EchoRules | None = None
+    """What the session learned about the reasoning fields this provider's server takes back; None: nothing yet."""
 
 
 class TextDelta(BaseModel):
@@ -88,6 +102,9 @@ class ResponseDone(BaseModel):
     message: AssistantMessage
     stop_reason: ModelStopReason
     usage: Usage | None = None
+    echo_rules: EchoRules | None = None
+    """Set when the provider had to change what it sends back to get this answer (a field the server refused or
+    demanded): the rules to send every later request of the session with."""
 
 
 class RetryWait(BaseModel):

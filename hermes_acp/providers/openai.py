@@ -4,10 +4,12 @@ Works with OpenAI, OpenRouter, vLLM, Ollama, LM Studio, DeepSeek, Gemini's OpenA
 ``POST {base_url}/chat/completions`` with ``stream: true`` and ``stream_options.include_usage``;
 ``Authorization: Bearer <key>`` only when a key is set, and only to ``base_url``'s own origin. What a service
 needs back with each assistant message (``send_back``) and whether a model writes its reasoning between think
-tags (``think_tags``) come from the provider's settings. The request dialect (including how images in tool
-results travel: in a user message right after the tool messages, because chat completions cannot carry images in
-tool messages) is described in ``_openai_request.py``; the stream decoding in ``_openai_stream.py``; retries,
-timeouts, error mapping, pause continuations and cancellation in ``_http.py`` (the base class).
+tags (``think_tags``) come from the provider's settings; a server that refuses a reasoning field sent back, or
+demands one, gets the request once more without or with it (``echo.py``). The request dialect (including how
+images in tool results travel: in a user message right after the tool messages, because chat completions cannot
+carry images in tool messages) is described in ``_openai_request.py``; the stream decoding in
+``_openai_stream.py``; retries, timeouts, error mapping, pause continuations and cancellation in ``_http.py``
+(the base class).
 
 Consumers should close the stream they iterate (``contextlib.aclosing``) when they stop early, so the HTTP
 response is closed at once rather than when the generator is collected.
@@ -23,11 +25,13 @@ from typing import Any
 import httpx
 
 from hermes_acp.config import ProviderSettings
+from hermes_acp.errors import ProviderRequestError
 
 from ._http import HttpProvider
-from ._openai_request import MaxTokensField, build_chat_request
+from ._openai_request import MaxTokensField, build_chat_request, sent_back_fields
 from ._openai_stream import ChatCompletionsDecoder
-from .base import ProviderRequest
+from .base import EchoRules, ProviderRequest
+from .echo import adjusted
 
 __all__ = ["OpenAIProvider"]
 
@@ -69,7 +73,15 @@ class OpenAIProvider(HttpProvider):
             send_back=self._send_back,
         )
 
+    def _resend(self, request: ProviderRequest, error: ProviderRequestError) -> ProviderRequest | None:
+        body = self._body(request)
+        rules = adjusted(request.echo_rules or EchoRules(), str(error), sent_back_fields(body))
+        if rules is None:
+            return None
+        again = request.model_copy(update={"echo_rules": rules})
+        return again if self._body(again) != body else None  # the same body again would be refused again
+
     def _new_decoder(self, request: ProviderRequest) -> ChatCompletionsDecoder:
         entry = self._settings.model_entry(request.model)
         think_tags = entry is not None and entry.think_tags
-        return ChatCompletionsDecoder(self._identity, keep=self._send_back, think_tags=think_tags)
+        return ChatCompletionsDecoder(self._identity, think_tags=think_tags)

@@ -76,7 +76,7 @@ class ProviderRegistry:
         settings = self._settings.providers.get(model.provider_id)
         if model.provider_id in self._providers or settings is None:
             return
-        await anyio.to_thread.run_sync(_IMPLEMENTATIONS[settings.kind])
+        await anyio.to_thread.run_sync(_IMPLEMENTATIONS[settings.kind], abandon_on_cancel=True)
 
     async def aclose(self) -> None:
         providers, self._providers = list(self._providers.values()), {}

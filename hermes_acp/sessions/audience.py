@@ -34,7 +34,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
-from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, runtime_checkable
 
 import anyio
 import structlog
@@ -58,6 +58,7 @@ from hermes_acp.turns.ports import (
     LiveToolProgress,
     LiveUpdate,
     PermissionAnswer,
+    PermissionChoice,
     PermissionQuestion,
     UpdateSink,
 )
@@ -65,6 +66,9 @@ from hermes_acp.turns.projection import transcript_events
 
 from .commands import Command
 from .ports import ClientBridge
+
+if TYPE_CHECKING:
+    from .session import Session
 
 __all__ = ["MEMBER_SEND_S", "Audience", "Relay", "Replayed"]
 
@@ -94,6 +98,10 @@ class Relay(Protocol):
     async def emit_live(self, update: LiveUpdate) -> None: ...
 
     async def ask(self, question: PermissionQuestion) -> PermissionAnswer: ...
+
+    async def choose(
+        self, question: PermissionQuestion, choices: Sequence[PermissionChoice], *, refusal: str
+    ) -> str | None: ...
 
 
 @dataclass(eq=False)
@@ -402,6 +410,12 @@ class Audience:
             with anyio.move_on_after(MEMBER_SEND_S):
                 await member.client.commands_changed(self._session_id, commands)
 
+    async def config_changed(self, session: Session, *, mode_changed: bool) -> None:
+        """The session's options changed (its mode too): each connection is told as it can show them."""
+        for member in list(self._members):
+            with anyio.move_on_after(MEMBER_SEND_S):
+                await member.client.config_changed(session, mode_changed=mode_changed)
+
     # -- PermissionGate and Elicitor: the first answer wins ------------------------------------------------
 
     async def ask(self, question: PermissionQuestion) -> PermissionAnswer:
@@ -420,6 +434,26 @@ class Audience:
             raise PermissionDeniedError(
                 f"nobody attached to answer the permission request within {self._unattended_wait_s:g} s;"
                 " this call was not run"
+            ) from exc
+
+    async def choose(
+        self, question: PermissionQuestion, choices: Sequence[PermissionChoice], *, refusal: str
+    ) -> str | None:
+        if self._relay is not None:
+            return await self._relay.choose(question, choices, refusal=refusal)
+        session_id = self._session_id
+        return await self.choose_each(lambda client: client.gate(session_id).choose(question, choices, refusal=refusal))
+
+    async def choose_each(self, choose: Callable[[ClientBridge], Awaitable[str | None]]) -> str | None:
+        """A question with choices put to every attached connection as ``choose`` puts it to each; the first
+        answer (None: the user cancelled the turn)."""
+        try:
+            return await self._first_answer(choose, lambda _: True)
+        except ConnectionError:
+            return None  # the one client went away: its turn is being cancelled
+        except TimeoutError as exc:
+            raise PermissionDeniedError(
+                f"nobody attached to answer the question within {self._unattended_wait_s:g} s; this call was not run"
             ) from exc
 
     def elicitor(self) -> Elicitor | None:

@@ -155,9 +155,7 @@ def _listing(session: CommandHost) -> str:
 
 BUILT_INS: tuple[BuiltIn, ...] = (
     BuiltIn(Command("help", "List the slash commands."), _help),
-    BuiltIn(
-        Command("mode", "Show or switch the session mode.", "default | accept_edits | dont_ask | read_only"), _mode
-    ),
+    BuiltIn(Command("mode", "Show or switch the session mode.", " | ".join(m.id for m in MODES)), _mode),
     BuiltIn(Command("model", "Show or switch the model.", "<provider>:<model>"), _model),
     BuiltIn(Command("title", "Show or rename this session's title.", "<new title>"), _title),
     BuiltIn(

@@ -20,6 +20,7 @@ from hermes_acp.turns.projection import SessionProjection
 
 from .commands import CommandSet, Reply
 from .instructions import InstructionFile
+from .skills import SkillShelf
 
 if TYPE_CHECKING:
     from hermes_acp.exec.environment import EnvPolicy
@@ -54,6 +55,9 @@ class CommandHost(Protocol):
 
     @property
     def instructions(self) -> tuple[InstructionFile, ...]: ...
+
+    @property
+    def skills(self) -> SkillShelf: ...
 
     @property
     def catalog(self) -> ModelCatalog: ...

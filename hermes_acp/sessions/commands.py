@@ -1,8 +1,8 @@
 """Slash commands: which a session offers, how a prompt names one, and what running one yields.
 
-A session's commands are the built-in ones (``builtin_commands``) and its prompt files (``prompt_files``); a
-built-in name wins over a file of the same name (logged once). ``CommandSet`` is that list, and the listing the
-editor gets (``available_commands_update``).
+A session's commands are the built-in ones (``builtin_commands``), its prompt files (``prompt_files``) and its
+skills (``skills``); a built-in name wins over a file of the same name, and either over a skill (logged once).
+``CommandSet`` is that list, and the listing the editor gets (``available_commands_update``).
 
 A prompt that is exactly one text block ``/name`` or ``/name argument`` (the argument may span lines) for a
 command of the set is that command; anything else goes to the model as it is, an unknown ``/x`` too. Running a
@@ -11,7 +11,8 @@ command yields an ``Outcome``:
 - ``Reply``: the session answers without the model. The user's line, the answer and what the command itself did that
   the log keeps (a ``/compact``'s compaction) are stored like a turn the model never sees, so a replay shows them.
 - ``Ask``: a model turn whose prompt (what the model gets) is not what the user typed (what the transcript shows,
-  live and on replay): a prompt file expanded, the review request with the diff, the ``/init`` instructions.
+  live and on replay): a prompt file expanded, a skill's instructions with the arguments, the review request with
+  the diff, the ``/init`` instructions.
 
 This module knows neither the session nor ACP.
 """
@@ -27,6 +28,7 @@ import structlog
 from hermes_acp.core import DisplayBlock, SessionEvent, TextBlock
 
 from .prompt_files import PromptFile
+from .skills import Skill
 
 __all__ = ["Ask", "Command", "CommandSet", "Invocation", "Outcome", "Reply", "parse_command"]
 
@@ -68,12 +70,13 @@ Outcome = Reply | Ask
 
 @dataclass(frozen=True, slots=True)
 class Invocation:
-    """A prompt that names a command of the set: the command, what followed its name, and its prompt file when it
-    is one."""
+    """A prompt that names a command of the set: the command, what followed its name, and its prompt file or skill
+    when it is one."""
 
     command: Command
     argument: str
     file: PromptFile | None = None
+    skill: Skill | None = None
 
 
 def parse_command(display: Sequence[DisplayBlock]) -> tuple[str, str] | None:
@@ -87,29 +90,39 @@ def parse_command(display: Sequence[DisplayBlock]) -> tuple[str, str] | None:
 
 
 class CommandSet:
-    """The built-in commands, then the prompt files whose names no built-in takes, sorted by name."""
+    """The built-in commands, then the prompt files whose names no built-in takes, then the skills whose names
+    neither takes, each sorted by name."""
 
     def __init__(
-        self, built_in: Sequence[Command], files: Sequence[PromptFile] = (), *, logged: frozenset[str] = frozenset()
+        self,
+        built_in: Sequence[Command],
+        files: Sequence[PromptFile] = (),
+        skills: Sequence[Skill] = (),
+        *,
+        logged: frozenset[str] = frozenset(),
     ):
-        """``logged``: the shadowed file names already logged (by the set this one replaces)."""
+        """``logged``: the shadowed names already logged (by the set this one replaces)."""
         taken = {command.name for command in built_in}
         self.built_in = tuple(built_in)
         self.files = tuple(sorted((f for f in files if f.name not in taken), key=lambda f: f.name))
-        self.shadowed = frozenset(f.name for f in files if f.name in taken)
+        taken |= {f.name for f in self.files}
+        self.skills = tuple(sorted((s for s in skills if s.name not in taken), key=lambda s: s.name))
+        shadowed = {f.name: str(f.path) for f in files if f.name in {c.name for c in built_in}}
+        shadowed |= {s.name: str(s.path) for s in skills if s.name in taken}
+        self.shadowed = frozenset(shadowed)
         for name in sorted(self.shadowed - logged):
-            path = next(str(f.path) for f in files if f.name == name)
             _log.warning(
-                "a prompt file is named like a built-in command; the built-in one is used", name=name, path=path
+                "a prompt file or skill is named like another command; that one is used", name=name, path=shadowed[name]
             )
         self.listing: tuple[Command, ...] = (
             *self.built_in,
             *(Command(f.name, f.description, f.hint) for f in self.files),
+            *(Command(s.name, s.description, s.hint) for s in self.skills),
         )
 
-    def with_files(self, files: Sequence[PromptFile]) -> CommandSet:
-        """The same built-ins with ``files`` (a rescan)."""
-        return CommandSet(self.built_in, files, logged=self.shadowed)
+    def with_files(self, files: Sequence[PromptFile], skills: Sequence[Skill] | None = None) -> CommandSet:
+        """The same built-ins with ``files`` and ``skills`` (a rescan; None keeps the skills)."""
+        return CommandSet(self.built_in, files, self.skills if skills is None else skills, logged=self.shadowed)
 
     def find(self, display: Sequence[DisplayBlock]) -> Invocation | None:
         """The command the prompt names, if it is exactly one of this set's."""
@@ -123,6 +136,9 @@ class CommandSet:
         file = next((f for f in self.files if f.name == name), None)
         if file is not None:
             return Invocation(Command(file.name, file.description, file.hint), argument, file)
+        skill = next((s for s in self.skills if s.name == name), None)
+        if skill is not None:
+            return Invocation(Command(skill.name, skill.description, skill.hint), argument, skill=skill)
         return None
 
     def help_text(self, extra: Sequence[str] = ()) -> str:
@@ -133,6 +149,11 @@ class CommandSet:
         if self.files:
             lines.append("Prompt files (.hermes/commands/NAME.md of the project, commands/NAME.md of the home):")
             lines.extend(_usage(Command(f.name, f.description, f.hint)) for f in self.files)
+        if self.skills:
+            lines.append(
+                "Skills (.agents/skills/NAME/SKILL.md or .claude/skills/NAME/SKILL.md, skills/NAME of the home):"
+            )
+            lines.extend(_usage(Command(s.name, s.description, s.hint)) for s in self.skills)
         lines.extend(extra)
         return "\n".join(lines)
 

@@ -14,7 +14,6 @@ thread. Nothing here knows the system prompt's wording or the protocol.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,7 +23,8 @@ import structlog
 
 from hermes_acp.core.sanitize import sanitize_text
 from hermes_acp.tools.context import Workspace
-from hermes_acp.tools.policy import is_sensitive
+
+from .contained import NotContained, contained, read_capped
 
 __all__ = ["FILE_CAP_BYTES", "INSTRUCTION_NAMES", "TOTAL_CAP_BYTES", "InstructionFile", "load_instructions"]
 
@@ -62,9 +62,7 @@ def _load(directories: Sequence[Path]) -> list[InstructionFile]:
             continue
         seen.add(path)
         try:
-            with path.open("rb") as handle:
-                size = os.fstat(handle.fileno()).st_size
-                data = handle.read(min(FILE_CAP_BYTES, budget))
+            data, size = read_capped(path, min(FILE_CAP_BYTES, budget))
         except OSError as exc:
             _log.warning("instruction file not read", path=str(path), error=str(exc))
             continue
@@ -85,12 +83,10 @@ def _instruction_path(directory: Path) -> Path | None:
         if not candidate.is_file():
             continue
         try:
-            resolved = candidate.resolve(strict=True)
-            root = directory.resolve(strict=True)
+            return contained(candidate, directory)
+        except NotContained as exc:
+            _log.warning("instruction file not read", path=str(candidate), reason=str(exc))
         except OSError:
-            return None
-        if not resolved.is_relative_to(root) or is_sensitive(resolved.relative_to(root)):
-            _log.warning("instruction file points outside its directory; not read", path=str(candidate))
-            return None
-        return resolved
+            pass
+        return None
     return None

@@ -38,11 +38,13 @@ from .recovery import recovery_events
 from .services import SessionServices
 from .session import Session
 from .subagents import ParentRelay, SubagentLink
+from .switches import SWITCHES
 from .turn_imports import warm_up_turn_modules
 
 __all__ = ["SessionManager"]
 
 _log = structlog.get_logger("hermes_acp.sessions")
+SWITCH_IDS = tuple(switch.id for switch in SWITCHES)
 
 
 SessionStatus = Literal["open", "saved"]
@@ -176,7 +178,7 @@ class SessionManager:
             meta={
                 "additional_directories": extra,
                 "forked_from": {"sessionId": source.id, "at": now},
-                **{key: source.meta[key] for key in (EFFORT_META_KEY,) if key in source.meta},
+                **{key: source.meta[key] for key in (EFFORT_META_KEY, *SWITCH_IDS) if key in source.meta},
             },
         )
         await self.services.store.fork_session(source.id, record)
@@ -226,8 +228,8 @@ class SessionManager:
 
     async def open_child(self, record: SessionRecord, link: SubagentLink, relay: ParentRelay) -> Session:
         """A subagent's session (its record is stored already): live like any other, with its parent's
-        directories, MCP connections (the same ones: nothing new starts), instruction files and services, its
-        traffic relayed to its parent's connections."""
+        directories, MCP connections (the same ones: nothing new starts), instruction files, skills and services,
+        its traffic relayed to its parent's connections."""
         parent = link.parent
         runtime, spawn = await self._start_runtime(record.id)
         try:
@@ -248,6 +250,7 @@ class SessionManager:
                 instructions=parent.instructions,
                 link=link,
                 children=self,
+                skills=parent.skills,
             )
         except BaseException:
             with anyio.CancelScope(shield=True):
@@ -321,12 +324,13 @@ class SessionManager:
         return session
 
     def _warm_up(self, session: Session) -> None:
-        """Load the turn machinery and the session's model provider (its HTTP stack costs ~0.1 s to import) in the
-        background, so the first prompt does not wait for them."""
+        """Find the session's skills, then load the turn machinery and the session's model provider (its HTTP stack
+        costs ~0.1 s to import) in the background, so the first prompt does not wait for them."""
         model = session.current_model()
         providers = session.services.providers
 
         async def warm_up() -> None:  # one after the other: two threads importing at once could wait on each other
+            await session.skills.ensure()
             await warm_up_turn_modules()
             if model is not None:
                 await providers.warm_up(model)

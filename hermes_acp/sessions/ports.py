@@ -2,21 +2,25 @@
 
 ``ClientBridge`` is one connection as a session sees it: the services its environment gives (keys, settings, the
 environment commands inherit), whether it is still there, and per session its update sink, its permission gate,
-and the editor's file system, terminals and questions to the user when the client advertised them. A session is
-attached to several at once (``sessions.audience``). ``hermes_acp.protocol`` implements it over ACP; tests use
+and the editor's file system, terminals and questions to the user when the client advertised them; and how it
+shows the session's commands and options when they change (each connection as its capabilities allow). A session
+is attached to several at once (``sessions.audience``). ``hermes_acp.protocol`` implements it over ACP; tests use
 doubles.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from hermes_acp.tools.context import EditorFiles, EditorTerminals, Elicitor
 from hermes_acp.turns.ports import PermissionGate, UpdateSink
 
 from .commands import Command
 from .services import SessionServices
+
+if TYPE_CHECKING:
+    from .session import Session
 
 __all__ = ["ClientBridge"]
 
@@ -61,4 +65,8 @@ class ClientBridge(Protocol):
 
     async def commands_changed(self, session_id: str, commands: Sequence[Command]) -> None:
         """Tell the editor the session's slash commands are now ``commands``."""
+        ...
+
+    async def config_changed(self, session: Session, *, mode_changed: bool) -> None:
+        """Tell the editor the session's options changed (its mode too, when ``mode_changed``)."""
         ...

@@ -22,13 +22,15 @@ import structlog
 
 from hermes_acp.core.sanitize import sanitize_text
 
+from .contained import NotContained, contained, read_capped
+from .front_matter import split_front_matter
+
 __all__ = ["MAX_FILES", "MAX_FILE_BYTES", "PromptFile", "expand", "load_prompt_files"]
 
 MAX_FILES = 200
 MAX_FILE_BYTES = 64 * 1024
 PROJECT_FOLDER = Path(".hermes") / "commands"
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
-_FRONT_MATTER = re.compile(r"\A---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|\Z)", re.S)
 _log = structlog.get_logger("hermes_acp.sessions")
 
 
@@ -74,12 +76,10 @@ def _scan(folder: Path) -> list[PromptFile]:
             _log.warning("a prompt file's name is not a command name; skipped", path=str(path))
             continue
         try:
-            resolved = path.resolve(strict=True)
-            if not resolved.is_relative_to(root) or not resolved.is_file():
-                _log.warning("a prompt file points outside its folder; skipped", path=str(path))
-                continue
-            with resolved.open("rb") as handle:
-                data = handle.read(MAX_FILE_BYTES)
+            data, _ = read_capped(contained(path, root), MAX_FILE_BYTES)
+        except NotContained as exc:
+            _log.warning("a prompt file was skipped", path=str(path), reason=str(exc))
+            continue
         except OSError as exc:
             _log.warning("a prompt file could not be read", path=str(path), error=str(exc))
             continue
@@ -92,11 +92,9 @@ def _scan(folder: Path) -> list[PromptFile]:
 
 def _command(name: str, text: str, path: Path) -> PromptFile:
     fields: dict[str, str] = {}
-    body = text
-    match = _FRONT_MATTER.match(text)
-    if match:
-        body = text[match.end() :]
-        for line in match.group(1).splitlines():
+    front, body = split_front_matter(text)
+    if front is not None:
+        for line in front.splitlines():
             key, sep, value = line.partition(":")
             if sep:
                 fields[key.strip().lower()] = value.strip().strip("\"'")

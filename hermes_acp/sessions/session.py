@@ -10,9 +10,11 @@ effort live here and in the store; the tool surface is derived from them for eve
 
 The session's ``audience`` is the set of connections attached to it (``sessions.audience``): the update sink and
 permission gate its turns talk to. A prompt that names one of the session's slash commands (``commands``: the
-built-in ones and the prompt files) runs it: a reply the session stores itself, or a model turn with a prompt of
-the command's own; the commands see the session as a ``CommandHost``. The prompt files are rescanned when each
-prompt starts and when it ends; the editors are told when the list changed. No ACP here.
+built-in ones, the prompt files and the skills) runs it: a reply the session stores itself, or a model turn with a
+prompt of the command's own; the commands see the session as a ``CommandHost``. The prompt files and the skills
+(``skills``: found in the background when the session opens) are rescanned when each prompt starts and when it
+ends; the editors are told when the list changed. The system prompt is fixed by the first model request, once the
+first scan of the skills is done (it lists them). No ACP here.
 
 What a turn needs is built by ``TurnWiring`` (``wiring``), which is also where the turn machinery, ``computer_use``
 and the sandbox are imported: ``session/new`` does not wait for them, and the manager warms them up in the
@@ -27,7 +29,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
@@ -67,15 +69,17 @@ from hermes_acp.turns.system_prompt import build_system_prompt
 from ._runtime import SessionRuntime
 from .audience import Audience
 from .builtin_commands import BUILT_INS
-from .commands import Ask, CommandSet, Invocation, Reply
+from .commands import Ask, Command, CommandSet, Invocation, Reply
 from .effort import EFFORT_META_KEY, choose_effort, current_effort
 from .instructions import InstructionFile
 from .ports import ClientBridge
 from .prompt_files import PromptFile, expand, load_prompt_files
 from .recovery import STORE_FAILED_TEXT, recovery_events
 from .services import SessionServices
+from .skills import SkillShelf, skill_roots, skill_text
 from .status import session_status
 from .subagents import ChildOpener, SubagentLink, SubagentRunner, subagent_prompt
+from .switches import SANDBOX_NETWORK, SWITCHES, switch_value
 from .titles import title_from_prompt, title_with_model
 
 if TYPE_CHECKING:
@@ -140,6 +144,7 @@ class Session:
         prompt_files: Sequence[PromptFile] = (),
         link: SubagentLink | None = None,
         children: ChildOpener | None = None,
+        skills: SkillShelf | None = None,
     ):
         self.link = link
         """A subagent's tie to its parent (None for a session a client opened)."""
@@ -159,12 +164,12 @@ class Session:
         """The live connections to those servers (started by the manager in the owner task)."""
         self.instructions = tuple(instructions)
         """The project instruction files read when the session opened (``/status`` lists them)."""
-        self.system_prompt = build_system_prompt(workspace, self.instructions)
-        """Fixed for the session's life in this process: byte-identical for every request."""
-        if link is not None:
-            self.system_prompt += subagent_prompt(link.role, may_delegate=self.may_delegate)
+        self.skills = skills if skills is not None else SkillShelf(skill_roots(workspace, services.settings.home))
+        """The session's skills: found in the background when it opens, rescanned around every prompt (a
+        subagent's are its parent's)."""
+        self._system_prompt: str | None = None
         self.commands = CommandSet([built_in.command for built_in in BUILT_INS], prompt_files)
-        """The slash commands: the built-in ones, then the prompt files (rescanned around every prompt)."""
+        """The slash commands: the built-in ones, the prompt files, the skills (rescanned around every prompt)."""
         self._told_once = False
         self._turn_id: str | None = None
         """The turn running now (a notice during it is stored in it for clients without notices)."""
@@ -199,6 +204,28 @@ class Session:
     @property
     def id(self) -> str:
         return self.record.id
+
+    @property
+    def system_prompt(self) -> str:
+        """Fixed by the session's first model request, for its life in this process: byte-identical for every
+        request (until then, what it would be now: for the context meter)."""
+        if self._system_prompt is not None:
+            return self._system_prompt
+        return self._build_system_prompt()
+
+    async def fix_system_prompt(self) -> None:
+        """Wait for the first scan of the skills (they are listed in it), then fix the system prompt."""
+        if self._system_prompt is None:
+            await self.skills.ensure()
+            self._took_skills()
+            self._system_prompt = self._build_system_prompt()
+
+    def _build_system_prompt(self) -> str:
+        """The project's prompt; a subagent's adds what its role is and that it ends with a report."""
+        prompt = build_system_prompt(self.workspace, self.instructions, self.skills.skills)
+        if self.link is not None:
+            prompt += subagent_prompt(self.link.role, may_delegate=self.may_delegate)
+        return prompt
 
     @property
     def mode(self) -> ModeId:
@@ -390,12 +417,14 @@ class Session:
         self._running = True
         try:
             await self.repair()
+            await self.fix_system_prompt()
             wiring = self.wiring
             texts: list[str] = []
-            if self.link is None:  # a child's parent was told about its MCP servers and its sandbox
+            if self.link is None:  # a child's parent was told about its MCP servers, skills and sandbox
                 # Bounded: MCP servers still starting are reported, not awaited.
                 mcp = [Notice("warning", text.removeprefix("⚠ ")) for text in await self.mcp.prepare_turn()]
-                texts = await self._show_notices([*await self._once_notices(), *mcp])
+                skills = [Notice("warning", problem.text()) for problem in self.skills.new_problems()]
+                texts = await self._show_notices([*await self._once_notices(), *mcp, *skills])
             turn_id = self._turn_id = new_turn_id()
             try:
                 turn = await wiring.run(display, turn_id=turn_id, notices=texts, prompt=prompt)
@@ -411,6 +440,9 @@ class Session:
         """A slash command: a prompt file's text (its arguments in) or a built-in command's outcome."""
         if invocation.file is not None:
             outcome: Ask | Reply = Ask(expand(invocation.file.template, invocation.argument))
+        elif invocation.skill is not None:
+            text = await anyio.to_thread.run_sync(skill_text, invocation.skill)
+            outcome = Ask(expand(f"Use this skill for the request.\n\n{text}", invocation.argument))
         else:
             self._turn_id = new_turn_id()
             try:
@@ -443,11 +475,41 @@ class Session:
         )
 
     async def refresh_commands(self) -> None:
-        """Read the prompt files again; tell the editors (bounded) when the list of commands changed."""
+        """Read the prompt files and the skills again; tell the editors (bounded) when the list of commands
+        changed."""
         files = await load_prompt_files(self.workspace.cwd, self.services.settings.home)
-        before, self.commands = self.commands.listing, self.commands.with_files(files)
+        if self.skills.scanned:
+            await self.skills.rescan()
+        before = self.commands.listing
+        self._took_skills(files)
         if self.commands.listing != before:
             await self.audience.commands_changed(self.commands.listing)
+
+    async def command_listing(self) -> Sequence[Command]:
+        """The commands once the first scan of the skills is done (what an editor is first told)."""
+        await self.skills.ensure()
+        self._took_skills()
+        return self.commands.listing
+
+    def _took_skills(self, files: Sequence[PromptFile] | None = None) -> None:
+        """The commands and the readable folders after a scan of the skills (and of the prompt files)."""
+        self.commands = self.commands.with_files(self.commands.files if files is None else files, self.skills.skills)
+        self.workspace = replace(self.workspace, readable=self.skills.global_folders())
+
+    async def report_servers(self) -> None:
+        """Once the session is open: its MCP servers that could not start (or be used), told at once instead of
+        with the first prompt. Waits (bounded) for them to settle, then tells in the prompt queue (a turn that ran
+        meanwhile told them itself; nothing is told twice), so commands are not held up by a slow server."""
+        if not self.mcp:
+            return
+        await self.mcp.settled()
+        async with self._turn_lock:  # between turns: never inside another turn's text
+            notices = [Notice("warning", text.removeprefix("⚠ ")) for text in await self.mcp.prepare_turn(0)]
+            texts = await self._show_notices(notices)
+            if texts:  # a client without notices: agent text, stored like a command's answer (a replay shows it)
+                turn_id = new_turn_id()
+                added = [NoticeAdded(turn_id=turn_id, message_id=new_message_id(), text=text) for text in texts]
+                await self.recorder.record(*added, TurnEnded(turn_id=turn_id, stop_reason="end_turn"))
 
     def cancel(self) -> None:
         """Cancel the running turn and every queued prompt, and the work of every child it runs."""
@@ -549,6 +611,20 @@ class Session:
         if chosen is not None:
             meta[EFFORT_META_KEY] = chosen
         self.record = await self.services.store.update_session(self.id, meta=meta)
+
+    def switch(self, switch_id: str) -> bool:
+        """The value of one of ``switches.SWITCHES`` in this session."""
+        switch = next(s for s in SWITCHES if s.id == switch_id)
+        return switch_value(switch, self.record.meta, self.services.settings)
+
+    async def set_switch(self, switch_id: str, value: bool) -> None:
+        """Turn a switch on or off; stored in the record's ``meta``. Takes effect from the next command or request."""
+        self._refuse_if_subagent("option changes")
+        if all(s.id != switch_id for s in SWITCHES):
+            raise InvalidParamsError(f"configId: unknown option {switch_id!r}", field="configId")
+        self.record = await self.services.store.update_session(self.id, meta={**self.record.meta, switch_id: value})
+        if switch_id == SANDBOX_NETWORK and "wiring" in self.__dict__:
+            self.wiring.forget_sandbox()  # the next command gets a sandbox with the new setting
 
     async def set_model(self, model_id: str) -> None:
         self._refuse_if_subagent("model changes")

@@ -3,8 +3,8 @@
 Model and mode; the context the next request would take (the meter a ``usage_update`` shows) against the window,
 the threshold at which it is compacted, and the estimated breakdown (system prompt, tool schemas, history,
 images); the compactions so far; the session's cost (its subagents' included); each subagent with its tokens and
-cost, and their total; each MCP server and its state; the session's directories and
-the instruction files read when it opened. Reads session state only.
+cost, and their total; each MCP server and its state; the session's directories and the instruction files read when
+it opened; its skills, and those skipped with why. Reads session state only.
 """
 
 from __future__ import annotations
@@ -46,6 +46,10 @@ def session_status(session: CommandHost) -> str:
     for item in session.instructions:
         cut = f", {item.cut:,} bytes left out" if item.cut else ""
         lines.append(f"- {item.path} ({item.size:,} bytes{cut})")
+    skills = session.skills
+    lines.append("**Skills:**" + ("" if skills.skills or skills.problems else " none"))
+    lines.extend(f"- `/{skill.name}` ({skill.origin}, {skill.path}): {skill.description}" for skill in skills.skills)
+    lines.extend(f"- skipped: {problem.text()}" for problem in skills.problems)
     return "\n".join(lines)
 
 

@@ -29,7 +29,7 @@ import contextlib
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Literal, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol, TypeVar
 
 import anyio
 import structlog
@@ -51,6 +51,7 @@ from hermes_acp.core import (
     Usage,
 )
 from hermes_acp.core.ids import new_session_id
+from hermes_acp.core.modes import READ_ONLY_MODES
 from hermes_acp.errors import ToolError
 from hermes_acp.providers.catalog import CatalogModel
 from hermes_acp.storage.base import PROVENANCE_KEY, Provenance, SessionRecord, SessionStore, utc_now
@@ -60,6 +61,8 @@ from hermes_acp.turns.ports import (
     LiveToolProgress,
     LiveUpdate,
     PermissionAnswer,
+    PermissionChoice,
+    PermissionGate,
     PermissionQuestion,
     UpdateSink,
 )
@@ -67,6 +70,7 @@ from hermes_acp.turns.projection import SessionProjection, transcript_events
 
 from .ports import ClientBridge
 from .recovery import recovery_events
+from .switches import SWITCHES
 
 if TYPE_CHECKING:
     from .session import Session
@@ -83,6 +87,7 @@ __all__ = [
 ]
 
 _log = structlog.get_logger("hermes_acp.sessions")
+T = TypeVar("T")
 SHOWN_STEPS = 12
 """Progress lines a ``delegate`` card shows (the newest; a first line counts the rest)."""
 REPORT_WAIT_S = 60.0
@@ -143,8 +148,10 @@ class SubagentLink:
     """Its budget is used up: the turn that writes the report gets no tools and one request."""
 
     def mode(self) -> ModeId:
-        """``explore`` reads only; ``general`` follows the parent's mode as it is now (never more)."""
-        return "read_only" if self.role == "explore" else self.parent.mode
+        """``explore`` reads only; ``general`` follows the parent's mode as it is now (never more; a parent that
+        plans gives ``read_only``: a child cannot hand the plan off)."""
+        mode = self.parent.mode
+        return "read_only" if self.role == "explore" or mode in READ_ONLY_MODES else mode
 
     @property
     def root(self) -> Session:
@@ -283,18 +290,34 @@ class ParentRelay:
     async def ask(self, question: PermissionQuestion) -> PermissionAnswer:
         """Every connection of the root is asked, the first answer counts: one that shows child sessions in the
         child's session, any other on the root's ``delegate`` card; either way the title names the child."""
+        return await self._put(question, lambda gate, asked: gate.ask(asked), self._root.audience.ask_each)
+
+    async def choose(
+        self, question: PermissionQuestion, choices: Sequence[PermissionChoice], *, refusal: str
+    ) -> str | None:
+        """A question with choices, put as ``ask`` puts its questions."""
+        return await self._put(
+            question, lambda gate, asked: gate.choose(asked, choices, refusal=refusal), self._root.audience.choose_each
+        )
+
+    async def _put(
+        self,
+        question: PermissionQuestion,
+        put: Callable[[PermissionGate, PermissionQuestion], Awaitable[T]],
+        each: Callable[[Callable[[ClientBridge], Awaitable[T]]], Awaitable[T]],
+    ) -> T:
         named = replace(question, title=f"[{self._link.title}] {question.title}")
         on_card = replace(named, tool_call_id=self._link.root_card)
         child_id, root_id = self._child_id, self._root.id
 
-        def ask(client: ClientBridge) -> Awaitable[PermissionAnswer]:
+        def ask(client: ClientBridge) -> Awaitable[T]:
             if client.subagents:
-                return client.gate(child_id).ask(named)
-            return client.gate(root_id).ask(on_card)
+                return put(client.gate(child_id), named)
+            return put(client.gate(root_id), on_card)
 
         await self.state("requires_action")
         try:
-            return await self._root.audience.ask_each(ask)
+            return await each(ask)
         finally:
             with anyio.CancelScope(shield=True), anyio.move_on_after(CLOSE_WAIT_S):
                 await self.state("running")
@@ -508,6 +531,7 @@ class SubagentRunner:
                 "additional_directories": [str(p) for p in parent.workspace.additional],
                 PROVENANCE_KEY: provenance.as_meta(),
                 "subagent": {"role": link.role, "depth": link.depth},
+                **{switch.id: parent.record.meta[switch.id] for switch in SWITCHES if switch.id in parent.record.meta},
             },
         )
 

@@ -39,5 +39,6 @@ def load_turn_modules() -> None:
 
 
 async def warm_up_turn_modules() -> None:
-    """``load_turn_modules`` off the event loop."""
-    await anyio.to_thread.run_sync(load_turn_modules)
+    """``load_turn_modules`` off the event loop. A cancelled caller returns at once (the thread finishes its imports
+    on its own), so closing or deleting a session never waits for them."""
+    await anyio.to_thread.run_sync(load_turn_modules, abandon_on_cancel=True)

@@ -1,12 +1,14 @@
 """``TurnWiring``: the one module that builds what a session's turns need, and the one place the turn machinery loads.
 
 A session makes one on first need (its first turn, ``/compact``, ``/status``, the tool surface, the context meter):
-the sandbox (from ``[sandbox]`` and the session's own environment; a subagent's is its parent's, as is its
-``computer_use``), the image gate, ``computer_use``, the built-in tools and ``delegate``, ``TurnDeps`` for each
-turn (the model and its provider, the recorder, the audience as update sink and permission gate, the files and
-terminals of the connection whose prompt runs, the compaction policy; a subagent's with its parent's rights or
-fewer), the context meter and a manual compaction. The turn loop, compaction, the meter, ``computer_use``, the
-sandbox and the built-in tools are imported at the top of this module, so importing it is what loads them
+the sandbox (from ``[sandbox]`` and the session's own environment, its network as the session's switch says; a
+subagent's is its parent's, as is its ``computer_use``), the image gate, ``computer_use``, the built-in tools,
+``delegate``, ``load_skill`` and plan mode's ``exit_plan_mode``, ``TurnDeps`` for each turn (the model and its
+provider, which sends what the session learned about its server's reasoning fields, ``providers/echo.py``; the
+recorder, the audience as update sink and permission gate, the files and terminals of the connection whose prompt
+runs, the compaction policy with its automatic switch; a subagent's with its parent's rights or fewer), the context
+meter and a manual compaction. The turn loop, compaction, the meter, ``computer_use``, the sandbox and the
+built-in tools are imported at the top of this module, so importing it is what loads them
 (``turn_imports.load_turn_modules`` imports it in a worker thread as soon as a session opens). No ACP here.
 """
 
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import time
+from dataclasses import replace
 from functools import cached_property
 from typing import TYPE_CHECKING, Literal
 
@@ -28,11 +31,14 @@ from hermes_acp.exec.sandbox import Sandbox
 from hermes_acp.images.gate import SessionImageGate
 from hermes_acp.providers.catalog import CatalogModel
 from hermes_acp.providers.describe import describer_for
+from hermes_acp.providers.echo import EchoMemory
 from hermes_acp.tools import builtin_tools
 from hermes_acp.tools.ask_user import AskUserTool
 from hermes_acp.tools.base import AnyTool
 from hermes_acp.tools.context import Elicitor
 from hermes_acp.tools.delegate import DelegateTool
+from hermes_acp.tools.load_skill import LoadSkillTool, SkillBook
+from hermes_acp.tools.plan_handoff import PlanHandOffTool
 from hermes_acp.turns.compaction import compact, log_compaction
 from hermes_acp.turns.loop import TurnDeps, TurnResult, TurnState, run_turn
 from hermes_acp.turns.meter import Meter
@@ -40,6 +46,9 @@ from hermes_acp.turns.ports import LiveCompaction
 from hermes_acp.turns.state import MAX_PARALLEL_READS, CompactionPolicy
 
 from .commands import Reply
+from .plan_mode import PlanHandOff
+from .switches import AUTO_COMPACTION, SANDBOX_NETWORK
+from .tool_surface import why_unavailable
 
 if TYPE_CHECKING:
     from .session import Session
@@ -60,16 +69,23 @@ _DELEGATE = DelegateTool()
 class TurnWiring:
     def __init__(self, session: Session):
         self._session = session
+        self.echo = EchoMemory()
+        """What the session learned about the reasoning fields its providers' servers take back (in memory)."""
 
     @cached_property
     def sandbox(self) -> Sandbox:
-        """How the session's commands are contained (``[sandbox]``), starting from the session's environment; a
-        subagent's are its parent's."""
-        link = self._session.link
-        if link is not None:
-            return link.parent.wiring.sandbox
-        services = self._session.services
-        return Sandbox.from_settings(services.settings, environ=services.env)
+        """How the session's commands are contained (``[sandbox]``), starting from the session's environment, with
+        the network the session's switch says; a subagent's are its parent's."""
+        session = self._session
+        if session.link is not None:
+            return session.link.parent.wiring.sandbox
+        services = session.services
+        sandbox = Sandbox.from_settings(services.settings, environ=services.env)
+        return replace(sandbox, network=session.switch(SANDBOX_NETWORK))
+
+    def forget_sandbox(self) -> None:
+        """The network switch changed: the next command gets a sandbox made anew."""
+        self.__dict__.pop("sandbox", None)
 
     @cached_property
     def image_gate(self) -> SessionImageGate:
@@ -109,6 +125,14 @@ class TurnWiring:
         """``delegate``, while the session may start children (``[agent] subagent_depth``)."""
         return (_DELEGATE,) if self._session.may_delegate else ()
 
+    @staticmethod
+    def load_skill(book: SkillBook) -> tuple[AnyTool, ...]:
+        return (LoadSkillTool(book),) if book.names() else ()
+
+    @staticmethod
+    def plan_hand_off(session: Session) -> tuple[AnyTool, ...]:
+        return (PlanHandOffTool(PlanHandOff(session)),)
+
     def deps(self) -> TurnDeps:
         """The wiring of one turn (or one ``/compact``): raises ``ProviderAuthError`` when the model lacks its key.
 
@@ -127,7 +151,7 @@ class TurnWiring:
         return TurnDeps(
             session_id=session.id,
             model=model,
-            provider=services.providers.provider_for(model),
+            provider=self.echo.provider(services.providers.provider_for(model)),
             system_prompt=session.system_prompt,
             tool_surface=lambda: services.tool_surface(session),
             recorder=session.recorder,
@@ -149,6 +173,7 @@ class TurnWiring:
             parallel_calls=max(MAX_PARALLEL_READS, agent.max_subagents),
             sender_session_id=link.parent.id if link is not None else None,
             rules=session.rules_recorder if link is not None else None,
+            unavailable=lambda name: why_unavailable(session, name),
         )
 
     async def run(
@@ -171,15 +196,18 @@ class TurnWiring:
         that one is unset or its provider cannot be used)."""
         services = self._session.services
         agent = services.settings.agent
+        automatic = self._session.switch(AUTO_COMPACTION)
         model = self._session.configured_model(agent.compaction_model) if agent.compaction_model else None
         if model is None:
-            return CompactionPolicy(threshold=agent.compaction_threshold)
+            return CompactionPolicy(threshold=agent.compaction_threshold, automatic=automatic)
         try:
-            provider = services.providers.provider_for(model)
+            provider = self.echo.provider(services.providers.provider_for(model))
         except ProviderError as exc:
             _log.warning("the compaction model cannot be used; the session's model summarises", error=str(exc))
-            return CompactionPolicy(threshold=agent.compaction_threshold)
-        return CompactionPolicy(threshold=agent.compaction_threshold, model=model, provider=provider)
+            return CompactionPolicy(threshold=agent.compaction_threshold, automatic=automatic)
+        return CompactionPolicy(
+            threshold=agent.compaction_threshold, model=model, provider=provider, automatic=automatic
+        )
 
     def meter(self, model: CatalogModel) -> Meter:
         """The context meter of this session with ``model``."""
@@ -195,6 +223,7 @@ class TurnWiring:
         session = self._session
         started = time.perf_counter()
         await session.repair()
+        await session.fix_system_prompt()
         deps = self.deps()
         compaction_id = new_compaction_id()
         try:

@@ -67,6 +67,8 @@ class ToolOutcome(Generic[Out]):
     error_code: ToolErrorCode | None = None
     plan: list[PlanEntry] | None = None
     """Set by ``update_plan``: the complete new plan."""
+    proposal: str | None = None
+    """Set by ``exit_plan_mode`` when the user approved it: the plan, in Markdown."""
 
     @classmethod
     def text(cls, text: str, *, raw_output: Out | None = None, failed: bool = False) -> ToolOutcome[Out]:

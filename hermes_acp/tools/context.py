@@ -11,7 +11,7 @@ Nothing here knows ACP.
 from __future__ import annotations
 
 import os
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
@@ -38,10 +38,12 @@ __all__ = [
 
 @dataclass(frozen=True, slots=True)
 class Workspace:
-    """The session's directories: its cwd plus the editor's additional directories (all absolute)."""
+    """The session's directories: its cwd plus the editor's additional directories (all absolute); and folders
+    outside them the session may read but not change (its skills from ``$HERMES_ACP_HOME/skills``)."""
 
     cwd: Path
     additional: tuple[Path, ...] = ()
+    readable: tuple[Path, ...] = ()
 
     @property
     def roots(self) -> tuple[Path, ...]:
@@ -56,8 +58,16 @@ class Workspace:
 
     def contains(self, path: Path) -> bool:
         """True when ``path`` (after resolving symlinks) lies inside one of the roots."""
-        real = Path(os.path.realpath(path))
-        return any(real == root or root in real.parents for root in self.roots)
+        return _inside(path, self.roots)
+
+    def can_read(self, path: Path) -> bool:
+        """True when ``path`` (after resolving symlinks) lies inside a root or a readable folder."""
+        return _inside(path, (*self.roots, *(Path(os.path.realpath(p)) for p in self.readable)))
+
+
+def _inside(path: Path, roots: Sequence[Path]) -> bool:
+    real = Path(os.path.realpath(path))
+    return any(real == root or root in real.parents for root in roots)
 
 
 @dataclass(frozen=True, slots=True)

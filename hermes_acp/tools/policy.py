@@ -1,5 +1,9 @@
 """Who may do what without asking: the session modes as one pure decision function.
 
+A read inside one of the session's readable folders (its global skills) counts as inside. ``plan`` and
+``read_only`` refuse anything mutating; ``read_only`` also refuses anything outside the session's
+directories, while ``plan`` asks for such reads as ``default`` does (planning may need a look elsewhere).
+
 ``decide`` looks at the mode, where the call reaches (inside the session's directories or not, sensitive paths),
 whether the call must ask every time (a command without the sandbox, or one that could not be read), and the
 session's remembered "always" rules, and answers allow, deny or ask. It performs no I/O and asks no one;
@@ -14,6 +18,7 @@ from pathlib import Path
 from typing import Literal
 
 from hermes_acp.core import ModeId
+from hermes_acp.core.modes import READ_ONLY_MODES
 
 from .context import ApprovalRequest, Workspace
 
@@ -52,7 +57,8 @@ def decide(
     workspace: Workspace,
     rules: Mapping[str, Literal["allow", "deny"]],
 ) -> Verdict:
-    outside = any(not workspace.contains(p) for p in request.paths)
+    inside = workspace.contains if request.mutating else workspace.can_read
+    outside = any(not inside(p) for p in request.paths)
     sensitive = any(is_sensitive(p) for p in request.paths)
     key = rule_key(request, outside)
     offer_always = request.always_allowed and not sensitive and not request.ask_always
@@ -60,11 +66,16 @@ def decide(
     def verdict(decision: Decision, reason: str) -> Verdict:
         return Verdict(decision, reason, key, offer_always)
 
-    if mode == "read_only":
-        if request.mutating:
-            return verdict("deny", "the session is in read_only mode: no edits, commands or desktop input")
-        if outside:
-            return verdict("deny", "the session is in read_only mode: nothing outside the session's directories")
+    if mode in READ_ONLY_MODES and request.mutating:
+        if mode == "plan":
+            return verdict(
+                "deny",
+                "the session is in plan mode: no edits, commands or desktop input; present the plan with"
+                " exit_plan_mode and the user decides when to start",
+            )
+        return verdict("deny", "the session is in read_only mode: no edits, commands or desktop input")
+    if mode == "read_only" and outside:
+        return verdict("deny", "the session is in read_only mode: nothing outside the session's directories")
     remembered = rules.get(key)
     if remembered == "deny":
         return verdict("deny", f"refused earlier with 'always' for {key}")

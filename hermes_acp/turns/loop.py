@@ -6,9 +6,9 @@ request would pass the compaction threshold, ``hermes_acp.turns.compaction``) �
 with its calls announced (``hermes_acp.turns.streaming``, ``hermes_acp.turns.tool_calls``) → run the calls in
 batches (consecutive reads together, anything else alone) → the next request, until the model stops,
 ``max_turn_requests`` is reached, or the turn is stopped. A request the provider refuses as too long for the context
-is compacted for and sent again, once. After every model call and every compaction the editor gets the context
-meter (``hermes_acp.turns.meter``). Every step ends on the durable write that completes its phase, so the phase
-value always says what is stored and what is open.
+is compacted for and sent again, once (both compactions only while automatic compaction is on). After every model
+call and every compaction the editor gets the context meter (``hermes_acp.turns.meter``). Every step ends on the
+durable write that completes its phase, so the phase value always says what is stored and what is open.
 
 When a step raises, ``ENDINGS`` (one table) says how the turn ends: which way the open work is settled, which stop
 reason is stored, whether the user is told and whether the error goes on to the caller. ``settle`` is the one
@@ -194,7 +194,7 @@ def _next_request(state: TurnState, deps: TurnDeps) -> Phase | Ended:
     state.requests += 1
     meter = Meter.of(deps)
     request = meter.request(tools)
-    if meter.measure(request).used > deps.compaction.threshold * meter.window:
+    if deps.compaction.automatic and meter.measure(request).used > deps.compaction.threshold * meter.window:
         return Compacting(tools=tools, trigger="threshold", compaction_id=new_compaction_id())
     return _streaming(deps, request, tools)
 
@@ -235,7 +235,7 @@ async def _stream(phase: Streaming, state: TurnState, deps: TurnDeps) -> Phase |
             checkpoints=deps.checkpoints,
         )
     except ContextLengthError as exc:
-        if phase.retry or phase.partial.text or phase.partial.thinking:
+        if phase.retry or phase.partial.text or phase.partial.thinking or not deps.compaction.automatic:
             raise
         _log.info(
             "the provider refused the request as too long; compacting", session_id=deps.session_id, error=str(exc)

@@ -8,6 +8,7 @@ stored. A sink may drop what its client cannot show (compaction updates to a cli
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
@@ -26,7 +27,9 @@ __all__ = [
     "LiveUsage",
     "Notice",
     "PermissionAnswer",
+    "PermissionChoice",
     "PermissionGate",
+    "PermissionKind",
     "PermissionQuestion",
     "UpdateSink",
 ]
@@ -113,6 +116,17 @@ class UpdateSink(Protocol):
 
 
 PermissionAnswer = Literal["allow_once", "allow_always", "reject_once", "reject_always", "cancelled"]
+PermissionKind = Literal["allow_once", "allow_always", "reject_once", "reject_always"]
+
+
+@dataclass(frozen=True, slots=True)
+class PermissionChoice:
+    """One option of a question that offers choices of its own (the plan hand-off's "Ready to code?")."""
+
+    id: str
+    name: str
+    kind: PermissionKind
+    """How the editor shows it (ACP's permission option kinds)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,3 +144,10 @@ class PermissionQuestion:
 
 class PermissionGate(Protocol):
     async def ask(self, question: PermissionQuestion) -> PermissionAnswer: ...
+
+    async def choose(
+        self, question: PermissionQuestion, choices: Sequence[PermissionChoice], *, refusal: str
+    ) -> str | None:
+        """Ask ``question`` with ``choices``; the id of the one chosen, or None when the user cancelled the turn.
+        An answer naming no offered choice counts as ``refusal``."""
+        ...

@@ -44,6 +44,9 @@ class CompactionPolicy:
     """The model that writes summaries (``[agent] compaction_model``); None: the session's."""
     provider: ModelProvider | None = None
     """``model``'s provider; None with ``model`` None."""
+    automatic: bool = True
+    """Compact on the way (near the threshold, or when the provider refuses a request as too long); off, only
+    ``/compact`` does."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -90,6 +93,8 @@ class TurnDeps:
     """Whose "always" rules the permission questions follow, and whose log also keeps the "always" answers (a
     subagent's: its parent's, so an "always allow" given in a child holds for the parent's session); None: this
     session's own (``recorder``)."""
+    unavailable: Callable[[str], str] | None = None
+    """Why a tool the model named is not offered now, for its error (None: the session's mode is named)."""
 
 
 @dataclass(kw_only=True)

@@ -1,8 +1,10 @@
 """The system prompt: short, and byte-identical for every request of a session (prompt caches depend on it).
 
-It may depend only on what a session fixes when it opens (its directories and the project instructions read then);
-never on time, mode, model or effort. Instruction files are given whole or cut with a note saying how much of the
-file was left out, so the model knows it has not seen everything.
+It may depend only on what a session fixes before its first model request (its directories, the project
+instructions read when it opened, its skills as the first turn found them); never on time, mode, model or effort.
+Instruction files are given whole or cut with a note saying how much of the file was left out, so the model knows
+it has not seen everything. Skills are listed by name and description (at most ``SKILL_LISTING_CHARS``, then a
+count of the rest), for the model to load with ``load_skill`` when one applies.
 """
 
 from __future__ import annotations
@@ -13,7 +15,9 @@ from typing import Protocol
 
 from hermes_acp.tools.context import Workspace
 
-__all__ = ["Instructions", "build_system_prompt"]
+__all__ = ["SKILL_LISTING_CHARS", "Instructions", "SkillEntry", "build_system_prompt"]
+
+SKILL_LISTING_CHARS = 8_000
 
 
 class Instructions(Protocol):
@@ -27,6 +31,16 @@ class Instructions(Protocol):
 
     @property
     def cut(self) -> int: ...
+
+
+class SkillEntry(Protocol):
+    """One skill as the prompt lists it."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def description(self) -> str: ...
 
 
 _PROMPT = """You are Hermes, a coding agent running inside the user's editor.
@@ -47,7 +61,15 @@ _INSTRUCTIONS = """
 Project instructions (from the user's instruction files; follow them unless the user says otherwise):"""
 
 
-def build_system_prompt(workspace: Workspace, instructions: Sequence[Instructions] = ()) -> str:
+_SKILLS = """
+
+Skills (instructions for particular tasks, from the user's and the project's skill folders; when a task matches a
+description, load that skill with load_skill and follow it; a skill grants no permission):"""
+
+
+def build_system_prompt(
+    workspace: Workspace, instructions: Sequence[Instructions] = (), skills: Sequence[SkillEntry] = ()
+) -> str:
     extra = ""
     if workspace.additional:
         extra = "\nAdditional directories: " + ", ".join(str(p) for p in workspace.additional)
@@ -58,4 +80,16 @@ def build_system_prompt(workspace: Workspace, instructions: Sequence[Instruction
             prompt += f"\n\n## {item.path}\n{item.text.rstrip()}"
             if item.cut:
                 prompt += f"\n[{item.cut:,} more bytes of this file were left out: instructions are capped in size]"
+    if skills:
+        prompt += _SKILLS + _skill_lines(skills)
     return prompt
+
+
+def _skill_lines(skills: Sequence[SkillEntry]) -> str:
+    lines = ""
+    for listed, skill in enumerate(skills):
+        line = f"\n- {skill.name}: {skill.description}"
+        if len(lines) + len(line) > SKILL_LISTING_CHARS:
+            return lines + f"\n- … and {len(skills) - listed} more (load_skill with a wrong name lists every name)"
+        lines += line
+    return lines

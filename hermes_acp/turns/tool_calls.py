@@ -12,8 +12,9 @@
   the approval planned (their old content, so it is in the log before any write; if that write fails, the tool does
   not run), then the tool with its granted approval, then its outcome, cleaned by the one sanitizer, its result
   serialised for the record (``record_output``), stored as ``ToolCallSettled`` (with the plan, when the call
-  changed it) and emitted. Calls that run together settle in whatever order they finish; the projection keeps
-  their results in the model's order. When one of them fails the turn (a store failure), the others are cancelled.
+  changed it or the user approved one in plan mode) and emitted. Calls that run together settle in whatever order
+  they finish; the projection keeps their results in the model's order. When one of them fails the turn (a store
+  failure), the others are cancelled.
 - ``ask_attachment`` is the call the agent makes on the user's behalf for a prompt attachment outside the session's
   directories: announced, asked about, settled; it never reaches the model's history.
 
@@ -46,6 +47,7 @@ from hermes_acp.core import (
     ToolCallStarted,
     ToolResultMessage,
 )
+from hermes_acp.core.events import PROPOSAL_PLAN_ID
 from hermes_acp.core.ids import new_tool_call_id
 from hermes_acp.core.sanitize import Removals, sanitize_json
 from hermes_acp.errors import PermissionDeniedError, StorageError, ToolError, ToolInputError
@@ -175,6 +177,8 @@ async def _settle(item: PreparedCall, outcome: ToolOutcome[Any], deps: TurnDeps,
     """Store (and emit) how one call ended, its result serialised for the record and cleaned by the sanitizer."""
     outcome = sanitized(outcome, session_id=deps.session_id, tool=item.call.name)
     plan = [PlanUpdated(turn_id=state.turn_id, entries=outcome.plan)] if outcome.plan is not None else []
+    if outcome.proposal is not None:
+        plan.append(PlanUpdated(turn_id=state.turn_id, entries=[], plan_id=PROPOSAL_PLAN_ID, markdown=outcome.proposal))
     await deps.recorder.record(
         *plan,
         ToolCallSettled(
@@ -286,9 +290,8 @@ def _prepare(
         return PreparedCall(call, None, fallback, error)
     if tool is None:
         available = ", ".join(sorted(by_name)) or "none"
-        error = ToolInputError(
-            f"no tool {call.name!r} is available now (the session is in {deps.mode()} mode); tools: {available}"
-        )
+        why = deps.unavailable(call.name) if deps.unavailable is not None else f"the session is in {deps.mode()} mode"
+        error = ToolInputError(f"no tool {call.name!r} is available now ({why}); tools: {available}")
         return PreparedCall(call, None, fallback, error)
     arguments = call.parsed_arguments()
     if arguments is None:

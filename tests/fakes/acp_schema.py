@@ -5,9 +5,9 @@ The schema is the npm package ``@agentclientprotocol/sdk`` 2.4.0's ``schema/v1/s
 definition names its method (``x-method``) and which side handles it (``x-side``), so a frame is validated against
 exactly its own definition: a request's params, a notification's params, and a response's result (matched to the
 request by id, per direction) or error. Methods only the unstable schema has (``session/fork``) use it, and so do
-``session/update``s of a kind only it has (``subagent_update``, ``session_message``); the legacy
-``session/set_model`` (gone from the schema, still sent by JetBrains) and ``_``-prefixed extensions are not in
-either and are skipped.
+``session/update`` notifications of a kind only the unstable schema has (``plan_update``, ``plan_removed``,
+``subagent_update``, ``session_message``); the legacy ``session/set_model`` (gone from the schema, still sent by
+JetBrains) and ``_``-prefixed extensions are not in either and are skipped.
 
 ``FrameLog`` is what the harnesses fill (``observe`` fits the acp SDK connection's ``observers``); at teardown they
 call ``check``. Without the schema the check does nothing, except under ``HERMES_REQUIRE_LANES=1`` (CI), where a
@@ -125,7 +125,7 @@ def schema_problems(
         if target is None:
             continue
         definition, instance = target
-        validator = _validator(definition)
+        validator = _validator(definition, unstable=_unstable_update(message))
         if validator is None:
             problems.append(f"{direction} {_brief(message)}: no schema definition {definition}")
             continue
@@ -147,8 +147,6 @@ def _target(
         kind = "Request" if "id" in message else "Notification"
         side = "protocol" if method.startswith("$/") else ("agent" if direction == "to_agent" else "client")
         name = _definitions().get((method, side, kind))
-        if name is not None and _unstable_update(message):
-            name = UNSTABLE + name
         return (name or f"for {method}", message.get("params"))
     if "error" in message:
         return ("Error", message["error"])
@@ -182,36 +180,32 @@ def _definitions() -> dict[tuple[str, str, str], str]:
     return found
 
 
-UNSTABLE = "unstable:"
-"""Prefix of a definition name that is checked against the unstable schema although the stable one has it too."""
-
-
 def _unstable_update(message: dict[str, Any]) -> bool:
-    """A ``session/update`` of a kind only the unstable schema has (``subagent_update``, ``session_message``): it is
-    checked against the unstable schema's ``SessionNotification`` (stable plus unstable)."""
-    if message.get("method") != "session/update":
-        return False
+    """A ``session/update`` whose kind only the unstable schema has."""
     params = message.get("params")
     update = params.get("update") if isinstance(params, dict) else None
     kind = update.get("sessionUpdate") if isinstance(update, dict) else None
-    return isinstance(kind, str) and kind not in _update_kinds(0) and kind in _update_kinds(1)
+    return message.get("method") == "session/update" and kind in _unstable_update_kinds()
 
 
 @functools.cache
-def _update_kinds(which: int) -> frozenset[str]:
-    """The ``sessionUpdate`` kinds of the stable (0) or unstable (1) schema."""
-    variants = _schemas()[which]["$defs"]["SessionUpdate"]["oneOf"]
-    return frozenset(v.get("properties", {}).get("sessionUpdate", {}).get("const") for v in variants) - {None}
+def _unstable_update_kinds() -> frozenset[str]:
+    def kinds(root: dict[str, Any]) -> set[str]:
+        return {variant["properties"]["sessionUpdate"]["const"] for variant in root["$defs"]["SessionUpdate"]["oneOf"]}
 
-
-@functools.cache
-def _validator(definition: str) -> jsonschema.protocols.Validator | None:
     stable, unstable = _schemas()
-    if definition.startswith(UNSTABLE):
-        definition = definition.removeprefix(UNSTABLE)
-        root = unstable if definition in unstable["$defs"] else None
+    return frozenset(kinds(unstable) - kinds(stable))
+
+
+@functools.cache
+def _validator(definition: str, *, unstable: bool = False) -> jsonschema.protocols.Validator | None:
+    stable, unstable_root = _schemas()
+    if unstable:
+        root = unstable_root if definition in unstable_root["$defs"] else None
     else:
-        root = stable if definition in stable["$defs"] else unstable if definition in unstable["$defs"] else None
+        root = (
+            stable if definition in stable["$defs"] else unstable_root if definition in unstable_root["$defs"] else None
+        )
     if root is None:
         return None
     uri = "urn:acp:stable" if root is stable else "urn:acp:unstable"

@@ -42,9 +42,10 @@ async def test_skipped_entries_are_reported_in_the_session_in_the_editors_order(
         await raw.send({"jsonrpc": "2.0", "id": 3, "method": "session/prompt", "params": prompt})
         texts = await _texts_until_response(raw, 3)
     assert texts == [
-        "⚠ MCP server 'server1' was not started: its entry cannot be read (the entry is not an object).",
-        "⚠ MCP server 'inproc' was not started: MCP servers of type 'acp' are not supported (stdio, http and sse are).",
-        "⚠ MCP server 'nocmd' was not started: a stdio server needs a command.",
-        "⚠ MCP server 'badargs' was not started: args must be a list of strings.",
+        "⚠ MCP server 'server1' was not started: its entry cannot be read (the entry is not an object).\n\n",
+        "⚠ MCP server 'inproc' was not started: MCP servers of type 'acp' are not supported"
+        " (stdio, http and sse are).\n\n",
+        "⚠ MCP server 'nocmd' was not started: a stdio server needs a command.\n\n",
+        "⚠ MCP server 'badargs' was not started: args must be a list of strings.\n\n",
         "Ready.",
     ]

@@ -26,7 +26,8 @@ async def test_new_session_response_carries_modes_config_options_and_legacy_mode
         after = await raw.receive()
     assert set(result) == {"sessionId", "modes", "configOptions", "models"}
     assert result["modes"]["currentModeId"] == "default"
-    assert [m["id"] for m in result["modes"]["availableModes"]] == ["default", "accept_edits", "dont_ask", "read_only"]
+    modes = [m["id"] for m in result["modes"]["availableModes"]]
+    assert modes == ["default", "accept_edits", "plan", "dont_ask", "read_only"]
     options = {o["id"]: o for o in result["configOptions"]}
     assert options["mode"]["category"] == "mode" and options["mode"]["type"] == "select"
     assert options["model"]["category"] == "model" and options["model"]["currentValue"] == "scripted:model"

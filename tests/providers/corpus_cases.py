@@ -5,9 +5,11 @@ Each case is a note (``<id>.json``) with one or more recordings (raw SSE bytes) 
 
 * ``scenario`` serves the recordings byte for byte from the scripted model server (in chunks as small as three
   bytes, or cut at random with a seed), followed by a plain scripted answer for whatever request comes next;
-* ``provider_options`` are the settings the README recommends for the service the case was recorded from
-  (``send_back`` for DeepSeek and OpenRouter, ``think_tags`` for an R1 model that writes its reasoning inline);
-  ``plain`` variants run without them, to show nothing provider-specific is sent where it was not asked for;
+* ``provider_options`` are the settings the README recommends for the service the case was recorded from:
+  ``send_back`` left unset (whatever the stream carried goes back, whichever host serves it: the loopback server
+  here stands in for a proxy in front of the service), ``think_tags`` for an R1 model that writes its reasoning
+  inline; ``plain`` variants run with ``send_back = []`` and without ``think_tags``, to show nothing
+  provider-specific is sent where it was not asked for;
 * ``editor_view`` is what the editor should see of a recording under those settings: the note's text and
   thoughts, or, with ``think_tags``, the note's text split at the tags (a regex over the whole text, independent
   of the streaming splitter under test);
@@ -52,16 +54,14 @@ class Case:
         return self.id == "hf-deepseek-r1-think-tags"
 
     @property
-    def send_back(self) -> list[str]:
-        if self.id.startswith("deepseek-"):
-            return ["reasoning_content"]
-        if self.id.startswith("openrouter-"):
-            return ["reasoning_details"]
-        return []
+    def carried(self) -> frozenset[str]:
+        """The fields that may go back which the recordings carry (``reasoning_content``, ``reasoning_details``,
+        ``extra_content``), read from the recorded chunks."""
+        return frozenset().union(*(carried_fields(recording) for recording in self.recordings))
 
     @property
     def has_recommended_settings(self) -> bool:
-        return self.think_tags or bool(self.send_back)
+        return self.think_tags or bool(self.carried)
 
 
 def load_cases() -> list[Case]:
@@ -88,8 +88,8 @@ def provider_options(case: Case, settings: Settings) -> dict[str, Any]:
     """``ProviderSettings`` fields for the provider serving ``case`` (its model id is the case id)."""
     recommended = settings == "recommended"
     options: dict[str, Any] = {"models": [{"id": case.id, "think_tags": recommended and case.think_tags}]}
-    if case.kind == "openai":
-        options["send_back"] = case.send_back if recommended else []
+    if case.kind == "openai" and not recommended:
+        options["send_back"] = []
     return options
 
 
@@ -182,10 +182,38 @@ def sent_back_blocks(path: Path) -> list[dict[str, Any]]:
     return out
 
 
-def openai_sent_back(recording: Recording, *, send_back: list[str], think_tags: bool) -> dict[str, Any] | None:
-    """The assistant message an OpenAI-format request must carry of that recording's answer (None: left out)."""
+def carried_fields(recording: Recording) -> frozenset[str]:
+    """The fields that may go back which an OpenAI-format recording carries in its chunks."""
+    found = set()
+    for delta in _deltas(recording.file):
+        if delta.get("reasoning_content"):
+            found.add("reasoning_content")
+        if delta.get("reasoning_details"):
+            found.add("reasoning_details")
+        if any("extra_content" in call for call in delta.get("tool_calls") or []):
+            found.add("extra_content")
+    return frozenset(found)
+
+
+def recorded_reasoning_content(recording: Recording) -> str:
+    """Every ``delta.reasoning_content`` of an OpenAI-format recording, joined as it was sent."""
+    return "".join(delta.get("reasoning_content") or "" for delta in _deltas(recording.file))
+
+
+def _deltas(path: Path) -> list[dict[str, Any]]:
+    return [
+        choice.get("delta") or {}
+        for payload in sse_payloads(path)
+        for choice in payload.get("choices") or []
+        if isinstance(choice, dict)
+    ]
+
+
+def openai_sent_back(recording: Recording, *, automatic: bool, think_tags: bool) -> dict[str, Any] | None:
+    """The assistant message an OpenAI-format request must carry of that recording's answer (None: left out).
+    ``automatic``: ``send_back`` is unset, so the reasoning a tool-calling answer carried goes back as it came."""
     expected = recording.expected
-    text, thoughts = editor_view(recording, think_tags=think_tags)
+    text, _ = editor_view(recording, think_tags=think_tags)
     calls = expected["tool_calls"]
     if not text and not calls:
         return None
@@ -199,8 +227,9 @@ def openai_sent_back(recording: Recording, *, send_back: list[str], think_tags: 
             }
             for call in calls
         ]
-        if "reasoning_content" in send_back and thoughts:
-            message["reasoning_content"] = thoughts
+        reasoning = recorded_reasoning_content(recording)
+        if automatic and reasoning:
+            message["reasoning_content"] = reasoning
     return message
 
 

@@ -16,7 +16,7 @@ from fixtures.model_server import ModelServer, serve_model_server
 from hermes_acp.config import ProviderSettings
 from hermes_acp.core import Message, TextPart, UserMessage
 from hermes_acp.providers.anthropic import AnthropicProvider
-from hermes_acp.providers.base import ProviderEvent, ProviderRequest, ResponseDone, ToolSpec
+from hermes_acp.providers.base import ModelProvider, ProviderEvent, ProviderRequest, ResponseDone, ToolSpec
 from hermes_acp.providers.openai import OpenAIProvider
 
 WireFormat = Literal["openai", "anthropic"]
@@ -95,7 +95,7 @@ def simple_request(
     )
 
 
-async def collect(provider: Provider, request: ProviderRequest | None = None) -> list[ProviderEvent]:
+async def collect(provider: ModelProvider, request: ProviderRequest | None = None) -> list[ProviderEvent]:
     """Every event of one stream, bounded in time."""
     events: list[ProviderEvent] = []
     with anyio.fail_after(10):

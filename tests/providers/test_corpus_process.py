@@ -1,8 +1,10 @@
 """The recorded provider corpus through the real agent process: what the editor sees, and what goes back.
 
-One ``python -m hermes_acp`` process is configured with one provider per kind of service (plain OpenAI-compatible,
-DeepSeek with ``send_back = ["reasoning_content"]``, OpenRouter with ``["reasoning_details"]``, an R1 model with
-``think_tags``, Anthropic), all pointing at one scripted model server that serves every recording byte for byte
+One ``python -m hermes_acp`` process is configured with one provider per kind of service (plain OpenAI-compatible
+with ``send_back = []``; ``proxy`` with ``send_back`` unset, for the streams that carry what may go back (DeepSeek,
+xAI, GLM, OpenRouter), served like every case from a loopback host that is not the service's own, as a LiteLLM or
+one-api proxy would; an R1 model with ``think_tags``; Anthropic), all pointing at one scripted model server that
+serves every recording byte for byte
 in random HTTP chunks, matched on the model id (the case id). For each case a session switches to that model and
 sends two prompts. The first turn plays the case's recordings (the tools they call are unknown to the agent, so
 each call ends as a failed card and the turn goes on; after the last recording a plain "Done." answer follows
@@ -45,20 +47,17 @@ RETRY = "⚠ Retrying the model request"
 def provider_of(case: Case) -> str:
     if case.kind == "anthropic":
         return "an"
-    if case.send_back == ["reasoning_content"]:
-        return "ds"
-    if case.send_back == ["reasoning_details"]:
-        return "orouter"
-    return "hf" if case.think_tags else "oa"
+    if case.think_tags:
+        return "hf"
+    return "proxy" if case.carried else "oa"
 
 
 def config(server: ModelServer) -> str:
     sections = []
     for provider, kind, extra in (
         ("oa", "openai", "send_back = []"),
-        ("ds", "openai", 'send_back = ["reasoning_content"]'),
-        ("orouter", "openai", 'send_back = ["reasoning_details"]'),
-        ("hf", "openai", ""),
+        ("proxy", "openai", ""),
+        ("hf", "openai", "send_back = []"),
         ("an", "anthropic", ""),
     ):
         base_url = server.openai_base_url if kind == "openai" else server.base_url
@@ -156,7 +155,8 @@ def sent_back(case: Case) -> list[Any]:
             if content:
                 messages.append({"role": "assistant", "content": content})
         else:
-            message = openai_sent_back(recording, send_back=case.send_back, think_tags=case.think_tags)
+            automatic = provider_of(case) == "proxy"
+            message = openai_sent_back(recording, automatic=automatic, think_tags=case.think_tags)
             if message is not None:
                 messages.append(message)
         if expected["stop"] in ("max_tokens", "refusal"):

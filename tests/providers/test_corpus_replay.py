@@ -11,8 +11,9 @@ compares, with the note's ``expected`` block:
 (b) what the next request sends back: the assistant message in the follow-up request body (tool results when
     the answer called tools, else a new user message), exactly (nothing more, nothing less).
 
-Cases with provider-specific settings (DeepSeek, OpenRouter, the R1 model with inline ``<think>``) run with the
-settings the README recommends and again without them ("plain").
+Cases whose streams carry what may go back (DeepSeek, xAI, GLM, OpenRouter) or need ``think_tags`` (the R1 model
+with inline ``<think>``) run with the settings the README recommends (``send_back`` unset: what the stream carried
+goes back, from a loopback host that is not the service's, as through a proxy) and again without them ("plain").
 """
 
 from __future__ import annotations
@@ -57,6 +58,7 @@ from .corpus_cases import (
     openai_sent_back,
     provider_options,
     recorded_blocks,
+    recorded_reasoning_content,
     scenario,
     sent_back_blocks,
     sse_payloads,
@@ -181,7 +183,7 @@ def check_editor_view(case: Case, recording: Recording, outcome: Outcome, *, set
         assert thinking_blocks(message) == expected["thinking_blocks"]
         check_anthropic_server_tools(recording, message)
     else:
-        check_openai_provider_side(recording, message, case.send_back if settings == "recommended" else [])
+        check_openai_provider_side(recording, message)
 
 
 def check_anthropic_server_tools(recording: Recording, message: AssistantMessage) -> None:
@@ -197,8 +199,9 @@ def check_anthropic_server_tools(recording: Recording, message: AssistantMessage
         assert part.text, "a server tool's card says what it found"
 
 
-def check_openai_provider_side(recording: Recording, message: AssistantMessage, send_back: list[str]) -> None:
-    """Groq's executed tools become neutral parts; OpenRouter's reasoning details are kept only when asked for."""
+def check_openai_provider_side(recording: Recording, message: AssistantMessage) -> None:
+    """Groq's executed tools become neutral parts; what may go back is kept as it came (``send_back`` decides only
+    what is sent)."""
     payloads = sse_payloads(recording.file)
     executed = {
         tool["index"]: tool
@@ -219,8 +222,10 @@ def check_openai_provider_side(recording: Recording, message: AssistantMessage, 
         for choice in payload.get("choices") or []
         for detail in (choice.get("delta") or {}).get("reasoning_details") or []
     ]
+    reasoning = recorded_reasoning_content(recording)
+    assert (message.echo or {}).get("reasoning_content") == (reasoning or None)
     kept = (message.echo or {}).get("reasoning_details")
-    if not (details and "reasoning_details" in send_back):
+    if not details:
         assert kept is None
         return
     assert kept is not None
@@ -259,8 +264,8 @@ def check_sent_back(
         wanted = [{"role": "assistant", "content": sent_back_blocks(r.file)} for r in successes]
         assert sent == [w for w in wanted if w["content"]]
         return
-    send_back = case.send_back if recommended else []
-    expected = [openai_sent_back(r, send_back=send_back, think_tags=recommended and case.think_tags) for r in successes]
+    think_tags = recommended and case.think_tags
+    expected = [openai_sent_back(r, automatic=recommended, think_tags=think_tags) for r in successes]
     assert sent == [m for m in expected if m is not None]
 
 

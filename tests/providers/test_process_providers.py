@@ -1,7 +1,8 @@
 """Provider fidelity through the real agent process: services that refuse a history without what they need back
-(DeepSeek's ``reasoning_content``, Gemini's thought signatures) get it when the provider's ``send_back`` says so,
-and the turn fails with the service's own words when it does not; a split emoji from the model's stream never fails
-a turn, and the text shown is the text stored and replayed."""
+(DeepSeek's ``reasoning_content``, Gemini's thought signatures) get it from any host without a setting, and once
+more on demand when ``send_back = []`` held it back; a strict server that refuses the field gets the request once
+more without it, and the session remembers; a split emoji from the model's stream never fails a turn, and the
+text shown is the text stored and replayed."""
 
 from __future__ import annotations
 
@@ -20,9 +21,9 @@ pytestmark = pytest.mark.anyio
 SIGNATURE = {"google": {"thought_signature": "EocDCoQDAdHtim9"}}
 
 
-def needs_back(field: str) -> dict[str, Any]:
-    """A service that refuses a follow-up without ``field``, answering two turns: a call of a tool the agent does not
-    have (its result says "no tool"), then an answer."""
+def needs_back(field: str, *, refuses: bool = False) -> dict[str, Any]:
+    """A service that refuses a follow-up without ``field`` (or, ``refuses``, one that carries it), answering any
+    number of turns: a call of a tool the agent does not have (its result says "no tool"), then an answer."""
     call: dict[str, Any] = {"name": "look_around", "arguments": {"where": "here"}}
     if field == "extra_content":
         call["extra_content"] = SIGNATURE
@@ -31,54 +32,66 @@ def needs_back(field: str) -> dict[str, Any]:
         "steps": [{"reasoning": "I should look."}, {"tool_call": call}],
     }
     answer = {"match": {"last_message_contains": "no tool"}, "steps": [{"text": "Looked."}]}
-    return {"name": f"needs-{field}", "requires_sent_back": [field], "responses": [tool_turn, answer] * 2}
+    refusal = {"refuses_sent_back": [field]} if refuses else {"requires_sent_back": [field]}
+    return {"name": f"needs-{field}", **refusal, "responses": [tool_turn, answer] * 4}
 
 
-def providers(deepseek: ModelServer, gemini: ModelServer) -> str:
+def providers(deepseek: ModelServer, gemini: ModelServer, strict: ModelServer) -> str:
     sections = []
     for name, server, send_back in (
-        ("ds", deepseek, '["reasoning_content"]'),
+        ("ds", deepseek, None),
         ("ds_plain", deepseek, "[]"),
-        ("gem", gemini, '["extra_content"]'),
+        ("gem", gemini, None),
         ("gem_plain", gemini, "[]"),
+        ("strict", strict, None),
     ):
         sections.append(
             f'\n[providers.{name}]\nkind = "openai"\nbase_url = "{server.openai_base_url}"\n'
-            f'models = ["m"]\nmax_retries = 0\nsend_back = {send_back}\n'
+            f'models = ["m"]\nmax_retries = 0\n' + (f"send_back = {send_back}\n" if send_back else "")
         )
     return "".join(sections)
 
 
-async def turn(agent: AgentProcess, model: str) -> tuple[str, str]:
+async def turns(agent: AgentProcess, model: str, count: int) -> list[tuple[str, str]]:
+    """``count`` prompts in one new session on ``model``: each one's stop reason and the session's text so far."""
     session_id = await agent.new_session()
     await agent.request("session/set_model", {"sessionId": session_id, "modelId": model})
-    response = await agent.prompt(session_id, "Go")
-    return response.stop_reason, agent.client.text(session_id)
+    results = []
+    for _ in range(count):
+        response = await agent.prompt(session_id, "Go")
+        results.append((response.stop_reason, agent.client.text(session_id)))
+    return results
 
 
-async def test_deepseek_and_gemini_get_back_what_they_need_and_only_when_configured(tmp_path: Path) -> None:
+async def test_what_a_service_needs_back_reaches_it_and_a_refusal_or_a_demand_is_answered_once(tmp_path: Path) -> None:
     async with (
-        serve_model_server(
-            {**needs_back("reasoning_content"), "responses": needs_back("reasoning_content")["responses"] * 2}
-        ) as deepseek,
-        serve_model_server(
-            {**needs_back("extra_content"), "responses": needs_back("extra_content")["responses"] * 2}
-        ) as gemini,
-        spawn_agent(tmp_path, config_extra=providers(deepseek, gemini)) as agent,
+        serve_model_server(needs_back("reasoning_content")) as deepseek,
+        serve_model_server(needs_back("extra_content")) as gemini,
+        serve_model_server(needs_back("reasoning_content", refuses=True)) as strict,
+        spawn_agent(tmp_path, config_extra=providers(deepseek, gemini, strict)) as agent,
     ):
-        with anyio.fail_after(60):
-            results = {model: await turn(agent, f"{model}:m") for model in ("ds", "gem", "ds_plain", "gem_plain")}
-        sent = [r.body for r in deepseek.requests()] + [r.body for r in gemini.requests()]
+        with anyio.fail_after(90):
+            results = {model: await turns(agent, f"{model}:m", 1) for model in ("ds", "ds_plain", "gem", "gem_plain")}
+            results["strict"] = await turns(agent, "strict:m", 2)
+        outcomes = {
+            name: [r.outcome for r in server.requests()]
+            for name, server in (("deepseek", deepseek), ("gemini", gemini), ("strict", strict))
+        }
+        strict_bodies = [r.body for r in strict.requests()]
 
-    assert results["ds"] == ("end_turn", "Looked.")
-    assert results["gem"] == ("end_turn", "Looked.")
-    assert "reasoning_content in the thinking mode must be passed back" in results["ds_plain"][1]
-    assert "missing a thought_signature" in results["gem_plain"][1]
-    followed = [body for body in sent if isinstance(body, dict) and len(body["messages"]) > 2]
-    assistants = [m for body in followed for m in body["messages"] if m["role"] == "assistant"]
-    assert {"reasoning_content": "I should look."}.items() <= assistants[0].items()
-    assert "reasoning_content" not in assistants[1]  # the plain provider sends none
-    assert "extra_content" not in assistants[1]["tool_calls"][0]
+    for model in ("ds", "ds_plain", "gem", "gem_plain"):
+        assert results[model] == [("end_turn", "Looked.")], model
+    assert results["strict"][1] == ("end_turn", "Looked.Looked.")
+    # ds: accepted at once; ds_plain (send_back = []): refused once, then sent with the field
+    assert outcomes["deepseek"] == ["completed", "completed", "completed", "missing_sent_back", "completed"]
+    assert outcomes["gemini"] == ["completed", "completed", "completed", "missing_sent_back", "completed"]
+    # the strict server refuses the field once; the session's later requests go without it from the start
+    assert outcomes["strict"] == ["completed", "unknown_field", "completed", "completed", "completed"]
+    assistants = [
+        [m for m in body["messages"] if m["role"] == "assistant"] for body in strict_bodies if isinstance(body, dict)
+    ]
+    assert "reasoning_content" in assistants[1][0]
+    assert all("reasoning_content" not in m for sent in assistants[2:] for m in sent)
 
 
 def split_emoji_recording(path: Path) -> Path:

@@ -1,7 +1,8 @@
 """What a service needs back is kept and sent back to it, and only to it: DeepSeek's ``reasoning_content``,
-OpenRouter's ``reasoning_details``, Gemini's ``extra_content`` thought signatures, Anthropic's own tool blocks;
-``think_tags`` only for the model that has it. Streams in the shapes the services document, through the real
-providers (MockTransport), and request bodies asserted whole."""
+OpenRouter's ``reasoning_details``, Gemini's ``extra_content`` thought signatures (each whenever the stream carried
+it, unless ``send_back`` says otherwise), Anthropic's own tool blocks; ``think_tags`` only for the model that has
+it. Streams in the shapes the services document, through the real providers (MockTransport), and request bodies
+asserted whole."""
 
 from __future__ import annotations
 
@@ -69,37 +70,37 @@ def follow_up(message: AssistantMessage) -> ProviderRequest:
     return ProviderRequest(model="m", system="s", messages=history)
 
 
-@pytest.mark.parametrize(("send_back", "kept"), [(["extra_content"], True), ([], False)])
-async def test_gemini_thought_signatures_are_kept_and_sent_back_only_when_asked(
-    send_back: list[str], kept: bool
+@pytest.mark.parametrize(
+    ("send_back", "sent"), [(None, True), (["extra_content"], True), ([], False)], ids=["unset", "named", "none"]
+)
+async def test_gemini_thought_signatures_are_kept_and_sent_back_unless_send_back_leaves_them_out(
+    send_back: list[str] | None, sent: bool
 ) -> None:
     seen: list[dict[str, Any]] = []
     transport = recording_transport(GEMINI_STREAM, seen)
-    async with aclosing(
-        make_provider("openai", "http://gemini.test/v1", transport=transport, send_back=send_back)
-    ) as p:
+    options: dict[str, Any] = {} if send_back is None else {"send_back": send_back}
+    async with aclosing(make_provider("openai", "http://gemini.test/v1", transport=transport, **options)) as p:
         message = done_of(await collect(p)).message
         await collect(p, follow_up(message))
 
-    assert message.tool_calls[0].echo == ({"extra_content": SIGNATURE} if kept else None)
+    assert message.tool_calls[0].echo == {"extra_content": SIGNATURE}, "kept in any case: a server may demand it"
     sent_call = seen[1]["messages"][2]["tool_calls"][0]
     assert sent_call == {
         "id": "FL1tqiJ9",
         "type": "function",
         "function": {"name": "read_file", "arguments": '{"path":"a.txt"}'},
-        **({"extra_content": SIGNATURE} if kept else {}),
+        **({"extra_content": SIGNATURE} if sent else {}),
     }
 
 
-def test_gemini_is_recognised_by_its_host_and_deepseek_and_openrouter_too() -> None:
-    def fields(url: str, **extra: Any) -> set[str]:
-        return set(ProviderSettings(kind="openai", base_url=url, **extra).send_back_fields())
+def test_an_unset_send_back_is_automatic_whatever_the_host() -> None:
+    def fields(url: str, **extra: Any) -> frozenset[str] | None:
+        return ProviderSettings(kind="openai", base_url=url, **extra).send_back_fields()
 
-    assert fields("https://generativelanguage.googleapis.com/v1beta/openai") == {"extra_content"}
-    assert fields("https://api.deepseek.com") == {"reasoning_content"}
-    assert fields("https://openrouter.ai/api/v1") == {"reasoning_details"}
-    assert fields("http://localhost:11434/v1") == set()
-    assert fields("https://openrouter.ai/api/v1", send_back=[]) == set()
+    assert fields("https://api.deepseek.com") is None
+    assert fields("http://localhost:4000/v1") is None, "a proxy in front of DeepSeek is treated alike"
+    assert fields("https://openrouter.ai/api/v1", send_back=[]) == frozenset()
+    assert fields("http://localhost:4000/v1", send_back=["reasoning_content"]) == frozenset({"reasoning_content"})
 
 
 OPENROUTER_DETAILS = [
@@ -160,7 +161,7 @@ def test_reasoning_goes_back_only_on_tool_calling_messages_and_only_as_asked() -
         ],
     )
 
-    def assistants(send_back: list[Any]) -> list[dict[str, Any]]:
+    def assistants(send_back: list[Any] | None) -> list[dict[str, Any]]:
         body = build_chat_request(request, send_back=send_back)
         return [m for m in body["messages"] if m["role"] == "assistant"]
 
@@ -177,6 +178,9 @@ def test_reasoning_goes_back_only_on_tool_calling_messages_and_only_as_asked() -
     }
     assert assistants(["reasoning_details"])[0]["reasoning_details"] == details["reasoning_details"]
     assert assistants(["reasoning_content", "reasoning_details"])[1] == {"role": "assistant", "content": "Here."}
+    automatic = assistants(None)  # the reasoning text did not come as reasoning_content: only the details go back
+    assert automatic[0] == {"role": "assistant", "content": None, "tool_calls": [call], **details}
+    assert automatic[1] == {"role": "assistant", "content": "Here."}
 
 
 @pytest.mark.parametrize(("think_tags", "text", "thoughts"), [(True, "4", "2+2"), (False, "<think>2+2</think>4", "")])

@@ -20,7 +20,7 @@ from .support import shell_shim
 
 pytestmark = pytest.mark.anyio
 
-MODES: tuple[ModeId, ...] = ("default", "accept_edits", "dont_ask", "read_only")
+MODES: tuple[ModeId, ...] = ("default", "accept_edits", "plan", "dont_ask", "read_only")
 
 
 @pytest.mark.parametrize("command", list(EVASIONS.values()), ids=list(EVASIONS))

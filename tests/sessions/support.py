@@ -19,11 +19,12 @@ from hermes_acp.core.notice import Notice
 from hermes_acp.providers.catalog import CatalogModel, ModelCatalog
 from hermes_acp.providers.registry import ProviderRegistry
 from hermes_acp.providers.scripted import ScriptedProvider
-from hermes_acp.sessions import SessionManager, SessionServices, derive_tool_surface
+from hermes_acp.sessions import Session, SessionManager, SessionServices, derive_tool_surface
 from hermes_acp.sessions.commands import Command
 from hermes_acp.storage import InMemorySessionStore
 from hermes_acp.tools.context import EditorFiles, EditorTerminals, Elicitor
 from hermes_acp.turns import LiveUpdate, PermissionAnswer, PermissionQuestion
+from hermes_acp.turns.ports import PermissionChoice
 from tests.fakes.server import scripted_model
 
 __all__ = ["Bridge", "RecordingSink", "client_of", "open_manager"]
@@ -49,6 +50,11 @@ class _AllowGate:
     async def ask(self, question: PermissionQuestion) -> PermissionAnswer:
         return "allow_once"
 
+    async def choose(
+        self, question: PermissionQuestion, choices: Sequence[PermissionChoice], *, refusal: str
+    ) -> str | None:
+        return choices[0].id
+
 
 @dataclass
 class Bridge:
@@ -57,6 +63,8 @@ class Bridge:
     sinks: dict[str, RecordingSink] = field(default_factory=dict)
     commands: dict[str, list[list[str]]] = field(default_factory=dict)
     """Each session's command lists as announced, by name."""
+    modes: dict[str, list[str]] = field(default_factory=dict)
+    """Each session's mode as of each options change it announced."""
 
     connection_id: str = "test"
     present: bool = True
@@ -87,6 +95,9 @@ class Bridge:
 
     async def commands_changed(self, session_id: str, commands: Sequence[Command]) -> None:
         self.commands.setdefault(session_id, []).append([c.name for c in commands])
+
+    async def config_changed(self, session: Session, *, mode_changed: bool) -> None:
+        self.modes.setdefault(session.id, []).append(session.mode)
 
 
 _CLIENTS: weakref.WeakKeyDictionary[SessionManager, Bridge] = weakref.WeakKeyDictionary()

@@ -58,7 +58,7 @@ def test_built_ins_win_over_files_of_the_same_name_and_that_is_logged_once() -> 
         rescanned = commands.with_files(files)
     assert [c.name for c in commands.listing] == [*(c.name for c in BUILT_IN), "deploy", "standup"]
     assert commands.listing[-1] == Command("standup", "Summarise yesterday.", "<team>")
-    shadowed = [e for e in logs if e["event"].startswith("a prompt file is named like a built-in command")]
+    shadowed = [e for e in logs if e["event"].startswith("a prompt file or skill is named like another command")]
     assert [(e["name"], e["path"]) for e in shadowed] == [("help", "/project/.hermes/commands/help.md")]
     assert rescanned.listing == commands.listing
     help_call = commands.find(text("/help"))
@@ -72,7 +72,7 @@ def test_help_lists_built_ins_then_prompt_files_with_their_hints() -> None:
     commands = CommandSet(BUILT_IN, [prompt_file("standup", "Summarise yesterday.", "<team>")])
     lines = commands.help_text(["Modes: …"]).splitlines()
     assert lines[0] == "Commands:"
-    assert "- `/mode default | accept_edits | dont_ask | read_only`: Show or switch the session mode." in lines
+    assert "- `/mode default | accept_edits | plan | dont_ask | read_only`: Show or switch the session mode." in lines
     assert lines[-2:] == ["- `/standup <team>`: Summarise yesterday.", "Modes: …"]
 
 

@@ -61,4 +61,8 @@ async def test_status_reads_the_session_without_asking_the_model(tmp_path: Path)
         lines[8] == "- odd: not started (MCP servers of type 'websocket' are not supported (stdio, http and sse are))"
     )
     assert lines[9] == f"**Directories:** {workspace.resolve()}, {extra.resolve()}"
-    assert lines[10:] == ["**Instruction files:**", f"- {workspace.resolve() / 'AGENTS.md'} (35 bytes)"]
+    assert lines[10:] == [
+        "**Instruction files:**",
+        f"- {workspace.resolve() / 'AGENTS.md'} (35 bytes)",
+        "**Skills:** none",
+    ]

@@ -35,7 +35,7 @@ from hermes_acp.turns import (
     TurnState,
     run_turn,
 )
-from hermes_acp.turns.ports import LiveTextChunk
+from hermes_acp.turns.ports import LiveTextChunk, PermissionChoice
 from hermes_acp.turns.state import CompactionPolicy
 from tests.fakes.server import scripted_model
 
@@ -95,6 +95,15 @@ class Gate:
         if self.hold is not None:
             await self.hold.wait()
         return self.answers.pop(0) if self.answers else "reject_once"
+
+    async def choose(
+        self, question: PermissionQuestion, choices: Sequence[PermissionChoice], *, refusal: str
+    ) -> str | None:
+        """The choice of the same kind as the next answer (``cancelled``: None)."""
+        answer = await self.ask(question)
+        if answer == "cancelled":
+            return None
+        return next((c.id for c in choices if c.kind == answer), refusal)
 
 
 class FailingStore(InMemorySessionStore):
