@@ -502,15 +502,16 @@ TRIES_TO_WRITE: dict[str, Any] = {
 }
 
 
-async def test_a_child_of_a_read_only_session_cannot_write_even_as_general(tmp_path: Path) -> None:
+@pytest.mark.parametrize("mode", ["read_only", "plan"])
+async def test_a_child_of_a_read_only_session_cannot_write_even_as_general(tmp_path: Path, mode: str) -> None:
     async with spawn_agent(tmp_path, TRIES_TO_WRITE) as agent:
         session_id = await agent.new_session()
-        await agent.conn.set_session_mode(session_id=session_id, mode_id="read_only")
+        await agent.conn.set_session_mode(session_id=session_id, mode_id=mode)
         response = await agent.prompt(session_id, "Please look only")
         offered = [sorted(t["function"]["name"] for t in r.body["tools"]) for r in children_requests(agent)[:1]]
         refusal = children_requests(agent)[1].body["messages"][-1]["content"]
     assert response.stop_reason == "end_turn"
-    assert offered == [sorted(READ_ONLY_TOOLS)], "the parent's read_only mode bounds a general child"
+    assert offered == [sorted(READ_ONLY_TOOLS)], "the parent's mode bounds a general child (no plan hand-off)"
     assert "no tool 'write_file' is available now (the session is in read_only mode)" in refusal
     assert not (agent.workspace / "x.txt").exists()
 
