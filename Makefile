@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: all venv test lint typecheck layers acp-schema pytest demo bench clean
+.PHONY: all venv test lint typecheck layers acp-schema pytest release-check demo bench clean
 
 all: test
 
@@ -34,8 +34,15 @@ acp-schema:
 	@if command -v npm >/dev/null 2>&1; then bash .ci/acp-schema-setup.sh; \
 	else echo "acp-schema: npm not found, so frames are not checked against the ACP schema"; fi
 
+# The suite runs on every core (pytest-xdist; tests are independent: each has its own home, ports and processes).
+# PYTEST_ARGS adds to it, e.g. `make pytest PYTEST_ARGS="-n 0 tests/unit"` to run one folder in this process.
+PYTEST_WORKERS ?= auto
 pytest: $(STAMP)
-	$(PY) -m pytest $(PYTEST_ARGS)
+	$(PY) -m pytest -n $(PYTEST_WORKERS) $(PYTEST_ARGS)
+
+# The ACP Registry entry and the package agree (versions, names, the entry's schema, the icon): registry/release_check.py.
+release-check: $(STAMP)
+	$(PY) -m registry.release_check
 
 test: lint typecheck layers acp-schema pytest
 

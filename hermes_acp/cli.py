@@ -1,5 +1,5 @@
 """The ``hermes-acp`` command: serve ACP on stdio (default), ``--shared``, ``host [status|stop]``, ``--check``,
-``--version``, ``--setup``.
+``--repair``, ``--version``, ``--setup``.
 
 Serving must answer ``initialize`` fast, so this module imports almost nothing; the rest of the server is loaded in
 a worker thread while the dispatcher already answers (``_load_app``). With ``--shared`` or ``[host] mode =
@@ -37,6 +37,11 @@ def _parser() -> argparse.ArgumentParser:
     )
     group = parser.add_mutually_exclusive_group()
     group.add_argument("--check", action="store_true", help="print a readable report and exit 0 if it can serve")
+    group.add_argument(
+        "--repair",
+        action="store_true",
+        help="copy what can be read of a damaged session store into a new one (the damaged file is kept)",
+    )
     group.add_argument("--version", action="store_true", help="print the version and exit")
     group.add_argument("--setup", action="store_true", help="interactive setup of a model provider")
     group.add_argument(
@@ -84,6 +89,10 @@ def main(argv: Sequence[str] | None = None) -> None:
         from hermes_acp.diagnostics import run_check
 
         sys.exit(run_check(print))
+    if args.repair:
+        from hermes_acp.diagnostics import run_repair
+
+        sys.exit(run_repair(print))
     if args.setup:
         from hermes_acp.setup_wizard import run_setup
 

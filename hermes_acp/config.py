@@ -23,11 +23,13 @@ from hermes_acp.errors import ConfigError
 from hermes_acp.home import default_home
 
 __all__ = [
+    "DEFAULT_HOME_READ",
     "SEND_BACK_FIELDS",
     "AgentSettings",
     "ComputerUseSettings",
     "Effort",
     "HostSettings",
+    "LimitSettings",
     "ModelEntry",
     "ProviderSettings",
     "SandboxSettings",
@@ -211,6 +213,54 @@ class ComputerUseSettings(_Section):
     call_timeout_s: Annotated[float, Field(gt=0)] = 30.0
 
 
+DEFAULT_HOME_READ: tuple[str, ...] = (
+    "~/.gitconfig",
+    "~/.config/git",
+    "~/.local/bin",
+    "~/.local/lib",
+    "~/.cargo/bin",
+    "~/.rustup",
+    "~/.nvm",
+    "~/.volta",
+    "~/.bun/bin",
+    "~/.deno/bin",
+    "~/.pyenv",
+    "~/go/bin",
+    "~/.sdkman/candidates",
+    "~/.cache/pip",
+)
+"""What commands may read of the home unless ``[sandbox] home_read`` says otherwise: git's settings, and the
+toolchains and read-only caches ``PATH`` or a build looks for. No credential file (and the known ones inside these
+folders stay masked). Only caches a tool can use read-only: pip's is (it goes on without writing), npm's is not
+(it fails with EROFS), so npm gets a fresh cache in the command's home unless ``home_write`` names ``~/.npm``."""
+
+
+class LimitSettings(_Section):
+    """``[sandbox.limits]``: what one command may use; 0 means no limit (docs: README, "Security")."""
+
+    processes: Annotated[int, Field(ge=0)] = 1024
+    """Tasks (processes and threads) of one command."""
+    memory_mib: Annotated[int, Field(ge=0)] = 8192
+    """Memory of one command (where a memory cgroup can be made) and of each of its processes."""
+    cpu_s: Annotated[int, Field(ge=0)] = 1800
+    """CPU seconds of each process."""
+    file_size_mib: Annotated[int, Field(ge=0)] = 8192
+    """The largest file a process may write."""
+    tmp_mib: Annotated[int, Field(ge=0)] = 4096
+    """The size of each tmpfs of the sandbox (/tmp, /var/tmp, the home), which is memory."""
+
+
+def _home_paths(value: list[str]) -> list[str]:
+    for path in value:
+        if "\0" in path:
+            raise ValueError(f"{path!r} contains a NUL character")
+        if not (path.startswith(("~/", "/")) or path == "~"):
+            raise ValueError(f"{path!r} must be a path in the home (~/...) or an absolute path")
+        if path == "~":
+            raise ValueError("the whole home cannot be bound: name what commands need (~/.cache/..., ~/.config/...)")
+    return value
+
+
 class SandboxSettings(_Section):
     """``[sandbox]``: how commands (the terminal tool, local or in the editor's terminal) are contained."""
 
@@ -219,10 +269,19 @@ class SandboxSettings(_Section):
     off: commands run unconfined (the modes alone decide)."""
     network: bool = True
     """Whether sandboxed commands reach the network (never in read_only mode)."""
+    home_read: list[Annotated[str, Field(min_length=1)]] = Field(default_factory=lambda: list(DEFAULT_HOME_READ))
+    """What commands may read of the home (each command gets a fresh, empty one): ``~/…``, or absolute paths outside
+    the visible system. Replaces the default list."""
+    home_write: list[Annotated[str, Field(min_length=1)]] = Field(default_factory=list)
+    """Like ``home_read``, writable (caches a user wants kept: ``~/.cargo/registry``, ``~/.cache/go-build``)."""
     mask: list[Annotated[str, Field(min_length=1)]] = Field(default_factory=list)
     """More paths hidden from commands (``~/…``, absolute, or relative to each of the session's directories)."""
+    reveal: list[Annotated[str, Field(min_length=1)]] = Field(default_factory=list)
+    """Files of the session's directories that the secret rule would mask, shown: a pattern matched against the
+    path relative to the directory or against the name (``.env.example``, ``tests/certs/*.pem``)."""
     pass_env: list[str] = Field(default_factory=list)
-    """Secret-looking environment variables allowed back into child processes, by name."""
+    """Environment variables children may inherit beyond the safe list, by exact name."""
+    limits: LimitSettings = Field(default_factory=LimitSettings)
 
     @field_validator("pass_env")
     @classmethod
@@ -232,13 +291,18 @@ class SandboxSettings(_Section):
                 raise ValueError(f"{name!r} is not an environment variable name")
         return value
 
-    @field_validator("mask")
+    @field_validator("mask", "reveal")
     @classmethod
     def _paths(cls, value: list[str]) -> list[str]:
         for path in value:
             if "\0" in path:
                 raise ValueError(f"{path!r} contains a NUL character")
         return value
+
+    @field_validator("home_read", "home_write")
+    @classmethod
+    def _home(cls, value: list[str]) -> list[str]:
+        return _home_paths(value)
 
 
 class HostSettings(_Section):

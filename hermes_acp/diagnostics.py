@@ -10,9 +10,11 @@ the report says what to fix otherwise.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import sys
 from collections.abc import Callable
+from dataclasses import replace
 from importlib import metadata
 from pathlib import Path
 
@@ -21,19 +23,38 @@ import anyio
 from hermes_acp.computer_use import check_driver
 from hermes_acp.config import Settings, load_settings
 from hermes_acp.errors import ConfigError, StorageError
+from hermes_acp.exec.environment import SAFE_NAMES
+from hermes_acp.exec.limits import enforcement
 from hermes_acp.exec.sandbox import Sandbox
+from hermes_acp.exec.secrets import SYSTEM
+from hermes_acp.exec.view import View
 from hermes_acp.home import default_home
 from hermes_acp.providers.catalog import ModelCatalog
+from hermes_acp.storage.repair import repair_store
 from hermes_acp.storage.sqlite import SqliteSessionStore, StoreHealth
-from hermes_acp.version import __version__
+from hermes_acp.version import DISTRIBUTION, __version__
 
-__all__ = ["run_check"]
+__all__ = ["run_check", "run_repair"]
 
-_DEPENDENCIES = ("agent-client-protocol", "mcp", "pydantic", "anyio", "pillow", "httpx", "structlog")
+_REQUIREMENT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 _OK, _BAD, _WARN = "✓", "✗", "!"
 _NO_SPACE = 1024 * 1024
 """Less free space than this on the home's file system: turns cannot be stored."""
 _LOW_SPACE = 100 * 1024 * 1024
+
+
+def _dependencies() -> list[str]:
+    """What the installed distribution requires to run (its metadata; the extras, such as dev, are left out)."""
+    try:
+        requirements = metadata.requires(DISTRIBUTION) or []
+    except metadata.PackageNotFoundError:  # run from a source tree that was never installed
+        return []
+    names = []
+    for requirement in requirements:
+        match = _REQUIREMENT_NAME.match(requirement)
+        if match and "extra ==" not in requirement:
+            names.append(match.group())
+    return names
 
 
 def run_check(say: Callable[[str], None]) -> int:
@@ -41,7 +62,7 @@ def run_check(say: Callable[[str], None]) -> int:
     env = dict(os.environ)
     problems = 0
     say(f"hermes-acp {__version__} on Python {sys.version.split()[0]}")
-    for name in _DEPENDENCIES:
+    for name in _dependencies():
         try:
             say(f"  {_OK} {name} {metadata.version(name)}")
         except metadata.PackageNotFoundError:
@@ -70,17 +91,24 @@ def _check_home(settings: Settings, say: Callable[[str], None]) -> int:
         probe.write_text("ok")
         probe.unlink()
     except OSError as exc:
-        say(f"  {_BAD} {settings.home} is not writable: {exc}")
+        say(f"  {_BAD} {settings.home} is not writable: {exc.strerror or exc}")
+        say(
+            "      sessions can be listed and loaded but not changed; make it writable, or set HERMES_ACP_HOME to a"
+            " writable folder"
+        )
         return 1
     problems = _check_space(settings.home, say)
     try:
         health = anyio.run(_store_health, settings.state_db)
     except StorageError as exc:
-        say(f"  {_BAD} {exc}")
+        say(f"  {_BAD} {str(exc).split('. `hermes-acp --check`')[0]}")
+        if exc.cause == "corrupt":
+            _offer_repair(settings.state_db, say)
         return problems + 1
     if health.problems:
         say(f"  {_BAD} session store {settings.state_db} is damaged (PRAGMA quick_check):")
         say("\n".join(f"      {finding}" for finding in health.problems))
+        _offer_repair(settings.state_db, say)
         return problems + 1
     say(f"  {_OK} session store: {settings.state_db}")
     say(
@@ -88,6 +116,26 @@ def _check_home(settings: Settings, say: Callable[[str], None]) -> int:
         f" {_size(health.size_bytes)}"
     )
     return problems
+
+
+def _offer_repair(path: Path, say: Callable[[str], None]) -> None:
+    say(
+        "      to repair it: close every editor's agent (and `hermes-acp host stop`), then run `hermes-acp --repair`:"
+        f" what can be read is copied into a new store, and the damaged file is kept as {path.name}.damaged-<time>"
+    )
+
+
+def run_repair(say: Callable[[str], None]) -> int:
+    """``hermes-acp --repair``: copy what can be read of a damaged store into a new one (``storage.repair``)."""
+    settings_home = default_home(dict(os.environ))
+    path = settings_home / "state.db"
+    try:
+        report = repair_store(path)
+    except StorageError as exc:
+        say(f"{_BAD} {exc}")
+        return 1
+    say(f"{_OK} repaired {path}: {report.describe()}")
+    return 0
 
 
 def _check_space(home: Path, say: Callable[[str], None]) -> int:
@@ -158,12 +206,37 @@ def _check_sandbox(settings: Settings, say: Callable[[str], None]) -> None:
         say(f"  {_WARN} commands are refused: {availability.problem}")
     else:
         say(f"  {_WARN} no sandbox ({availability.problem}): every command asks for permission, in every mode")
+    if availability.usable:
+        _what_commands_see(sandbox, say)
+    found = enforcement(prepare=False)
+    say(f"  limits per command: {sandbox.limits.describe()}")
+    for line in found.describe():
+        say(f"      {line}")
     passed = sorted(sandbox.env_policy.pass_env)
-    withheld = len(sandbox.env_policy.withheld_names(os.environ))
+    withheld = sandbox.env_policy.withheld_count(os.environ)
     say(
-        f"  child processes do not see {withheld} secret-looking variable(s) of this environment"
-        + (f"; allowed back: {', '.join(passed)}" if passed else "")
+        f"  environment: the safe list ({', '.join(SAFE_NAMES[:6])}, …)"
+        + (f" and pass_env ({', '.join(passed)})" if passed else "")
+        + f"; {withheld} other variable(s) of this environment are not passed to child processes"
     )
+
+
+def _what_commands_see(sandbox: Sandbox, say: Callable[[str], None]) -> None:
+    """The view of a command started in the current folder (what a session there would give it)."""
+    cwd = Path.cwd()
+    request = replace(sandbox.view_request([cwd], os.environ), prepare=False)
+    view = View.compute(request, empty=Path(os.devnull))
+    home = view.home or "(the home is inside the session's directory: visible there, its credential files masked)"
+    say(f"  what a command started in {cwd} sees:")
+    system = ", ".join(path for path in SYSTEM if os.path.lexists(path))
+    say(f"      system, read-only: {system}, parts of /run; /etc secrets masked")
+    say(f"      home: a fresh, empty {home}")
+    shown = [m.path for m in view.mounts if m.kind in ("ro", "rw") and view.home and m.path.startswith(view.home + "/")]
+    say(f"      home_read / home_write present: {', '.join(shown) or 'none'}")
+    if view.home_missing:
+        say(f"      not present here (skipped): {', '.join(view.home_missing)}")
+    say(f"      {cwd}: read-write, {view.scanned:,} files scanned, {len(view.masked)} path(s) masked in all")
+    say("      not visible: other users' homes, /srv, /mnt, /media, /var/lib and every other top-level folder")
 
 
 def _check_driver(settings: Settings, say: Callable[[str], None]) -> None:

@@ -9,6 +9,7 @@ Every error we raise on purpose is a ``HermesError``. The tree says who has to a
     │   └── UnknownModelError        set_model / set_config_option with a model id not in the catalog
     ├── SessionError
     │   ├── SessionNotFoundError     no session with that id (→ ACP resource-not-found, -32002)
+    │   │   └── SessionNotOpenError  not open in this connection (it may be stored: load or resume it first)
     │   └── SessionBusyError         the request needs an idle session and a turn is running
     ├── ProviderError                a model provider failed (the turn ends with a notice saying why)
     │   ├── ProviderAuthError        missing or rejected credentials (→ ACP auth_required, -32000)
@@ -68,6 +69,7 @@ __all__ = [
     "SessionBusyError",
     "SessionError",
     "SessionNotFoundError",
+    "SessionNotOpenError",
     "StorageCause",
     "StorageError",
     "ToolError",
@@ -163,6 +165,17 @@ class SessionNotFoundError(SessionError):
     def __init__(self, session_id: str):
         super().__init__(f"Session not found: {session_id!r}")
         self.session_id = session_id
+
+
+class SessionNotOpenError(SessionNotFoundError):
+    """The session is not open in this connection (not live, or not attached to it): it may well be stored, so the
+    message never says it does not exist."""
+
+    def __init__(self, session_id: str):
+        super().__init__(session_id)
+        self.args = (
+            f"Session {session_id!r} is not open in this connection: open it with session/load or session/resume first",
+        )
 
 
 class SessionBusyError(SessionError):

@@ -9,6 +9,7 @@ it exits, and the number that matters is the moment the ``initialize`` answer ar
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shlex
@@ -76,6 +77,18 @@ SCENARIO: dict[str, Any] = {
             "chunk_size": 4,
             "chunk_delay_ms": 1,
             "steps": [{"text": "0123" * 500}],
+        },
+        {
+            "match": {"last_message_contains": "flood-me"},
+            "repeat": True,
+            "steps": [{"tool_call": {"name": "mcp__hostile__flood", "arguments": {}}}],
+        },
+        {"match": {"last_message_contains": "FLOOD"}, "repeat": True, "steps": [{"text": "read it"}]},
+        {
+            "match": {"last_message_contains": "never-ending"},
+            "repeat": True,
+            "endless": True,
+            "steps": [{"text": "never ending "}],
         },
         {
             "match": {"last_message_contains": "cancel-me"},
@@ -835,24 +848,27 @@ async def _prompt(agent: AgentProcess, session_id: str, text: str) -> None:
 
 
 async def sandbox_overhead(bench: Bench, runs: int = 20) -> list[Row]:
-    """What the sandbox adds to one command: the terminal tool's own path (``Sandbox.confine`` + ``run_command``) for
-    ``bash -c true``, through bubblewrap against plain (in this process: the cost is the spawn, not the protocol)."""
+    """What the sandbox adds to one command: the terminal tool's own path (``Sandbox.contained`` + ``run_command``)
+    for ``bash -c true``, through bubblewrap against plain (in this process: the cost is the spawn, not the protocol);
+    then the set-up alone (the allow-list view with the scan of the session's directory, the limits) on trees of
+    10,000 and 100,000 files: the first command of a process walks the tree, later ones stat its folders."""
     from hermes_acp.exec.process import OutputBuffer, run_command
     from hermes_acp.exec.sandbox import Sandbox
 
     async def once(sandbox: Sandbox) -> float:
         started = time.perf_counter()
-        confined = await sandbox.confine(
+        line = sandbox.contained(
             ["bash", "-c", "true"], roots=[bench.workspace], cwd=bench.workspace, mode="dont_ask", extra_env={}
         )
 
         async def ignore(_buffer: OutputBuffer) -> None:
             return None
 
-        await run_command(
-            confined.argv, cwd=bench.workspace, env=confined.env, timeout_s=30, buffer=OutputBuffer(1024, 1024),
-            on_output=ignore, own_pid_namespace=confined.sandboxed,
-        )  # fmt: skip
+        async with line as confined:
+            await run_command(
+                confined.argv, cwd=bench.workspace, env=confined.env, timeout_s=30, buffer=OutputBuffer(1024, 1024),
+                on_output=ignore, own_pid_namespace=confined.sandboxed, limits=confined.limits,
+            )  # fmt: skip
         return (time.perf_counter() - started) * 1000
 
     sandboxed = Sandbox(home=bench.home)
@@ -864,11 +880,118 @@ async def sandbox_overhead(bench: Bench, runs: int = 20) -> list[Row]:
     with_bwrap = [await once(sandboxed) for _ in range(runs)]
     without = [await once(plain) for _ in range(runs)]
     added = statistics.median(with_bwrap) - statistics.median(without)
-    return [
+    rows = [
         Row(
             "sandbox start-up per command",
             f"+{added:.1f} ms",
-            f"bwrap {_ms(with_bwrap)} vs plain {_ms(without)}, `bash -c true`, median of {runs}; goal ≤ 15 ms",
+            f"bwrap with its limits {_ms(with_bwrap)} vs plain {_ms(without)} (also limited), `bash -c true`,"
+            f" median of {runs}",
+        )
+    ]
+    for files in (10_000, 100_000):
+        rows.append(await _sandbox_setup(bench, sandboxed, files, runs))
+    return rows
+
+
+async def _sandbox_setup(bench: Bench, sandbox: Any, files: int, runs: int) -> Row:
+    """``Sandbox.confine`` (the view, the scan, the limits) for a workspace of ``files`` files in folders of 10."""
+    tree = bench.home.parent / f"tree-{files}"
+    await anyio.to_thread.run_sync(_make_tree, tree, files)
+
+    async def once() -> float:
+        started = time.perf_counter()
+        confined = await sandbox.confine(["true"], roots=[tree], cwd=tree, mode="dont_ask", extra_env={})
+        elapsed = (time.perf_counter() - started) * 1000
+        await anyio.to_thread.run_sync(confined.limits.close)
+        return elapsed
+
+    cold = await once()
+    warm = [await once() for _ in range(runs)]
+    goal = "; goal ≤ 15 ms" if files == 10_000 else ""
+    return Row(
+        f"sandbox set-up, {files:,}-file tree",
+        f"{statistics.median(warm):.1f} ms",
+        f"per command once the tree is known, median of {runs} (min {min(warm):.1f}); the first command walks it:"
+        f" {cold:.0f} ms{goal}",
+    )
+
+
+def _make_tree(root: Path, files: int) -> None:
+    """``files`` empty files, ten per folder, three folders deep, a repository and a .env at the bottom."""
+    made = 0
+    index = 0
+    while made < files:
+        folder = root / f"a{index % 10}" / f"b{(index // 10) % 10}" / f"c{index // 100}"
+        folder.mkdir(parents=True, exist_ok=True)
+        for n in range(10):
+            (folder / f"f{n}.py").touch()
+        made += 10
+        index += 1
+    (root / ".git").mkdir(exist_ok=True)
+    (root / ".git" / "config").write_text("[core]\n")
+    (folder / ".env").write_text("TOKEN=x\n")
+
+
+async def input_bounds_memory(bench: Bench) -> list[Row]:
+    """Peak resident set of the agent through two inputs that used to take gigabytes: an MCP answer of 200 MiB on
+    one line (read once, cut at 4 MiB) and a 50 MB prompt (refused with -32602)."""
+    from fixtures.hostile_mcp import stdio_spec as hostile_spec
+
+    rows = []
+    async with bench.spawn() as agent:
+        with anyio.fail_after(60):
+            created = await agent.conn.new_session(
+                cwd=str(bench.workspace),
+                mcp_servers=[schema.McpServerStdio.model_validate(hostile_spec(flood_mib=200))],
+            )
+        idle = _current_rss_kib(agent.process.pid)
+        started = time.perf_counter()
+        with anyio.fail_after(120):
+            await agent.conn.prompt(session_id=created.session_id, prompt=_text("flood-me"))
+        elapsed = time.perf_counter() - started
+        rows.append(
+            Row(
+                "peak RSS through a 200 MiB MCP answer",
+                f"{peak_rss_kib(agent.process.pid) / 1024:.1f} MiB",
+                f"idle {idle / 1024:.1f} MiB; the turn took {elapsed:.1f} s (read once, cut at 4 MiB)",
+            )
+        )
+    async with bench.spawn() as agent:
+        session_id = await _new(agent, bench)
+        await _prompt(agent, session_id, "hi")
+        idle = _current_rss_kib(agent.process.pid)
+        started = time.perf_counter()
+        with anyio.fail_after(120), contextlib.suppress(Exception):
+            await agent.conn.prompt(session_id=session_id, prompt=_text("x" * 50_000_000))
+        elapsed = (time.perf_counter() - started) * 1000
+        rows.append(
+            Row(
+                "peak RSS through a 50 MB prompt",
+                f"{peak_rss_kib(agent.process.pid) / 1024:.1f} MiB",
+                f"idle {idle / 1024:.1f} MiB; refused (-32602) {elapsed:.0f} ms after it was sent",
+            )
+        )
+    return rows
+
+
+async def endless_stream_memory(bench: Bench) -> list[Row]:
+    """A model stream that never ends, cut at the response bound (the default output limit: 32,000 tokens, so
+    512,000 characters): the agent's peak resident set against its idle one, and the time to the cut."""
+    async with bench.spawn() as agent:
+        session_id = await _new(agent, bench)
+        await _prompt(agent, session_id, "hi")
+        idle = _current_rss_kib(agent.process.pid)
+        started = time.perf_counter()
+        with anyio.fail_after(120):
+            answered = await agent.conn.prompt(session_id=session_id, prompt=_text("never-ending"))
+        elapsed = time.perf_counter() - started
+        peak = peak_rss_kib(agent.process.pid)
+    return [
+        Row(
+            "peak RSS while a never-ending stream is cut",
+            f"{peak / 1024:.1f} MiB",
+            f"idle {idle / 1024:.1f} MiB; stop reason {answered.stop_reason}, cut after {elapsed:.1f} s at 512,000"
+            " characters; goal ≤ 150 MiB",
         )
     ]
 
@@ -1050,6 +1173,8 @@ ROWS: dict[str, Callable[[Bench], Awaitable[list[Row]]]] = {
     "file_changes": file_changes,
     "corpus_replay": corpus_replay,
     "sandbox": sandbox_overhead,
+    "endless_stream": endless_stream_memory,
+    "input_bounds": input_bounds_memory,
     "compaction": lambda b: compaction(b, 200),
     "shared_host": shared_host_rows,
     "subagents": subagent_rows,

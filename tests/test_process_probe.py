@@ -14,6 +14,7 @@ from probes.agent import solid_png
 from probes.checks import ProbeOptions
 from probes.probe import run_checks
 from tests.fakes.agent_process import REPO
+from tests.fakes.sandbox_pin import pin_sandbox
 
 pytestmark = pytest.mark.anyio
 
@@ -32,8 +33,10 @@ async def test_e2e_records_a_skipped_computer_step_and_still_runs_cancel_kill_an
     workspace.mkdir()
     async with serve_model_server(NO_COMPUTER) as server:
         (home / "config.toml").write_text(
-            f'[model]\ndefault = "fx:m"\n[providers.fx]\nkind = "openai"\nbase_url = "{server.openai_base_url}"\n'
-            'models = [{ id = "m", vision = true }]\n'
+            pin_sandbox(
+                f'[model]\ndefault = "fx:m"\n[providers.fx]\nkind = "openai"\nbase_url = "{server.openai_base_url}"\n'
+                'models = [{ id = "m", vision = true }]\n'
+            )
         )
         options = ProbeOptions(
             command=[sys.executable, "-m", "hermes_acp"],

@@ -48,7 +48,7 @@ from .results import ComputerUseRefusal, DriverRefusal, DriverReply
 from .surface import REPLAY_SAFE_TOOLS, DriverSurface
 
 if TYPE_CHECKING:
-    from hermes_acp.mcp_client._wire import Wire
+    from hermes_acp.mcp_client.wire_port import McpWire
 
 __all__ = ["DriverClient", "DriverParams", "OwnerRuntime"]
 
@@ -141,7 +141,7 @@ class DriverClient:
                 self._conn = conn
             return self._conn
 
-    async def _setup(self, wire: Wire) -> DriverSurface:
+    async def _setup(self, wire: McpWire) -> DriverSurface:
         """A new connection: what the driver accepts, and our session label declared."""
         surface = DriverSurface.from_listing({"tools": await wire.list_tools()}, server_version=wire.server_version)
         if surface.has("start_session"):

@@ -3,10 +3,11 @@
 
 The tool is offered only when ``computer_use.driver_command`` resolves (``shutil.which`` on its first word); the
 driver itself starts lazily at the session's first computer_use call, inside the session's owner task. The
-driver's environment is ours minus credentials (provider key variables and anything named like a key, token,
-secret or password), with cua-driver's telemetry and update check off unless set explicitly. Both are worked
-out once per process for each command, ``PATH`` and environment (``session/new`` runs on the event loop, and
-``shutil.which`` stats the disk), so a driver installed later is seen after a restart. Its stderr goes to
+driver's environment is the allow-list of every child (``exec.environment``: the safe variables and
+``[sandbox] pass_env``) plus what it needs to reach the desktop (``DESKTOP_NAMES``: the display, the session bus,
+the runtime folder) and cua-driver's own settings, with its telemetry and update check off unless set explicitly.
+Both are worked out once per process for each command, ``PATH`` and environment (``session/new`` runs on the event
+loop, and ``shutil.which`` stats the disk), so a driver installed later is seen after a restart. Its stderr goes to
 ``<home>/logs/cua-driver.log``.
 
 It deliberately knows nothing about sessions beyond the ``OwnerRuntime`` port.
@@ -16,7 +17,6 @@ from __future__ import annotations
 
 import functools
 import os
-import re
 import shutil
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -27,6 +27,7 @@ import anyio
 
 from hermes_acp.config import DEFAULT_DRIVER_COMMAND, Settings
 from hermes_acp.core.notice import Notice
+from hermes_acp.exec.environment import DESKTOP_NAMES, EnvPolicy
 from hermes_acp.images.gate import SessionImageGate
 
 from .driver import DriverClient, DriverParams, OwnerRuntime
@@ -35,8 +36,12 @@ from .tool import ComputerUseTool
 __all__ = ["ComputerUse", "DriverCheck", "check_driver", "driver_environment", "resolve_driver"]
 
 VERSION_TIMEOUT_S = 5.0
-_SECRET_NAME = re.compile(r"(API_?KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL)", re.I)
-_DRIVER_DEFAULTS = {"CUA_DRIVER_RS_TELEMETRY_ENABLED": "0", "CUA_DRIVER_RS_UPDATE_CHECK": "false"}
+_DRIVER_DEFAULTS = {
+    "CUA_DRIVER_RS_TELEMETRY_ENABLED": "0",
+    "CUA_TELEMETRY_ENABLED": "0",
+    "CUA_DRIVER_RS_UPDATE_CHECK": "false",
+}
+"""cua-driver's own settings: passed on when set, these values otherwise (no telemetry, no update check)."""
 
 
 def resolve_driver(command: Sequence[str], env: Mapping[str, str] | None = None) -> str | None:
@@ -52,17 +57,16 @@ def _which(name: str, path: str | None) -> str | None:
 
 
 def driver_environment(env: Mapping[str, str], settings: Settings) -> Mapping[str, str]:
-    """``env`` without credentials, with the driver's defaults (cached per environment; read-only)."""
-    secrets = frozenset(p.api_key_env for p in settings.providers.values() if p.api_key_env)
-    return _clean_environment(frozenset(env.items()), secrets)
+    """What the driver starts with (cached per environment; read-only): see the module docstring."""
+    return _driver_environment(frozenset(env.items()), frozenset(settings.sandbox.pass_env))
 
 
 @functools.lru_cache(maxsize=8)
-def _clean_environment(env: frozenset[tuple[str, str]], secrets: frozenset[str]) -> Mapping[str, str]:
-    clean = {k: v for k, v in env if k not in secrets and not _SECRET_NAME.search(k)}
+def _driver_environment(env: frozenset[tuple[str, str]], pass_env: frozenset[str]) -> Mapping[str, str]:
+    chosen = EnvPolicy(pass_env).base(dict(env), extra_names=(*DESKTOP_NAMES, *_DRIVER_DEFAULTS))
     for name, value in _DRIVER_DEFAULTS.items():
-        clean.setdefault(name, value)
-    return MappingProxyType(clean)
+        chosen.setdefault(name, value)
+    return MappingProxyType(chosen)
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,52 +1,99 @@
-"""The environment a child process inherits: ours, without the secrets.
+"""The environment a child process starts with: an allow-list, never ours minus a list.
 
-Withheld from every child (local commands, the editor's terminals, stdio MCP servers' base environment): each
-provider's ``api_key_env`` variable, every ``HERMES_ACP_*`` variable, and any variable whose name matches
-``*_API_KEY``, ``*_TOKEN``, ``*_SECRET*`` or ``*PASSWORD*`` (in any case). ``[sandbox] pass_env`` names variables
-allowed back. Values are never looked at, logged or copied anywhere but into the child's environment.
+Every child (local commands, the editor's terminals, stdio MCP servers, the cua-driver, the agent's own git) gets
+the variables named in ``SAFE_NAMES`` that are set here, plus the names in ``[sandbox] pass_env``, and nothing
+else. Names are compared exactly: no pattern, no prefix, no look at the values (a ``DATABASE_URL`` with a password
+in it is withheld because it is not on the list, not because it looks like one). What a child needs beyond that is
+added by whoever starts it: a command's own ``env``, an MCP entry's declared env (kept exactly), the driver's
+desktop variables (``DESKTOP_NAMES``).
 
 Pure functions over mappings; no I/O.
 """
 
 from __future__ import annotations
 
-import fnmatch
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 
-__all__ = ["SECRET_PATTERNS", "EnvPolicy", "looks_secret"]
+__all__ = ["DESKTOP_NAMES", "SAFE_NAMES", "EnvPolicy"]
 
-SECRET_PATTERNS = ("*_API_KEY", "*_TOKEN", "*_SECRET*", "*PASSWORD*")
-_OWN_PREFIX = "HERMES_ACP_"
-
-
-def looks_secret(name: str) -> bool:
-    """Whether a variable's name says it holds a secret (``OPENAI_API_KEY``, ``GH_TOKEN``, ``DB_PASSWORD`` …)."""
-    upper = name.upper()
-    return any(fnmatch.fnmatchcase(upper, pattern) for pattern in SECRET_PATTERNS)
+LOCALE_NAMES = (
+    "LANG",
+    "LANGUAGE",
+    "LC_ALL",
+    "LC_ADDRESS",
+    "LC_COLLATE",
+    "LC_CTYPE",
+    "LC_IDENTIFICATION",
+    "LC_MEASUREMENT",
+    "LC_MESSAGES",
+    "LC_MONETARY",
+    "LC_NAME",
+    "LC_NUMERIC",
+    "LC_PAPER",
+    "LC_TELEPHONE",
+    "LC_TIME",
+)
+SAFE_NAMES: tuple[str, ...] = (
+    "PATH",
+    "HOME",
+    "USER",
+    "LOGNAME",
+    "SHELL",
+    "TERM",
+    "COLORTERM",
+    "TZ",
+    "TMPDIR",
+    "PWD",
+    *LOCALE_NAMES,
+    # Where toolchains live (paths, never credentials).
+    "JAVA_HOME",
+    "GOROOT",
+    "GOPATH",
+    "CARGO_HOME",
+    "RUSTUP_HOME",
+    "NVM_DIR",
+    "PYENV_ROOT",
+    "VIRTUAL_ENV",
+    # Which certificates to trust (paths).
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+    "REQUESTS_CA_BUNDLE",
+    "NODE_EXTRA_CA_CERTS",
+)
+"""What every child may inherit from us, when set: the short list of variables that say where things are and how
+to show them, none of which holds a credential."""
+DESKTOP_NAMES: tuple[str, ...] = (
+    "DISPLAY",
+    "WAYLAND_DISPLAY",
+    "XAUTHORITY",
+    "XDG_RUNTIME_DIR",
+    "XDG_SESSION_TYPE",
+    "XDG_CURRENT_DESKTOP",
+    "DBUS_SESSION_BUS_ADDRESS",
+    "AT_SPI_BUS_ADDRESS",
+)
+"""What the cua-driver needs on top of ``SAFE_NAMES`` to reach the desktop (it runs outside the sandbox)."""
 
 
 @dataclass(frozen=True, slots=True)
 class EnvPolicy:
-    """Which variables children never see: ``secret_names`` (the providers' key variables) and anything that
-    ``looks_secret`` or is ours, except the names in ``pass_env``."""
+    """``SAFE_NAMES`` plus ``pass_env`` (``[sandbox] pass_env``): the names a child may inherit."""
 
-    secret_names: frozenset[str] = frozenset()
     pass_env: frozenset[str] = frozenset()
 
     @classmethod
-    def of(cls, secret_names: Collection[str | None] = (), pass_env: Collection[str] = ()) -> EnvPolicy:
-        return cls(frozenset(n for n in secret_names if n), frozenset(pass_env))
+    def of(cls, pass_env: Collection[str] = ()) -> EnvPolicy:
+        return cls(frozenset(pass_env))
 
-    def withheld(self, name: str) -> bool:
-        if name in self.pass_env:
-            return False
-        return name in self.secret_names or name.upper().startswith(_OWN_PREFIX) or looks_secret(name)
+    def allows(self, name: str) -> bool:
+        return name in self.pass_env or name in SAFE_NAMES
 
-    def filter(self, env: Mapping[str, str]) -> dict[str, str]:
-        """``env`` without the withheld variables."""
-        return {name: value for name, value in env.items() if not self.withheld(name)}
+    def base(self, env: Mapping[str, str], *, extra_names: Iterable[str] = ()) -> dict[str, str]:
+        """The variables of ``env`` a child inherits (``extra_names`` too, for a child that needs more)."""
+        names = (*SAFE_NAMES, *extra_names, *sorted(self.pass_env))
+        return {name: env[name] for name in dict.fromkeys(names) if name in env}
 
-    def withheld_names(self, env: Mapping[str, str]) -> list[str]:
-        """The names in ``env`` a child must not see (sorted), for wrappers that unset them by name."""
-        return sorted(name for name in env if self.withheld(name))
+    def withheld_count(self, env: Mapping[str, str]) -> int:
+        """How many variables of ``env`` a child does not inherit (for ``--check``)."""
+        return sum(1 for name in env if not self.allows(name))

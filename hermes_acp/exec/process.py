@@ -1,6 +1,7 @@
 """Running one shell command on this machine: output captured as it comes (head and tail kept, the middle dropped
-past a cap), streamed to a callback at most every ``interval`` seconds, a time limit, and a process group that is
-always gone when the call returns, whether the command exited, timed out or the caller was cancelled.
+past a cap), streamed to a callback at most every ``interval`` seconds, a time limit, its process limit watched (a
+command that reaches it is ended at once, ``CommandResult.ended_by`` says why), and a process group that is always
+gone when the call returns, whether the command exited, timed out, was ended or the caller was cancelled.
 
 The command runs in its own session (``start_new_session``) so everything it starts shares one process group;
 ending the call signals the whole group (SIGTERM, then SIGKILL after a grace) and waits, bounded, until no member
@@ -17,16 +18,24 @@ import subprocess
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import anyio
 from anyio.abc import ByteReceiveStream, Process
 
-__all__ = ["CommandResult", "OutputBuffer", "group_alive", "run_command", "signal_name"]
+if TYPE_CHECKING:
+    from .limits import CommandLimits
+
+__all__ = ["CommandResult", "OutputBuffer", "group_alive", "run_command", "signal_name", "watch_limits"]
 
 _TERM_GRACE_S = 1.0
 _KILL_WAIT_S = 3.0
 _EOF_GRACE_S = 1.0
 _POLL_S = 0.02
+LIMIT_POLL_S = 0.25
+"""How often a command's cgroup is asked whether it reached its process limit."""
+LIMIT_COUNT_S = 0.5
+"""How often the tasks of a sandbox without a cgroup are counted (a scan of ``/proc``)."""
 
 
 def signal_name(number: int) -> str:
@@ -86,6 +95,8 @@ class CommandResult:
     exit_code: int | None
     signal: str | None
     timed_out: bool
+    ended_by: str | None = None
+    """Why the runner ended the command before it finished (it reached its process limit), if it did."""
 
 
 def _group_exists(pgid: int) -> bool:
@@ -192,6 +203,23 @@ async def _publish(changed: _Flag, show: Callable[[], Awaitable[None]], interval
         await anyio.sleep(interval)
 
 
+async def watch_limits(
+    limits: CommandLimits, sandbox_pid: int | None, scope: anyio.CancelScope, why: list[str]
+) -> None:
+    """Until cancelled: when the command reaches its process limit, say why in ``why`` and cancel ``scope`` (the
+    wait for it). ``sandbox_pid``: the local bwrap's pid, for counting where there is no cgroup."""
+    if limits.limits.processes == 0:
+        return
+    interval = LIMIT_POLL_S if limits.in_cgroup else LIMIT_COUNT_S
+    while True:
+        await anyio.sleep(interval)
+        reason = await anyio.to_thread.run_sync(limits.exceeded, sandbox_pid)
+        if reason is not None:
+            why.append(reason)
+            scope.cancel()
+            return
+
+
 async def run_command(
     argv: list[str],
     *,
@@ -202,6 +230,7 @@ async def run_command(
     on_output: Callable[[OutputBuffer], Awaitable[None]],
     interval: float = 0.1,
     own_pid_namespace: bool = False,
+    limits: CommandLimits | None = None,
 ) -> CommandResult:
     """Run ``argv`` to its end or to ``timeout_s``; output accumulates in ``buffer`` and goes to ``on_output``."""
     process = await anyio.open_process(
@@ -214,6 +243,7 @@ async def run_command(
         start_new_session=True,
     )
     timed_out = False
+    ended_by: list[str] = []
     try:
         changed = _Flag()
         eof = anyio.Event()
@@ -222,9 +252,12 @@ async def run_command(
             tg.start_soon(_pump, process.stdout, buffer, changed, eof)
             tg.start_soon(_publish, changed, lambda: on_output(buffer), interval)
             with anyio.move_on_after(timeout_s) as deadline:
+                if limits is not None:
+                    pid = process.pid if own_pid_namespace else None
+                    tg.start_soon(watch_limits, limits, pid, deadline, ended_by)
                 await process.wait()
             if deadline.cancelled_caught:
-                timed_out = True
+                timed_out = not ended_by
                 await _end_group(process, own_pid_namespace)
             # Output still in the pipe; a background job holding it open does not keep us waiting.
             with anyio.move_on_after(_EOF_GRACE_S):
@@ -241,4 +274,5 @@ async def run_command(
         exit_code=code if code is not None and code >= 0 else None,
         signal=signal_name(-code) if code is not None and code < 0 else None,
         timed_out=timed_out,
+        ended_by=ended_by[0] if ended_by else None,
     )

@@ -1,78 +1,56 @@
-"""Commands in a sandbox: bubblewrap (``bwrap``) on Linux, configured by ``[sandbox]``.
+"""Commands in a sandbox: bubblewrap (``bwrap``) on Linux, configured by ``[sandbox]``; deny by default.
 
-What a sandboxed command sees:
-
-- **files:** the whole file system read-only, except the session's directories (read-write) and a private ``/tmp``
-  (and ``/var/tmp``), empty at the start of each command;
-- **repositories:** in each git repository inside them, ``.git/config`` and ``.git/hooks`` are read-only and
-  ``.git`` cannot be swapped (git, the user's or the editor's, runs what they name outside the sandbox);
-- **masked:** ``~/.ssh``, ``~/.aws``, ``~/.gnupg``, ``~/.config/gh``, ``~/.netrc``, ``~/.docker/config.json``,
-  ``$HERMES_ACP_HOME``, the Docker socket, the ssh-agent socket (unless ``SSH_AUTH_SOCK`` is in ``pass_env``), the
-  user's runtime folder (``$XDG_RUNTIME_DIR``, ``/run/user/UID``: the session's D-Bus bus, keyring, gpg-agent,
-  podman; a passed ssh-agent socket there stays), ``.env*`` files inside the session's directories (found by a
-  bounded walk), and ``[sandbox] mask``: folders are empty, files read as empty, nothing there can be written;
-- **devices:** a minimal ``/dev`` (null, zero, random, tty, pts, shm);
-- **processes:** its own PID namespace (it cannot see or signal the agent or the editor), no controlling terminal
-  to push keystrokes into (locally it starts without one; in the editor's terminal it gets a session of its own)
-  and no capabilities, even as root (so it cannot remount anything writable); it dies with its parent;
-- **network:** on, unless ``[sandbox] network = false`` or the session is in ``read_only`` mode;
-- **environment:** ours without secrets (``environment.EnvPolicy``), ``TMPDIR=/tmp``, and the command's own
-  variables, which bwrap sets inside the sandbox (bwrap itself starts without them: ``LD_PRELOAD`` there would run
-  code outside).
+A sandboxed command sees an allow-list (``view.View``: the system read-only with its secrets masked, a fresh empty
+home with ``home_read`` / ``home_write`` bound in, the session's directories writable except secrets and git's
+configuration, a private ``/tmp``), runs with an allow-list environment (``environment.EnvPolicy``: bwrap starts it
+with ``--clearenv`` and sets only those variables, ``TMPDIR=/tmp`` and the command's own), within the limits of
+``[sandbox.limits]`` (``limits``), in its own PID namespace without capabilities or a controlling terminal to push
+keystrokes into, and without network when ``[sandbox] network = false`` or the session is in ``read_only``. It dies
+with its parent. The same line serves the editor's terminals (``terminal/create``): the editor runs it on this
+machine; the environment is cleared inside it, so what the editor's own environment holds never reaches the
+command.
 
 ``[sandbox] mode``: ``auto`` sandboxes where bwrap works; ``required`` refuses commands where it does not; ``off``
-runs commands unconfined. Whether bwrap works is probed once per process (one ``bwrap … true``, a few ms, in a
-worker thread). For the editor's terminals (``terminal/create``) the same ``bwrap`` line is handed over: the editor
-runs it on this machine in its own environment; the line unsets the withheld variables by name, so their values
-never travel, and sets the command's variables itself.
-
-``explain`` turns what a command printed into notes for the model when the sandbox stopped something (a write
-outside, a masked path, no network), so it asks the user instead of retrying. This module decides nothing about
-approval (the terminal tool and the policy do) and knows nothing about ACP.
+runs commands unconfined (still with the allow-list environment and the limits). Whether bwrap works is probed once
+per process (one ``bwrap … true``, a few ms, in a worker thread). ``Sandbox.contained`` lays a command out (the view
+and its limits in a worker thread), yields the line, and removes what the command's limits made when it is done.
+This module decides nothing about approval (the terminal tool and the policy do) and knows nothing about ACP.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import shutil
 import subprocess
 import sys
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 import anyio
 
+from hermes_acp.config import DEFAULT_HOME_READ
 from hermes_acp.core import ModeId
 from hermes_acp.core.notice import Notice
 from hermes_acp.home import default_home
 
 from .environment import EnvPolicy
+from .git import quarantine_new_repositories
+from .limits import MIB, CommandLimits, Enforcement, Limits, enforcement
+from .tree import index_for
+from .view import View, ViewRequest
 
 if TYPE_CHECKING:
     from hermes_acp.config import Settings
 
-__all__ = [
-    "HOME_MASKS",
-    "Availability",
-    "Confined",
-    "Sandbox",
-    "SandboxMode",
-    "probe",
-]
+__all__ = ["DEFAULT_HOME_READ", "Availability", "Confined", "Sandbox", "SandboxMode", "probe"]
 
 SandboxMode = Literal["auto", "required", "off"]
-HOME_MASKS = ("~/.ssh", "~/.aws", "~/.gnupg", "~/.config/gh", "~/.netrc", "~/.docker/config.json")
-SOCKET_MASKS = ("/var/run/docker.sock", "/run/docker.sock")
-"""The Docker socket is root on the host: a command that reaches it leaves any sandbox."""
 PROBE_TIMEOUT_S = 5.0
-ENV_SCAN_ENTRIES = 20_000
-"""Entries the walk for ``.env*`` files looks at per command, at most (``.git`` and ``node_modules`` skipped)."""
-ENV_SCAN_DEPTH = 6
-_SKIPPED_DIRS = frozenset({".git", "node_modules", ".hg", ".svn"})
 _INSTALL_HINT = "install bubblewrap (Debian/Ubuntu: apt install bubblewrap; Fedora: dnf install bubblewrap)"
 
 
@@ -95,10 +73,10 @@ _probed: dict[str | None, Availability] = {}
 
 
 def _base_args(*, network: bool) -> list[str]:
-    args = ["--die-with-parent", "--unshare-pid", "--unshare-ipc", "--cap-drop", "ALL"]
+    args = ["--die-with-parent", "--unshare-pid", "--unshare-ipc", "--cap-drop", "ALL", "--clearenv"]
     if not network:
         args.append("--unshare-net")
-    return [*args, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+    return args
 
 
 def probe(bwrap: str | None = None) -> Availability:
@@ -116,10 +94,11 @@ def _probe(bwrap: str | None) -> Availability:
     path = bwrap or shutil.which("bwrap")
     if path is None:
         return Availability(False, None, f"bubblewrap (bwrap) is not installed: {_INSTALL_HINT}")
-    true = shutil.which("true") or "/bin/true"
+    true = os.path.realpath(shutil.which("true") or "/bin/true")
+    layout = ["--ro-bind", "/", "/", "--size", str(MIB), "--tmpfs", "/tmp", "--remount-ro", "/", "--proc", "/proc"]
     try:
         done = subprocess.run(
-            [path, *_base_args(network=False), "--", true],
+            [path, *_base_args(network=False), *layout, "--dev", "/dev", "--", true],
             stdin=subprocess.DEVNULL,
             capture_output=True,
             timeout=PROBE_TIMEOUT_S,
@@ -130,35 +109,25 @@ def _probe(bwrap: str | None) -> Availability:
     if done.returncode != 0:
         said = done.stderr.decode("utf-8", "replace").strip().splitlines()
         why = said[-1] if said else f"exit status {done.returncode}"
+        if "Unknown option" in why:
+            return Availability(False, path, f"{path} is too old ({why}): bubblewrap 0.6 or newer is needed")
         return Availability(False, path, f"{path} cannot build a sandbox here ({why}); user namespaces may be disabled")
     return Availability(True, path)
 
 
 @dataclass(frozen=True, slots=True)
 class Confined:
-    """A command line ready to run: ``argv`` (through bwrap when ``sandboxed``) and its environment."""
+    """A command line ready to run: ``argv`` (through bwrap when ``sandboxed``), its environment, what it sees
+    (``view``, when sandboxed) and its limits (``limits``: the runner watches them)."""
 
     argv: list[str]
     env: dict[str, str]
     sandboxed: bool
     network: bool
-    masked: tuple[Path, ...] = ()
-    roots: tuple[Path, ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class _Layout:
-    roots: tuple[Path, ...]
-    masks: tuple[tuple[Path, bool], ...]
-    """Each masked path, and whether it is a folder; nothing inside a masked folder is listed again."""
-    kept: tuple[Path, ...]
-    """Sockets inside a masked folder that stay reachable (the ssh-agent's, when ``SSH_AUTH_SOCK`` is passed)."""
-    pinned: tuple[Path, ...]
-    """Folders bound onto themselves, so that they cannot be renamed or replaced (each repository's ``.git``)."""
-    frozen: tuple[Path, ...]
-    """Paths made read-only inside the writable roots (``.git/config``, ``.git/hooks``, ``.git`` pointer files)."""
-    empty: Path
-    var_tmp: bool
+    view: View | None = None
+    limits: CommandLimits | None = None
+    aftermath: list[str] = field(default_factory=list)
+    """Notes for the model about what the command left (``Sandbox.contained`` adds them once it is done)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,9 +137,13 @@ class Sandbox:
     mode: SandboxMode = "auto"
     network: bool = True
     mask: tuple[str, ...] = ()
+    reveal: tuple[str, ...] = ()
+    home_read: tuple[str, ...] = DEFAULT_HOME_READ
+    home_write: tuple[str, ...] = ()
     env_policy: EnvPolicy = field(default_factory=EnvPolicy)
+    limits: Limits = field(default_factory=Limits.defaults)
     home: Path | None = None
-    """``$HERMES_ACP_HOME``: masked, and where the empty file that stands in for masked files is kept."""
+    """``$HERMES_ACP_HOME``: masked where visible, and where the empty file that stands in for masked files is kept."""
     bwrap: str | None = None
     """A bwrap to use instead of the one on PATH."""
     environ: Mapping[str, str] | None = None
@@ -179,20 +152,27 @@ class Sandbox:
     @classmethod
     def from_settings(cls, settings: Settings, environ: Mapping[str, str] | None = None) -> Sandbox:
         section = settings.sandbox
-        keys = [provider.api_key_env for provider in settings.providers.values()]
         return cls(
             mode=section.mode,
             network=section.network,
             mask=tuple(section.mask),
-            env_policy=EnvPolicy.of(keys, section.pass_env),
+            reveal=tuple(section.reveal),
+            home_read=tuple(section.home_read),
+            home_write=tuple(section.home_write),
+            env_policy=EnvPolicy.of(section.pass_env),
+            limits=Limits.from_settings(section.limits),
             home=settings.home,
             environ=environ,
         )
 
     @classmethod
     def default(cls) -> Sandbox:
-        """``mode = "auto"`` with the default masks, for contexts that were given no settings."""
+        """``mode = "auto"`` with the defaults, for contexts that were given no settings."""
         return cls(home=default_home(os.environ))
+
+    def environment(self) -> Mapping[str, str]:
+        """The environment commands start from: the session's (``environ``), else this process's."""
+        return self.environ if self.environ is not None else os.environ
 
     def probe(self) -> Availability:
         """Whether commands will be sandboxed (blocking when not probed yet; ``mode = "off"``: never)."""
@@ -205,6 +185,10 @@ class Sandbox:
         if self.mode != "off" and self.bwrap not in _probed:
             return await anyio.to_thread.run_sync(self.probe)
         return self.probe()
+
+    def enforcement(self) -> Enforcement:
+        """How the limits are applied here (blocking the first time: the cgroup probe)."""
+        return enforcement()
 
     def notice(self, availability: Availability) -> Notice | None:
         """What the session tells the user once when commands are not sandboxed although they should be."""
@@ -222,6 +206,52 @@ class Sandbox:
             f"{availability.problem}; so each one asks for permission, in every mode",
         )
 
+    def view_request(self, roots: Sequence[Path], environ: Mapping[str, str]) -> ViewRequest:
+        passes_agent = "SSH_AUTH_SOCK" in self.env_policy.pass_env
+        return ViewRequest(
+            roots=tuple(roots),
+            home=environ.get("HOME"),
+            home_read=self.home_read,
+            home_write=self.home_write,
+            mask=self.mask,
+            reveal=self.reveal,
+            agent_home=self.home,
+            path=environ.get("PATH", ""),
+            ssh_socket=environ.get("SSH_AUTH_SOCK") if passes_agent else None,
+        )
+
+    @contextlib.asynccontextmanager
+    async def contained(
+        self,
+        argv: Sequence[str],
+        *,
+        roots: Sequence[Path],
+        cwd: Path,
+        mode: ModeId,
+        extra_env: Mapping[str, str],
+        for_editor: bool = False,
+        environ: Mapping[str, str] | None = None,
+    ) -> AsyncIterator[Confined]:
+        """The command line for ``argv``, for as long as the command runs; afterwards its cgroups are removed and the
+        repositories it created are made harmless (``git.quarantine_new_repositories``; notes in ``aftermath``).
+
+        Sandboxed when available (``mode`` decides the network). ``for_editor``: the line is handed to the editor's
+        terminal, which starts it in its own environment; the environment is cleared inside the line. ``extra_env``
+        (the model's choice) is set inside the sandbox by bwrap, never in the environment bwrap itself starts with:
+        bwrap runs outside the sandbox, and its dynamic loader obeys ``LD_PRELOAD`` and the like.
+        """
+        confined = await self.confine(
+            argv, roots=roots, cwd=cwd, mode=mode, extra_env=extra_env, for_editor=for_editor, environ=environ
+        )
+        try:
+            yield confined
+        finally:
+            with anyio.CancelScope(shield=True):
+                if confined.limits is not None:
+                    await anyio.to_thread.run_sync(confined.limits.close)
+                if confined.view is not None:
+                    confined.aftermath.extend(await anyio.to_thread.run_sync(_aftermath, confined.view))
+
     async def confine(
         self,
         argv: Sequence[str],
@@ -233,238 +263,87 @@ class Sandbox:
         for_editor: bool = False,
         environ: Mapping[str, str] | None = None,
     ) -> Confined:
-        """The command line and environment for ``argv``: sandboxed when available (``mode`` decides the network).
-
-        ``for_editor``: the line is handed to the editor's terminal, which starts it in its own environment; the
-        withheld variables are unset by name inside the command line instead. In a sandbox, ``extra_env`` (the
-        model's choice) is set inside it by bwrap, never in the environment bwrap itself starts with: bwrap runs
-        outside the sandbox, and its dynamic loader obeys ``LD_PRELOAD`` and the like.
-        """
-        environ = (self.environ if self.environ is not None else os.environ) if environ is None else environ
+        """``contained``'s line, whose limits the caller must ``close`` (blocking) once the command is done."""
+        environ = self.environment() if environ is None else environ
         availability = await self.availability()
-        withheld = self.env_policy.withheld_names(environ)
         sandboxed = availability.usable and availability.bwrap is not None
         network = self.network and mode != "read_only"
+        base = self.env_policy.base(environ)
         if not sandboxed:
-            env = dict(extra_env)
+            limits = await anyio.to_thread.run_sync(self._limits, for_editor)
+            env = {**base, **extra_env}
+            command = limits.inner(list(argv), sandboxed=False)
             if for_editor:
-                unset = [part for name in withheld for part in ("-u", name)]
-                line = [shutil.which("env") or "/usr/bin/env", *unset, *argv] if withheld else list(argv)
-                return Confined(line, env, sandboxed=False, network=True)
-            return Confined(list(argv), {**self.env_policy.filter(environ), **env}, sandboxed=False, network=True)
+                line = [_env_tool(), "-i", *(f"{k}={v}" for k, v in env.items()), *command]
+                return Confined(limits.outer(line), {}, sandboxed=False, network=True, limits=limits)
+            return Confined(limits.outer(command), env, sandboxed=False, network=True, limits=limits)
         assert availability.bwrap is not None
-        layout = await anyio.to_thread.run_sync(self._layout, tuple(roots), dict(environ))
+        request = self.view_request(roots, environ)
+        view, limits = await anyio.to_thread.run_sync(self._lay_out, request, for_editor)
         args = [availability.bwrap, *_base_args(network=network)]
         if for_editor:
             # The editor starts the line on a terminal; without a session of its own the command could push
             # keystrokes into it (TIOCSTI). Local commands start without a terminal, in one process group that the
             # runner ends as a whole, which a new session would leave.
             args.append("--new-session")
-        if layout.var_tmp:
-            args += ["--tmpfs", "/var/tmp"]
-        for root in layout.roots:
-            args += ["--bind", str(root), str(root)]
-        for folder in layout.pinned:
-            args += ["--bind", str(folder), str(folder)]
-        for path in layout.frozen:
-            args += ["--ro-bind", str(path), str(path)]
-        for path, is_dir in layout.masks:
-            if is_dir:
-                args += ["--tmpfs", str(path)]
-                for kept in (k for k in layout.kept if path in k.parents):
-                    args += ["--bind", str(kept), str(kept)]
-                args += ["--remount-ro", str(path)]
-            else:
-                args += ["--ro-bind", str(layout.empty), str(path)]
-        hide_agent = "SSH_AUTH_SOCK" not in self.env_policy.pass_env
-        launcher_env: dict[str, str] = {}
-        if for_editor:
-            for name in [*withheld, *(["SSH_AUTH_SOCK"] if hide_agent and "SSH_AUTH_SOCK" in environ else [])]:
-                args += ["--unsetenv", name]
-        else:
-            launcher_env = self.env_policy.filter(environ)
-            if hide_agent:
-                launcher_env.pop("SSH_AUTH_SOCK", None)
-        for name, value in {**extra_env, "TMPDIR": "/tmp"}.items():
+        args += self._mounts(view)
+        for name, value in {**base, **extra_env, "TMPDIR": "/tmp"}.items():
             args += ["--setenv", name, value]
-        args += ["--chdir", str(cwd), "--"]
-        masked = tuple(path for path, _ in layout.masks)
-        return Confined(
-            [*args, *argv], launcher_env, sandboxed=True, network=network, masked=masked, roots=layout.roots
-        )
+        args += ["--chdir", str(cwd), "--", *limits.inner(list(argv), sandboxed=True)]
+        env = {} if for_editor else base
+        return Confined(limits.outer(args), env, sandboxed=True, network=network, view=view, limits=limits)
 
-    def _layout(self, roots: tuple[Path, ...], environ: Mapping[str, str]) -> _Layout:
-        """The real roots, the existing paths to mask (each with whether it is a folder), the sockets kept inside
-        masked folders and the empty file that stands in for masked files (blocking: stats, the ``.env`` walk, the
-        empty file made once)."""
-        real_roots = tuple(Path(os.path.realpath(root)) for root in roots)
-        home = environ.get("HOME")
-        wanted: list[Path] = []
-        for entry in (*HOME_MASKS, *self.mask):
-            if entry.startswith("~"):
-                if home:
-                    wanted.append(Path(home) / entry[1:].lstrip("/"))
-            elif os.path.isabs(entry):
-                wanted.append(Path(entry))
-            else:
-                wanted.extend(root / entry for root in real_roots)
-        if self.home is not None:
-            wanted.append(self.home)
-        agent_socket = environ.get("SSH_AUTH_SOCK")
-        pass_socket = "SSH_AUTH_SOCK" in self.env_policy.pass_env
-        if agent_socket and not pass_socket:
-            wanted.append(Path(agent_socket))
-        wanted.extend(_runtime_dirs(environ))
-        wanted.extend(Path(p) for p in SOCKET_MASKS)
-        pinned: list[Path] = []
-        frozen: list[Path] = []
-        for root in real_roots:
-            env_files, repositories = _scan(root)
-            wanted.extend(env_files)
-            for repository in repositories:
-                _protect_repository(repository, real_roots, pinned, frozen)
-        found: dict[Path, bool] = {}
-        for path in wanted:
-            real = Path(os.path.realpath(path))
-            if real in found or not os.path.lexists(real):
-                continue
-            if any(real == root or real in root.parents for root in real_roots):
-                continue  # masking it would hide the session's own directory
-            found[real] = real.is_dir()
-        folders = [path for path, is_dir in found.items() if is_dir]
-        # What a masked folder holds is hidden with it (and bwrap could not mount onto it once it is read-only).
-        masks = tuple((path, is_dir) for path, is_dir in found.items() if not any(f in path.parents for f in folders))
-        kept: tuple[Path, ...] = ()
-        if agent_socket and pass_socket:
-            real_socket = Path(os.path.realpath(agent_socket))
-            if any(folder in real_socket.parents for folder, is_dir in masks if is_dir):
-                kept = (real_socket,)
-        pinned_once, frozen_once = tuple(dict.fromkeys(pinned)), tuple(dict.fromkeys(frozen))
-        return _Layout(real_roots, masks, kept, pinned_once, frozen_once, self._empty_file(), os.path.isdir("/var/tmp"))
+    def _limits(self, for_editor: bool) -> CommandLimits:
+        return CommandLimits.make(self.limits, enforcement(), for_editor=for_editor)
+
+    def _lay_out(self, request: ViewRequest, for_editor: bool) -> tuple[View, CommandLimits]:
+        """The view and the limits of one command (blocking: stats, the scan, the empty file, cgroups)."""
+        view = View.compute(request, empty=self._empty_file())
+        return view, self._limits(for_editor)
+
+    def _mounts(self, view: View) -> list[str]:
+        size = ["--size", str(self.limits.tmp_mib * MIB)] if self.limits.tmp_mib else []
+        args = ["--dev", "/dev", "--proc", "/proc", *size, "--tmpfs", "/tmp", "--dir", "/var"]
+        args += ["--symlink", "../run", "/var/run", *size, "--tmpfs", "/var/tmp"]
+        for mount in view.mounts:
+            match mount.kind:
+                case "ro":
+                    args += ["--ro-bind", mount.source, mount.path]
+                case "rw":
+                    args += ["--bind", mount.source, mount.path]
+                case "symlink":
+                    args += ["--symlink", mount.source, mount.path]
+                case "tmpfs_home":
+                    args += [*size, "--tmpfs", mount.path]
+                case "mask_file":
+                    args += ["--ro-bind", mount.source, mount.path]
+                case "mask_dir":
+                    args += ["--tmpfs", mount.path, "--remount-ro", mount.path]
+        return [*args, "--remount-ro", "/"]
 
     def _empty_file(self) -> Path:
-        """An empty, read-only file that stands in for masked files (created once in the home's cache)."""
+        """An empty, read-only file that stands in for masked files (created once in the home's cache; ``/dev/null``
+        when the home cannot be written)."""
         folder = (self.home or default_home(os.environ)) / "cache" / "sandbox"
         path = folder / "empty"
-        if not path.is_file() or path.stat().st_size:
-            folder.mkdir(parents=True, exist_ok=True)
-            path.unlink(missing_ok=True)
-            path.touch(mode=0o444)
+        try:
+            if not path.is_file() or path.stat().st_size:
+                folder.mkdir(parents=True, exist_ok=True)
+                path.unlink(missing_ok=True)
+                path.touch(mode=0o444)
+        except OSError:
+            return Path(os.devnull)
         return path
 
 
-def _runtime_dirs(environ: Mapping[str, str]) -> list[Path]:
-    """The user's runtime folders (``$XDG_RUNTIME_DIR``, ``/run/user/UID``): the session's D-Bus bus, the keyring,
-    gpg-agent, podman, pipewire and Wayland listen there, and each of them can run or reveal things outside the
-    sandbox (``systemd-run --user`` over the bus)."""
-    found = [Path(environ["XDG_RUNTIME_DIR"])] if environ.get("XDG_RUNTIME_DIR") else []
-    return [*found, Path(f"/run/user/{os.getuid()}")]
+def _aftermath(view: View) -> list[str]:
+    """What a sandboxed command left that must not run outside it: the repositories it created (blocking)."""
+    before = set(view.gits)
+    created = [entry for root in view.roots for entry in index_for(Path(root)).refresh().gits if entry not in before]
+    return quarantine_new_repositories(created, view.roots) if created else []
 
 
-def _scan(root: Path) -> tuple[list[Path], list[Path]]:
-    """``.env*`` files (and links to files) and ``.git`` entries (repository folders, worktree and submodule pointer
-    files) under ``root``: a bounded walk; what ``.git`` and ``node_modules`` hold is not walked."""
-    env_files: list[Path] = []
-    repositories: list[Path] = []
-    budget = ENV_SCAN_ENTRIES
-    stack: list[tuple[str, int]] = [(str(root), 0)]
-    while stack and budget > 0:
-        folder, depth = stack.pop()
-        try:
-            with os.scandir(folder) as listing:
-                entries = list(listing)
-        except OSError:
-            continue
-        budget -= len(entries)
-        for entry in entries:
-            try:
-                if entry.name == ".git":
-                    repositories.append(Path(entry.path))
-                elif entry.is_dir(follow_symlinks=False):
-                    if depth < ENV_SCAN_DEPTH and entry.name not in _SKIPPED_DIRS:
-                        stack.append((entry.path, depth + 1))
-                elif entry.name.startswith(".env") and entry.is_file(follow_symlinks=True):
-                    env_files.append(Path(entry.path))
-            except OSError:
-                continue
-    return env_files, repositories
-
-
-def _protect_repository(entry: Path, roots: tuple[Path, ...], pinned: list[Path], frozen: list[Path]) -> None:
-    """What git runs programs from, kept as it is: a repository's ``config`` (``core.fsmonitor``, ``core.pager``,
-    aliases, filters) and ``hooks``, which the user's git and the editor's (``git status`` in the background) would
-    run outside the sandbox; its ``.git`` folder pinned, so that it cannot be swapped for another, and a ``.git``
-    pointer file kept from pointing elsewhere. Folders outside the roots are read-only already. Blocking: creates an
-    empty ``hooks`` folder where there is none (as ``git init`` does), so that none can appear."""
-    if entry.is_symlink():
-        frozen.append(entry)
-        return
-    if entry.is_file():
-        frozen.append(entry)
-        gitdir = _pointed(entry, "gitdir:")
-    elif entry.is_dir():
-        pinned.append(entry)
-        gitdir = entry
-    else:
-        return
-    common = _pointed(gitdir / "commondir", "") if gitdir is not None else None
-    folders = {Path(os.path.realpath(folder)) for folder in (gitdir, common) if folder is not None}
-    for real in folders:
-        if not any(real == root or root in real.parents for root in roots) or not real.is_dir():
-            continue
-        hooks = real / "hooks"
-        with contextlib.suppress(OSError):
-            hooks.mkdir(exist_ok=True)
-        frozen.extend(path for path in (real / "config", real / "config.worktree", hooks) if path.exists())
-
-
-def _pointed(pointer: Path, prefix: str) -> Path | None:
-    """The folder a git pointer file names (``gitdir: ../.git/worktrees/x``, a ``commondir``), if it names one."""
-    try:
-        line = pointer.read_text(encoding="utf-8", errors="replace").strip()
-    except OSError:
-        return None
-    if not line.startswith(prefix) or not line[len(prefix) :].strip():
-        return None
-    return pointer.parent / line[len(prefix) :].strip()
-
-
-def explain(confined: Confined, command: str, output: str, *, home: str | None) -> list[str]:
-    """Notes for the model when the sandbox is what stopped a command (so it asks instead of retrying)."""
-    if not confined.sandboxed:
-        return []
-    notes: list[str] = []
-    if "Read-only file system" in output:
-        notes.append(
-            "[Sandbox: a write outside the session's directories failed (the rest of the file system is read-only;"
-            " /tmp is private to each command). Do not try another way around it: ask the user if it is needed.]"
-        )
-    hidden = sorted({shown for path in confined.masked if (shown := _mentioned(path, command, home)) is not None})
-    if hidden:
-        notes.append(
-            f"[Sandbox: {', '.join(hidden)} {'is' if len(hidden) == 1 else 'are'} hidden from commands (empty)."
-            " Ask the user if the command really needs it.]"
-        )
-    offline = ("Could not resolve host", "Network is unreachable", "Temporary failure in name resolution")
-    if not confined.network and any(phrase in output for phrase in (*offline, "Connection refused")):
-        notes.append("[Sandbox: commands have no network in this session. Ask the user if it is needed.]")
-    if ".git" in output and ("Read-only file system" in output or "Device or resource busy" in output):
-        notes.append(
-            "[Sandbox: a repository's .git/config and .git/hooks are read-only to commands (git would run what they"
-            " name outside the sandbox). Ask the user to change git settings or hooks.]"
-        )
-    if "No such process" in output and "kill" in command:
-        notes.append("[Sandbox: a command sees only its own processes; it cannot signal others.]")
-    return notes
-
-
-def _mentioned(path: Path, command: str, home: str | None) -> str | None:
-    """How the command names a masked path, if it does: ``~/.ssh``, ``.env``, or the path itself."""
-    text = str(path)
-    if home and text.startswith(home.rstrip("/") + "/"):
-        relative = text[len(home.rstrip("/")) + 1 :]
-        if relative in command:
-            return f"~/{relative}"
-    if path.name.startswith(".env") and path.name in command:
-        return path.name
-    return text if text in command or (path.name.startswith(".") and path.name in command) else None
+@functools.cache
+def _env_tool() -> str:
+    """``env`` from the system, never a shim earlier on ``PATH``."""
+    return "/usr/bin/env" if os.path.exists("/usr/bin/env") else shutil.which("env") or "env"

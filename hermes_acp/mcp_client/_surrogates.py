@@ -7,7 +7,8 @@ its character, a lone surrogate U+FFFD, hidden characters go) and encoded again:
 
 - ``mend_json(raw)``: one JSON text, or None when it needs nothing (no lone surrogate, or not JSON at all);
 - ``mend_body(chunks, events=...)``: an HTTP response body as it streams: server-sent events line by line (each
-  ``data:`` line is one JSON text), a JSON body whole.
+  ``data:`` line is one JSON text), a JSON body whole, each within the one bound on a message (``_bounded``: a
+  longer one is cut into the answer it stands for, in one pass, whatever its size).
 
 Nothing here knows the SDK or HTTP; ``_wire`` applies it where the SDK would otherwise see the message.
 """
@@ -19,6 +20,8 @@ import re
 from collections.abc import AsyncIterable, AsyncIterator
 
 from hermes_acp.core.sanitize import sanitize_json
+
+from ._bounded import BoundedLines, Cut, cut_message
 
 __all__ = ["mend_body", "mend_json"]
 
@@ -54,22 +57,28 @@ def _mend_line(line: bytes) -> bytes:
 
 
 async def mend_body(chunks: AsyncIterable[bytes], *, events: bool) -> AsyncIterator[bytes]:
-    """The body ``chunks`` make up, mended: event lines as soon as each is whole, a JSON body at its end."""
-    pending = bytearray()
+    """The body ``chunks`` make up, bounded and mended: event lines as soon as each is whole, a JSON body at its end."""
+    lines = BoundedLines(split=events)
     async for chunk in chunks:
-        pending += chunk
-        if not events:
-            continue
-        end = pending.rfind(b"\n")
-        if end < 0:
-            continue
-        lines = bytes(pending[: end + 1]).split(b"\n")[:-1]
-        del pending[: end + 1]
-        yield b"".join(_mend_line(line) + b"\n" for line in lines)
-    if pending:
-        whole = bytes(pending)
-        if events:
-            yield _mend_line(whole)
-        else:
-            mended = mend_json(whole)
-            yield whole if mended is None else mended.encode("utf-8")
+        done = lines.feed(chunk)
+        if done:
+            yield b"".join(_event_line(line) + b"\n" for line in done)
+    for rest in lines.flush():
+        yield _event_line(rest) if events else _json_body(rest)
+
+
+def _event_line(line: bytes | Cut) -> bytes:
+    if not isinstance(line, Cut):
+        return _mend_line(line)
+    head = line.head.removeprefix(_DATA).removeprefix(b" ")
+    if not line.head.startswith(_DATA):
+        return b":"  # an over-long line that is not data: a comment, which the parser skips
+    message = cut_message(Cut(head, line.tail, line.total))
+    return b":" if message is None else _DATA + b" " + message
+
+
+def _json_body(body: bytes | Cut) -> bytes:
+    if isinstance(body, Cut):
+        return cut_message(body) or b""
+    mended = mend_json(body)
+    return body if mended is None else mended.encode("utf-8")

@@ -1,7 +1,8 @@
 """The adapter to the mcp SDK: open one server over stdio, streamable HTTP or SSE, and speak to it in plain dicts.
 
 ``open_wire(spec, ...)`` is an async context manager: it starts the transport (spawning a stdio server in the
-session's cwd, its env merged over the SDK's minimal environment; HTTP and SSE with the editor's headers), runs the
+session's cwd with exactly the spec's environment, through our own bounded transport ``_stdio``; HTTP and SSE with
+the editor's headers, their bodies read within the same bound), runs the
 ``initialize`` handshake (``mode="legacy"``: one round trip every server understands) and yields a ``Wire``.
 Lists come back as wire-shaped dicts (by alias, JSON mode); a ``tools/call`` result comes back as the server sent
 it, every key kept (the cua-driver's extensions included), so nothing above this module sees SDK types.
@@ -30,7 +31,7 @@ that imports ``mcp``.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,7 +43,6 @@ import httpx2
 import structlog
 from mcp import Client, MCPError, types
 from mcp.client.sse import sse_client
-from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.message import SessionMessage
@@ -51,6 +51,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from hermes_acp.version import __version__
 
 from ._failures import ServerRejected, TransportDropped
+from ._stdio import stdio_transport
 from ._surrogates import mend_body, mend_json
 from .specs import HttpSpec, StdioSpec
 
@@ -103,8 +104,9 @@ class Wire:
         info = self.client.server_info
         return info.version if info is not None else None
 
-    async def list_tools(self) -> list[dict[str, Any]]:
-        return [_dump(t) for t in await self._pages("tools")]
+    async def list_tools(self, *, limit: int | None = None) -> list[dict[str, Any]]:
+        """The server's tools (pages followed until ``limit`` of them are known, when given)."""
+        return [_dump(t) for t in (await self._pages("tools", limit=limit))[:limit]]
 
     async def list_resources(self) -> list[dict[str, Any]]:
         return [_dump(r) for r in await self._pages("resources")]
@@ -129,7 +131,7 @@ class Wire:
             result = await self.client.session.get_prompt(name, arguments)
         return _dump(result)
 
-    async def _pages(self, kind: str) -> list[Any]:
+    async def _pages(self, kind: str, *, limit: int | None = None) -> list[Any]:
         session = self.client.session
         items: list[Any] = []
         cursor: str | None = None
@@ -146,7 +148,7 @@ class Wire:
                     page = await session.list_prompts(params=params)
                     items.extend(page.prompts)
             cursor = page.next_cursor
-            if not cursor:
+            if not cursor or (limit is not None and len(items) >= limit):
                 break
         return items
 
@@ -241,13 +243,33 @@ class _MendedBody(httpx2.AsyncByteStream):
 
 
 async def _mend_bodies(response: httpx2.Response) -> None:
-    """Response hook: JSON and event-stream bodies (not compressed) pass ``mend_body`` on their way to the SDK."""
-    if response.headers.get("content-encoding", "identity").lower() not in ("", "identity"):
-        return
+    """Response hook: JSON and event-stream bodies pass ``mend_body`` on their way to the SDK (bounded, and made
+    safe). A compressed body is refused: it could not be bounded before it is inflated."""
+    encoding = response.headers.get("content-encoding", "identity").lower()
     media = response.headers.get("content-type", "").lower()
     events = media.startswith("text/event-stream")
-    if (events or media.startswith("application/json")) and isinstance(response.stream, httpx2.AsyncByteStream):
-        response.stream = _MendedBody(response.stream, events=events)
+    if not (events or media.startswith("application/json")) or not isinstance(response.stream, httpx2.AsyncByteStream):
+        return
+    if encoding not in ("", "identity"):
+        return
+    response.stream = _MendedBody(response.stream, events=events)
+
+
+def _bounded_client(
+    headers: dict[str, str] | None = None, timeout: httpx2.Timeout | None = None, auth: httpx2.Auth | None = None
+) -> httpx2.AsyncClient:
+    """The SSE transport's HTTP client, with its bodies bounded and mended like streamable HTTP's."""
+    client = create_mcp_http_client(headers=_identity(headers or {}), timeout=timeout, auth=auth)
+    client.event_hooks["response"] += [_mend_bodies]
+    return client
+
+
+def _identity(headers: Mapping[str, str]) -> dict[str, str]:
+    """The editor's headers, asking for bodies that are not compressed (a compressed one cannot be bounded before it
+    is inflated)."""
+    if any(name.lower() == "accept-encoding" for name in headers):
+        return dict(headers)
+    return {**headers, "Accept-Encoding": "identity"}
 
 
 class _WatchedReadStream:
@@ -296,20 +318,22 @@ async def _transport(
     spec: StdioSpec | HttpSpec, *, cwd: Path | None, errlog: TextIO, connect_timeout_s: float, dropped: anyio.Event
 ) -> AsyncIterator[tuple[Any, Any]]:
     if isinstance(spec, StdioSpec):
-        params = StdioServerParameters(
-            command=spec.command, args=list(spec.args), env=dict(spec.env), cwd=cwd, encoding_error_handler="replace"
-        )
-        async with stdio_client(params, errlog=errlog) as (read, write):
+        transport = stdio_transport(spec.name, spec.command, list(spec.args), env=spec.env, cwd=cwd, errlog=errlog)
+        async with transport as (read, write):
             yield _WatchedReadStream(read, dropped), write
     elif spec.transport == "http":
         timeout = httpx2.Timeout(connect_timeout_s, read=None)
-        http = create_mcp_http_client(headers=dict(spec.headers), timeout=timeout)
+        http = create_mcp_http_client(headers=_identity(spec.headers), timeout=timeout)
         http.event_hooks["response"] += [_record_status, _mend_bodies]
         async with http, streamable_http_client(spec.url, http_client=http) as (read, write):
             yield _WatchedReadStream(read, dropped), write
     else:
         async with sse_client(
-            spec.url, headers=dict(spec.headers), timeout=connect_timeout_s, sse_read_timeout=SSE_READ_TIMEOUT_S
+            spec.url,
+            headers=dict(spec.headers),
+            timeout=connect_timeout_s,
+            sse_read_timeout=SSE_READ_TIMEOUT_S,
+            httpx_client_factory=_bounded_client,
         ) as (read, write):
             yield _WatchedReadStream(read, dropped), write
 

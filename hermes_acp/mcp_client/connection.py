@@ -22,19 +22,18 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 import structlog
 
+from hermes_acp.core.bounds import MAX_MCP_TOOLS_PER_SERVER
 from hermes_acp.errors import McpServerUnavailableError, OutcomeUnknownError, ToolError, ToolTimeoutError
 
 from ._failures import NotConnected, RequestLost, ServerRejected
 from .naming import sanitise
 from .specs import HttpSpec, StdioSpec
 from .supervisor import LinkState, Live, SupervisedConnection
-
-if TYPE_CHECKING:
-    from ._wire import Wire
+from .wire_port import McpWire, OpenWire
 
 __all__ = [
     "CALL_TIMEOUT_S",
@@ -71,12 +70,16 @@ class ServerConnection:
         stderr_dir: Path | None,
         timeouts: McpTimeouts,
         on_change: Callable[[], None] = lambda: None,
+        open_wire: OpenWire | None = None,
     ):
         self.spec = spec
         self.index = index
         self.timeouts = timeouts
         self.tools: list[dict[str, Any]] = []
-        """The last ``tools/list`` (kept while the connection is rebuilt, so the tool surface stays stable)."""
+        """The last ``tools/list`` (kept while the connection is rebuilt, so the tool surface stays stable), at most
+        ``MAX_MCP_TOOLS_PER_SERVER`` of them."""
+        self.tools_cut = False
+        """The server listed more tools than are offered."""
         self.listing_version = 0
         self.has_resources = False
         self.has_prompts = False
@@ -88,6 +91,7 @@ class ServerConnection:
             cwd=cwd,
             stderr_log=stderr_log,
             on_change=on_change,
+            open_wire=open_wire,
         )
 
     @property
@@ -131,8 +135,10 @@ class ServerConnection:
         """Until ``predicate(self)`` holds, re-checked at every state change. Unbounded: bound it."""
         await self.link.wait_for(lambda _: predicate(self))
 
-    async def _list(self, wire: Wire) -> None:
-        tools = await wire.list_tools()
+    async def _list(self, wire: McpWire) -> None:
+        listed = await wire.list_tools(limit=MAX_MCP_TOOLS_PER_SERVER + 1)
+        tools = listed[:MAX_MCP_TOOLS_PER_SERVER]
+        self.tools_cut = len(listed) > MAX_MCP_TOOLS_PER_SERVER
         self.has_resources = wire.has_resources
         self.has_prompts = wire.has_prompts
         if tools != self.tools or self.listing_version == 0:
@@ -148,7 +154,7 @@ class ServerConnection:
             self.link.call(tool, arguments, replay_safe=read_only, timeout_s=self.timeouts.call_s),
         )
 
-    async def read(self, op: Callable[[Wire], Awaitable[dict[str, Any]]], what: str) -> dict[str, Any]:
+    async def read(self, op: Callable[[McpWire], Awaitable[dict[str, Any]]], what: str) -> dict[str, Any]:
         """A read-only request (lists, ``resources/read``, ``prompts/get``)."""
 
         def on(live: Live[None]) -> Awaitable[dict[str, Any]]:

@@ -4,7 +4,8 @@ editor, ``raw_output`` for the record.
 Text (and text resources) is cleaned by the one sanitizer (``core.sanitize``) and capped (``untrusted``); the model
 is told when text was cut. Images are saved under ``<cache_dir>/images/``: the model gets an ``ImagePart`` labelled
 with the saved path (the request builder turns it into a note for models without vision), the editor an
-``ImageBlock``. Audio, binary resources and unknown blocks become one-line markers. ``structuredContent`` is shown
+``ImageBlock``. Audio, binary resources and unknown blocks become one-line markers. A result the transport cut (an
+answer over the size of one message, ``_bounded``) says so at its end. ``structuredContent`` is shown
 to the model only when the result has no text. ``raw_output`` carries ``structuredContent`` and the ``_meta`` keys
 that are not reserved by MCP. ``isError`` makes a failed outcome. Nothing here knows the mcp SDK.
 """
@@ -22,6 +23,7 @@ from hermes_acp.errors import ErrorCode
 from hermes_acp.tools._text import cap_middle
 from hermes_acp.tools.base import ToolOutcome
 
+from ._bounded import CUT_KEY, MAX_MESSAGE_BYTES
 from .images import decode_image, save_image
 from .untrusted import MAX_RESULT_CHARS, RESULT_HEAD_SHARE, public_meta
 
@@ -59,10 +61,17 @@ async def outcome_from_result(
     if not texts and not images:
         texts.append("(the tool reported an error without details)" if failed else "(no output)")
     text, _ = cap_middle("\n".join(texts), limit, head_share=RESULT_HEAD_SHARE)
+    meta = public_meta(result.get("_meta") if isinstance(result.get("_meta"), Mapping) else None)
+    cut = meta.pop(CUT_KEY, None)
+    if isinstance(cut, Mapping):
+        text += (
+            f"\n[The server's answer was {cut.get('total', 0):,} bytes, over the limit of {MAX_MESSAGE_BYTES:,} for one"
+            f" message: only its first {cut.get('read', 0):,} bytes were read, and this result is cut there. Ask the"
+            " tool for less at once if it can.]"
+        )
     raw: dict[str, Any] = {}
     if structured is not None:
         raw["structuredContent"] = structured
-    meta = public_meta(result.get("_meta") if isinstance(result.get("_meta"), Mapping) else None)
     if meta:
         raw["_meta"] = meta
     model_images: list[TextPart | ImagePart] = list(images)

@@ -18,6 +18,7 @@ through its supervised connection. It knows nothing about modes, providers or AC
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +26,8 @@ from pathlib import Path
 import anyio
 import structlog
 
+from hermes_acp.core.bounds import MAX_MCP_TOOLS_PER_SERVER
+from hermes_acp.exec.environment import EnvPolicy
 from hermes_acp.tools.base import AnyTool
 
 from .connection import McpTimeouts, ServerConnection
@@ -32,6 +35,7 @@ from .naming import ToolKey, assign_names
 from .remote_tools import UTILITY_TOOLS, McpTool, Utility, UtilityTool
 from .specs import StdioSpec, UnusableSpec, parse_specs
 from .supervisor import LinkState
+from .wire_port import OpenWire
 
 __all__ = ["READY_WAIT_S", "McpServers", "ServerStatus"]
 
@@ -69,12 +73,25 @@ class McpServers:
         cwd: Path,
         stderr_dir: Path | None = None,
         timeouts: McpTimeouts | None = None,
+        pass_env: Sequence[str] = (),
+        open_wire: OpenWire | None = None,
     ):
-        parsed = parse_specs(specs)
+        """``timeouts`` bound every wait of every server; ``pass_env`` names the variables a stdio server's base
+        environment takes beyond the safe list; ``open_wire`` is how each connection is opened (None: the SDK
+        adapter; tests give an in-memory one)."""
+        parsed = parse_specs(specs, base_env=EnvPolicy.of(pass_env).base(os.environ))
         self._changed = anyio.Event()
         timeouts = timeouts or McpTimeouts()
         self.connections: list[ServerConnection] = [
-            ServerConnection(spec, index, cwd=cwd, stderr_dir=stderr_dir, timeouts=timeouts, on_change=self._poke)
+            ServerConnection(
+                spec,
+                index,
+                cwd=cwd,
+                stderr_dir=stderr_dir,
+                timeouts=timeouts,
+                on_change=self._poke,
+                open_wire=open_wire,
+            )
             for index, spec in enumerate(parsed)
             if not isinstance(spec, UnusableSpec)
         ]
@@ -139,6 +156,11 @@ class McpServers:
             if conn.state == "failed" and self._once((conn.index, "failed", conn.attempts)):
                 notices.append(
                     f"⚠ MCP server '{conn.name}' could not be started: {conn.error}. Its tools are not available."
+                )
+            elif conn.tools_cut and self._once((conn.index, "cut", conn.listing_version)):
+                notices.append(
+                    f"⚠ MCP server '{conn.name}' lists more than {MAX_MCP_TOOLS_PER_SERVER} tools; only the first"
+                    f" {MAX_MCP_TOOLS_PER_SERVER} are offered to the model."
                 )
             elif conn.settling and self._once((conn.index, "starting", conn.attempts)):
                 notices.append(

@@ -3,9 +3,10 @@
 Entries arrive as the client sent them, in ACP's shapes: stdio ``{name, command, args, env: [{name, value}]}``, http
 ``{type: "http", name, url, headers: [{name, value}]}``, sse ``{type: "sse", ...}``. Anything else (``acp``, a
 missing command or URL, an ``unreadable_entry`` standing for an entry that is not even an object) becomes an
-``UnusableSpec`` that says why, so the session can tell the user. Env values and header values may be secrets: they
-are registered with the log redactor here and never logged. This module does no I/O and knows nothing about the mcp
-SDK.
+``UnusableSpec`` that says why, so the session can tell the user. A stdio server's environment is the allow-list
+base it is given (``exec.environment``: the safe variables and ``[sandbox] pass_env``) with exactly the variables
+its entry declares over it. Env values and header values may be secrets: they are registered with the log
+redactor here and never logged. This module does no I/O and knows nothing about the mcp SDK.
 """
 
 from __future__ import annotations
@@ -16,10 +17,7 @@ from typing import Literal
 
 from hermes_acp.telemetry import register_secret
 
-__all__ = ["BASE_ENV", "HttpSpec", "ServerSpec", "StdioSpec", "UnusableSpec", "parse_specs", "unreadable_entry"]
-
-BASE_ENV = ("HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER")
-"""The only variables of ours a stdio server inherits (the mcp SDK's default on POSIX; a test holds it to that)."""
+__all__ = ["HttpSpec", "ServerSpec", "StdioSpec", "UnusableSpec", "parse_specs", "unreadable_entry"]
 
 _UNREADABLE = "hermes-acp/unreadable"
 
@@ -30,8 +28,8 @@ class StdioSpec:
     command: str
     args: tuple[str, ...] = ()
     env: Mapping[str, str] = field(default_factory=dict)
-    """Exactly what the editor declared, merged over ``BASE_ENV`` taken from ours: no other variable of this process
-    (keys, tokens, ``HERMES_ACP_*``) reaches the server."""
+    """The whole environment the server starts with: the allow-list base, and exactly what the editor declared over
+    it; no other variable of this process (keys, tokens, ``HERMES_ACP_*``) reaches the server."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,9 +49,9 @@ class UnusableSpec:
 ServerSpec = StdioSpec | HttpSpec | UnusableSpec
 
 
-def parse_specs(raw: Sequence[Mapping[str, object]]) -> list[ServerSpec]:
-    """One spec per entry, in the editor's order."""
-    return [_parse(entry, index) for index, entry in enumerate(raw)]
+def parse_specs(raw: Sequence[Mapping[str, object]], *, base_env: Mapping[str, str]) -> list[ServerSpec]:
+    """One spec per entry, in the editor's order; a stdio server's env is ``base_env`` with its declared env over."""
+    return [_parse(entry, index, base_env) for index, entry in enumerate(raw)]
 
 
 def unreadable_entry(name: str | None, problem: str) -> dict[str, object]:
@@ -61,7 +59,7 @@ def unreadable_entry(name: str | None, problem: str) -> dict[str, object]:
     return {"type": _UNREADABLE, "name": name, "problem": problem}
 
 
-def _parse(entry: Mapping[str, object], index: int) -> ServerSpec:
+def _parse(entry: Mapping[str, object], index: int, base_env: Mapping[str, str]) -> ServerSpec:
     name = entry.get("name")
     if not isinstance(name, str) or not name.strip():
         name = f"server{index + 1}"
@@ -79,7 +77,7 @@ def _parse(entry: Mapping[str, object], index: int) -> ServerSpec:
         for key, value in env.items():
             if _looks_secret(key):
                 register_secret(value)
-        return StdioSpec(name=name, command=command, args=tuple(args), env=env)
+        return StdioSpec(name=name, command=command, args=tuple(args), env={**base_env, **env})
     if kind in ("http", "sse"):
         url = entry.get("url")
         if not isinstance(url, str) or not url.startswith(("http://", "https://")):

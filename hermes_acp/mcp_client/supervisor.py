@@ -27,8 +27,9 @@ Its state is a ``LinkState``; every change wakes the waiters of one condition (`
   request that is not replay-safe may then go out once;
 - no connection to be had: ``NotConnected`` (nothing was sent). An error answer: ``ServerRejected``.
 
-This module does not import the mcp SDK: ``_wire`` (the adapter) is loaded in a worker thread the first time a
-connection starts. It knows nothing about tools, sessions or what a result means.
+This module does not import the mcp SDK: ``_wire`` (the adapter, behind the ``wire_port`` seam) is loaded in a
+worker thread the first time a connection starts, unless an ``open_wire`` of another kind was given. It knows
+nothing about tools, sessions or what a result means.
 """
 
 from __future__ import annotations
@@ -39,19 +40,16 @@ import importlib
 import math
 import tempfile
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Generic, Protocol, TextIO, TypeVar
+from typing import Any, Generic, TextIO, TypeVar
 
 import anyio
 import structlog
 
 from ._failures import Failure, NotConnected, RequestLost, ServerRejected, TransportDropped
 from .specs import HttpSpec, StdioSpec
-
-if TYPE_CHECKING:
-    from ._wire import Wire
+from .wire_port import McpWire, OpenWire
 
 __all__ = [
     "FAREWELL_TIMEOUT_S",
@@ -93,26 +91,14 @@ class LinkState(enum.StrEnum):
 class Live(Generic[P]):
     """One live connection: the wire and what ``setup`` made of it."""
 
-    wire: Wire
+    wire: McpWire
     prepared: P
 
 
-class _OpenWire(Protocol):
-    def __call__(
-        self,
-        spec: StdioSpec | HttpSpec,
-        *,
-        cwd: Path | None,
-        errlog: TextIO,
-        connect_timeout_s: float,
-        dropped: anyio.Event,
-    ) -> AbstractAsyncContextManager[Wire]: ...
-
-
-async def _load_open_wire() -> _OpenWire:
+async def _load_open_wire() -> OpenWire:
     """Import the SDK adapter off the event loop (importing ``mcp`` takes over a second)."""
     module = await anyio.to_thread.run_sync(importlib.import_module, f"{__package__}._wire", abandon_on_cancel=True)
-    opener: _OpenWire = module.open_wire
+    opener: OpenWire = module.open_wire
     return opener
 
 
@@ -138,15 +124,17 @@ class SupervisedConnection(Generic[P]):
         self,
         spec: StdioSpec | HttpSpec,
         *,
-        setup: Callable[[Wire], Awaitable[P]],
+        setup: Callable[[McpWire], Awaitable[P]],
         connect_s: float,
         cwd: Path | None = None,
         stderr_log: Path | None = None,
         farewell: Callable[[Live[P]], Awaitable[None]] | None = None,
         on_change: Callable[[], None] = lambda: None,
+        open_wire: OpenWire | None = None,
     ):
         """``stderr_log``: where a stdio server's stderr goes (None: a temporary file); either way its last lines
-        explain a failure to start."""
+        explain a failure to start. ``open_wire``: how a connection is opened (None: the SDK adapter, ``_wire``;
+        tests give an in-memory one)."""
         self.spec = spec
         self.connect_s = connect_s
         self._setup = setup
@@ -154,6 +142,7 @@ class SupervisedConnection(Generic[P]):
         self._cwd = cwd
         self._stderr_log = stderr_log
         self._on_change = on_change
+        self._open_wire = open_wire
         self.state = LinkState.IDLE
         self.error: str | None = None
         """Why the last attempt failed or the connection ended."""
@@ -192,7 +181,7 @@ class SupervisedConnection(Generic[P]):
 
     async def _supervise(self) -> None:
         try:
-            open_wire = await _load_open_wire()
+            open_wire = self._open_wire or await _load_open_wire()
         except Exception as exc:
             _log.exception("the MCP client could not be loaded", server=self.name)
             self._finish_attempt(LinkState.FAILED, f"the MCP client could not be loaded: {exc}")
@@ -233,7 +222,7 @@ class SupervisedConnection(Generic[P]):
             self._scope.deadline = min(self._scope.deadline, anyio.current_time() + STOP_GRACE_S)
         self._notify()
 
-    async def _hold_one(self, open_wire: _OpenWire) -> None:
+    async def _hold_one(self, open_wire: OpenWire) -> None:
         over = anyio.Event()
         self._set(LinkState.STARTING, None)
         errlog, start = await anyio.to_thread.run_sync(self._open_errlog)

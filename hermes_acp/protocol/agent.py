@@ -33,18 +33,21 @@ from hermes_acp.errors import (
     InvalidParamsError,
     NoProviderError,
     ProviderAuthError,
-    SessionNotFoundError,
+    SessionNotOpenError,
 )
 from hermes_acp.mcp_client.specs import unreadable_entry
-from hermes_acp.sessions import Session, SessionManager
+from hermes_acp.providers.catalog import ModelCatalog
+from hermes_acp.sessions import Session, SessionManager, SessionServices
 from hermes_acp.sessions.switches import SWITCHES
 from hermes_acp.sessions.turn_imports import warm_up_turn_modules
 
 from .client_bridge import AcpClientBridge
 from .convert import prompt_to_display, usage_json
 from .dispatcher import RequestContext, Route
-from .initialize import ENV_METHOD_ID, SETUP_METHOD_ID, key_variables
+from .initialize import ENV_METHOD_ID, FORM_SETUP_METHOD_ID, SETUP_METHOD_ID, key_variables
+from .provider_routes import ProviderRoutes
 from .session_view import EFFORT_OPTION_ID, MODE_OPTION_ID, MODEL_OPTION_ID, commands_update
+from .setup_route import setup_in_editor
 from .wire import (
     AuthenticateParams,
     ListSessionsParams,
@@ -71,6 +74,7 @@ class HermesAgent:
         self._manager = manager
         self._bridge = bridge
         self._startup_error = startup_error
+        self._provider_routes = ProviderRoutes(self._services, self._announce_all)
 
     def routes(self) -> list[Route]:
         """Every method the agent answers (``initialize`` is answered before the server has loaded, elsewhere)."""
@@ -90,6 +94,9 @@ class HermesAgent:
             Route("session/set_model", self.set_model),
             Route("session/prompt", self.prompt, cancel=self._cancel_prompt),
             Route("session/cancel", self.cancel),
+            Route("providers/list", self._provider_routes.list),
+            Route("providers/set", self._provider_routes.set),
+            Route("providers/disable", self._provider_routes.disable),
         ]
 
     @property
@@ -103,18 +110,22 @@ class HermesAgent:
         """A live session this connection is attached to (one it created, loaded or resumed)."""
         session = self.manager.get(session_id)
         if not session.audience.has(self._bridge):
-            raise SessionNotFoundError(session_id)
+            raise SessionNotOpenError(session_id)
         return session
 
     # -- auth -----------------------------------------------------------------------------------------------------
 
     async def authenticate(self, ctx: RequestContext, raw: Any) -> dict[str, Any]:
         params = parse(AuthenticateParams, raw)
-        if params.method_id not in (SETUP_METHOD_ID, ENV_METHOD_ID):
+        if params.method_id not in (SETUP_METHOD_ID, ENV_METHOD_ID, FORM_SETUP_METHOD_ID):
             raise InvalidParamsError(f"unknown authentication method {params.method_id!r}", field="methodId")
         if self._startup_error is not None:
             raise ProviderAuthError(f"the configuration has errors: {self._startup_error}")
         services = self._bridge.services
+        if params.method_id == FORM_SETUP_METHOD_ID:
+            await setup_in_editor(ctx, self._bridge, services.providers, services.catalog)
+            await self._announce_all(services.catalog)
+            return {}
         if not any(m.usable for m in services.catalog.models):
             variables = ", ".join(sorted(set(key_variables(services.env).values())))
             raise NoProviderError(
@@ -316,6 +327,18 @@ class HermesAgent:
                 await self._bridge.sink(session.id).emit_live(meter)
 
         ctx.after_response(send)
+
+    def _services(self) -> SessionServices:
+        """This connection's services (its environment's catalog and providers); the startup error if none."""
+        if self._startup_error is not None:
+            raise self._startup_error
+        return self._bridge.services
+
+    async def _announce_all(self, catalog: ModelCatalog) -> None:
+        """``catalog``'s models changed (setup, ``providers/*``): every open session using it gets its options."""
+        for session in self.manager.sessions:
+            if session.catalog is catalog:
+                await self._announce_config(session, mode_changed=False)
 
     async def _announce_config(self, session: Session, *, mode_changed: bool) -> None:
         """Every attached connection is told, each as it can show the options (``AcpClientBridge.config_changed``)."""

@@ -138,7 +138,7 @@ class AcpPermissionGate:
             return None
         if any(c.id == outcome.option_id for c in choices):
             return outcome.option_id
-        _log.warning("permission answer with an option we did not offer", option=outcome.option_id)
+        _log.warning("permission answer with an option we did not offer", option=outcome.option_id[:200])
         return refusal
 
 
@@ -211,6 +211,10 @@ class AcpClientBridge:
     def elicitor(self, session_id: str) -> Elicitor | None:
         """Questions to the user (``elicitation/create``, form mode) when the client advertised ``elicitation.form``."""
         return AcpElicitor(self.dispatcher, session_id) if self.capabilities.elicitation_form else None
+
+    def request_elicitor(self, request_id: str | int | None) -> Elicitor | None:
+        """Questions tied to one of the client's requests rather than a session (the setup in ``authenticate``)."""
+        return AcpElicitor(self.dispatcher, request_id=request_id) if self.capabilities.elicitation_form else None
 
     async def send(self, session_id: str, update: dict[str, Any]) -> None:
         """A session-level update outside any turn (mode, config options, commands)."""

@@ -195,21 +195,17 @@ class AcpEditorTerminals:
 
 
 class AcpElicitor:
-    """``Elicitor`` for one session (the client advertised ``elicitation.form``): a form-mode question tied to the
-    session and the tool call that asks it."""
+    """``Elicitor`` (the client advertised ``elicitation.form``): a form-mode question tied to a session and the tool
+    call that asks it, or, outside any session, to the request it belongs to (``authenticate``: ACP's request
+    scope, ``{"requestId": …}``)."""
 
-    def __init__(self, dispatcher: Dispatcher, session_id: str):
+    def __init__(self, dispatcher: Dispatcher, session_id: str | None = None, *, request_id: str | int | None = None):
         self._dispatcher = dispatcher
-        self._session_id = session_id
+        self._scope: dict[str, Any] = {"sessionId": session_id} if session_id is not None else {"requestId": request_id}
 
     async def ask(self, message: str, schema: dict[str, Any], *, tool_call_id: str | None) -> ElicitationAnswer:
-        params: dict[str, Any] = {
-            "sessionId": self._session_id,
-            "mode": "form",
-            "message": message,
-            "requestedSchema": schema,
-        }
-        if tool_call_id is not None:
+        params: dict[str, Any] = {**self._scope, "mode": "form", "message": message, "requestedSchema": schema}
+        if tool_call_id is not None and "sessionId" in self._scope:
             params["toolCallId"] = tool_call_id
         response = await _call(
             self._dispatcher,

@@ -5,12 +5,15 @@ what the client said (its capabilities decide notices, compaction updates, the e
 and the ``ask_user`` tool). The shapes follow the official ACP schema (``@agentclientprotocol/sdk`` 2.4.0);
 capabilities are objects, never booleans, where the schema says so (JetBrains rejects booleans).
 
-Authentication methods: ``hermes-setup`` runs ``hermes-acp --setup`` in a terminal (``type: terminal`` for clients
+Authentication methods: ``hermes-setup-form`` (first, only for clients that advertise ``elicitation.form``) sets a
+provider up inside the editor through forms (``onboarding.flow``, run by ``authenticate``); ``hermes-setup`` runs
+``hermes-acp --setup`` in a terminal (``type: terminal`` for clients
 that advertise ``auth.terminal``; otherwise the default agent type with the legacy ``_meta["terminal-auth"]``,
 naming the running executable by absolute path, since an editor that launched us by path may not find a bare
 ``hermes-acp``), and ``hermes-env`` says which environment variables enable which provider. This module reads the
 environment and the raw config file only for that; it never fails: a broken config is reported later, in session
-requests and by ``--check``. It imports neither pydantic nor the rest of the server.
+requests and by ``--check``. It imports neither pydantic nor the rest of the server. ``agentCapabilities.providers``
+says that ``providers/list``, ``providers/set`` and ``providers/disable`` (unstable) are answered.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from .dispatcher import RequestContext, Route
 
 __all__ = [
     "ENV_METHOD_ID",
+    "FORM_SETUP_METHOD_ID",
     "SETUP_METHOD_ID",
     "SUPPORTED_PROTOCOL_VERSIONS",
     "Handshake",
@@ -39,6 +43,7 @@ __all__ = [
 
 SUPPORTED_PROTOCOL_VERSIONS = (1,)
 SETUP_METHOD_ID = "hermes-setup"
+FORM_SETUP_METHOD_ID = "hermes-setup-form"
 ENV_METHOD_ID = "hermes-env"
 MAX_CONFIG_CHARS = 1_000_000
 """More of config.toml than ``initialize`` reads for the key variables (a larger file is not read for them here)."""
@@ -75,6 +80,8 @@ def initialize_result(params: Mapping[str, Any], env: Mapping[str, str] | None =
     capabilities = params.get("clientCapabilities")
     auth = capabilities.get("auth") if isinstance(capabilities, dict) else None
     terminal_auth = isinstance(auth, dict) and auth.get("terminal") is True
+    elicitation = capabilities.get("elicitation") if isinstance(capabilities, dict) else None
+    forms = isinstance(elicitation, dict) and isinstance(elicitation.get("form"), dict)
     return {
         "protocolVersion": negotiate_version(params.get("protocolVersion")),
         "agentInfo": {"name": "hermes-acp", "title": "Hermes ACP", "version": __version__},
@@ -92,13 +99,15 @@ def initialize_result(params: Mapping[str, Any], env: Mapping[str, str] | None =
                 "status": {},
             },
             "auth": {"logout": {}},
+            "providers": {},
         },
-        "authMethods": auth_methods(env, terminal_auth=terminal_auth),
+        "authMethods": auth_methods(env, terminal_auth=terminal_auth, forms=forms),
     }
 
 
-def auth_methods(env: Mapping[str, str], *, terminal_auth: bool) -> list[dict[str, Any]]:
-    """The terminal setup method, and the environment method whose description names each provider's variable."""
+def auth_methods(env: Mapping[str, str], *, terminal_auth: bool, forms: bool = False) -> list[dict[str, Any]]:
+    """The in-editor setup (clients with forms), the terminal setup method, and the environment method whose
+    description names each provider's variable."""
     setup: dict[str, Any] = {
         "id": SETUP_METHOD_ID,
         "name": "Set up Hermes ACP",
@@ -116,7 +125,18 @@ def auth_methods(env: Mapping[str, str], *, terminal_auth: bool) -> list[dict[st
         "name": "API key in the environment",
         "description": f"Set a provider's key in the agent's environment, then restart the agent: {named}.",
     }
-    return [setup, from_env]
+    in_editor: list[dict[str, Any]] = []
+    if forms:
+        in_editor.append(
+            {
+                "id": FORM_SETUP_METHOD_ID,
+                "name": "Set up Hermes ACP",
+                "description": "Choose a model service and model in a form here; a test request checks it before "
+                "anything is saved. Keys stay in the environment (you name the variable, never type the key).",
+            }
+        )
+        setup["name"] = "Set up Hermes ACP in a terminal"
+    return [*in_editor, setup, from_env]
 
 
 def _setup_command() -> tuple[str, list[str]]:

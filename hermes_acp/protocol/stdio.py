@@ -100,9 +100,9 @@ async def _serve_fds(in_fd: int, out_fd: int, load_app: Callable[[], AppRunner])
     reader = asyncio.StreamReader(limit=1024 * 1024)
     read_pipe = os.fdopen(in_fd, "rb", buffering=0, closefd=False)
     feeder: asyncio.Task[None] | None = None
-    try:
+    if _pollable(in_fd):
         await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), read_pipe)
-    except ValueError:
+    else:
         feeder = asyncio.create_task(_feed_from_thread(read_pipe, reader), name="hermes-acp stdin reader")
     writer: Writer
     if stat.S_ISREG(os.fstat(out_fd).st_mode):
@@ -150,8 +150,16 @@ def _on_signals(loop: asyncio.AbstractEventLoop, dispatcher: Dispatcher) -> None
         loop.add_signal_handler(signum, handle, signum)
 
 
+def _pollable(fd: int) -> bool:
+    """Whether the event loop can watch ``fd``: a pipe, a socket or a terminal. A regular file (``< input.jsonl``)
+    and other devices (``< /dev/null``, how the ACP Registry starts an agent to see it exit) cannot be polled: epoll
+    refuses them, and the loop would wait for a read that never comes."""
+    mode = os.fstat(fd).st_mode
+    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or os.isatty(fd)
+
+
 async def _feed_from_thread(pipe: Any, reader: asyncio.StreamReader) -> None:
-    """stdin is a regular file (``< input.jsonl``): read it in a thread."""
+    """stdin cannot be polled (a regular file, ``/dev/null``): read it in a thread."""
     while True:
         data = await asyncio.to_thread(pipe.read, 65536)
         if not data:

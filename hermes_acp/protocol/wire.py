@@ -18,8 +18,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Annotated, Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError, WrapValidator
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError, WrapValidator, field_validator
 
+from hermes_acp.core.bounds import MAX_PROMPT_BYTES, MIB
 from hermes_acp.errors import InvalidParamsError
 
 __all__ = [
@@ -35,12 +36,14 @@ __all__ = [
     "NewSessionParams",
     "PermissionResult",
     "PromptParams",
+    "ProviderIdParams",
     "ReadTextFileResult",
     "ResumeSessionParams",
     "SessionIdParams",
     "SetConfigOptionParams",
     "SetModeParams",
     "SetModelParams",
+    "SetProviderParams",
     "TerminalExitResult",
     "TerminalOutputResult",
     "parse",
@@ -318,9 +321,58 @@ class PromptParams(_Wire):
     session_id: str = Field(alias="sessionId")
     prompt: list[ContentBlock]
 
+    @field_validator("prompt", mode="before")
+    @classmethod
+    def _bounded(cls, value: Any) -> Any:
+        """Refused before anything reads it: a prompt over ``MAX_PROMPT_BYTES`` (text and attachments together)."""
+        size = _prompt_bytes(value)
+        if size > MAX_PROMPT_BYTES:
+            raise ValueError(
+                f"the prompt is {size / MIB:.1f} MiB, over the limit of {MAX_PROMPT_BYTES // MIB} MiB for text and"
+                " attachments together; attach less, or point at files in the project instead of pasting them"
+            )
+        return value
+
+
+def _prompt_bytes(value: Any) -> int:
+    """The size of a prompt's text and attachments as sent: the characters of its blocks' and embedded resources'
+    strings (base64 data is ASCII; text is counted in characters, never copied to be measured)."""
+    if not isinstance(value, list):
+        return 0
+    total = 0
+    for block in value:
+        if not isinstance(block, dict):
+            continue
+        for key in ("text", "data"):
+            item = block.get(key)
+            if isinstance(item, str):
+                total += len(item)
+        resource = block.get("resource")
+        if isinstance(resource, dict):
+            for key in ("text", "blob"):
+                item = resource.get(key)
+                if isinstance(item, str):
+                    total += len(item)
+    return total
+
 
 class AuthenticateParams(_Wire):
     method_id: str = Field(alias="methodId")
+
+
+class SetProviderParams(_Wire):
+    """``providers/set`` (unstable): route one provider to a base URL with these headers (kept in memory only)."""
+
+    provider_id: Annotated[str, Field(min_length=1, max_length=64)] = Field(alias="providerId")
+    api_type: str = Field(alias="apiType")
+    base_url: Annotated[str, Field(min_length=1)] = Field(alias="baseUrl")
+    headers: dict[str, str] = Field(default_factory=dict)
+
+
+class ProviderIdParams(_Wire):
+    """``providers/disable`` (unstable)."""
+
+    provider_id: Annotated[str, Field(min_length=1, max_length=64)] = Field(alias="providerId")
 
 
 # -- the client's answers to our requests ---------------------------------------------------------------------

@@ -18,6 +18,11 @@ reads the ``text/event-stream`` answer through a fresh decoder per attempt and y
   and the summed usage. The turn loop never sees the pause;
 * a thinking ``effort`` goes out only for a model whose configured ``efforts`` list it; any other request is
   sent without one;
+* a response is read within bounds (``core.bounds``): past ``OUTPUT_MARGIN`` times its output limit in characters
+  (text, reasoning and tool arguments), past ``MAX_RESPONSE_BYTES`` of stream, or with one event past
+  ``MAX_SSE_EVENT_BYTES``, reading stops, the connection is dropped and the response ends as ``max_tokens`` with
+  what arrived (``ResponseDone.cut`` says why), so a stream that never ends costs a bounded amount of memory and
+  nothing is stored past the bound.
 * a request the server refused with HTTP 400 before any output is sent once more when the subclass says how to
   change it (``_resend``: the OpenAI-compatible provider leaves out a reasoning field the server refused, or adds
   one it demanded; ``echo.py``); the answer then carries the rules it was obtained with (``echo_rules``).
@@ -43,13 +48,14 @@ import structlog
 
 from hermes_acp.config import ProviderSettings
 from hermes_acp.core import AssistantMessage, Usage
+from hermes_acp.core.bounds import MAX_RESPONSE_BYTES, MAX_SSE_EVENT_BYTES, OUTPUT_MARGIN, response_char_limit
 from hermes_acp.core.messages import AssistantPart
 from hermes_acp.errors import ProviderRequestError, ProviderStreamError
 
 from ._http_errors import ProviderIdentity, TransientFailure, error_for_response, map_httpx_errors
 from ._retry import retry_delay
-from ._sse import SseMessage, SseParser
-from .base import ProviderEvent, ProviderRequest, ResponseDone, RetryWait
+from ._sse import EventTooLarge, SseMessage, SseParser
+from .base import ProviderEvent, ProviderRequest, ResponseDone, RetryWait, TextDelta, ThinkingDelta, ToolCallDelta
 
 __all__ = ["HostBoundKeyAuth", "HttpProvider", "StreamDecoder"]
 
@@ -96,6 +102,10 @@ class StreamDecoder(Protocol):
 
     def finish(self) -> list[ProviderEvent]:
         """Called when the body ended before ``done``: the final events, or raise because it is incomplete."""
+        ...
+
+    def cut(self, reason: str) -> list[ProviderEvent]:
+        """Called when the agent stops reading (a bound was passed): the final events of what arrived."""
         ...
 
     @property
@@ -210,7 +220,8 @@ class HttpProvider(ABC):
                 current = request.model_copy(update={"messages": messages})
             decoders: list[StreamDecoder] = []
             done: ResponseDone | None = None
-            events = self._stream_events(self._body(current), lambda: self._new_decoder(request), decoders)
+            budget = _Budget.for_request(request, self._settings)
+            events = self._stream_events(self._body(current), lambda: self._new_decoder(request), decoders, budget)
             async with aclosing(events):
                 async for event in events:
                     if isinstance(event, ResponseDone):
@@ -219,7 +230,7 @@ class HttpProvider(ABC):
                         yield event
             if done is None:  # every attempt ends with its final events or raises; kept for the type checker
                 raise self._identity.error(ProviderStreamError, "the stream ended without its final event")
-            paused = decoders[-1].paused
+            paused = decoders[-1].paused and done.cut is None
             if round_ == 0 and not paused:
                 yield done
                 return
@@ -235,7 +246,11 @@ class HttpProvider(ABC):
             _log.info("provider_pause_continued", provider=self.provider_id, round=round_ + 1)
 
     async def _stream_events(
-        self, body: dict[str, Any], new_decoder: Callable[[], StreamDecoder], decoders: list[StreamDecoder]
+        self,
+        body: dict[str, Any],
+        new_decoder: Callable[[], StreamDecoder],
+        decoders: list[StreamDecoder],
+        budget: _Budget,
     ) -> AsyncGenerator[ProviderEvent, None]:
         """POST ``body`` and yield the decoded events, retrying only before the first one; each attempt's decoder
         is appended to ``decoders``."""
@@ -246,7 +261,7 @@ class HttpProvider(ABC):
             decoder = new_decoder()
             decoders.append(decoder)
             try:
-                async with aclosing(self._attempt(body, decoder)) as events:
+                async with aclosing(self._attempt(body, decoder, budget.fresh())) as events:
                     async for event in events:
                         started = True
                         yield event
@@ -276,7 +291,9 @@ class HttpProvider(ABC):
                 yield RetryWait(attempt=attempt, max_retries=self._max_retries, delay_s=delay, reason=reason)
                 await self._sleep(delay)
 
-    async def _attempt(self, body: dict[str, Any], decoder: StreamDecoder) -> AsyncGenerator[ProviderEvent, None]:
+    async def _attempt(
+        self, body: dict[str, Any], decoder: StreamDecoder, budget: _Budget
+    ) -> AsyncGenerator[ProviderEvent, None]:
         identity, url = self._identity, self._url
         with map_httpx_errors(identity, url):
             async with self._client.stream("POST", url, json=body) as response:
@@ -294,22 +311,39 @@ class HttpProvider(ABC):
                         f"expected an event stream from {url}, got {content_type or 'no content type'}: "
                         f"{content[:300].decode('utf-8', 'replace')}",
                     )
-                parser = SseParser()
+                parser = SseParser(max_bytes=MAX_SSE_EVENT_BYTES)
                 final: list[ProviderEvent] | None = None
+                cut: str | None = None
                 chunks = cast(AsyncGenerator[bytes, None], response.aiter_bytes())
                 async with aclosing(chunks):
                     async for chunk in chunks:
-                        for message in parser.feed(chunk):
+                        budget.read(len(chunk))
+                        try:
+                            messages = parser.feed(chunk)
+                        except EventTooLarge as exc:
+                            cut = str(exc)
+                            break
+                        for message in messages:
                             events = decoder.feed(message)
                             if decoder.done:
                                 final = events
                                 break
                             for event in events:
                                 yield event
-                        if final is not None:
+                                budget.produced(event)
+                            cut = budget.passed()
+                            if cut is not None:
+                                break
+                        if final is not None or cut is not None:
+                            break
+                        cut = budget.passed()
+                        if cut is not None:
                             break
                     if final is not None:
                         await _drain(chunks)
+                if cut is not None:
+                    _log.warning("provider_response_cut", provider=self.provider_id, reason=cut)
+                    final = decoder.cut(cut)
                 if final is None:
                     for message in parser.flush():
                         events = decoder.feed(message)
@@ -322,6 +356,46 @@ class HttpProvider(ABC):
                         final = decoder.finish()
                 for event in final:
                     yield event
+
+
+class _Budget:
+    """What one response may still stream: characters of output and bytes of stream (``core.bounds``)."""
+
+    def __init__(self, max_chars: int, max_output_tokens: int | None):
+        self.max_chars = max_chars
+        self.max_output_tokens = max_output_tokens
+        self.chars = 0
+        self.bytes = 0
+
+    @classmethod
+    def for_request(cls, request: ProviderRequest, settings: ProviderSettings) -> _Budget:
+        tokens = request.max_output_tokens or settings.max_output_tokens(request.model)
+        return cls(response_char_limit(tokens), tokens)
+
+    def fresh(self) -> _Budget:
+        """The same bounds for one attempt (a retry starts from nothing)."""
+        return _Budget(self.max_chars, self.max_output_tokens)
+
+    def read(self, count: int) -> None:
+        self.bytes += count
+
+    def produced(self, event: ProviderEvent) -> None:
+        if isinstance(event, TextDelta | ThinkingDelta):
+            self.chars += len(event.text)
+        elif isinstance(event, ToolCallDelta):
+            self.chars += len(event.arguments)
+
+    def passed(self) -> str | None:
+        """Why reading must stop now, if it must."""
+        if self.chars > self.max_chars:
+            limit = f"{self.max_output_tokens:,} tokens" if self.max_output_tokens else "the default output limit"
+            return (
+                f"the response passed {self.max_chars:,} characters ({OUTPUT_MARGIN} times its output limit of"
+                f" {limit}); the agent stopped reading it"
+            )
+        if self.bytes > MAX_RESPONSE_BYTES:
+            return f"the response's stream passed {MAX_RESPONSE_BYTES:,} bytes; the agent stopped reading it"
+        return None
 
 
 async def _drain(chunks: AsyncGenerator[bytes, None]) -> None:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["SseMessage", "SseParser"]
+__all__ = ["EventTooLarge", "SseMessage", "SseParser"]
 
 _CR = 0x0D
 _LF = 0x0A
@@ -31,10 +31,17 @@ class SseMessage:
     data: str
 
 
-class SseParser:
-    """Feed body chunks (``feed``) or whole lines (``feed_line``); messages come back as their blank line arrives."""
+class EventTooLarge(Exception):
+    """A line grew past the parser's bound without ending."""
 
-    def __init__(self) -> None:
+
+class SseParser:
+    """Feed body chunks (``feed``) or whole lines (``feed_line``); messages come back as their blank line arrives.
+    A line (or a message's data) longer than ``max_bytes`` raises ``EventTooLarge`` instead of being buffered."""
+
+    def __init__(self, max_bytes: int | None = None) -> None:
+        self._max_bytes = max_bytes
+        self._data_bytes = 0
         self._event = ""
         self._data: list[str] = []
         self._buffer = bytearray()
@@ -58,6 +65,8 @@ class SseParser:
             start = after
         if start:
             del buffer[:start]
+        if self._max_bytes is not None and (len(buffer) > self._max_bytes or self._data_bytes > self._max_bytes):
+            raise EventTooLarge(f"an event of the stream passed {self._max_bytes:,} bytes without ending")
         self._scanned = max(0, len(buffer) - 1) if buffer and buffer[-1] == _CR else len(buffer)
         return messages
 
@@ -75,6 +84,7 @@ class SseParser:
             value = value[1:]
         if field == "data":
             self._data.append(value)
+            self._data_bytes += len(value)
         elif field == "event":
             self._event = value
         return None
@@ -104,6 +114,7 @@ class SseParser:
         message = SseMessage(event=self._event or "message", data="\n".join(self._data))
         self._event = ""
         self._data = []
+        self._data_bytes = 0
         return message
 
 

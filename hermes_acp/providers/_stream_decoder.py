@@ -76,6 +76,13 @@ class JsonStreamDecoder(ABC):
             raise TransientFailure(self._identity.error(ProviderUnavailableError, self.INCOMPLETE))
         return self._complete()
 
+    def cut(self, reason: str) -> list[ProviderEvent]:
+        """Stop here (the response passed a bound): the final events of what arrived, ended as ``max_tokens``."""
+        events = self._complete()
+        done = events[-1]
+        assert isinstance(done, ResponseDone)
+        return [*events[:-1], done.model_copy(update={"stop_reason": "max_tokens", "cut": reason})]
+
     def _complete(self) -> list[ProviderEvent]:
         """The final events: what the text streams still held, then the whole response; ``done`` is true after."""
         self._done = True

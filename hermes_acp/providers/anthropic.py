@@ -2,7 +2,8 @@
 
 ``POST {base_url}/v1/messages`` (a ``base_url`` that already ends in ``/v1`` is not doubled) with
 ``stream: true``, ``anthropic-version: 2023-06-01`` and ``x-api-key`` sent only when a key is set and only to
-``base_url``'s own origin. The request dialect (prompt-cache breakpoints, merged tool results, reasoning
+``base_url``'s own origin; ``headers`` are added to every request (a client's routing headers from
+``providers/set``, held in memory). The request dialect (prompt-cache breakpoints, merged tool results, reasoning
 signatures, the required ``max_tokens``) is described in ``_anthropic_request.py``; the stream decoding in
 ``_anthropic_stream.py``; retries, timeouts, error mapping and cancellation in ``_http.py`` (the base class).
 
@@ -14,7 +15,7 @@ or ACP.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 import httpx
@@ -40,6 +41,7 @@ class AnthropicProvider(HttpProvider):
         settings: ProviderSettings,
         api_key: str | None,
         *,
+        headers: Mapping[str, str] | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
         sleep: Callable[[float], Awaitable[None]] | None = None,
     ):
@@ -49,7 +51,7 @@ class AnthropicProvider(HttpProvider):
             api_key,
             url=f"{settings.base_url.removesuffix('/v1')}/v1/messages",
             key_header=("x-api-key", api_key) if api_key else None,
-            headers={"anthropic-version": ANTHROPIC_VERSION, "Accept": "text/event-stream"},
+            headers={"anthropic-version": ANTHROPIC_VERSION, "Accept": "text/event-stream", **(headers or {})},
             transport=transport,
             sleep=sleep,
         )

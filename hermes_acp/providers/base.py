@@ -102,6 +102,9 @@ class ResponseDone(BaseModel):
     message: AssistantMessage
     stop_reason: ModelStopReason
     usage: Usage | None = None
+    cut: str | None = None
+    """Why the agent stopped reading the response before its end (it passed a bound: ``core.bounds``); the stop
+    reason is then ``max_tokens`` and the message holds what arrived."""
     echo_rules: EchoRules | None = None
     """Set when the provider had to change what it sends back to get this answer (a field the server refused or
     demanded): the rules to send every later request of the session with."""

@@ -1,9 +1,10 @@
 """The model catalog: every configured model as ``<provider id>:<model id>``, and the default one.
 
-Built from ``Settings``; a model whose provider lacks its API key stays listed (so pickers show it) but is marked
-unusable, and prompting with it answers ``auth_required`` naming the variable to set. Each model carries what the
-session needs to offer and account for it: its context window, its thinking efforts (for a ``thought_level``
-option) and its prices (``cost`` turns a ``Usage`` into an amount in USD). This module knows config, not HTTP.
+Built from ``Settings`` (and rebuilt in place, ``replace``, when the in-editor setup or a client's ``providers/set``
+changes them); a model whose provider lacks its API key stays listed (so pickers show it) but is marked unusable, and
+prompting with it answers ``auth_required`` naming the variable to set. Each model carries what the session needs to
+offer and account for it: its context window, its thinking efforts (for a ``thought_level`` option) and its prices
+(``cost`` turns a ``Usage`` into an amount in USD). This module knows config, not HTTP.
 """
 
 from __future__ import annotations
@@ -102,6 +103,12 @@ class ModelCatalog:
             candidates = [m.id for m in models if m.usable] or [m.id for m in models]
             default = candidates[0] if candidates else None
         return cls(models, default)
+
+    def replace(self, other: ModelCatalog) -> None:
+        """Offer ``other``'s models and default from now on, in place: every session holds this object, so each one
+        sees the change at its next request (a session whose model left falls back to the default)."""
+        self._models = dict(other._models)
+        self.default_id = other.default_id
 
     @property
     def models(self) -> list[CatalogModel]:

@@ -2,7 +2,8 @@
 
 Works with OpenAI, OpenRouter, vLLM, Ollama, LM Studio, DeepSeek, Gemini's OpenAI endpoint and the like:
 ``POST {base_url}/chat/completions`` with ``stream: true`` and ``stream_options.include_usage``;
-``Authorization: Bearer <key>`` only when a key is set, and only to ``base_url``'s own origin. What a service
+``Authorization: Bearer <key>`` only when a key is set, and only to ``base_url``'s own origin; ``headers`` are added
+to every request (a client's routing headers from ``providers/set``, held in memory). What a service
 needs back with each assistant message (``send_back``) and whether a model writes its reasoning between think
 tags (``think_tags``) come from the provider's settings; a server that refuses a reasoning field sent back, or
 demands one, gets the request once more without or with it (``echo.py``). The request dialect (including how
@@ -19,7 +20,7 @@ or ACP.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 import httpx
@@ -47,6 +48,7 @@ class OpenAIProvider(HttpProvider):
         settings: ProviderSettings,
         api_key: str | None,
         *,
+        headers: Mapping[str, str] | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
         sleep: Callable[[float], Awaitable[None]] | None = None,
     ):
@@ -56,7 +58,7 @@ class OpenAIProvider(HttpProvider):
             api_key,
             url=f"{settings.base_url}/chat/completions",
             key_header=("Authorization", f"Bearer {api_key}") if api_key else None,
-            headers={"Accept": "text/event-stream"},
+            headers={"Accept": "text/event-stream", **(headers or {})},
             transport=transport,
             sleep=sleep,
         )

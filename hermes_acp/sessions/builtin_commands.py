@@ -1,11 +1,13 @@
 """The built-in slash commands: each one's listing (name, description, input hint) and what it does.
 
 ``/help``, ``/mode``, ``/model``, ``/title``, ``/status``, ``/mcp`` and ``/compact`` (whose summary is a model call
-of the compaction's own, stored with the command) are answered by the session (``Reply``).
+of the compaction's own, stored with the command) are answered by the session (``Reply``). ``/setup`` sets a model
+provider up through the editor's forms when it can show them (``onboarding.flow``: nothing is written until a test
+request worked, and the session uses the new model at once), and otherwise says how to run the terminal setup.
 ``/init`` and ``/review`` are model turns with a prompt of their own (``Ask``); ``/review`` answers by itself when
 there is nothing to review (outside a git repository, no changes). ``BUILT_INS`` is the table the session runs
-commands from: a command is an entry here, its handler a function of the session and the argument. Bad arguments
-get an answer that says what is possible, never an error.
+commands from: a command is an entry here, its handler a function of the session and the argument. Bad arguments get
+an answer that says what is possible, never an error.
 """
 
 from __future__ import annotations
@@ -137,6 +139,22 @@ async def _mcp(session: CommandHost, argument: str) -> Reply:
     return Reply(f"Reconnected MCP server {name!r}: {status.state}, {len(status.tools)} tools.")
 
 
+async def _setup(session: CommandHost, argument: str) -> Reply:
+    if session.elicitor is None:
+        return Reply(
+            'This editor cannot show forms, so the setup runs in a terminal: choose "Set up Hermes ACP" among the'
+            " agent's authentication methods, or run `hermes-acp --setup`; or set a provider's key in the agent's"
+            " environment (e.g. OPENAI_API_KEY, ANTHROPIC_API_KEY, or HERMES_ACP_BASE_URL with HERMES_ACP_MODEL)."
+        )
+    from hermes_acp.onboarding.flow import SetupDone, run_setup_form  # loaded with the first /setup
+
+    result = await run_setup_form(session.elicitor, session.providers, session.catalog)
+    if not isinstance(result, SetupDone):
+        return Reply(result.describe())
+    await session.set_model(result.model_id)
+    return Reply(result.describe(), config_changed=True)
+
+
 def _listing(session: CommandHost) -> str:
     statuses = session.mcp.status()
     if not statuses:
@@ -168,5 +186,6 @@ BUILT_INS: tuple[BuiltIn, ...] = (
     BuiltIn(Command("init", "Write an AGENTS.md for this project (asks before writing).", "[what to stress]"), _init),
     BuiltIn(Command("review", "Review the uncommitted changes (git diff against HEAD).", "[focus]"), _review),
     BuiltIn(Command("mcp", "List the MCP servers, their state and tools; or reconnect one.", "[reconnect NAME]"), _mcp),
+    BuiltIn(Command("setup", "Set up a model provider (a form here, or how to run it in a terminal)."), _setup),
 )
 """The built-in commands, in the order ``/help`` and the editor list them."""

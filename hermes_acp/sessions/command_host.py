@@ -14,8 +14,9 @@ from hermes_acp.config import Effort, Settings
 from hermes_acp.core import ModeId
 from hermes_acp.mcp_client import McpServers
 from hermes_acp.providers.catalog import CatalogModel, ModelCatalog
+from hermes_acp.providers.registry import ProviderRegistry
 from hermes_acp.tools.base import AnyTool
-from hermes_acp.tools.context import Workspace
+from hermes_acp.tools.context import Elicitor, Workspace
 from hermes_acp.turns.projection import SessionProjection
 
 from .commands import CommandSet, Reply
@@ -61,6 +62,16 @@ class CommandHost(Protocol):
 
     @property
     def catalog(self) -> ModelCatalog: ...
+
+    @property
+    def providers(self) -> ProviderRegistry:
+        """The registry serving ``catalog``'s models (the setup reloads it)."""
+        ...
+
+    @property
+    def elicitor(self) -> Elicitor | None:
+        """Questions to the user through the editor's forms, when an attached client can show them."""
+        ...
 
     @property
     def settings(self) -> Settings: ...

@@ -20,7 +20,7 @@ import structlog
 from anyio.abc import TaskGroup
 
 from hermes_acp.core.ids import new_session_id
-from hermes_acp.errors import InvalidParamsError, SessionNotFoundError
+from hermes_acp.errors import InvalidParamsError, SessionNotFoundError, SessionNotOpenError
 from hermes_acp.mcp_client import McpServers
 from hermes_acp.storage.base import PAGE_SIZE, SessionPage, SessionRecord, utc_now
 from hermes_acp.tools.context import Workspace
@@ -68,7 +68,7 @@ class SessionManager:
     def get(self, session_id: str) -> Session:
         session = self._live.get(session_id)
         if session is None:
-            raise SessionNotFoundError(session_id)
+            raise SessionNotOpenError(session_id)  # it may be stored: never "not found" for one that exists
         return session
 
     def live(self, session_id: str) -> Session | None:
@@ -122,16 +122,18 @@ class SessionManager:
             changes["cwd"] = real
         if additional is not None and extra != record.meta.get("additional_directories"):
             changes["meta"] = {**record.meta, "additional_directories": extra}
-        if changes:
-            record = await self.services.store.update_session(session_id, **changes)
-        events = [stored.event for stored in await self.services.store.load_events(session_id)]
+        store = self.services.store
+        if changes and store.read_only is None:  # a read-only store still loads: it keeps the old values
+            record = await store.update_session(session_id, **changes)
+        events = [stored.event for stored in await store.load_events(session_id)]
         projection = SessionProjection()
         for event in events:
             projection.apply(event)
         repairs = recovery_events(projection)
         if repairs:
             _log.info("repairing interrupted session", session_id=session_id, events=len(repairs))
-            await self.services.store.append_events(session_id, repairs)
+            if store.read_only is None:  # else shown and folded only: stored by the next load that can write
+                await store.append_events(session_id, repairs)
             for event in repairs:
                 projection.apply(event)
             events.extend(repairs)
@@ -291,7 +293,13 @@ class SessionManager:
     ) -> Session:
         runtime, spawn = await self._start_runtime(record.id)
         try:
-            servers = McpServers(mcp_servers, cwd=Path(record.cwd), stderr_dir=self.services.settings.logs_dir / "mcp")
+            settings = self.services.settings
+            servers = McpServers(
+                mcp_servers,
+                cwd=Path(record.cwd),
+                stderr_dir=settings.logs_dir / "mcp",
+                pass_env=settings.sandbox.pass_env,
+            )
             if servers:
                 await runtime.enter(servers.running())  # starts them; does not wait for them
             audience = Audience(

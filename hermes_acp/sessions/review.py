@@ -2,21 +2,17 @@
 
 ``collect_changes`` answers what there is to review: the diff against ``HEAD`` (staged and unstaged together; in a
 repository without a commit yet, the staged and the unstaged changes) and the untracked files by name, or why there
-is nothing to review (not a git repository, no changes, git missing, failing or too slow). Each git command runs as
-a subprocess (never on the event loop), bounded by ``GIT_TIMEOUT_S``; the diff is capped at ``MAX_DIFF_BYTES`` and
-the untracked list at ``MAX_UNTRACKED`` names, and ``Changes.prompt`` (what the model is asked) says what was cut.
-
-A repository is untrusted input: git runs with what its configuration could make it execute switched off (no
-external diff drivers, no textconv filters, no fsmonitor hook, no pager, no optional index writes) and without the
-variables the session's ``EnvPolicy`` withholds from every child (provider keys, secret-looking names). It runs
-outside the command sandbox, which would hide a repository under ``/tmp`` or above the session's folder. The diff
-passes the one sanitizer before the model sees it. Nothing here knows sessions or the model.
+is nothing to review (not a git repository, no changes, git missing, failing or too slow). Git runs through
+``exec.git.run_git``: a subprocess bounded in time, with nothing a repository's configuration names able to run
+(fsmonitor, hooks, pagers, external diffs, filters; ``--no-ext-diff --no-textconv`` on top) and the allow-list
+environment. It runs outside the command sandbox, which would hide a repository under ``/tmp`` or above the
+session's folder. The diff is capped at ``MAX_DIFF_BYTES`` and the untracked list at ``MAX_UNTRACKED`` names, and
+``Changes.prompt`` (what the model is asked) says what was cut; the diff passes the one sanitizer before the model
+sees it. Nothing here knows sessions or the model.
 """
 
 from __future__ import annotations
 
-import os
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,19 +20,15 @@ import structlog
 
 from hermes_acp.core.sanitize import sanitize_text
 from hermes_acp.exec.environment import EnvPolicy
-from hermes_acp.exec.process import OutputBuffer, run_command
+from hermes_acp.exec.git import GIT_TIMEOUT_S, GitDone, find_git, run_git
 
 __all__ = ["GIT_TIMEOUT_S", "MAX_DIFF_BYTES", "MAX_UNTRACKED", "Changes", "NothingToReview", "collect_changes"]
 
-GIT_TIMEOUT_S = 15.0
-"""Bound on each git command."""
 MAX_DIFF_BYTES = 200_000
 """The most of the diff the model gets (the rest is cut, and the prompt says so)."""
 MAX_UNTRACKED = 200
 """The most untracked file names listed."""
-_SAFE_CONFIG = ("-c", "core.fsmonitor=false", "-c", "core.quotePath=true", "-c", "color.ui=never", "--no-pager")
 _DIFF_FLAGS = ("--no-ext-diff", "--no-textconv", "--no-color")
-_GIT_ENV = {"GIT_OPTIONAL_LOCKS": "0", "GIT_TERMINAL_PROMPT": "0", "GIT_PAGER": "cat", "PAGER": "cat", "LC_ALL": "C"}
 _log = structlog.get_logger("hermes_acp.sessions")
 
 
@@ -88,11 +80,10 @@ class Changes:
 
 async def collect_changes(cwd: Path, env_policy: EnvPolicy) -> Changes | NothingToReview:
     """The uncommitted changes of the repository ``cwd`` belongs to, or why there are none to review."""
-    git = shutil.which("git")
-    env = {**env_policy.filter(os.environ), **_GIT_ENV}
+    git = find_git()
     if git is None:
         return NothingToReview("git is not installed here, so /review cannot see the changes.")
-    top = await _git(env, cwd, git, "rev-parse", "--show-toplevel")
+    top = await _git(env_policy, cwd, git, "rev-parse", "--show-toplevel")
     if top is None:
         return NothingToReview(f"git did not answer within {GIT_TIMEOUT_S:g} s in {cwd}.")
     if top.exit_code != 0:
@@ -101,21 +92,21 @@ async def collect_changes(cwd: Path, env_policy: EnvPolicy) -> Changes | Nothing
         return NothingToReview(f"git failed in {cwd}: {_first_line(top.text)}")
     root = top.text.strip()
     cwd = Path(root)  # from here paths are the repository's, whichever folder of it the session is in
-    head = await _git(env, cwd, git, "rev-parse", "--verify", "--quiet", "HEAD")
+    head = await _git(env_policy, cwd, git, "rev-parse", "--verify", "--quiet", "HEAD")
     has_head = head is not None and head.exit_code == 0
     diffs = (
         [("diff", *_DIFF_FLAGS, "HEAD")] if has_head else [("diff", *_DIFF_FLAGS, "--cached"), ("diff", *_DIFF_FLAGS)]
     )
     diff_text, kept, diff_bytes = "", 0, 0
     for args in diffs:
-        done = await _git(env, cwd, git, *args, limit=MAX_DIFF_BYTES - kept)
+        done = await _git(env_policy, cwd, git, *args, limit=MAX_DIFF_BYTES - kept)
         if done is None or done.exit_code != 0:
             why = "did not answer in time" if done is None else _first_line(done.text)
             return NothingToReview(f"git diff failed in {root}: {why}")
         diff_text += done.text
         kept += done.kept
         diff_bytes += done.total
-    listed = await _git(env, cwd, git, "ls-files", "--others", "--exclude-standard", "-z", limit=64 * 1024)
+    listed = await _git(env_policy, cwd, git, "ls-files", "--others", "--exclude-standard", "-z", limit=64 * 1024)
     if listed is None or listed.exit_code != 0:
         why = "did not answer in time" if listed is None else _first_line(listed.text)
         return NothingToReview(f"git ls-files failed in {root}: {why}")
@@ -132,35 +123,9 @@ async def collect_changes(cwd: Path, env_policy: EnvPolicy) -> Changes | Nothing
     return Changes(root, diff, diff_bytes, untracked, total)
 
 
-@dataclass(frozen=True, slots=True)
-class _Done:
-    exit_code: int | None
-    text: str
-    """The output kept (at most the limit), decoded (stdout and stderr together)."""
-    kept: int
-    """Bytes kept."""
-    total: int
-    """The output's whole size in bytes."""
-
-    @property
-    def cut(self) -> bool:
-        return self.total > self.kept
-
-
-async def _git(env: dict[str, str], cwd: Path, git: str, *args: str, limit: int = 64 * 1024) -> _Done | None:
-    """One git command, its output capped at ``limit`` bytes; None when it did not finish in time."""
-    buffer = OutputBuffer(head_limit=max(limit, 0), tail_limit=0)
-
-    async def ignore(_: OutputBuffer) -> None:
-        return None
-
-    result = await run_command(
-        [git, *_SAFE_CONFIG, *args], cwd=cwd, env=env, timeout_s=GIT_TIMEOUT_S, buffer=buffer, on_output=ignore
-    )
-    if result.timed_out:
-        return None
-    kept = bytes(buffer.head)
-    return _Done(result.exit_code, kept.decode("utf-8", errors="replace"), len(kept), buffer.total)
+async def _git(env_policy: EnvPolicy, cwd: Path, git: str, *args: str, limit: int = 64 * 1024) -> GitDone | None:
+    """One git command (``exec.git``), its output capped at ``limit`` bytes; None when it did not finish in time."""
+    return await run_git(git, *args, cwd=cwd, env_policy=env_policy, limit=limit, filters=args[0] == "diff")
 
 
 def _first_line(text: str) -> str:

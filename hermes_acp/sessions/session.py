@@ -58,6 +58,7 @@ from hermes_acp.core.sanitize import clean_text
 from hermes_acp.errors import InvalidParamsError, SessionBusyError, UnknownModeError
 from hermes_acp.mcp_client import McpServers
 from hermes_acp.providers.catalog import CatalogModel, ModelCatalog
+from hermes_acp.providers.registry import ProviderRegistry
 from hermes_acp.storage.base import SessionRecord, utc_now
 from hermes_acp.tools.base import AnyTool
 from hermes_acp.tools.context import Elicitor, Workspace
@@ -273,6 +274,10 @@ class Session:
     @property
     def settings(self) -> Settings:
         return self.services.settings
+
+    @property
+    def providers(self) -> ProviderRegistry:
+        return self.services.providers
 
     @property
     def elicitor(self) -> Elicitor | None:

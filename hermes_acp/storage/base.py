@@ -161,6 +161,10 @@ def decode_cursor(cursor: str) -> tuple[str, str]:
 class SessionStore(Protocol):
     """Durable sessions. Every method is safe to await from the event loop: nothing blocks it."""
 
+    read_only: str | None
+    """Why the store can only be read (every write then raises ``StorageError`` with cause ``read_only``); None
+    when it can be written."""
+
     async def create_session(self, record: SessionRecord) -> None: ...
 
     async def get_session(self, session_id: str) -> SessionRecord | None: ...

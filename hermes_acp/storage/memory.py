@@ -35,6 +35,8 @@ class InMemorySessionStore:
         self.events: dict[str, list[StoredEvent]] = {}
         self.fail_writes = False
         """When True every write raises ``StorageError`` (a full disk, a locked file)."""
+        self.read_only: str | None = None
+        """Never read-only (the SQLite store can be, when its folder cannot be written)."""
 
     def _check_writable(self) -> None:
         if self.fail_writes:

@@ -13,6 +13,13 @@ read-only, corrupt, locked, I/O error) taken from SQLite's error code and, for a
 files and the file system (free space, writable files, a read-only mount, the file-size limit). Every text written
 is encodable: event payloads through ``encode_event``, columns through the one sanitizer. ``health`` is what
 ``--check`` reports.
+
+A store that cannot be opened for writing (a read-only ``$HERMES_ACP_HOME``, a mount, an immutable file) is opened
+read-only when the database exists: sessions can then be listed and loaded, and every write raises a
+``StorageError`` (cause ``read_only``) that names the folder and what to do (``read_only`` says why). A damaged
+database is reported as ``corrupt`` with its path and the advice to run ``hermes-acp --check``, which offers the
+repair (``storage/repair.py``); a session whose record is missing while its events are there is damage too, never
+"not found".
 """
 
 from __future__ import annotations
@@ -59,6 +66,7 @@ _CAUSES: Final[dict[int, StorageCause]] = {
     10: "io_error",  # SQLITE_IOERR (and its extended codes, e.g. SQLITE_IOERR_WRITE)
     11: "corrupt",  # SQLITE_CORRUPT
     13: "disk_full",  # SQLITE_FULL
+    14: "read_only",  # SQLITE_CANTOPEN: confirmed (or not) by a look at the folder
     26: "corrupt",  # SQLITE_NOTADB
 }
 """Primary SQLite result codes (the low byte of an extended code) and what they mean for the user."""
@@ -85,6 +93,7 @@ BUSY_TIMEOUT_MS = 5000
 CHECKPOINT_EVERY = 200
 """Appends between two WAL checkpoints (in a worker thread; automatic checkpoints are off)."""
 _BUSY = 5  # SQLITE_BUSY
+_CANTOPEN = 14
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,34 +111,20 @@ class StoreHealth:
 class SqliteSessionStore:
     """The durable store. Open with ``SqliteSessionStore.open(path)``; close with ``aclose``."""
 
-    def __init__(self, connection: sqlite3.Connection, path: Path):
+    def __init__(self, connection: sqlite3.Connection, path: Path, *, read_only: str | None = None):
         self._db = connection
         self._path = path
+        self.read_only = read_only
+        """Why the store only reads (None: it writes too)."""
         self._lock = threading.Lock()
         self._appends = 0
         """Appends since the last WAL checkpoint."""
 
     @classmethod
     async def open(cls, path: Path) -> SqliteSessionStore:
-        def connect() -> sqlite3.Connection:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            db = sqlite3.connect(path, check_same_thread=False, isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000)
-            try:
-                db.execute("PRAGMA journal_mode=WAL")
-                db.execute("PRAGMA synchronous=NORMAL")
-                db.execute("PRAGMA wal_autocheckpoint=0")  # checkpoints sync the disk: a worker thread runs them
-                db.execute("PRAGMA foreign_keys=ON")
-                migrate(db)
-            except BaseException:
-                db.close()
-                raise
-            return db
-
-        try:
-            connection = await anyio.to_thread.run_sync(connect)
-        except (sqlite3.Error, OSError) as exc:
-            raise _storage_error(exc, path, f"cannot open the session store {path}") from exc
-        return cls(connection, path)
+        """Open (creating or migrating) the store at ``path``; read-only when it exists but cannot be written."""
+        connection, read_only = await anyio.to_thread.run_sync(_connect, path)
+        return cls(connection, path, read_only=read_only)
 
     async def health(self) -> StoreHealth:
         """Check the open database (``PRAGMA quick_check``) and its schema version; raises ``StorageError``."""
@@ -147,13 +142,23 @@ class SqliteSessionStore:
 
         return await self._run(check)
 
+    def _writable(self) -> None:
+        """Raise the read-only store's error before any write."""
+        if self.read_only is not None:
+            raise StorageError(
+                f"the session store {self._path} is read-only ({self.read_only}): sessions can be listed and loaded,"
+                f" not changed. Make {self._path.parent} writable, or set HERMES_ACP_HOME to a writable folder",
+                cause="read_only",
+            )
+
     async def aclose(self) -> None:
         await anyio.to_thread.run_sync(self._close)
 
     def _close(self) -> None:
         with self._lock:
-            with suppress(sqlite3.Error):  # closing the last connection checkpoints anyway; this one says so
-                self._db.execute("PRAGMA wal_checkpoint(PASSIVE)")
+            if self.read_only is None:
+                with suppress(sqlite3.Error):  # closing the last connection checkpoints anyway; this one says so
+                    self._db.execute("PRAGMA wal_checkpoint(PASSIVE)")
             self._db.close()
 
     async def _run(self, fn: Callable[[sqlite3.Connection], T]) -> T:
@@ -188,6 +193,8 @@ class SqliteSessionStore:
             self._lock.release()
 
     async def _checkpoint_now_and_then(self) -> None:
+        if self.read_only is not None:
+            return
         """Every ``CHECKPOINT_EVERY`` appends, move the WAL into the database (PASSIVE: never waits for readers)."""
         self._appends += 1
         if self._appends < CHECKPOINT_EVERY:
@@ -196,6 +203,8 @@ class SqliteSessionStore:
         await self._run(lambda db: db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone())
 
     async def create_session(self, record: SessionRecord) -> None:
+        self._writable()
+
         def insert(db: sqlite3.Connection) -> None:
             with _transaction(db):
                 _insert_session(db, record)
@@ -205,7 +214,15 @@ class SqliteSessionStore:
     async def get_session(self, session_id: str) -> SessionRecord | None:
         def select(db: sqlite3.Connection) -> SessionRecord | None:
             row = db.execute(f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE id = ?", (session_id,)).fetchone()
-            return _record(row) if row else None
+            if row:
+                return _record(row)
+            if db.execute("SELECT 1 FROM events WHERE session_id = ? LIMIT 1", (session_id,)).fetchone():
+                raise StorageError(
+                    f"session store {self._path}: corrupt: it holds the history of session {session_id!r} but no"
+                    f" record of it. {_REPAIR_HINT}",
+                    cause="corrupt",
+                )
+            return None
 
         return await self._run(select)
 
@@ -213,6 +230,7 @@ class SqliteSessionStore:
         unknown = set(changes) - _UPDATABLE
         if unknown:
             raise ValueError(f"cannot update session fields {sorted(unknown)}")
+        self._writable()
 
         def update(db: sqlite3.Connection) -> SessionRecord:
             values = {k: _column_value(k, v) for k, v in changes.items()}
@@ -228,6 +246,7 @@ class SqliteSessionStore:
         return await self._run(update)
 
     async def append_events(self, session_id: str, events: Sequence[SessionEvent]) -> list[StoredEvent]:
+        self._writable()
         encoded = [encode_event(e) for e in events]
         stored_events = [event for event, _ in encoded]
         payloads = [(e.kind, getattr(e, "turn_id", None), payload) for e, payload in encoded]
@@ -308,6 +327,8 @@ class SqliteSessionStore:
         return SessionPage(sessions=records, next_cursor=next_cursor)
 
     async def fork_session(self, source_id: str, record: SessionRecord) -> None:
+        self._writable()
+
         def fork(db: sqlite3.Connection) -> None:
             with _transaction(db):
                 _insert_session(db, record)
@@ -349,8 +370,71 @@ def _storage_error(exc: sqlite3.Error | OSError, path: Path, what: str) -> Stora
         found = _diagnose(path)
         if found is not None:
             cause, detail = found
+        elif isinstance(code, int) and code & 0xFF == _CANTOPEN:
+            cause = "other"  # not a folder that cannot be written: a path that is not there, a file that is not ours
     message = f"{what}: {_LABELS[cause]}: {exc}" + (f" ({name})" if name else "") + (f"; {detail}" if detail else "")
+    if cause == "corrupt":
+        message += f". {_REPAIR_HINT}"
     return StorageError(message, cause=cause)
+
+
+_REPAIR_HINT = "`hermes-acp --check` looks at the database and offers its repair"
+
+
+def _connect(path: Path) -> tuple[sqlite3.Connection, str | None]:
+    """The store's connection, and why it is read-only when it is (blocking; raises ``StorageError``)."""
+    what = f"cannot open the session store {path}"
+    try:
+        return _connect_writable(path), None
+    except (sqlite3.Error, OSError) as exc:
+        error = _storage_error(exc, path, what)
+        if error.cause != "read_only":
+            raise error from exc
+        if not path.is_file():
+            raise StorageError(
+                f"{error}. There is no session store yet, and {path.parent} cannot be written: make it writable, or"
+                " set HERMES_ACP_HOME to a writable folder",
+                cause="read_only",
+            ) from exc
+        try:
+            return _connect_read_only(path), str(error)[len(what) + 2 :]
+        except sqlite3.Error:
+            raise error from exc
+
+
+def _connect_writable(path: Path) -> sqlite3.Connection:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    db = sqlite3.connect(path, check_same_thread=False, isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000)
+    try:
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA synchronous=NORMAL")
+        db.execute("PRAGMA wal_autocheckpoint=0")  # checkpoints sync the disk: a worker thread runs them
+        db.execute("PRAGMA foreign_keys=ON")
+        migrate(db)
+    except BaseException:
+        db.close()
+        raise
+    return db
+
+
+def _connect_read_only(path: Path) -> sqlite3.Connection:
+    """The database opened for reading only: through SQLite's shared memory where it can be had, else as an
+    immutable file (a write-ahead log that was never checkpointed is not read then; a clean close leaves none)."""
+    for mode in ("ro", "ro&immutable=1"):
+        db = sqlite3.connect(f"{path.resolve().as_uri()}?mode={mode}", uri=True, check_same_thread=False)
+        try:
+            db.execute("SELECT count(*) FROM sessions").fetchone()
+            (version,) = db.execute("PRAGMA user_version").fetchone()
+            if version > len(MIGRATIONS):
+                raise sqlite3.DatabaseError(
+                    f"state.db has schema version {version}, newer than this hermes-acp understands ({len(MIGRATIONS)})"
+                )
+            return db
+        except sqlite3.Error:
+            db.close()
+            if mode != "ro":
+                raise
+    raise AssertionError("unreachable")
 
 
 def _diagnose(path: Path) -> tuple[StorageCause, str] | None:
@@ -358,6 +442,9 @@ def _diagnose(path: Path) -> tuple[StorageCause, str] | None:
     for file in _files(path):
         if file.exists() and not os.access(file, os.W_OK):
             return "read_only", f"{file.name} is not writable"
+    folder_error = _folder_unwritable(path.parent)
+    if folder_error is not None:
+        return "read_only", folder_error
     try:
         fs = os.statvfs(path.parent)
     except OSError:
@@ -370,6 +457,19 @@ def _diagnose(path: Path) -> tuple[StorageCause, str] | None:
     limit = _file_size_limit()
     if limit is not None and max(_size(f) for f in _files(path)) + 64 * 1024 >= limit:
         return "disk_full", f"the store cannot grow past this process's file-size limit of {limit} bytes (ulimit -f)"
+    return None
+
+
+def _folder_unwritable(folder: Path) -> str | None:
+    """Why no file can be created in ``folder`` (SQLite needs its -wal and -shm beside the database), if so."""
+    probe = folder / f".write-check-{os.getpid()}"
+    try:
+        probe.touch()
+        probe.unlink()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        return f"no file can be created in {folder} ({exc.strerror or exc})"
     return None
 
 

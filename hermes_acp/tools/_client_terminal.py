@@ -18,7 +18,8 @@ import anyio
 
 from hermes_acp.core import DisplayBlock, TerminalBlock
 from hermes_acp.errors import ToolError
-from hermes_acp.exec.process import CommandResult
+from hermes_acp.exec.limits import CommandLimits
+from hermes_acp.exec.process import CommandResult, watch_limits
 
 from .context import EditorTerminals, TerminalExit
 
@@ -81,8 +82,10 @@ async def run_in_client_terminal(
     timeout_s: float,
     output_byte_limit: int,
     show: Callable[[list[DisplayBlock]], Awaitable[None]],
+    limits: CommandLimits | None = None,
 ) -> tuple[str, CommandResult]:
-    """Run in a client terminal; returns the terminal id and the result. Cancellation kills and releases it."""
+    """Run in a client terminal; returns the terminal id and the result. Cancellation kills and releases it; so does
+    reaching the process limit, where ``limits`` has a cgroup to watch."""
     try:
         with anyio.fail_after(CLIENT_CALL_TIMEOUT_S):
             terminal_id = await terminals.create(
@@ -94,10 +97,15 @@ async def run_in_client_terminal(
     try:
         await show([TerminalBlock(terminal_id=terminal_id)])
         seen = _Seen()
+        ended_by: list[str] = []
         with anyio.move_on_after(timeout_s) as deadline:
-            await _watch(terminals, terminal_id, seen)
-        timed_out = deadline.cancelled_caught
-        if timed_out:
+            async with anyio.create_task_group() as watchers:
+                if limits is not None and limits.in_cgroup:
+                    watchers.start_soon(watch_limits, limits, None, deadline, ended_by)
+                await _watch(terminals, terminal_id, seen)
+                watchers.cancel_scope.cancel()
+        timed_out = deadline.cancelled_caught and not ended_by
+        if deadline.cancelled_caught:
             await _bounded(terminals.kill(terminal_id))
         elif seen.error is not None:
             raise seen.error
@@ -120,4 +128,5 @@ async def run_in_client_terminal(
         exit_code=status.exit_code if status is not None and not timed_out else None,
         signal=status.signal if status is not None and not timed_out else None,
         timed_out=timed_out,
+        ended_by=ended_by[0] if ended_by else None,
     )

@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from hermes_acp.core.walk import walk
+
 from ._ignore import GlobPattern, IgnoreRules, compile_pattern
 
 __all__ = [
@@ -122,49 +124,34 @@ def _rules_for(folder: Path) -> list[tuple[str, IgnoreRules]]:
 
 
 def _walk(root: Path, selector: FileSelector, cancelled: Callable[[], bool]) -> Iterator[Path]:
-    """Every file under ``root`` that the engines consider, in traversal order, until ``cancelled()``."""
+    """Every file under ``root`` that the engines consider, in traversal order, until ``cancelled()``: the one
+    walker (``core.walk``) with the ``.gitignore`` rules in force as each folder's context."""
     root_text = str(root)
-    yield from _walk_dir(root_text, root_text, _rules_for(root), selector, cancelled)
 
-
-def _walk_dir(
-    folder: str,
-    root: str,
-    stack: list[tuple[str, IgnoreRules]],
-    selector: FileSelector,
-    cancelled: Callable[[], bool],
-) -> Iterator[Path]:
-    # Checked per folder too: a glob that selects nothing yields nothing for the callers to check between.
-    if cancelled():
-        return
-    try:
-        with os.scandir(folder) as listing:
-            entries = sorted(listing, key=lambda e: e.name)
-    except OSError:
-        return
-    for entry in entries:
-        if entry.name == ".git" or entry.is_symlink():
-            continue
-        try:
-            is_dir = entry.is_dir(follow_symlinks=False)
-            is_file = entry.is_file(follow_symlinks=False)
-        except OSError:
-            continue
-        if not (is_dir or is_file):
-            continue
-        chosen = selector.decide(_relative(entry.path, root), is_dir=is_dir)
-        if chosen is False or (chosen is None and _ignored(entry.path, is_dir, stack)):
-            continue
-        if is_file:
-            yield Path(entry.path)
-            continue
+    def enter(entry: os.DirEntry[str], stack: list[tuple[str, IgnoreRules]]) -> list[tuple[str, IgnoreRules]] | None:
+        if entry.name == ".git":
+            return None
+        chosen = selector.decide(_relative(entry.path, root_text), is_dir=True)
+        if chosen is False or (chosen is None and _ignored(entry.path, True, stack)):
+            return None
         sub = Path(entry.path)
         # A nested repository starts afresh: the outer .gitignore files do not reach into it.
         inner = [] if _is_repo_root(sub) else list(stack)
         rules = _read_rules(sub)
         if rules is not None:
             inner.append((entry.path, rules))
-        yield from _walk_dir(entry.path, root, inner, selector, cancelled)
+        return inner
+
+    for entry, stack in walk(root_text, _rules_for(root), enter, ordered=True, cancelled=cancelled):
+        try:
+            if entry.name == ".git" or not entry.is_file(follow_symlinks=False):
+                continue
+        except OSError:
+            continue
+        chosen = selector.decide(_relative(entry.path, root_text), is_dir=False)
+        if chosen is False or (chosen is None and _ignored(entry.path, False, stack)):
+            continue
+        yield Path(entry.path)
 
 
 @dataclass(frozen=True, slots=True)

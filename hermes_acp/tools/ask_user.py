@@ -3,14 +3,19 @@
 Offered only when the editor can ask (ACP ``elicitation/create`` in form mode, advertised as ``elicitation.form``):
 the session builds the tool around its ``Elicitor``. The question is tied to the session and to the tool call that
 asks it; the model gets the answer, or hears that the user declined or dismissed it. Asking changes nothing, so the
-tool needs no approval and works in every mode.
+tool needs no approval and works in every mode. Both ways are bounded: the question and its choices by the input's
+schema, the answer by ``MAX_ELICITATION_ANSWER_BYTES`` (a longer one fails the call, saying so).
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from hermes_acp.core.bounds import MAX_ELICITATION_ANSWER_BYTES
+from hermes_acp.errors import ToolError
 
 from .approval import Approval
 from .base import Presentation, ToolOutcome, TypedTool
@@ -55,9 +60,16 @@ class AskUserTool(TypedTool[_Input, dict[str, Any]]):
         schema = {"type": "object", "properties": {"answer": answer_field}, "required": ["answer"]}
         reply = await self._elicitor.ask(parsed.question, schema, tool_call_id=ctx.tool_call_id)
         if reply.action == "accept":
-            answer = (reply.content or {}).get("answer")
+            content = reply.content or {}
+            size = len(json.dumps(content, ensure_ascii=False, default=str))
+            if size > MAX_ELICITATION_ANSWER_BYTES:
+                raise ToolError(
+                    f"the editor's answer is {size:,} characters, over the limit of {MAX_ELICITATION_ANSWER_BYTES:,}"
+                    " for an answer; it was not read. Ask again for a shorter answer."
+                )
+            answer = content.get("answer")
             text = f"The user answered: {answer}" if answer not in (None, "") else "The user answered without text."
-            return ToolOutcome.text(text, raw_output={"action": "accept", "content": reply.content})
+            return ToolOutcome.text(text, raw_output={"action": "accept", "content": content})
         if reply.action == "decline":
             return ToolOutcome.text("The user declined to answer.", raw_output={"action": "decline"})
         return ToolOutcome.text("The user dismissed the question without answering.", raw_output={"action": "cancel"})

@@ -1,21 +1,21 @@
 """``terminal``: run a shell command, in the editor's terminal when it offers ``terminal/*``, else on this machine.
 
 A command is read as bash will read it and checked against the hard blocks before anything else (refused in every
-mode, the reason going to the model; a command that cannot be read asks). It runs in the sandbox (``sandbox``:
-bubblewrap, the session's directories writable, secrets masked, no secret-looking variables), so it is approved as
-an ``execute`` call on its working folder like any other; where the sandbox is not available, every command asks
-(``[sandbox] mode = "auto"``) or is refused (``"required"``). It runs through ``bash -c`` (``sh`` without bash)
-with stdin closed and pagers off. Output streams into the tool call as it comes (a live text view locally; the
-editor's own terminal, embedded in the card, otherwise); the result gives the model the exit code, the output
-(start and end kept past a cap) and what the sandbox stopped, if anything. A client terminal's card also keeps the
-end of the output as text, so the stored call still shows it when the terminal is gone. A time limit (default
-120 s, at most 600 s) kills the command and keeps what it printed; cancelling the turn kills it too. The two runners
-(``_process``, ``_client_terminal``) own the processes.
+mode, the reason going to the model; a command that cannot be read asks). It runs in the sandbox
+(``exec.sandbox``: bubblewrap, an allow-list of the file system and of the environment, the limits of
+``[sandbox.limits]``), so it is approved as an ``execute`` call on its working folder like any other; where the
+sandbox is not available, every command asks (``[sandbox] mode = "auto"``) or is refused (``"required"``). It runs
+through ``bash -c`` (``sh`` without bash) with stdin closed and pagers off. Output streams into the tool call as it
+comes (a live text view locally; the editor's own terminal, embedded in the card, otherwise); the result gives the
+model the exit code, the output (start and end kept past a cap) and what the sandbox or a limit stopped, if
+anything. A client terminal's card also keeps the end of the output as text, so the stored call still shows it when
+the terminal is gone. A time limit (default 120 s, at most 600 s) kills the command and keeps what it printed;
+reaching the process limit ends it at once; cancelling the turn kills it too. The two runners (``exec.contained``
+locally, ``_client_terminal`` in the editor) own the processes.
 """
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 from pathlib import Path
@@ -26,8 +26,10 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from hermes_acp.core import DisplayBlock, TerminalBlock, TextBlock, TextPart
 from hermes_acp.errors import ErrorCode, HardBlockedError, PermissionDeniedError, ToolError, ToolInputError
-from hermes_acp.exec.process import CommandResult, OutputBuffer, run_command
-from hermes_acp.exec.sandbox import Availability, Confined, Sandbox, explain
+from hermes_acp.exec.contained import Contained, run_contained
+from hermes_acp.exec.explain import explain, signal_of
+from hermes_acp.exec.process import CommandResult, OutputBuffer
+from hermes_acp.exec.sandbox import Availability, Sandbox
 
 from ._client_terminal import run_in_client_terminal
 from ._paths import display_path, missing_path_error, policy_paths
@@ -107,13 +109,16 @@ def _shell() -> str:
 
 
 def _status(result: CommandResult, timeout_s: float) -> str:
+    if result.ended_by is not None:
+        return "Ended: the command reached its process limit (everything it started was killed). Output up to then:"
     if result.timed_out:
         return f"Timed out after {timeout_s:g} s: the command was killed. Output up to then:"
     if result.signal is not None:
         return f"Killed by {result.signal}."
     if result.exit_code is None:
         return "The exit status is unknown."
-    return f"Exit code {result.exit_code}."
+    ended = signal_of(result)
+    return f"Exit code {result.exit_code}" + (f" (killed by {ended})." if ended else ".")
 
 
 class TerminalTool(TypedTool[_TerminalInput, dict[str, Any]]):
@@ -199,49 +204,49 @@ class TerminalTool(TypedTool[_TerminalInput, dict[str, Any]]):
         cwd = await self._cwd(parsed, ctx)
         extra_env = {**_QUIET_ENV, **(parsed.env or {})}
         inner = [shutil.which(_shell()) or "/bin/sh", "-c", parsed.command]
-        confined = await sandbox.confine(
-            inner,
-            roots=ctx.workspace.roots,
-            cwd=cwd,
-            mode=ctx.mode,
-            extra_env=extra_env,
-            for_editor=ctx.terminals is not None,
-        )
-        terminal_id: str | None = None
         if ctx.terminals is not None:
-            terminal_id, result = await run_in_client_terminal(
-                ctx.terminals,
-                confined.argv[0],
-                confined.argv[1:],
-                cwd=cwd,
-                env=confined.env,
-                timeout_s=parsed.timeout_s,
-                output_byte_limit=CLIENT_OUTPUT_BYTES,
-                show=ctx.progress,
-            )
-        else:
-
-            async def live(buffer: OutputBuffer) -> None:
-                await ctx.progress([TextBlock(text=fence(buffer.last(LIVE_VIEW_BYTES)))])
-
-            try:
-                result = await run_command(
-                    confined.argv,
+            terminals = ctx.terminals
+            async with sandbox.contained(
+                inner, roots=ctx.workspace.roots, cwd=cwd, mode=ctx.mode, extra_env=extra_env, for_editor=True
+            ) as confined:
+                terminal_id, result = await run_in_client_terminal(
+                    terminals,
+                    confined.argv[0],
+                    confined.argv[1:],
                     cwd=cwd,
                     env=confined.env,
                     timeout_s=parsed.timeout_s,
-                    buffer=OutputBuffer(OUTPUT_HEAD_BYTES, OUTPUT_TAIL_BYTES),
-                    on_output=live,
-                    own_pid_namespace=confined.sandboxed,
+                    output_byte_limit=CLIENT_OUTPUT_BYTES,
+                    show=ctx.progress,
+                    limits=confined.limits,
                 )
-            except OSError as exc:
-                raise ToolError(f"could not start the command: {exc.strerror or exc}") from exc
-        return _outcome(parsed, result, confined, terminal_id)
+                home = sandbox.environment().get("HOME")
+                notes = explain(confined, parsed.command, result, cwd=str(cwd), limits=sandbox.limits, home=home)
+            return _outcome(parsed, Contained(result, confined.sandboxed, [*notes, *confined.aftermath]), terminal_id)
+
+        async def live(buffer: OutputBuffer) -> None:
+            await ctx.progress([TextBlock(text=fence(buffer.last(LIVE_VIEW_BYTES)))])
+
+        try:
+            contained = await run_contained(
+                sandbox,
+                inner,
+                command=parsed.command,
+                roots=ctx.workspace.roots,
+                cwd=cwd,
+                mode=ctx.mode,
+                extra_env=extra_env,
+                timeout_s=parsed.timeout_s,
+                buffer=OutputBuffer(OUTPUT_HEAD_BYTES, OUTPUT_TAIL_BYTES),
+                on_output=live,
+            )
+        except OSError as exc:
+            raise ToolError(f"could not start the command: {exc.strerror or exc}") from exc
+        return _outcome(parsed, contained, None)
 
 
-def _outcome(
-    parsed: _TerminalInput, result: CommandResult, confined: Confined, terminal_id: str | None
-) -> ToolOutcome[dict[str, Any]]:
+def _outcome(parsed: _TerminalInput, contained: Contained, terminal_id: str | None) -> ToolOutcome[dict[str, Any]]:
+    result = contained.result
     output, capped = cap_middle(result.output.rstrip("\n"), MODEL_OUTPUT_CHARS)
     status = _status(result, parsed.timeout_s)
     display: list[DisplayBlock]
@@ -253,13 +258,13 @@ def _outcome(
         ]
     else:
         display = [TextBlock(text=status + ("\n" + fence(output) if output else ""))]
-    notes = explain(confined, parsed.command, result.output, home=os.environ.get("HOME"))
+    notes = list(contained.notes)
     if notes:
         display.append(TextBlock(text="\n".join(notes)))
     if result.truncated or capped:
         notes.append("[The output was long: only part of it is shown.]")
     text = "\n".join([status, output if output else "(no output)", *notes])
-    failed = result.timed_out or result.exit_code != 0
+    failed = result.timed_out or result.ended_by is not None or result.exit_code != 0
     error_code: ErrorCode | None = "timeout" if result.timed_out else ("nonzero_exit" if failed else None)
     return ToolOutcome(
         parts=[TextPart(text=text)],
@@ -268,8 +273,9 @@ def _outcome(
             "exit_code": result.exit_code,
             "signal": result.signal,
             "timed_out": result.timed_out,
+            "ended_by": result.ended_by,
             "truncated": result.truncated or capped,
-            "sandboxed": confined.sandboxed,
+            "sandboxed": contained.sandboxed,
         },
         failed=failed,
         error_code=error_code,

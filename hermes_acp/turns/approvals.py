@@ -16,7 +16,8 @@ from typing import TypeVar
 
 import anyio
 
-from hermes_acp.core import ModeId, PermissionResolved
+from hermes_acp.core import DiffBlock, DisplayBlock, ModeId, PermissionResolved, TextBlock
+from hermes_acp.core.bounds import MAX_PERMISSION_TEXT_CHARS, cut_json
 from hermes_acp.errors import PermissionDeniedError
 from hermes_acp.tools.approval import Approval
 from hermes_acp.tools.base import Presentation
@@ -72,8 +73,8 @@ class ApprovalFlow:
             tool_call_id=tool_call_id,
             title=request.title or presentation.title,
             kind=presentation.kind,
-            raw_input=request.raw_input,
-            content=request.content or presentation.content,
+            raw_input=cut_json(request.raw_input, MAX_PERMISSION_TEXT_CHARS),
+            content=_bounded(request.content or presentation.content),
             locations=presentation.locations,
             offer_always=verdict.offer_always,
         )
@@ -100,3 +101,20 @@ class ApprovalFlow:
                 " (later calls will ask again)"
             )
         raise PermissionDeniedError("the user refused this call; it was not run")
+
+
+def _bounded(blocks: list[DisplayBlock]) -> list[DisplayBlock]:
+    """What a permission question shows, each text and each side of a diff within ``MAX_PERMISSION_TEXT_CHARS``
+    (``core.bounds``): a longer text is cut with a note, a larger diff is named with its size instead."""
+    limit = MAX_PERMISSION_TEXT_CHARS
+    shown: list[DisplayBlock] = []
+    for block in blocks:
+        if isinstance(block, TextBlock) and len(block.text) > limit:
+            more = len(block.text) - limit
+            shown.append(TextBlock(text=f"{block.text[:limit]}\n… [{more:,} more characters not shown]"))
+        elif isinstance(block, DiffBlock) and max(len(block.old_text or ""), len(block.new_text)) > limit:
+            size = max(len(block.old_text or ""), len(block.new_text))
+            shown.append(TextBlock(text=f"A change to {block.path} of {size:,} characters, too large to show here."))
+        else:
+            shown.append(block)
+    return shown

@@ -6,7 +6,11 @@ what arrived since its last write as ``AssistantTextCheckpointed`` once the olde
 ``CheckpointPolicy.interval_s`` old or ``max_chars`` have piled up, whichever comes first, so a crash loses at
 most that much of what the user saw. A checkpoint sends nothing live (the text was streamed already). The final
 ``ResponseDone`` comes back with tool-call ids made unique in the session; storing it is the
-caller's job. Talks to the provider seam and the recorder only.
+caller's job. Two bounds apply here (``core.bounds``): a response the provider stopped reading (``ResponseDone.cut``:
+it never ended, or passed its output limit many times over) ends ``max_tokens`` with what was shown and the user is
+told why; a response with more than ``MAX_TOOL_CALLS_PER_RESPONSE`` tool calls keeps the first ones, and a line of
+text, streamed and stored like the rest, tells the model and the user how many were dropped. Talks to the provider
+seam and the recorder only.
 """
 
 from __future__ import annotations
@@ -24,8 +28,10 @@ import anyio.to_thread
 from hermes_acp.core import (
     AssistantMessage,
     AssistantTextCheckpointed,
+    TextPart,
     ToolCallPart,
 )
+from hermes_acp.core.bounds import MAX_TOOL_CALLS_PER_RESPONSE
 from hermes_acp.core.ids import new_tool_call_id
 from hermes_acp.core.messages import AssistantPart
 from hermes_acp.core.notice import Notice
@@ -121,8 +127,37 @@ async def stream_response(
             raise checkpointer.failure
         if error is not None:
             raise error
+    if done.cut is not None:
+        cut = Notice("warning", "The model's answer was cut", f"{done.cut}. What it wrote so far is kept.")
+        await recorder.notice(cut, turn_id=turn_id)
     message = _with_unique_ids(done.message, recorder.projection.tool_call_ids)
+    message, dropped = _capped_calls(message)
+    if dropped:
+        note = (
+            f"\n\n[hermes-acp: this response asked for {dropped + MAX_TOOL_CALLS_PER_RESPONSE:,} tool calls; only the"
+            f" first {MAX_TOOL_CALLS_PER_RESPONSE} run (at most {MAX_TOOL_CALLS_PER_RESPONSE} per response). Ask for"
+            " the rest in later responses.]"
+        )
+        message = message.model_copy(update={"parts": [*message.parts, TextPart(text=note)]})
+        partial.text.append(note)
+        await recorder.live(LiveTextChunk(partial.message_id, note))
     return done if message is done.message else done.model_copy(update={"message": message})
+
+
+def _capped_calls(message: AssistantMessage) -> tuple[AssistantMessage, int]:
+    """``message`` with at most ``MAX_TOOL_CALLS_PER_RESPONSE`` tool calls (the first ones), and how many went."""
+    calls = sum(isinstance(part, ToolCallPart) for part in message.parts)
+    if calls <= MAX_TOOL_CALLS_PER_RESPONSE:
+        return message, 0
+    kept: list[AssistantPart] = []
+    seen = 0
+    for part in message.parts:
+        if isinstance(part, ToolCallPart):
+            seen += 1
+            if seen > MAX_TOOL_CALLS_PER_RESPONSE:
+                continue
+        kept.append(part)
+    return message.model_copy(update={"parts": kept}), calls - MAX_TOOL_CALLS_PER_RESPONSE
 
 
 async def _forward(

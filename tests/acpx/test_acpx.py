@@ -23,6 +23,7 @@ from anyio.abc import Process
 
 from fixtures.model_server import serve_model_server
 from tests.fakes.lanes import lane_missing
+from tests.fakes.sandbox_pin import pin_sandbox
 
 pytestmark = [pytest.mark.anyio, pytest.mark.acpx]
 REPO = Path(__file__).resolve().parent.parent.parent
@@ -75,7 +76,10 @@ async def lane(tmp_path: Path) -> AsyncIterator[Lane]:
         home = tmp_path / "home"
         (home / ".hermes-acp").mkdir(parents=True)
         (home / ".hermes-acp" / "config.toml").write_text(
-            f'[providers.fx]\nkind = "openai"\nbase_url = "{server.openai_base_url}"\nmodels = ["first", "second"]\n'
+            pin_sandbox(
+                f'[providers.fx]\nkind = "openai"\nbase_url = "{server.openai_base_url}"\n'
+                'models = ["first", "second"]\n'
+            )
         )
         workspace = tmp_path / "workspace"
         workspace.mkdir()

@@ -39,6 +39,7 @@ from hermes_acp.providers.describe import describer_for
 from hermes_acp.providers.registry import ProviderRegistry
 from hermes_acp.tools.base import ToolOutcome
 from hermes_acp.tools.context import ApprovalRequest, ToolContext, Workspace
+from tests.fakes.sandbox_pin import pin_sandbox
 from tests.fakes.server import scripted_model
 from tests.fakes.tools import approved
 
@@ -179,7 +180,7 @@ async def open_desk(
     home = folder / "home"
     home.mkdir(parents=True, exist_ok=True)
     argv, env = command(profile=profile, faults=faults, journal=folder / "journal.jsonl", state=folder / "state.json")
-    (home / "config.toml").write_text(config)
+    (home / "config.toml").write_text(pin_sandbox(config))
     settings = load_settings({"HERMES_CUA_DRIVER_CMD": shlex.join(argv)}, home=home)
     current = model or catalog_model()
     catalog = ModelCatalog([current, *models], current.id)

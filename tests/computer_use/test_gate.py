@@ -29,6 +29,7 @@ from hermes_acp.providers.scripted import ScriptedProvider, ScriptedReply, text_
 from hermes_acp.tools.context import ApprovalRequest, Workspace
 from hermes_acp.turns.prompt_input import convert_prompt
 from hermes_acp.turns.request import build_request
+from tests.fakes.sandbox_pin import pin_sandbox
 
 from .support import catalog_model
 
@@ -58,7 +59,7 @@ def make_gate(
 ) -> tuple[SessionImageGate, ScriptedProvider]:
     home = tmp_path / "home"
     home.mkdir(parents=True, exist_ok=True)
-    (home / "config.toml").write_text(config)
+    (home / "config.toml").write_text(pin_sandbox(config))
     settings = load_settings({}, home=home)
     main = catalog_model(vision=vision)
     aux_provider = ScriptedProvider(aux_steps, provider_id="aux")

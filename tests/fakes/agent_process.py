@@ -31,6 +31,7 @@ from probes.agent import stop_agent
 
 from .acp_client import RecordingClient, text_block
 from .acp_schema import FrameLog, hidden_from_the_sdk, read_frame
+from .sandbox_pin import DEFAULT_TEST_SANDBOX, SandboxMode, pin_sandbox
 
 __all__ = ["EXIT_TIMEOUT_S", "MODEL", "MODEL_2", "REPO", "AgentProcess", "spawn_agent"]
 
@@ -191,11 +192,13 @@ async def spawn_agent(
     config_extra: str = "",
     models: str = '["m", "m2"]',
     max_retries: int = 0,
+    sandbox: SandboxMode | None = DEFAULT_TEST_SANDBOX,
 ) -> AsyncIterator[AgentProcess]:
     """The real agent against a scripted model (``scenario``: the model server's format; default: "Hello." for
     every request). ``config_extra`` is appended to config.toml (e.g. ``[permissions]`` or ``[agent]``);
     ``models`` is the provider's model list in TOML (e.g. to give ``m`` a ``context_window``); ``max_retries`` is
-    the provider's (0: a failed request fails the turn at once)."""
+    the provider's (0: a failed request fails the turn at once); ``sandbox`` the ``[sandbox] mode`` pinned unless
+    ``config_extra`` sets one (``tests/fakes/sandbox_pin.py``)."""
     home = home or tmp_path / "home"
     home.mkdir(parents=True, exist_ok=True)
     workspace = tmp_path / "workspace"
@@ -203,7 +206,8 @@ async def spawn_agent(
     stderr_path = tmp_path / "agent-stderr.log"
     scenario = scenario or {"name": "default", "responses": [{"steps": [{"text": "Hello."}], "repeat": True}]}
     async with serve_model_server(scenario) as model:
-        (home / "config.toml").write_text(_config(model.openai_base_url, models, max_retries) + config_extra)
+        config = _config(model.openai_base_url, models, max_retries) + config_extra
+        (home / "config.toml").write_text(pin_sandbox(config, sandbox))
         process_env = {
             "PATH": os.environ.get("PATH", ""),
             "HOME": str(tmp_path),

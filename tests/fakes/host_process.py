@@ -33,6 +33,7 @@ from fixtures.model_server import ModelServer, serve_model_server
 from .acp_client import RecordingClient, text_block
 from .acp_schema import FrameLog, hidden_from_the_sdk, read_frame
 from .agent_process import FRAME_LIMIT, REPO, START_TIMEOUT_S, TURN_TIMEOUT_S, RawAnswers
+from .sandbox_pin import pin_sandbox
 
 __all__ = ["FrontDoor", "SharedHome", "shared_home"]
 
@@ -222,7 +223,7 @@ async def shared_home(
     runtime = Path(tempfile.mkdtemp(prefix="hacp-", dir="/tmp"))  # short: a socket path holds 107 bytes
     try:
         async with serve_model_server(scenario) as model:
-            (home / "config.toml").write_text(_config(model.openai_base_url) + config_extra)
+            (home / "config.toml").write_text(pin_sandbox(_config(model.openai_base_url) + config_extra))
             env = {
                 "PATH": os.environ.get("PATH", ""),
                 "HOME": str(tmp_path),

@@ -33,6 +33,7 @@ from hermes_acp.tools.base import AnyTool
 
 from .acp_client import RecordingClient, text_block
 from .acp_schema import FrameLog
+from .sandbox_pin import DEFAULT_TEST_SANDBOX, SandboxMode, pin_sandbox
 
 __all__ = ["Pair", "RawPair", "open_pair", "open_raw", "scripted_model", "socket_streams"]
 
@@ -97,11 +98,11 @@ def _server_model(entry: dict[str, Any]) -> Any:
     return schema.McpServerStdio.model_validate(entry)
 
 
-def _settings(tmp_path: Path, config: str | None, env: Mapping[str, str]) -> Settings:
+def _settings(tmp_path: Path, config: str | None, env: Mapping[str, str], sandbox: SandboxMode | None) -> Settings:
     home = tmp_path / "home"
     home.mkdir(parents=True, exist_ok=True)
-    if config is not None:
-        (home / "config.toml").write_text(config)
+    if config is not None or sandbox is not None:
+        (home / "config.toml").write_text(pin_sandbox(config or "", sandbox))
     return load_settings({**env, "HERMES_ACP_HOME": str(home)})
 
 
@@ -134,8 +135,9 @@ async def _running_server(
     config: str | None,
     env: Mapping[str, str],
     tools: Sequence[AnyTool] = (),
+    sandbox: SandboxMode | None = DEFAULT_TEST_SANDBOX,
 ) -> AsyncIterator[tuple[Settings, SessionStore]]:
-    settings = _settings(tmp_path, config, env)
+    settings = _settings(tmp_path, config, env, sandbox)
     env = {**env, "HERMES_ACP_HOME": str(settings.home)}
     store = await SqliteSessionStore.open(settings.state_db)
     if models is None:
@@ -182,8 +184,10 @@ async def open_pair(
     client_capabilities: dict[str, Any] | None = None,
     initialize: bool = True,
     tools: Sequence[AnyTool] = (),
+    sandbox: SandboxMode | None = DEFAULT_TEST_SANDBOX,
 ) -> AsyncIterator[Pair]:
-    """hermes-acp served in-process; ``conn`` is an initialized acp client connection to it."""
+    """hermes-acp served in-process; ``conn`` is an initialized acp client connection to it. ``sandbox``: the
+    ``[sandbox] mode`` pinned in its config unless ``config`` sets one (``tests/fakes/sandbox_pin.py``)."""
     workspace = tmp_path / "workspace"
     workspace.mkdir(exist_ok=True)
     client = client or RecordingClient()
@@ -198,6 +202,7 @@ async def open_pair(
             config=config,
             env=env or {},
             tools=tools,
+            sandbox=sandbox,
         ) as (settings, store),
     ):
         frames = FrameLog()

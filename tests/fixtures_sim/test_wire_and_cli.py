@@ -118,8 +118,10 @@ def test_command_builds_a_spawnable_environment(tmp_path: Path) -> None:
     argv, env = command(
         profile="legacy", faults=[{"knob": "uinput"}], journal=tmp_path / "j.jsonl", apps=["calculator"]
     )
-    assert argv[1:] == ["-m", "fixtures.cua_driver_sim", "mcp", "--no-overlay", "--profile", "legacy",
-                        "--faults", '[{"knob": "uinput"}]', "--apps", "calculator"]  # fmt: skip
+    assert argv[1] == "-X" and argv[2].startswith("pycache_prefix=") and argv[3] == "-c"
+    assert REPO_ROOT in argv[4] and "fixtures.cua_driver_sim" in argv[4], "the argv alone finds the package"
+    assert argv[5:] == ["mcp", "--no-overlay", "--profile", "legacy", "--faults", '[{"knob": "uinput"}]',
+                        "--apps", "calculator", "--journal", os.fspath(tmp_path / "j.jsonl")]  # fmt: skip
     assert env["PYTHONPATH"].split(os.pathsep)[0] == REPO_ROOT
     assert env["FAKE_CUA_JOURNAL"] == os.fspath(tmp_path / "j.jsonl")
     assert "FAKE_CUA_STATE" not in env

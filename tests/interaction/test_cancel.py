@@ -8,11 +8,14 @@ from typing import Any
 import anyio
 import pytest
 from acp import schema
+from dirty_equals import IsStr
+from inline_snapshot import snapshot
 
 from hermes_acp.core import TextPart, ToolCallPart, UserMessage
 from hermes_acp.providers.scripted import ScriptedProvider, ScriptedReply, text_reply, tool_reply
 from tests.fakes.server import Pair, open_pair
 from tests.fakes.tools import BlockingTool, GuardedWriteTool, args
+from tests.turns.support import history
 
 pytestmark = pytest.mark.anyio
 
@@ -36,16 +39,37 @@ async def test_cancel_during_streaming_answers_cancelled_and_keeps_what_was_show
                 await pair.conn.cancel(session_id=session_id)
         with anyio.fail_after(5):
             nxt = await pair.prompt(session_id, "after cancel")
-        events = [
-            e.event.kind
-            for e in await pair.store.load_events(session_id)
-            if e.event.kind != "assistant_text_checkpointed"  # one lands if the cancel comes 250 ms after the text
-        ]
+        stored = history(
+            [
+                e.event
+                for e in await pair.store.load_events(session_id)
+                if e.event.kind != "assistant_text_checkpointed"  # one lands if the cancel comes 250 ms after the text
+            ]
+        )
     assert results["long"].stop_reason == "cancelled"
     assert nxt.stop_reason == "end_turn"
-    assert events[:3] == ["user_prompted", "assistant_message", "turn_ended"]
-    history = provider.requests[1].messages
-    assert history[1].parts == [TextPart(text="streamin")]
+    assert stored[:3] == snapshot(
+        [
+            {
+                "kind": "user_prompted",
+                "turn_id": IsStr(regex=r"turn_[0-9a-f]{16}"),
+                "message_id": "m1",
+                "display": [{"text": "long"}],
+                "message": {"parts": [{"text": "long"}]},
+            },
+            {
+                "kind": "assistant_message",
+                "turn_id": IsStr(regex=r"turn_[0-9a-f]{16}"),
+                "message_id": "m2",
+                "message": {"parts": [{"text": "streamin"}]},
+                "model_id": "scripted:model",
+                "interrupted": True,
+            },
+            {"kind": "turn_ended", "turn_id": IsStr(regex=r"turn_[0-9a-f]{16}"), "stop_reason": "cancelled"},
+        ]
+    )
+    model_history = provider.requests[1].messages
+    assert model_history[1].parts == [TextPart(text="streamin")]
 
 
 async def test_cancel_during_a_tool_interrupts_it_and_settles_the_card(tmp_path: Path) -> None:

@@ -154,7 +154,7 @@ async def test_the_network_switch_reaches_the_sandbox_of_the_sessions_commands(t
                 text_reply("Tried again."),
             ]
         )
-        async with open_pair(tmp_path, provider=provider, client_capabilities=BOOLEANS) as pair:
+        async with open_pair(tmp_path, provider=provider, client_capabilities=BOOLEANS, sandbox="auto") as pair:
             pair.client.answers = ["allow_once", "allow_once"]
             session_id = await pair.new_session()
             await pair.prompt(session_id, "connect")

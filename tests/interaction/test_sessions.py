@@ -101,6 +101,8 @@ async def test_fork_copies_history_carries_mode_and_model_and_records_parent(tmp
     async with open_pair(tmp_path, provider=ScriptedProvider([text_reply("first answer")])) as pair:
         parent = await pair.new_session()
         await pair.prompt(parent, "first question")
+        with anyio.fail_after(5):  # the title is stored after the turn, in the background: fork a settled history
+            await pair.client.wait_for(lambda: bool(pair.client.of_kind("session_info_update", parent)))
         await pair.conn.set_session_mode(session_id=parent, mode_id="accept_edits")
         forked = await pair.conn.fork_session(cwd=str(pair.workspace), session_id=parent, mcp_servers=[])
         parent_events = await pair.store.load_events(parent)

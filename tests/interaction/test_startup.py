@@ -20,6 +20,7 @@ import pytest
 from fixtures.model_server import serve_model_server
 from hermes_acp.protocol.stdio import AppRunner, serve_streams
 from hermes_acp.telemetry import configure_logging
+from tests.fakes.sandbox_pin import pin_sandbox
 from tests.fakes.server import RawPair, socket_streams
 
 pytestmark = pytest.mark.anyio
@@ -40,7 +41,7 @@ async def held_server(
     """The production ``run_connection`` over a socketpair, with its load held until ``release`` is set."""
     home = tmp_path / "home"
     home.mkdir(exist_ok=True)
-    (home / "config.toml").write_text(config)
+    (home / "config.toml").write_text(pin_sandbox(config))
     release = threading.Event()
 
     def held_load() -> AppRunner:

@@ -1,19 +1,20 @@
 """The users of the one supervised MCP connection, behind one interface, for the shared at-most-once suite. Not a
 test module.
 
-Each ``User`` makes calls the way the model does (through the tool, errors as codes) against a real fixture with
-a fault planted, and reports what really happened from the fixture's own oracle:
+Each ``User`` makes calls the way the model does (through the tool, errors as codes) against a fixture with a fault
+planted, and reports what really happened from the fixture's own oracle:
 
-- ``mcp-stdio``: the editor's MCP server (``ServerConnection``) against ``fixtures.mcp_server`` over stdio: a
-  mutation is ``add_note`` (or ``sleep`` / ``crash`` for the faults), a read ``echo`` (or ``flaky_lookup``); the
-  journal counts starts and calls;
-- ``mcp-http``: the same server over streamable HTTP, behind ``tests/mcp/gateway.py`` that answers 502/504 after
-  forwarding (a lost answer over HTTP); the server cannot be respawned, so "the server dies" is not played;
-- ``cua-driver``: computer_use's ``DriverClient`` against ``fixtures.cua_driver_sim`` with a fault plan: a mutation
-  is a click (after a capture), a read ``list_windows``; its journal holds every delivered input.
+- ``mcp-memory``: the editor's MCP server (``McpServers`` and its ``ServerConnection``) against the in-memory server
+  of ``tests/fakes/mcp_wire.py``, opened through the connection's ``open_wire`` seam: a mutation is ``add_note``
+  (or ``sleep`` / ``crash`` for the faults), a read ``echo`` (or ``flaky_lookup``); the server counts starts and
+  calls. No process and no real second passes: its timeouts are short values. Over real transports the same rules
+  are tested in ``test_connections.py`` (stdio) and ``test_transports.py`` (streamable HTTP and SSE, with a gateway
+  that loses answers after forwarding);
+- ``cua-driver``: computer_use's ``DriverClient`` against ``fixtures.cua_driver_sim`` (a real process) with a fault
+  plan: a mutation is a click (after a capture), a read ``list_windows``; its journal holds every delivered input.
 
 A fault fires on the first call of its kind only (``once``) or on the first call of every new connection
-(``always``): the fixtures count per process, so a plan the driver reads at start is emptied once it ran.
+(``always``): the fixtures count per server, so a plan the driver reads at start is emptied once it ran.
 """
 
 from __future__ import annotations
@@ -22,28 +23,29 @@ import json
 import os
 import signal
 from collections.abc import AsyncIterator
-from contextlib import AsyncExitStack, asynccontextmanager
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
 import anyio
 
-from fixtures.mcp_server import read_journal, serve_http, stdio_spec
 from hermes_acp.errors import ToolError
 from hermes_acp.mcp_client import McpServers, McpTimeouts, SupervisedConnection
 from tests.computer_use.support import Desk, open_desk
-from tests.mcp.gateway import Gateway, gateway
-from tests.mcp.support import START_S, find_tool, run_tool, running
+from tests.fakes.mcp_wire import MemoryMcpServer
+from tests.mcp.support import START_S, find_tool, run_tool
 
 __all__ = ["KINDS", "Fault", "Kind", "Times", "User", "open_user"]
 
-Kind = Literal["mcp-stdio", "mcp-http", "cua-driver"]
-KINDS: tuple[Kind, ...] = ("mcp-stdio", "mcp-http", "cua-driver")
+Kind = Literal["mcp-memory", "cua-driver"]
+KINDS: tuple[Kind, ...] = ("mcp-memory", "cua-driver")
 Fault = Literal["none", "mutation_hangs", "mutation_drops", "read_hangs", "read_drops"]
 Times = Literal["once", "always"]
-CALL_S = 1.0
-"""The call timeout under test: a hang is noticed after it."""
+MEMORY_TIMEOUTS = McpTimeouts(connect_s=5.0, call_s=0.3, list_s=5.0)
+"""The in-memory server answers in microseconds: a hang is noticed after 0.3 s."""
+DRIVER_CALL_S = 0.5
+"""The simulated driver is a real process: a hang is noticed after half a second."""
 
 
 class User(Protocol):
@@ -81,10 +83,9 @@ class _McpUser:
     kind: Kind
     tmp_path: Path
     servers: McpServers
-    journal: Path
+    server: MemoryMcpServer
     fault: Fault
     times: Times
-    gateway: Gateway | None = None
     _mutations: int = 0
     _reads: int = 0
 
@@ -103,15 +104,13 @@ class _McpUser:
         fires = self._fires(self._mutations)
         if fires and self.fault == "mutation_hangs":
             return await _code(run_tool(self.tmp_path, self._tool("sleep"), seconds=600))
-        if fires and self.fault == "mutation_drops" and self.gateway is None:
+        if fires and self.fault == "mutation_drops":
             return await _code(run_tool(self.tmp_path, self._tool("crash")))
         return await _code(run_tool(self.tmp_path, self._tool("add_note"), text=f"note {self._mutations}"))
 
     async def read(self) -> str | None:
         self._reads += 1
-        fires = self._fires(self._reads)
-        over_gateway = self.gateway is not None and self.fault == "read_drops"
-        if fires and self.fault in ("read_hangs", "read_drops") and not over_gateway:
+        if self._fires(self._reads) and self.fault in ("read_hangs", "read_drops"):
             how = "hang" if self.fault == "read_hangs" else "crash"
             lookup = self._tool("flaky_lookup")
             fail_first = 1 if self.times == "once" else 10
@@ -119,15 +118,13 @@ class _McpUser:
         return await _code(run_tool(self.tmp_path, self._tool("echo"), text="read"))
 
     def performed(self) -> int:
-        calls = read_journal(self.journal).calls()
-        return len([c for c in calls if c["tool"] in ("add_note", "sleep", "crash")])
+        return self.server.count("add_note", "sleep", "crash")
 
     def read_attempts(self) -> int | None:
-        calls = read_journal(self.journal).calls()
-        return len([c for c in calls if c["tool"] in ("flaky_lookup", "echo")])
+        return self.server.count("flaky_lookup", "echo")
 
     async def kill_server(self) -> None:
-        os.kill(read_journal(self.journal).pids[-1], signal.SIGKILL)
+        self.server.kill()
         with anyio.fail_after(START_S):
             await self.link.wait_for(lambda link: link.state == "down")
 
@@ -183,27 +180,19 @@ async def open_user(kind: Kind, tmp_path: Path, fault: Fault = "none", times: Ti
     if kind == "cua-driver":
         plan = tmp_path / "faults.json"
         plan.write_text(json.dumps(_driver_plan(fault)))
-        config = f"[computer_use]\ncall_timeout_s = {CALL_S / 2}\n"
+        config = f"[computer_use]\ncall_timeout_s = {DRIVER_CALL_S}\n"
         async with open_desk(tmp_path, faults=plan, config=config) as desk:
             assert await _code(desk.act(action="list_apps")) is None  # the first driver is running with the plan
             if times == "once":
                 plan.write_text("[]")
             yield _DriverUser(kind, desk, plan, fault, times)
         return
-    journal = tmp_path / "journal.jsonl"
-    timeouts = McpTimeouts(connect_s=START_S, call_s=CALL_S, list_s=START_S)
-    async with AsyncExitStack() as stack:
-        if kind == "mcp-stdio":
-            servers = await stack.enter_async_context(running(tmp_path, [stdio_spec("fixture", journal)], timeouts))
-            yield _McpUser(kind, tmp_path, servers, journal, fault, times)
-            return
-        server = await stack.enter_async_context(serve_http("http", journal))
-        lost = [502] if times == "once" else [502] * 10
-        failures = {
-            "add_note": lost if fault == "mutation_drops" else [],
-            "echo": lost if fault == "read_drops" else [],
-        }
-        gw = await stack.enter_async_context(gateway(server.url, failures))
-        spec = {"type": "http", "name": "fixture", "url": gw.url, "headers": []}
-        servers = await stack.enter_async_context(running(tmp_path, [spec], timeouts))
-        yield _McpUser(kind, tmp_path, servers, journal, fault, times, gateway=gw)
+    server = MemoryMcpServer()
+    spec = {"name": "fixture", "command": "memory", "args": [], "env": []}
+    cwd = tmp_path / "workspace"
+    cwd.mkdir(exist_ok=True)
+    servers = McpServers([spec], cwd=cwd, timeouts=MEMORY_TIMEOUTS, open_wire=server.open_wire)
+    async with servers.running():
+        with anyio.fail_after(START_S):
+            await servers.prepare_turn(wait_s=START_S)
+        yield _McpUser(kind, tmp_path, servers, server, fault, times)

@@ -67,7 +67,7 @@ async def test_a_read_lost_twice_is_reported_and_not_sent_a_third_time(
     assert attempts in (2, None)
 
 
-@pytest.mark.parametrize("kind", ["mcp-stdio", "cua-driver"])  # a remote server is not ours to respawn
+@pytest.mark.parametrize("kind", KINDS)
 async def test_a_server_that_died_between_calls_is_replaced_before_a_mutation_goes_out(
     tmp_path: Path, kind: Kind
 ) -> None:

@@ -163,9 +163,10 @@ def test_specs_parse_the_acp_shapes_and_explain_what_cannot_be_used() -> None:
             {"type": "acp", "name": "inproc", "id": "x"},
             {"name": "nocmd", "command": "", "args": [], "env": []},
             {"type": "http", "name": "ftp", "url": "ftp://x"},
-        ]
+        ],
+        base_env={"PATH": "/usr/bin", "API_TOKEN": "ours"},
     )
-    assert specs[0] == StdioSpec("fs", "npx", ("-y", "fs"), {"API_TOKEN": "s3cret-value"})
+    assert specs[0] == StdioSpec("fs", "npx", ("-y", "fs"), {"PATH": "/usr/bin", "API_TOKEN": "s3cret-value"})
     assert specs[1] == HttpSpec("web", "http://127.0.0.1:1/mcp", "http", {"Authorization": "Bearer abcdefgh123"})
     assert specs[2] == HttpSpec("old", "http://127.0.0.1:1/sse", "sse", {})
     assert isinstance(specs[3], UnusableSpec) and "'acp' are not supported" in specs[3].reason
@@ -176,7 +177,9 @@ def test_spec_secrets_are_masked_in_logs() -> None:
     from hermes_acp.telemetry import redact
 
     parse_specs(
-        [{"type": "http", "name": "w", "url": "http://x", "headers": [{"name": "X-Key", "value": "hdr-secret-42"}]}]
+        [{"type": "http", "name": "w", "url": "http://x", "headers": [{"name": "X-Key", "value": "hdr-secret-42"}]}],
+        base_env={},
     )
-    parse_specs([{"name": "s", "command": "c", "args": [], "env": [{"name": "MY_TOKEN", "value": "env-secret-42"}]}])
+    env = [{"name": "MY_TOKEN", "value": "env-secret-42"}]
+    parse_specs([{"name": "s", "command": "c", "args": [], "env": env}], base_env={})
     assert redact("sent hdr-secret-42 and env-secret-42") == "sent *** and ***"

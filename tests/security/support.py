@@ -1,19 +1,23 @@
 """What the security tests share: a sandbox that must work (or the lane fails under ``HERMES_REQUIRE_LANES=1``), a
-shell shim that records every command it is asked to run, and a listener on 127.0.0.1 for network checks."""
+folder outside ``/tmp`` for test trees (commands get a private ``/tmp``, which would hide a tree there whatever the
+sandbox's own rules say), a shell shim that records every command it is asked to run, and a listener on 127.0.0.1
+for network checks."""
 
 from __future__ import annotations
 
 import contextlib
 import os
+import pwd
 import shutil
 import socket
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 from hermes_acp.exec.sandbox import probe
 from tests.fakes.lanes import lane_missing
 
-__all__ = ["ShellShim", "listener", "require_bwrap", "shell_shim"]
+__all__ = ["ShellShim", "listener", "outside_tmp", "require_bwrap", "shell_shim"]
 
 
 def require_bwrap() -> str:
@@ -22,6 +26,29 @@ def require_bwrap() -> str:
     if not availability.usable or availability.bwrap is None:
         lane_missing(f"the sandbox lane needs bubblewrap: {availability.problem} (bash .ci/run installs it)")
     return availability.bwrap
+
+
+@contextlib.contextmanager
+def outside_tmp() -> Iterator[Path]:
+    """A fresh, empty folder that is not under ``/tmp`` or ``/var/tmp`` (in the user's own home, whatever ``$HOME``
+    says, or beside the checkout), removed afterwards."""
+    real_home = Path(pwd.getpwuid(os.getuid()).pw_dir)
+    candidates = [real_home / ".cache" / "hermes-acp-test-trees", Path(__file__).resolve().parents[2] / "out" / "trees"]
+    for base in candidates:
+        if base.resolve().is_relative_to("/tmp") or base.resolve().is_relative_to("/var/tmp"):
+            continue
+        try:
+            base.mkdir(parents=True, exist_ok=True)
+        except OSError:
+            continue
+        folder = base / uuid.uuid4().hex[:12]
+        folder.mkdir()
+        try:
+            yield folder.resolve()
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+        return
+    raise RuntimeError(f"no writable folder outside /tmp for test trees (tried {candidates})")
 
 
 class ShellShim:

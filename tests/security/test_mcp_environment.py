@@ -1,4 +1,5 @@
-"""A stdio MCP server gets exactly the environment its entry declares, over a base that cannot carry secrets."""
+"""A stdio MCP server gets the allow-list base and exactly the environment its entry declares: nothing of ours
+that is not on the safe list, whatever its name, reaches it."""
 
 from __future__ import annotations
 
@@ -7,11 +8,9 @@ from pathlib import Path
 
 import anyio
 import pytest
-from mcp.client.stdio import DEFAULT_INHERITED_ENV_VARS
 
 from fixtures.mcp_server import stdio_spec
-from hermes_acp.exec.environment import EnvPolicy
-from hermes_acp.mcp_client.specs import BASE_ENV
+from hermes_acp.exec.environment import SAFE_NAMES, EnvPolicy
 from tests.fakes.agent_process import spawn_agent
 from tests.mcp.support import START_S
 
@@ -20,12 +19,14 @@ pytestmark = pytest.mark.anyio
 KEY = "sk-mcp-base-must-not-leak"
 
 
-def test_the_base_is_the_sdks_and_holds_nothing_secret() -> None:
-    assert tuple(DEFAULT_INHERITED_ENV_VARS) == BASE_ENV, "an SDK upgrade changed what servers inherit"
-    assert not any(EnvPolicy().withheld(name) for name in BASE_ENV)
+def test_the_base_is_the_safe_list_by_exact_name() -> None:
+    env = {"PATH": "/bin", "HOME": "/h", "LC_TIME": "C", "GITHUB_PAT": KEY, "DATABASE_URL": f"postgres://u:{KEY}@h/db"}
+    assert EnvPolicy().base(env) == {"PATH": "/bin", "HOME": "/h", "LC_TIME": "C"}
+    assert EnvPolicy.of(["DATABASE_URL"]).base(env)["DATABASE_URL"].endswith("@h/db"), "pass_env lets one back"
+    assert "LC_ANYTHING" not in SAFE_NAMES and not EnvPolicy().allows("LC_ANYTHING"), "no prefix matching"
 
 
-async def test_a_stdio_server_sees_its_declared_env_and_no_secret_of_ours(tmp_path: Path) -> None:
+async def test_a_stdio_server_sees_its_declared_env_and_nothing_else_of_ours(tmp_path: Path) -> None:
     declared = {"FIXTURE_VALUE": "declared", "SERVER_API_TOKEN": "its-own-token"}
     spec = stdio_spec("fixture", env=declared, tools=["whoami"])
     scenario = {
@@ -35,7 +36,16 @@ async def test_a_stdio_server_sees_its_declared_env_and_no_secret_of_ours(tmp_pa
             {"steps": [{"text": "ok"}]},
         ],
     }
-    ours = {"OPENAI_API_KEY": KEY, "GH_TOKEN": KEY, "HERMES_ACP_API_KEY": KEY, "DB_PASSWORD": KEY, "OTHER": KEY}
+    ours = {
+        "OPENAI_API_KEY": KEY,
+        "GH_TOKEN": KEY,
+        "HERMES_ACP_API_KEY": KEY,
+        "DB_PASSWORD": KEY,
+        "OTHER": KEY,
+        "GITHUB_PAT": KEY,
+        "AWS_ACCESS_KEY_ID": KEY,
+        "DATABASE_URL": f"postgres://app:{KEY}@db/prod",
+    }
     async with spawn_agent(tmp_path, scenario, env=ours) as agent:
         session_id = await agent.new_session([spec])
         with anyio.fail_after(START_S):
@@ -46,4 +56,4 @@ async def test_a_stdio_server_sees_its_declared_env_and_no_secret_of_ours(tmp_pa
     assert {"FIXTURE_VALUE", "SERVER_API_TOKEN", "PYTHONPATH"} <= names, "the declared env is kept, secrets included"
     assert seen["fixture_value"] == "declared"
     assert not names & set(ours), f"leaked: {names & set(ours)}"
-    assert names <= {*BASE_ENV, *declared, "PYTHONPATH", "LC_CTYPE"}, names
+    assert names <= {*SAFE_NAMES, *declared, "PYTHONPATH"}, names

@@ -67,7 +67,7 @@ async def test_a_hostile_command_in_dont_ask_is_contained(tmp_path: Path) -> Non
         f"echo x > {outside}; echo y > /etc/hermes-escape; echo z > inside.txt",
         "kill -TERM {pid}; kill -9 {pid}; echo still here",
     ]
-    async with spawn_agent(tmp_path, env=secret_env(ws), config_extra=KEYED_PROVIDER) as agent:
+    async with spawn_agent(tmp_path, env=secret_env(ws), config_extra=KEYED_PROVIDER, sandbox="auto") as agent:
         commands[-1] = commands[-1].format(pid=agent.process.pid)
         agent.model.set_scenario(load_scenario(calls(commands)))
         session_id = await agent.new_session()
@@ -158,7 +158,7 @@ async def test_without_bubblewrap_the_session_says_so_once_and_every_command_ask
     assert shutil.which("bwrap", path=path) is None
     scenario = calls(["echo one"])
     scenario["responses"].append({"steps": [{"text": "second turn"}]})
-    async with spawn_agent(tmp_path, scenario, env={"PATH": path}) as agent:
+    async with spawn_agent(tmp_path, scenario, env={"PATH": path}, sandbox="auto") as agent:
         agent.client.answers = ["allow_once"]
         session_id = await agent.new_session()
         await agent.conn.set_session_mode(session_id=session_id, mode_id="dont_ask")

@@ -132,9 +132,9 @@ async def test_the_user_session_sockets_are_out_of_reach(
             "python3 -c \"import socket,sys; s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); print('reached',"
             " sys.argv[1].rsplit('/')[-1])\" {} 2>&1 | tail -1"
         )
-        command = "; ".join(connect.format(f'"$XDG_RUNTIME_DIR/{name}"') for name in ("bus", "agent.sock"))
+        command = "; ".join(connect.format(f'"{runtime}/{name}"') for name in ("bus", "agent.sock"))
         hidden = await call(TerminalTool(), context(ws, mode="dont_ask", sandbox=_sandbox(ws)), command=command)
-        passed = _sandbox(ws, env_policy=EnvPolicy.of((), ["SSH_AUTH_SOCK"]))
+        passed = _sandbox(ws, env_policy=EnvPolicy.of(["SSH_AUTH_SOCK"]))
         kept = await call(TerminalTool(), context(ws, mode="dont_ask", sandbox=passed), command=command)
     finally:
         for server in servers:
@@ -151,11 +151,12 @@ async def test_a_command_for_the_editor_terminal_has_no_controlling_terminal(bwr
     if setsid is None:
         pytest.skip("needs util-linux setsid to start a command on a terminal")
     probe = ["/bin/sh", "-c", "if (exec 3<>/dev/tty) 2>/dev/null; then echo has-a-terminal; else echo no-terminal; fi"]
-    confined = await _sandbox(ws).confine(probe, roots=[ws], cwd=ws, mode="dont_ask", extra_env={}, for_editor=True)
-    assert confined.sandboxed
-    control = await anyio.to_thread.run_sync(_on_a_terminal, [setsid, "--ctty", *probe], None)
-    assert "has-a-terminal" in control, "the control: a command started this way has a terminal"
-    sandboxed = await anyio.to_thread.run_sync(_on_a_terminal, [setsid, "--ctty", *confined.argv], confined.env)
+    line = _sandbox(ws).contained(probe, roots=[ws], cwd=ws, mode="dont_ask", extra_env={}, for_editor=True)
+    async with line as confined:
+        assert confined.sandboxed
+        control = await anyio.to_thread.run_sync(_on_a_terminal, [setsid, "--ctty", *probe], None)
+        assert "has-a-terminal" in control, "the control: a command started this way has a terminal"
+        sandboxed = await anyio.to_thread.run_sync(_on_a_terminal, [setsid, "--ctty", *confined.argv], confined.env)
     assert "no-terminal" in sandboxed, sandboxed
 
 

@@ -39,7 +39,7 @@ async def test_output_and_exit_code(tmp_path: Path) -> None:
     assert called.text == "Exit code 3.\nhello\noops"
     assert called.outcome.failed and called.outcome.error_code == "nonzero_exit"
     assert called.outcome.raw_output == {
-        "exit_code": 3, "signal": None, "timed_out": False, "truncated": False, "sandboxed": False
+        "exit_code": 3, "signal": None, "timed_out": False, "ended_by": None, "truncated": False, "sandboxed": False
     }  # fmt: skip
     ok = await call(TerminalTool(), context(tmp_path), command="true")
     assert ok.text == "Exit code 0.\n(no output)" and not ok.outcome.failed
@@ -217,7 +217,9 @@ async def test_client_terminal_is_embedded_waited_for_and_released(tmp_path: Pat
     assert called.text == "Exit code 2.\nfrom-editor"
     assert client.methods()[0] == "terminal/create" and client.methods()[-1] == "terminal/release"
     assert "terminal/wait_for_exit" in client.methods()
-    assert client.calls[0][1]["args"] == ["-c", "echo from-editor; exit 2"]
+    args = client.calls[0][1]["args"]
+    assert args[-2:] == ["-c", "echo from-editor; exit 2"]
+    assert "-i" in args and "X=1" in args, "the environment is cleared inside the line, the command's own set"
     assert client.unreleased() == []
 
 

@@ -15,6 +15,7 @@ import pytest
 
 from fixtures.model_server import serve_model_server
 from tests.fakes.acp_schema import FrameLog
+from tests.fakes.sandbox_pin import pin_sandbox
 from tests.fakes.ts_sdk import REPO, ts_sdk
 
 pytestmark = pytest.mark.anyio
@@ -32,7 +33,7 @@ async def test_the_ts_sdk_client_streams_a_prompt_over_stdio(tmp_path: Path) -> 
         home = tmp_path / "home"
         home.mkdir()
         (home / "config.toml").write_text(
-            f'[providers.fx]\nkind = "openai"\nbase_url = "{server.openai_base_url}"\nmodels = ["m"]\n'
+            pin_sandbox(f'[providers.fx]\nkind = "openai"\nbase_url = "{server.openai_base_url}"\nmodels = ["m"]\n')
         )
         workspace = tmp_path / "workspace"
         workspace.mkdir()

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import anyio
 
@@ -155,6 +156,11 @@ class Loop:
     def shown(self) -> list[SessionEvent]:
         """The stored events the editor was sent live, ids made stable like ``stored``'s."""
         return stable_ids([event for live, event in self.sink.events if live])
+
+
+def history(events: list[SessionEvent]) -> list[dict[str, Any]]:
+    """A stored history as plain data, ids made stable (``stable_ids``), for a whole-history ``snapshot()``."""
+    return [{"kind": e.kind, **e.model_dump(mode="json", exclude_defaults=True)} for e in stable_ids(events)]
 
 
 def stable_ids(events: list[SessionEvent]) -> list[SessionEvent]:

@@ -14,6 +14,7 @@ from typing import Any
 import anyio
 import pytest
 import structlog
+from inline_snapshot import snapshot
 
 from hermes_acp.core import (
     AssistantMessage,
@@ -21,8 +22,6 @@ from hermes_acp.core import (
     DiffBlock,
     DisplayBlock,
     Location,
-    NoticeAdded,
-    PermissionResolved,
     ResourceLinkBlock,
     SessionEvent,
     TextBlock,
@@ -48,7 +47,7 @@ from hermes_acp.turns.settlements import CANCELLED, NOT_RUN, STORE_FAILED
 from hermes_acp.turns.state import TurnState
 from tests.fakes.tools import BlockingTool, EchoTool, GuardedWriteTool, call
 
-from .support import MODEL, USAGE, Gate, Loop, open_loop
+from .support import MODEL, USAGE, Gate, Loop, history, open_loop
 
 pytestmark = pytest.mark.anyio
 
@@ -63,6 +62,16 @@ def prompted(turn: str, message_id: str, text: str, *, for_model: bool = True) -
     )
 
 
+def interrupted(turn: str, message_id: str, text: str) -> AssistantMessageStored:
+    return AssistantMessageStored(
+        turn_id=turn,
+        message_id=message_id,
+        message=AssistantMessage(parts=[TextPart(text=text)]),
+        model_id=MODEL.id,
+        interrupted=True,
+    )
+
+
 def answered(turn: str, message_id: str, *parts: TextPart | ThinkingPart | ToolCallPart) -> AssistantMessageStored:
     return AssistantMessageStored(
         turn_id=turn,
@@ -71,16 +80,6 @@ def answered(turn: str, message_id: str, *parts: TextPart | ThinkingPart | ToolC
         model_id=MODEL.id,
         usage=USAGE,
         context_window=MODEL.context_window,
-    )
-
-
-def interrupted(turn: str, message_id: str, text: str) -> AssistantMessageStored:
-    return AssistantMessageStored(
-        turn_id=turn,
-        message_id=message_id,
-        message=AssistantMessage(parts=[TextPart(text=text)]),
-        model_id=MODEL.id,
-        interrupted=True,
     )
 
 
@@ -153,11 +152,32 @@ async def test_plain_text(tmp_path: Path) -> None:
     loop = await open_loop(tmp_path, provider)
     response = await loop.turn("hi")
     assert response.stop_reason == "end_turn"
-    assert await loop.stored() == [
-        prompted("t1", "m1", "hi"),
-        answered("t1", "m2", TextPart(text="Hello there.")),
-        ended("t1"),
-    ]
+    assert history(await loop.stored()) == snapshot(
+        [
+            {
+                "kind": "user_prompted",
+                "turn_id": "t1",
+                "message_id": "m1",
+                "display": [{"text": "hi"}],
+                "message": {"parts": [{"text": "hi"}]},
+            },
+            {
+                "kind": "assistant_message",
+                "turn_id": "t1",
+                "message_id": "m2",
+                "message": {"parts": [{"text": "Hello there."}]},
+                "model_id": "scripted:model",
+                "usage": {"input_tokens": 100, "output_tokens": 20},
+                "context_window": 32000,
+            },
+            {
+                "kind": "turn_ended",
+                "turn_id": "t1",
+                "stop_reason": "end_turn",
+                "usage": {"input_tokens": 100, "output_tokens": 20},
+            },
+        ]
+    )
     assert loop.recorder.projection.history == [user("hi"), assistant(TextPart(text="Hello there."))]
     assert loop.sink.text == "Hello there."
     assert loop.shown() == await loop.stored(), "every stored event was emitted, in order"
@@ -171,18 +191,87 @@ async def test_tool_calls_run_in_order_each_stored_as_running_then_settled(tmp_p
     response = await loop.turn("echo twice")
     assert response == type(response)(stop_reason="end_turn", usage=USAGE + USAGE)
     assert echo.runs == ["a", "b"]
-    assert await loop.stored() == [
-        prompted("t1", "m1", "echo twice"),
-        answered("t1", "m2", TextPart(text="Echoing."), echo_a, echo_b),
-        started("t1", echo_a, "Echo a", "other"),
-        started("t1", echo_b, "Echo b", "other"),
-        ToolCallRunning(turn_id="t1", tool_call_id="call_A"),
-        settled("t1", echo_a, "echo: a", raw_output={"echoed": "a"}),
-        ToolCallRunning(turn_id="t1", tool_call_id="call_B"),
-        settled("t1", echo_b, "echo: b", raw_output={"echoed": "b"}),
-        answered("t1", "m3", TextPart(text="Both echoed.")),
-        ended("t1", usage=USAGE + USAGE),
-    ]
+    assert history(await loop.stored()) == snapshot(
+        [
+            {
+                "kind": "user_prompted",
+                "turn_id": "t1",
+                "message_id": "m1",
+                "display": [{"text": "echo twice"}],
+                "message": {"parts": [{"text": "echo twice"}]},
+            },
+            {
+                "kind": "assistant_message",
+                "turn_id": "t1",
+                "message_id": "m2",
+                "message": {
+                    "parts": [
+                        {"text": "Echoing."},
+                        {"id": "call_A", "name": "echo", "arguments": '{"message": "a"}'},
+                        {"id": "call_B", "name": "echo", "arguments": '{"message": "b"}'},
+                    ]
+                },
+                "model_id": "scripted:model",
+                "usage": {"input_tokens": 100, "output_tokens": 20},
+                "context_window": 32000,
+            },
+            {
+                "kind": "tool_call_started",
+                "turn_id": "t1",
+                "tool_call_id": "call_A",
+                "name": "echo",
+                "title": "Echo a",
+                "tool_kind": "other",
+                "raw_input": {"message": "a"},
+                "marks_run": True,
+            },
+            {
+                "kind": "tool_call_started",
+                "turn_id": "t1",
+                "tool_call_id": "call_B",
+                "name": "echo",
+                "title": "Echo b",
+                "tool_kind": "other",
+                "raw_input": {"message": "b"},
+                "marks_run": True,
+            },
+            {"kind": "tool_call_running", "turn_id": "t1", "tool_call_id": "call_A"},
+            {
+                "kind": "tool_call_settled",
+                "turn_id": "t1",
+                "tool_call_id": "call_A",
+                "status": "completed",
+                "content": [{"text": "echo: a"}],
+                "raw_output": {"echoed": "a"},
+                "result": {"tool_call_id": "call_A", "name": "echo", "parts": [{"text": "echo: a"}]},
+            },
+            {"kind": "tool_call_running", "turn_id": "t1", "tool_call_id": "call_B"},
+            {
+                "kind": "tool_call_settled",
+                "turn_id": "t1",
+                "tool_call_id": "call_B",
+                "status": "completed",
+                "content": [{"text": "echo: b"}],
+                "raw_output": {"echoed": "b"},
+                "result": {"tool_call_id": "call_B", "name": "echo", "parts": [{"text": "echo: b"}]},
+            },
+            {
+                "kind": "assistant_message",
+                "turn_id": "t1",
+                "message_id": "m3",
+                "message": {"parts": [{"text": "Both echoed."}]},
+                "model_id": "scripted:model",
+                "usage": {"input_tokens": 100, "output_tokens": 20},
+                "context_window": 32000,
+            },
+            {
+                "kind": "turn_ended",
+                "turn_id": "t1",
+                "stop_reason": "end_turn",
+                "usage": {"input_tokens": 200, "output_tokens": 40},
+            },
+        ]
+    )
     assert provider.requests[1].messages == [
         user("echo twice"),
         assistant(TextPart(text="Echoing."), echo_a, echo_b),
@@ -199,15 +288,72 @@ async def test_a_denied_call_is_not_run_and_the_model_reads_why(tmp_path: Path) 
     await loop.turn("write it")
     denial = "Error (permission_denied): the user refused this call; it was not run"
     assert writer.writes == []
-    assert await loop.stored() == [
-        prompted("t1", "m1", "write it"),
-        answered("t1", "m2", write),
-        started("t1", write, "Write notes.txt", "edit"),
-        PermissionResolved(turn_id="t1", tool_call_id="w1", outcome="reject_once", scope="edit"),
-        settled("t1", write, denial, failed=True, error_code="permission_denied"),
-        answered("t1", "m3", TextPart(text="Understood.")),
-        ended("t1", usage=USAGE + USAGE),
-    ]
+    assert history(await loop.stored()) == snapshot(
+        [
+            {
+                "kind": "user_prompted",
+                "turn_id": "t1",
+                "message_id": "m1",
+                "display": [{"text": "write it"}],
+                "message": {"parts": [{"text": "write it"}]},
+            },
+            {
+                "kind": "assistant_message",
+                "turn_id": "t1",
+                "message_id": "m2",
+                "message": {"parts": [{"id": "w1", "name": "guarded_write", "arguments": '{"message": "hello"}'}]},
+                "model_id": "scripted:model",
+                "usage": {"input_tokens": 100, "output_tokens": 20},
+                "context_window": 32000,
+            },
+            {
+                "kind": "tool_call_started",
+                "turn_id": "t1",
+                "tool_call_id": "w1",
+                "name": "guarded_write",
+                "title": "Write notes.txt",
+                "tool_kind": "edit",
+                "raw_input": {"message": "hello"},
+                "marks_run": True,
+            },
+            {
+                "kind": "permission_resolved",
+                "turn_id": "t1",
+                "tool_call_id": "w1",
+                "outcome": "reject_once",
+                "scope": "edit",
+            },
+            {
+                "kind": "tool_call_settled",
+                "turn_id": "t1",
+                "tool_call_id": "w1",
+                "status": "failed",
+                "content": [{"text": "Error (permission_denied): the user refused this call; it was not run"}],
+                "result": {
+                    "tool_call_id": "w1",
+                    "name": "guarded_write",
+                    "parts": [{"text": "Error (permission_denied): the user refused this call; it was not run"}],
+                    "is_error": True,
+                },
+                "error_code": "permission_denied",
+            },
+            {
+                "kind": "assistant_message",
+                "turn_id": "t1",
+                "message_id": "m3",
+                "message": {"parts": [{"text": "Understood."}]},
+                "model_id": "scripted:model",
+                "usage": {"input_tokens": 100, "output_tokens": 20},
+                "context_window": 32000,
+            },
+            {
+                "kind": "turn_ended",
+                "turn_id": "t1",
+                "stop_reason": "end_turn",
+                "usage": {"input_tokens": 200, "output_tokens": 40},
+            },
+        ]
+    )
     assert provider.requests[1].messages == [user("write it"), assistant(write), result(write, denial, failed=True)]
 
 
@@ -265,11 +411,26 @@ async def test_cancel_while_streaming_stores_the_text_shown_as_interrupted(tmp_p
     loop = await open_loop(tmp_path, provider)
     await cancel_when(loop, "go", lambda: bool(loop.sink.updates))
     assert loop.sink.text == "A long a", "one chunk of 8 characters, then the stream waited"
-    assert await loop.stored() == [
-        prompted("t1", "m1", "go"),
-        interrupted("t1", "m2", "A long a"),
-        ended("t1", "cancelled", Usage()),
-    ]
+    assert history(await loop.stored()) == snapshot(
+        [
+            {
+                "kind": "user_prompted",
+                "turn_id": "t1",
+                "message_id": "m1",
+                "display": [{"text": "go"}],
+                "message": {"parts": [{"text": "go"}]},
+            },
+            {
+                "kind": "assistant_message",
+                "turn_id": "t1",
+                "message_id": "m2",
+                "message": {"parts": [{"text": "A long a"}]},
+                "model_id": "scripted:model",
+                "interrupted": True,
+            },
+            {"kind": "turn_ended", "turn_id": "t1", "stop_reason": "cancelled"},
+        ]
+    )
     assert loop.recorder.projection.history == [user("go"), assistant(TextPart(text="A long a"))]
 
 
@@ -279,16 +440,94 @@ async def test_cancel_while_a_tool_runs_cancels_it_and_the_rest_are_not_run(tmp_
     loop = await open_loop(tmp_path, ScriptedProvider([tool_reply(first, second)]), tools=[blocker])
     await cancel_when(loop, "run", blocker.started.is_set)
     assert blocker.cancelled
-    assert await loop.stored() == [
-        prompted("t1", "m1", "run"),
-        answered("t1", "m2", first, second),
-        started("t1", first, "Block", "execute"),
-        started("t1", second, "Block", "execute"),
-        ToolCallRunning(turn_id="t1", tool_call_id="b1"),
-        settled("t1", first, CANCELLED[1], failed=True, error_code="cancelled"),
-        settled("t1", second, NOT_RUN[1], failed=True, error_code="not_run"),
-        ended("t1", "cancelled"),
-    ]
+    assert history(await loop.stored()) == snapshot(
+        [
+            {
+                "kind": "user_prompted",
+                "turn_id": "t1",
+                "message_id": "m1",
+                "display": [{"text": "run"}],
+                "message": {"parts": [{"text": "run"}]},
+            },
+            {
+                "kind": "assistant_message",
+                "turn_id": "t1",
+                "message_id": "m2",
+                "message": {
+                    "parts": [
+                        {"id": "b1", "name": "block", "arguments": '{"message": "x"}'},
+                        {"id": "b2", "name": "block", "arguments": '{"message": "y"}'},
+                    ]
+                },
+                "model_id": "scripted:model",
+                "usage": {"input_tokens": 100, "output_tokens": 20},
+                "context_window": 32000,
+            },
+            {
+                "kind": "tool_call_started",
+                "turn_id": "t1",
+                "tool_call_id": "b1",
+                "name": "block",
+                "title": "Block",
+                "tool_kind": "execute",
+                "raw_input": {"message": "x"},
+                "marks_run": True,
+            },
+            {
+                "kind": "tool_call_started",
+                "turn_id": "t1",
+                "tool_call_id": "b2",
+                "name": "block",
+                "title": "Block",
+                "tool_kind": "execute",
+                "raw_input": {"message": "y"},
+                "marks_run": True,
+            },
+            {"kind": "tool_call_running", "turn_id": "t1", "tool_call_id": "b1"},
+            {
+                "kind": "tool_call_settled",
+                "turn_id": "t1",
+                "tool_call_id": "b1",
+                "status": "failed",
+                "content": [
+                    {"text": "Cancelled: the turn was stopped before this call finished; its outcome may be partial."}
+                ],
+                "result": {
+                    "tool_call_id": "b1",
+                    "name": "block",
+                    "parts": [
+                        {
+                            "text": (
+                                "Cancelled: the turn was stopped before this call finished; its outcome may be partial."
+                            )
+                        }
+                    ],
+                    "is_error": True,
+                },
+                "error_code": "cancelled",
+            },
+            {
+                "kind": "tool_call_settled",
+                "turn_id": "t1",
+                "tool_call_id": "b2",
+                "status": "failed",
+                "content": [{"text": "Not run: the turn was stopped before this call started."}],
+                "result": {
+                    "tool_call_id": "b2",
+                    "name": "block",
+                    "parts": [{"text": "Not run: the turn was stopped before this call started."}],
+                    "is_error": True,
+                },
+                "error_code": "not_run",
+            },
+            {
+                "kind": "turn_ended",
+                "turn_id": "t1",
+                "stop_reason": "cancelled",
+                "usage": {"input_tokens": 100, "output_tokens": 20},
+            },
+        ]
+    )
     assert loop.recorder.projection.history == [
         user("run"),
         assistant(first, second),
@@ -304,13 +543,56 @@ async def test_cancel_while_permission_is_asked_leaves_the_call_not_run(tmp_path
     loop = await open_loop(tmp_path, ScriptedProvider([tool_reply(write)]), tools=[writer], gate=gate)
     await cancel_when(loop, "write", lambda: bool(gate.asked))
     assert writer.writes == []
-    assert await loop.stored() == [
-        prompted("t1", "m1", "write"),
-        answered("t1", "m2", write),
-        started("t1", write, "Write notes.txt", "edit"),
-        settled("t1", write, NOT_RUN[1], failed=True, error_code="not_run"),
-        ended("t1", "cancelled"),
-    ]
+    assert history(await loop.stored()) == snapshot(
+        [
+            {
+                "kind": "user_prompted",
+                "turn_id": "t1",
+                "message_id": "m1",
+                "display": [{"text": "write"}],
+                "message": {"parts": [{"text": "write"}]},
+            },
+            {
+                "kind": "assistant_message",
+                "turn_id": "t1",
+                "message_id": "m2",
+                "message": {"parts": [{"id": "w1", "name": "guarded_write", "arguments": '{"message": "x"}'}]},
+                "model_id": "scripted:model",
+                "usage": {"input_tokens": 100, "output_tokens": 20},
+                "context_window": 32000,
+            },
+            {
+                "kind": "tool_call_started",
+                "turn_id": "t1",
+                "tool_call_id": "w1",
+                "name": "guarded_write",
+                "title": "Write notes.txt",
+                "tool_kind": "edit",
+                "raw_input": {"message": "x"},
+                "marks_run": True,
+            },
+            {
+                "kind": "tool_call_settled",
+                "turn_id": "t1",
+                "tool_call_id": "w1",
+                "status": "failed",
+                "content": [{"text": "Not run: the turn was stopped before this call started."}],
+                "result": {
+                    "tool_call_id": "w1",
+                    "name": "guarded_write",
+                    "parts": [{"text": "Not run: the turn was stopped before this call started."}],
+                    "is_error": True,
+                },
+                "error_code": "not_run",
+            },
+            {
+                "kind": "turn_ended",
+                "turn_id": "t1",
+                "stop_reason": "cancelled",
+                "usage": {"input_tokens": 100, "output_tokens": 20},
+            },
+        ]
+    )
 
 
 async def test_the_client_cancelling_a_permission_request_ends_the_turn_cancelled(tmp_path: Path) -> None:
@@ -320,14 +602,63 @@ async def test_the_client_cancelling_a_permission_request_ends_the_turn_cancelle
     response = await loop.turn("write")
     assert response.stop_reason == "cancelled"
     assert writer.writes == []
-    assert await loop.stored() == [
-        prompted("t1", "m1", "write"),
-        answered("t1", "m2", write),
-        started("t1", write, "Write notes.txt", "edit"),
-        PermissionResolved(turn_id="t1", tool_call_id="w1", outcome="cancelled", scope="edit"),
-        settled("t1", write, NOT_RUN[1], failed=True, error_code="not_run"),
-        ended("t1", "cancelled"),
-    ]
+    assert history(await loop.stored()) == snapshot(
+        [
+            {
+                "kind": "user_prompted",
+                "turn_id": "t1",
+                "message_id": "m1",
+                "display": [{"text": "write"}],
+                "message": {"parts": [{"text": "write"}]},
+            },
+            {
+                "kind": "assistant_message",
+                "turn_id": "t1",
+                "message_id": "m2",
+                "message": {"parts": [{"id": "w1", "name": "guarded_write", "arguments": '{"message": "x"}'}]},
+                "model_id": "scripted:model",
+                "usage": {"input_tokens": 100, "output_tokens": 20},
+                "context_window": 32000,
+            },
+            {
+                "kind": "tool_call_started",
+                "turn_id": "t1",
+                "tool_call_id": "w1",
+                "name": "guarded_write",
+                "title": "Write notes.txt",
+                "tool_kind": "edit",
+                "raw_input": {"message": "x"},
+                "marks_run": True,
+            },
+            {
+                "kind": "permission_resolved",
+                "turn_id": "t1",
+                "tool_call_id": "w1",
+                "outcome": "cancelled",
+                "scope": "edit",
+            },
+            {
+                "kind": "tool_call_settled",
+                "turn_id": "t1",
+                "tool_call_id": "w1",
+                "status": "failed",
+                "content": [{"text": "Not run: the turn was stopped before this call started."}],
+                "result": {
+                    "tool_call_id": "w1",
+                    "name": "guarded_write",
+                    "parts": [{"text": "Not run: the turn was stopped before this call started."}],
+                    "is_error": True,
+                },
+                "error_code": "not_run",
+            },
+            {
+                "kind": "turn_ended",
+                "turn_id": "t1",
+                "stop_reason": "cancelled",
+                "usage": {"input_tokens": 100, "output_tokens": 20},
+            },
+        ]
+    )
 
 
 async def test_settling_between_requests_leaves_nothing_open_to_store(tmp_path: Path) -> None:
@@ -347,16 +678,54 @@ async def test_a_stream_broken_mid_way_keeps_what_was_shown_and_says_the_request
     first = await loop.turn("first")
     second = await loop.turn("second")
     assert (first.stop_reason, second.stop_reason) == ("end_turn", "end_turn")
-    notice = "⚠ The model request failed: scripted provider: stream cut mid-way"
-    assert await loop.stored() == [
-        prompted("t1", "m1", "first"),
-        interrupted("t1", "m2", "Half an answer t"),
-        NoticeAdded(turn_id="t1", message_id="m3", text=notice),
-        ended("t1", usage=Usage()),
-        prompted("t2", "m4", "second"),
-        answered("t2", "m5", TextPart(text="Recovered.")),
-        ended("t2"),
-    ]
+    assert history(await loop.stored()) == snapshot(
+        [
+            {
+                "kind": "user_prompted",
+                "turn_id": "t1",
+                "message_id": "m1",
+                "display": [{"text": "first"}],
+                "message": {"parts": [{"text": "first"}]},
+            },
+            {
+                "kind": "assistant_message",
+                "turn_id": "t1",
+                "message_id": "m2",
+                "message": {"parts": [{"text": "Half an answer t"}]},
+                "model_id": "scripted:model",
+                "interrupted": True,
+            },
+            {
+                "kind": "notice_added",
+                "turn_id": "t1",
+                "message_id": "m3",
+                "text": "⚠ The model request failed: scripted provider: stream cut mid-way",
+            },
+            {"kind": "turn_ended", "turn_id": "t1", "stop_reason": "end_turn"},
+            {
+                "kind": "user_prompted",
+                "turn_id": "t2",
+                "message_id": "m4",
+                "display": [{"text": "second"}],
+                "message": {"parts": [{"text": "second"}]},
+            },
+            {
+                "kind": "assistant_message",
+                "turn_id": "t2",
+                "message_id": "m5",
+                "message": {"parts": [{"text": "Recovered."}]},
+                "model_id": "scripted:model",
+                "usage": {"input_tokens": 100, "output_tokens": 20},
+                "context_window": 32000,
+            },
+            {
+                "kind": "turn_ended",
+                "turn_id": "t2",
+                "stop_reason": "end_turn",
+                "usage": {"input_tokens": 100, "output_tokens": 20},
+            },
+        ]
+    )
     assert provider.requests[1].messages == [
         user("first"),
         assistant(TextPart(text="Half an answer t")),
@@ -369,27 +738,72 @@ async def test_max_tokens_settles_a_cut_off_call_without_running_it(tmp_path: Pa
     echo = EchoTool()
     loop = await open_loop(tmp_path, ScriptedProvider([tool_reply(cut, stop_reason="max_tokens")]), tools=[echo])
     response = await loop.turn("go")
-    error = (
-        "Error (invalid_arguments): the response hit the output-token limit, so these arguments are cut off;"
-        " the call was not run"
-    )
     assert response.stop_reason == "max_tokens"
     assert echo.runs == []
-    assert await loop.stored() == [
-        prompted("t1", "m1", "go"),
-        answered("t1", "m2", cut),
-        ToolCallStarted(
-            turn_id="t1",
-            tool_call_id="c1",
-            name="echo",
-            title="echo",
-            tool_kind="other",
-            raw_input='{"mess',
-            marks_run=True,
-        ),
-        settled("t1", cut, error, failed=True, error_code="invalid_arguments"),
-        ended("t1", "max_tokens"),
-    ]
+    assert history(await loop.stored()) == snapshot(
+        [
+            {
+                "kind": "user_prompted",
+                "turn_id": "t1",
+                "message_id": "m1",
+                "display": [{"text": "go"}],
+                "message": {"parts": [{"text": "go"}]},
+            },
+            {
+                "kind": "assistant_message",
+                "turn_id": "t1",
+                "message_id": "m2",
+                "message": {"parts": [{"id": "c1", "name": "echo", "arguments": '{"mess'}]},
+                "model_id": "scripted:model",
+                "usage": {"input_tokens": 100, "output_tokens": 20},
+                "context_window": 32000,
+            },
+            {
+                "kind": "tool_call_started",
+                "turn_id": "t1",
+                "tool_call_id": "c1",
+                "name": "echo",
+                "title": "echo",
+                "tool_kind": "other",
+                "raw_input": '{"mess',
+                "marks_run": True,
+            },
+            {
+                "kind": "tool_call_settled",
+                "turn_id": "t1",
+                "tool_call_id": "c1",
+                "status": "failed",
+                "content": [
+                    {
+                        "text": (
+                            "Error (invalid_arguments): the response hit the output-token limit, so these arguments"
+                            " are cut off; the call was not run"
+                        )
+                    }
+                ],
+                "result": {
+                    "tool_call_id": "c1",
+                    "name": "echo",
+                    "parts": [
+                        {
+                            "text": (
+                                "Error (invalid_arguments): the response hit the output-token limit, so these"
+                                " arguments are cut off; the call was not run"
+                            )
+                        }
+                    ],
+                    "is_error": True,
+                },
+                "error_code": "invalid_arguments",
+            },
+            {
+                "kind": "turn_ended",
+                "turn_id": "t1",
+                "stop_reason": "max_tokens",
+                "usage": {"input_tokens": 100, "output_tokens": 20},
+            },
+        ]
+    )
 
 
 def _is(kind: type[SessionEvent]) -> Callable[[Sequence[SessionEvent]], bool]:
@@ -410,13 +824,40 @@ async def test_an_announcement_that_cannot_be_stored_runs_nothing_and_shows_noth
     assert await loop.stored() == [prompted("t1", "m1", "go")]
     await loop.turn("again")
     assert echo.runs == [], "never run later either"
-    assert await loop.stored() == [
-        prompted("t1", "m1", "go"),
-        ended("t1", "cancelled", Usage()),
-        prompted("t2", "m2", "again"),
-        answered("t2", "m3", TextPart(text="Again.")),
-        ended("t2"),
-    ]
+    assert history(await loop.stored()) == snapshot(
+        [
+            {
+                "kind": "user_prompted",
+                "turn_id": "t1",
+                "message_id": "m1",
+                "display": [{"text": "go"}],
+                "message": {"parts": [{"text": "go"}]},
+            },
+            {"kind": "turn_ended", "turn_id": "t1", "stop_reason": "cancelled"},
+            {
+                "kind": "user_prompted",
+                "turn_id": "t2",
+                "message_id": "m2",
+                "display": [{"text": "again"}],
+                "message": {"parts": [{"text": "again"}]},
+            },
+            {
+                "kind": "assistant_message",
+                "turn_id": "t2",
+                "message_id": "m3",
+                "message": {"parts": [{"text": "Again."}]},
+                "model_id": "scripted:model",
+                "usage": {"input_tokens": 100, "output_tokens": 20},
+                "context_window": 32000,
+            },
+            {
+                "kind": "turn_ended",
+                "turn_id": "t2",
+                "stop_reason": "end_turn",
+                "usage": {"input_tokens": 100, "output_tokens": 20},
+            },
+        ]
+    )
     assert provider.requests[1].messages == [
         UserMessage(parts=[TextPart(text="go"), TextPart(text="\n\n"), TextPart(text="again")])
     ], "the unanswered prompt merges with the next"
@@ -435,16 +876,73 @@ async def test_a_run_that_cannot_be_marked_does_not_run_and_live_and_repair_say_
     assert loop.shown()[-1] == not_run, "the live card"
     await loop.turn("again")
     assert echo.runs == []
-    assert await loop.stored() == [
-        prompted("t1", "m1", "go"),
-        answered("t1", "m2", echo_call),
-        started("t1", echo_call, "Echo x", "other"),
-        not_run,
-        ended("t1", "cancelled", Usage()),
-        prompted("t2", "m3", "again"),
-        answered("t2", "m4", TextPart(text="Fine.")),
-        ended("t2"),
-    ]
+    assert history(await loop.stored()) == snapshot(
+        [
+            {
+                "kind": "user_prompted",
+                "turn_id": "t1",
+                "message_id": "m1",
+                "display": [{"text": "go"}],
+                "message": {"parts": [{"text": "go"}]},
+            },
+            {
+                "kind": "assistant_message",
+                "turn_id": "t1",
+                "message_id": "m2",
+                "message": {"parts": [{"id": "call_echo", "name": "echo", "arguments": '{"message": "x"}'}]},
+                "model_id": "scripted:model",
+                "usage": {"input_tokens": 100, "output_tokens": 20},
+                "context_window": 32000,
+            },
+            {
+                "kind": "tool_call_started",
+                "turn_id": "t1",
+                "tool_call_id": "call_echo",
+                "name": "echo",
+                "title": "Echo x",
+                "tool_kind": "other",
+                "raw_input": {"message": "x"},
+                "marks_run": True,
+            },
+            {
+                "kind": "tool_call_settled",
+                "turn_id": "t1",
+                "tool_call_id": "call_echo",
+                "status": "failed",
+                "content": [{"text": "Not run: the turn was stopped before this call started."}],
+                "result": {
+                    "tool_call_id": "call_echo",
+                    "name": "echo",
+                    "parts": [{"text": "Not run: the turn was stopped before this call started."}],
+                    "is_error": True,
+                },
+                "error_code": "not_run",
+            },
+            {"kind": "turn_ended", "turn_id": "t1", "stop_reason": "cancelled"},
+            {
+                "kind": "user_prompted",
+                "turn_id": "t2",
+                "message_id": "m3",
+                "display": [{"text": "again"}],
+                "message": {"parts": [{"text": "again"}]},
+            },
+            {
+                "kind": "assistant_message",
+                "turn_id": "t2",
+                "message_id": "m4",
+                "message": {"parts": [{"text": "Fine."}]},
+                "model_id": "scripted:model",
+                "usage": {"input_tokens": 100, "output_tokens": 20},
+                "context_window": 32000,
+            },
+            {
+                "kind": "turn_ended",
+                "turn_id": "t2",
+                "stop_reason": "end_turn",
+                "usage": {"input_tokens": 100, "output_tokens": 20},
+            },
+        ]
+    )
 
 
 async def test_a_result_that_cannot_be_stored_is_outcome_unknown_live_and_after_the_repair(tmp_path: Path) -> None:
@@ -462,19 +960,117 @@ async def test_a_result_that_cannot_be_stored_is_outcome_unknown_live_and_after_
     assert loop.shown()[-2:] == [unknown, not_run], "the live cards"
     await loop.turn("again")
     assert echo.runs == ["one"], "not run again"
-    assert await loop.stored() == [
-        prompted("t1", "m1", "go"),
-        answered("t1", "m2", first, second),
-        started("t1", first, "Echo one", "other"),
-        started("t1", second, "Echo two", "other"),
-        ToolCallRunning(turn_id="t1", tool_call_id="call_1"),
-        unknown,
-        not_run,
-        ended("t1", "cancelled", Usage()),
-        prompted("t2", "m3", "again"),
-        answered("t2", "m4", TextPart(text="Fine.")),
-        ended("t2"),
-    ]
+    assert history(await loop.stored()) == snapshot(
+        [
+            {
+                "kind": "user_prompted",
+                "turn_id": "t1",
+                "message_id": "m1",
+                "display": [{"text": "go"}],
+                "message": {"parts": [{"text": "go"}]},
+            },
+            {
+                "kind": "assistant_message",
+                "turn_id": "t1",
+                "message_id": "m2",
+                "message": {
+                    "parts": [
+                        {"id": "call_1", "name": "echo", "arguments": '{"message": "one"}'},
+                        {"id": "call_2", "name": "echo", "arguments": '{"message": "two"}'},
+                    ]
+                },
+                "model_id": "scripted:model",
+                "usage": {"input_tokens": 100, "output_tokens": 20},
+                "context_window": 32000,
+            },
+            {
+                "kind": "tool_call_started",
+                "turn_id": "t1",
+                "tool_call_id": "call_1",
+                "name": "echo",
+                "title": "Echo one",
+                "tool_kind": "other",
+                "raw_input": {"message": "one"},
+                "marks_run": True,
+            },
+            {
+                "kind": "tool_call_started",
+                "turn_id": "t1",
+                "tool_call_id": "call_2",
+                "name": "echo",
+                "title": "Echo two",
+                "tool_kind": "other",
+                "raw_input": {"message": "two"},
+                "marks_run": True,
+            },
+            {"kind": "tool_call_running", "turn_id": "t1", "tool_call_id": "call_1"},
+            {
+                "kind": "tool_call_settled",
+                "turn_id": "t1",
+                "tool_call_id": "call_1",
+                "status": "failed",
+                "content": [
+                    {
+                        "text": (
+                            "outcome unknown: the turn stopped because the session store failed while this ran. It"
+                            " was not run again; check the current state before repeating it."
+                        )
+                    }
+                ],
+                "result": {
+                    "tool_call_id": "call_1",
+                    "name": "echo",
+                    "parts": [
+                        {
+                            "text": (
+                                "outcome unknown: the turn stopped because the session store failed while this ran."
+                                " It was not run again; check the current state before repeating it."
+                            )
+                        }
+                    ],
+                    "is_error": True,
+                },
+                "error_code": "outcome_unknown",
+            },
+            {
+                "kind": "tool_call_settled",
+                "turn_id": "t1",
+                "tool_call_id": "call_2",
+                "status": "failed",
+                "content": [{"text": "Not run: the turn was stopped before this call started."}],
+                "result": {
+                    "tool_call_id": "call_2",
+                    "name": "echo",
+                    "parts": [{"text": "Not run: the turn was stopped before this call started."}],
+                    "is_error": True,
+                },
+                "error_code": "not_run",
+            },
+            {"kind": "turn_ended", "turn_id": "t1", "stop_reason": "cancelled"},
+            {
+                "kind": "user_prompted",
+                "turn_id": "t2",
+                "message_id": "m3",
+                "display": [{"text": "again"}],
+                "message": {"parts": [{"text": "again"}]},
+            },
+            {
+                "kind": "assistant_message",
+                "turn_id": "t2",
+                "message_id": "m4",
+                "message": {"parts": [{"text": "Fine."}]},
+                "model_id": "scripted:model",
+                "usage": {"input_tokens": 100, "output_tokens": 20},
+                "context_window": 32000,
+            },
+            {
+                "kind": "turn_ended",
+                "turn_id": "t2",
+                "stop_reason": "end_turn",
+                "usage": {"input_tokens": 100, "output_tokens": 20},
+            },
+        ]
+    )
     assert provider.requests[1].messages == [
         user("go"),
         assistant(first, second),

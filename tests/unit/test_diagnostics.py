@@ -63,6 +63,8 @@ def test_a_store_whose_pages_are_damaged_is_a_problem_naming_the_cause(home: Pat
     assert run_check(lines.append) == 1
     [store_line] = [line for line in lines if "session store" in line]
     assert store_line == f"  ✗ session store {path}: corrupt: database disk image is malformed (SQLITE_CORRUPT)"
+    [offer] = [line for line in lines if "to repair it" in line]
+    assert "`hermes-acp --repair`" in offer and "damaged" in offer, "--check offers the repair"
 
 
 def test_a_full_disk_is_a_problem(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:

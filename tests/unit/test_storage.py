@@ -318,3 +318,54 @@ async def _reopened_events(tmp_path: Path) -> list[object]:
         return [e.event for e in await store.load_events("s1")]
     finally:
         await store.aclose()
+
+
+async def test_a_store_that_cannot_be_written_opens_read_only_and_every_write_says_why(tmp_path: Path) -> None:
+    path = tmp_path / "home" / "state.db"
+    writer = await SqliteSessionStore.open(path)
+    await writer.create_session(record("s1"))
+    await writer.append_events("s1", [prompt("t1", "kept")])
+    await writer.aclose()
+    async with immutable(path.parent, path):
+        reader = await SqliteSessionStore.open(path)
+        try:
+            assert reader.read_only is not None
+            assert [r.id for r in (await reader.list_sessions(cwd=None, cursor=None)).sessions] == ["s1"]
+            assert len(await reader.load_events("s1")) == 1
+            for write in (
+                reader.create_session(record("s2")),
+                reader.update_session("s1", title="x"),
+                reader.append_events("s1", [prompt("t2", "lost")]),
+                reader.fork_session("s1", record("s3")),
+            ):
+                with pytest.raises(StorageError, match="read-only") as raised:
+                    await write
+                assert raised.value.cause == "read_only" and "HERMES_ACP_HOME" in str(raised.value)
+        finally:
+            await reader.aclose()
+
+
+async def test_a_missing_store_in_a_folder_that_cannot_be_written_says_what_to_do(tmp_path: Path) -> None:
+    folder = tmp_path / "home"
+    folder.mkdir()
+    async with immutable(folder):
+        with pytest.raises(StorageError, match="no session store yet") as raised:
+            await SqliteSessionStore.open(folder / "state.db")
+    assert raised.value.cause == "read_only"
+
+
+async def test_a_session_whose_record_is_gone_but_whose_history_is_there_is_damage_not_absence(tmp_path: Path) -> None:
+    path = tmp_path / "state.db"
+    store = await SqliteSessionStore.open(path)
+    try:
+        await store.create_session(record("s1"))
+        await store.append_events("s1", [prompt("t1", "history")])
+        with sqlite3.connect(path) as db:
+            db.execute("PRAGMA foreign_keys=OFF")
+            db.execute("DELETE FROM sessions WHERE id = 's1'")
+        with pytest.raises(StorageError, match="corrupt") as raised:
+            await store.get_session("s1")
+        assert str(path) in str(raised.value) and "--check" in str(raised.value)
+        assert await store.get_session("never-there") is None
+    finally:
+        await store.aclose()

@@ -1,0 +1,35 @@
+"""``authenticate`` with ``hermes-setup-form``: the in-editor setup, its forms tied to that request (ACP's request
+scope, since no session may exist yet). Success answers ``{}`` (the client may go on); a setup that stopped answers
+auth_required with what the user needs to know (cancelled, the key variable missing, the test request refused).
+A client that did not advertise ``elicitation.form`` is told to use the terminal method."""
+
+from __future__ import annotations
+
+from hermes_acp.errors import InvalidParamsError, ProviderAuthError
+from hermes_acp.providers.catalog import ModelCatalog
+from hermes_acp.providers.registry import ProviderRegistry
+
+from .client_bridge import AcpClientBridge
+from .dispatcher import RequestContext
+from .initialize import FORM_SETUP_METHOD_ID, SETUP_METHOD_ID
+
+__all__ = ["setup_in_editor"]
+
+
+async def setup_in_editor(
+    ctx: RequestContext, bridge: AcpClientBridge, registry: ProviderRegistry, catalog: ModelCatalog
+) -> str:
+    """Run the setup; the new default model's id, or raises ``ProviderAuthError`` saying why there is none."""
+    elicitor = bridge.request_elicitor(ctx.request_id)
+    if elicitor is None:
+        raise InvalidParamsError(
+            f"methodId: {FORM_SETUP_METHOD_ID!r} needs a client that shows forms (elicitation.form);"
+            f" use {SETUP_METHOD_ID!r} (a terminal)",
+            field="methodId",
+        )
+    from hermes_acp.onboarding.flow import SetupDone, run_setup_form  # loaded with the first setup
+
+    result = await run_setup_form(elicitor, registry, catalog)
+    if not isinstance(result, SetupDone):
+        raise ProviderAuthError(result.describe())
+    return result.model_id

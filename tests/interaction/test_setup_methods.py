@@ -1,0 +1,54 @@
+"""What a client is offered for setting a provider up, by what it advertised: forms get the in-editor setup first
+(``hermes-setup-form``, an ``agent`` method) and ``/setup`` opens it; a client without forms keeps the terminal
+method and text instructions, and is told so if it asks for the form method anyway."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from hermes_acp.protocol.initialize import initialize_result
+from tests.fakes.server import open_pair, open_raw
+
+pytestmark = pytest.mark.anyio
+
+
+def test_a_client_with_forms_is_offered_the_in_editor_setup_first() -> None:
+    caps = {"elicitation": {"form": {}}, "auth": {"terminal": True}}
+    methods = initialize_result({"protocolVersion": 1, "clientCapabilities": caps}, {})["authMethods"]
+    assert [(m["id"], m.get("type", "agent")) for m in methods] == [
+        ("hermes-setup-form", "agent"),
+        ("hermes-setup", "terminal"),
+        ("hermes-env", "agent"),
+    ]
+    assert "terminal" in methods[1]["name"]
+
+
+@pytest.mark.parametrize("caps", [{}, {"elicitation": {}}, {"elicitation": {"form": None}}, {"elicitation": True}])
+def test_a_client_without_forms_keeps_the_terminal_method(caps: dict[str, object]) -> None:
+    methods = initialize_result({"protocolVersion": 1, "clientCapabilities": caps}, {})["authMethods"]
+    assert [m["id"] for m in methods] == ["hermes-setup", "hermes-env"]
+    assert methods[0]["name"] == "Set up Hermes ACP"
+
+
+async def test_the_form_method_from_a_client_without_forms_names_the_terminal_one(tmp_path: Path) -> None:
+    async with open_raw(tmp_path) as raw:
+        await raw.send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1}})
+        await raw.response(1)
+        await raw.send(
+            {"jsonrpc": "2.0", "id": 2, "method": "authenticate", "params": {"methodId": "hermes-setup-form"}}
+        )
+        error = (await raw.response(2))["error"]
+    assert error["code"] == -32602
+    assert "elicitation.form" in error["message"] and "'hermes-setup'" in error["message"]
+
+
+async def test_slash_setup_without_forms_says_how_to_run_it_in_a_terminal(tmp_path: Path) -> None:
+    async with open_pair(tmp_path) as pair:
+        session_id = await pair.new_session()
+        response = await pair.prompt(session_id, "/setup")
+        text = pair.client.text(session_id)
+    assert response.stop_reason == "end_turn"
+    assert "cannot show forms" in text and "hermes-acp --setup" in text
+    assert not (pair.settings.home / "config.toml.bak").exists()
