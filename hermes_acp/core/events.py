@@ -29,6 +29,10 @@ __all__ = [
     "SessionEvent",
     "SessionEventAdapter",
     "StopReason",
+    "SubagentEnded",
+    "SubagentOutcome",
+    "SubagentRole",
+    "SubagentStarted",
     "TitleSet",
     "ToolCallRunning",
     "ToolCallSettled",
@@ -49,6 +53,11 @@ CompactionMethod = Literal["summary", "dropped", "stubs"]
 failed); or nothing was replaced and only tool results were cut to stubs."""
 ToolKind = Literal["read", "edit", "delete", "move", "search", "execute", "think", "fetch", "switch_mode", "other"]
 ToolStatus = Literal["completed", "failed"]
+SubagentRole = Literal["explore", "general"]
+"""What a child may do: ``explore`` reads only; ``general`` has its parent's tools under its parent's mode."""
+SubagentOutcome = Literal["completed", "failed", "budget", "cancelled", "unknown"]
+"""How a child's work ended: its report written; its provider failed; it reached its budget; the user (or the
+parent's cancel) stopped it; or the server stopped while it ran (``unknown``: never run again)."""
 
 
 class _Event(BaseModel):
@@ -86,6 +95,8 @@ class UserPrompted(_Event):
     for_model: bool = True
     """False for slash commands and for a prompt whose turn stopped while it was converted (e.g. a cancel while an
     attachment read was being asked about): shown in the transcript, never sent to the model."""
+    sender_session_id: str | None = None
+    """The session that sent this prompt, when it came from one (a parent's task for its subagent), not a user."""
 
 
 class AssistantMessageStored(_Event):
@@ -273,6 +284,42 @@ class ContextCompacted(_Event):
     """Why the summary request failed (``dropped``)."""
 
 
+class SubagentStarted(_Event):
+    """A ``delegate`` call of this session started a child session (stored in the parent's log, after the child's
+    record and before any of its traffic): what the editor announces and what a replay expands in place."""
+
+    kind: Literal["subagent_started"] = "subagent_started"
+    turn_id: str
+    tool_call_id: str
+    session_id: str
+    """The child's."""
+    title: str
+    description: str
+    role: SubagentRole
+    model_id: str
+    cwd: str
+    additional_directories: list[str] = Field(default_factory=list)
+
+
+class SubagentEnded(_Event):
+    """A child's work ended (stored in the parent's log before the ``delegate`` call settles; crash recovery stores
+    one with ``outcome="unknown"`` for a child that was running)."""
+
+    kind: Literal["subagent_ended"] = "subagent_ended"
+    turn_id: str
+    tool_call_id: str
+    session_id: str
+    outcome: SubagentOutcome
+    stop_reason: StopReason | None = None
+    """How the child's last turn ended; None when it never ended (``unknown``)."""
+    error: str | None = None
+    """Why it failed, reached its budget or stopped, in words for the model and the user."""
+    usage: Usage = Field(default_factory=Usage)
+    """Every model call of the child, summed."""
+    usage_by_model: dict[str, Usage] = Field(default_factory=dict)
+    """The same by model id, for the cost."""
+
+
 class TitleSet(_Event):
     """The session got a (generated or explicit) title."""
 
@@ -294,7 +341,9 @@ SessionEvent = Annotated[
     | NoticeAdded
     | TurnEnded
     | ContextCompacted
-    | TitleSet,
+    | TitleSet
+    | SubagentStarted
+    | SubagentEnded,
     Field(discriminator="kind"),
 ]
 SessionEventAdapter: TypeAdapter[SessionEvent] = TypeAdapter(SessionEvent, config=ConfigDict(defer_build=True))

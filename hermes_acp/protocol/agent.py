@@ -42,7 +42,7 @@ from hermes_acp.sessions.switches import SWITCHES
 from hermes_acp.sessions.turn_imports import warm_up_turn_modules
 
 from .client_bridge import AcpClientBridge
-from .convert import prompt_to_display
+from .convert import prompt_to_display, usage_json
 from .dispatcher import RequestContext, Route
 from .initialize import ENV_METHOD_ID, FORM_SETUP_METHOD_ID, SETUP_METHOD_ID, key_variables
 from .provider_routes import ProviderRoutes
@@ -190,9 +190,10 @@ class HermesAgent:
 
     async def list_sessions(self, ctx: RequestContext, raw: Any) -> dict[str, Any]:
         params = parse(ListSessionsParams, raw)
-        page = await self.manager.list_sessions(params.cwd, params.cursor)
+        page = await self.manager.list_sessions(params.cwd, params.cursor, subagents=params.subagents)
         sessions = []
         for record in page.sessions:
+            hermes: dict[str, Any] = {}
             info: dict[str, Any] = {
                 "sessionId": record.id,
                 "cwd": record.cwd,
@@ -204,7 +205,12 @@ class HermesAgent:
                 info["additionalDirectories"] = extra
             live = self.manager.live(record.id)
             if live is not None:
-                info["_meta"] = {"hermes": {"status": "open", "running": live.working, "attached": len(live.audience)}}
+                hermes.update(status="open", running=live.working, attached=len(live.audience))
+            provenance = record.provenance
+            if provenance is not None and provenance.kind == "subagent":
+                hermes.update(parentSessionId=provenance.session_id, toolCallId=provenance.tool_call_id)
+            if hermes:
+                info["_meta"] = {"hermes": hermes}
             sessions.append(info)
         result: dict[str, Any] = {"sessions": sessions}
         if page.next_cursor is not None:
@@ -280,17 +286,7 @@ class HermesAgent:
         usage = result.usage
         if usage is None:  # no model was asked (a slash command the session answered, or cancelled while queued)
             return {"stopReason": result.stop_reason}
-        return {
-            "stopReason": result.stop_reason,
-            "usage": {
-                "totalTokens": usage.input_tokens + usage.output_tokens,
-                "inputTokens": usage.input_tokens,
-                "outputTokens": usage.output_tokens,
-                "thoughtTokens": usage.thought_tokens,
-                "cachedReadTokens": usage.cached_read_tokens,
-                "cachedWriteTokens": usage.cache_write_tokens,
-            },
-        }
+        return {"stopReason": result.stop_reason, "usage": usage_json(usage)}
 
     def _cancel_prompt(self, raw: Any) -> None:
         """``$/cancel_request`` for a prompt in flight (or the client leaving): cancel it like ``session/cancel``."""
@@ -300,6 +296,8 @@ class HermesAgent:
             session.cancel()
 
     async def cancel(self, ctx: RequestContext, raw: Any) -> None:
+        """``session/cancel``: a session's turn and everything queued, its subagents' work too; a subagent's id
+        (which ``subagent_update`` advertises as cancellable) stops that child only."""
         session = self.manager.live(parse(SessionIdParams, raw).session_id)
         if session is None:
             _log.info("cancel for a session that is not open")

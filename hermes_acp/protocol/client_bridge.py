@@ -68,12 +68,18 @@ class AcpUpdateSink:
             compaction=capabilities.compaction,
             plans=capabilities.plans,
             terminal_cards=capabilities.terminal_cards,
+            subagents=capabilities.subagents,
         ):
             await self.send(update)
 
     async def emit_live(self, update: LiveUpdate) -> None:
         capabilities = self._bridge.capabilities
-        rendered = live_update(update, compaction=capabilities.compaction, terminal_cards=capabilities.terminal_cards)
+        rendered = live_update(
+            update,
+            compaction=capabilities.compaction,
+            terminal_cards=capabilities.terminal_cards,
+            subagents=capabilities.subagents,
+        )
         if rendered is not None:
             await self.send(rendered)
 
@@ -178,6 +184,11 @@ class AcpClientBridge:
     @property
     def present(self) -> bool:
         return not self.dispatcher.client_gone
+
+    @property
+    def subagents(self) -> bool:
+        """The client advertised ``subagents``: it is shown child sessions (never otherwise)."""
+        return self.capabilities.subagents
 
     @property
     def capabilities(self) -> ClientCapabilities:

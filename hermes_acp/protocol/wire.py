@@ -141,6 +141,13 @@ class ClientCapabilities(_Wire):
     auth: Annotated[AuthCapabilities, _default_on_error(AuthCapabilities)] = Field(default_factory=AuthCapabilities)
     plan: Annotated[_Capability | None, Lenient] = None
     """Unstable: the client takes ``plan_update`` and ``plan_removed`` updates (plans by id)."""
+    subagent_sessions: Annotated[_Capability | None, Lenient] = Field(None, alias="subagents")
+
+    @property
+    def subagents(self) -> bool:
+        """The client understands child sessions (``subagent_update``, ``session_message``); unstable."""
+        return self.subagent_sessions is not None
+
     meta: Annotated[dict[str, Any] | None, Lenient] = Field(None, alias="_meta")
 
     @property
@@ -290,6 +297,14 @@ class ResumeSessionParams(_Wire):
 class ListSessionsParams(_Wire):
     cwd: str | None = None
     cursor: str | None = None
+    meta: Annotated[dict[str, Any] | None, Lenient] = Field(None, alias="_meta")
+
+    @property
+    def subagents(self) -> bool:
+        """``_meta.hermes.subagents: true``: list child sessions too (by default they are reached through their
+        parent)."""
+        hermes = (self.meta or {}).get("hermes")
+        return isinstance(hermes, dict) and hermes.get("subagents") is True
 
 
 class SetModeParams(_Wire):

@@ -1,8 +1,9 @@
 """Crash recovery: settle what a killed server left open, so a loaded session is consistent (docs/architecture.md §4.5).
 
 A response that was streaming is stored as interrupted with the text of its checkpoints (what the user saw, up to
-the last one). A tool call that was running has an unknown outcome and is never re-executed; one the log proves
-never started is "not run". A turn without an end is closed. The events returned here are stored like any other,
+the last one). A subagent that was running ends ``unknown`` (its own log is repaired when its parent's is loaded).
+A tool call that was running has an unknown outcome and is never re-executed; one the log proves never started is
+"not run". A turn without an end is closed. The events returned here are stored like any other,
 so the repair is itself durable and replays identically. A live session whose store refused a write mid-turn is
 left the same way; it gets the same repair, with ``STORE_FAILED_TEXT``, before its next turn (the words its live
 cards were settled with).
@@ -10,7 +11,7 @@ cards were settled with).
 
 from __future__ import annotations
 
-from hermes_acp.core import SessionEvent, TurnEnded
+from hermes_acp.core import SessionEvent, SubagentEnded, TurnEnded
 from hermes_acp.turns.projection import SessionProjection
 from hermes_acp.turns.settlements import (
     OUTCOME_UNKNOWN_TEXT,
@@ -23,8 +24,8 @@ __all__ = ["OUTCOME_UNKNOWN_TEXT", "STORE_FAILED_TEXT", "recovery_events"]
 
 
 def recovery_events(projection: SessionProjection, text: str = OUTCOME_UNKNOWN_TEXT) -> list[SessionEvent]:
-    """Store every checkpointed response as interrupted, fail every open call (``text`` when it may have run), and
-    end every open turn as cancelled."""
+    """Store every checkpointed response as interrupted, end every child that was running as ``unknown``, fail every
+    open call (``text`` when it may have run), and end every open turn as cancelled."""
     events: list[SessionEvent] = []
     for message_id, open_text in projection.open_texts.items():
         message = interrupted_message(
@@ -36,6 +37,16 @@ def recovery_events(projection: SessionProjection, text: str = OUTCOME_UNKNOWN_T
         )
         if message is not None:
             events.append(message)
+    events.extend(
+        SubagentEnded(
+            turn_id=child.turn_id,
+            tool_call_id=child.tool_call_id,
+            session_id=child.session_id,
+            outcome="unknown",
+            error=text,
+        )
+        for child in projection.open_children
+    )
     events.extend(failed_settlements(projection, ("outcome_unknown", text)))
     events.extend(TurnEnded(turn_id=turn_id, stop_reason="cancelled") for turn_id in sorted(projection.open_turns))
     return events

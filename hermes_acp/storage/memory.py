@@ -78,10 +78,18 @@ class InMemorySessionStore:
     async def load_events(self, session_id: str) -> list[StoredEvent]:
         return list(self.events.get(session_id, []))
 
-    async def list_sessions(self, *, cwd: str | None, cursor: str | None, limit: int = PAGE_SIZE) -> SessionPage:
+    async def list_sessions(
+        self, *, cwd: str | None, cursor: str | None, limit: int = PAGE_SIZE, subagents: bool = False
+    ) -> SessionPage:
         after = decode_cursor(cursor) if cursor else None
+
+        def listed(r: SessionRecord) -> bool:
+            if r.archived or (cwd is not None and r.cwd != clean_text(cwd)):
+                return False
+            return subagents or r.provenance is None or r.provenance.kind != "subagent"
+
         rows = sorted(
-            (r for r in self.records.values() if not r.archived and (cwd is None or r.cwd == clean_text(cwd))),
+            (r for r in self.records.values() if listed(r)),
             key=lambda r: (r.updated_at, r.id),
             reverse=True,
         )

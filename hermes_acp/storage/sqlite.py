@@ -298,12 +298,16 @@ class SqliteSessionStore:
             events.append(StoredEvent(seq=seq, created_at=created_at, event=event))
         return events
 
-    async def list_sessions(self, *, cwd: str | None, cursor: str | None, limit: int = PAGE_SIZE) -> SessionPage:
+    async def list_sessions(
+        self, *, cwd: str | None, cursor: str | None, limit: int = PAGE_SIZE, subagents: bool = False
+    ) -> SessionPage:
         after = decode_cursor(cursor) if cursor else None
 
         def select(db: sqlite3.Connection) -> list[tuple[Any, ...]]:
             clauses = ["archived = 0"]
             params: list[Any] = []
+            if not subagents:
+                clauses.append("json_extract(meta, '$.provenance.kind') IS NOT 'subagent'")
             if cwd is not None:
                 clauses.append("cwd = ?")
                 params.append(clean_text(cwd))

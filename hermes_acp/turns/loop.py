@@ -173,7 +173,11 @@ async def _convert(phase: Converting, state: TurnState, deps: TurnDeps) -> Phase
         )
     await deps.recorder.record(
         UserPrompted(
-            turn_id=state.turn_id, message_id=new_message_id(), display=phase.display, message=converted.message
+            turn_id=state.turn_id,
+            message_id=new_message_id(),
+            display=phase.display,
+            message=converted.message,
+            sender_session_id=deps.sender_session_id,
         ),
         *[
             NoticeAdded(turn_id=state.turn_id, message_id=new_message_id(), text=text)
@@ -276,7 +280,7 @@ async def settle(
     events: list[SessionEvent] = []
     match phase:
         case Converting():
-            events.append(_kept_prompt(state, phase.display))
+            events.append(_kept_prompt(state, phase.display, deps.sender_session_id))
         case Streaming():
             partial = phase.partial
             message = interrupted_message(
@@ -324,10 +328,11 @@ async def _finish(phase: Phase, exc: BaseException, ending: Ending, state: TurnS
             await settle(phase, "store_failed", state, deps)
     if refused is not None and not ending.propagate:
         raise refused
-    return TurnResult(stop_reason=ending.stop or "end_turn", usage=state.usage)
+    why = str(exc) if ending.notice else None
+    return TurnResult(stop_reason=ending.stop or "end_turn", usage=state.usage, failure=why)
 
 
-def _kept_prompt(state: TurnState, display: list[DisplayBlock]) -> UserPrompted:
+def _kept_prompt(state: TurnState, display: list[DisplayBlock], sender: str | None) -> UserPrompted:
     """The prompt of a turn stopped while it was converted: kept in the log (a replay shows it), not for the model,
     which never got it."""
     text = "".join(b.text for b in display if isinstance(b, TextBlock))
@@ -337,4 +342,5 @@ def _kept_prompt(state: TurnState, display: list[DisplayBlock]) -> UserPrompted:
         display=display,
         message=UserMessage(parts=[TextPart(text=text)]),
         for_model=False,
+        sender_session_id=sender,
     )

@@ -19,6 +19,7 @@ from hermes_acp.providers.catalog import Cost
 __all__ = [
     "LiveCompaction",
     "LiveCompactionChunk",
+    "LiveSubagentState",
     "LiveTerminalOutput",
     "LiveTextChunk",
     "LiveThoughtChunk",
@@ -94,6 +95,14 @@ class LiveUsage:
     cost: Cost | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class LiveSubagentState:
+    """A running child's work state on its parent: working, or waiting for the user (a permission question)."""
+
+    session_id: str
+    state: Literal["running", "requires_action"]
+
+
 LiveUpdate = (
     LiveTextChunk
     | LiveThoughtChunk
@@ -102,6 +111,7 @@ LiveUpdate = (
     | LiveCompaction
     | LiveCompactionChunk
     | LiveUsage
+    | LiveSubagentState
 )
 
 

@@ -25,6 +25,9 @@ from hermes_acp.core import (
     Message,
     PermissionResolved,
     SessionEvent,
+    SubagentEnded,
+    SubagentOutcome,
+    SubagentStarted,
     TextPart,
     TitleSet,
     ToolCallRunning,
@@ -39,6 +42,7 @@ from hermes_acp.core import (
 
 __all__ = [
     "Anchor",
+    "Child",
     "OpenCall",
     "OpenText",
     "SessionProjection",
@@ -101,6 +105,21 @@ class OpenText:
     thinking: str = ""
 
 
+@dataclass(frozen=True, slots=True)
+class Child:
+    """A subagent this session started (``SubagentStarted``) and, once it ended, how (``SubagentEnded``)."""
+
+    session_id: str
+    tool_call_id: str
+    turn_id: str
+    title: str
+    model_id: str
+    outcome: SubagentOutcome | None = None
+    """None while it runs (or, in a log a crash cut short, until the repair stores ``unknown``)."""
+    usage: Usage = field(default_factory=Usage)
+    usage_by_model: dict[str, Usage] = field(default_factory=dict)
+
+
 @dataclass
 class SessionProjection:
     history: list[Message] = field(default_factory=list)
@@ -125,6 +144,22 @@ class SessionProjection:
     compactions: int = 0
     compaction_id: str | None = None
     """The latest compaction's."""
+    children: dict[str, Child] = field(default_factory=dict)
+    """The subagents this session started, by child session id, in the order they started."""
+
+    @property
+    def open_children(self) -> list[Child]:
+        """Children started and not ended (running now, or cut short by a crash)."""
+        return [child for child in self.children.values() if child.outcome is None]
+
+    def children_usage_by_model(self) -> dict[str, Usage]:
+        """What every ended child used, summed by model id (the children's share of the session's cost)."""
+        total: dict[str, Usage] = {}
+        for child in self.children.values():
+            for model_id, usage in child.usage_by_model.items():
+                before = total.get(model_id)
+                total[model_id] = usage if before is None else before + usage
+        return total
 
     def apply(self, event: SessionEvent) -> None:
         match event:
@@ -183,6 +218,16 @@ class SessionProjection:
                 self.open_turns.discard(event.turn_id)
             case TitleSet():
                 self.title = event.title
+            case SubagentStarted():
+                self.children[event.session_id] = Child(
+                    event.session_id, event.tool_call_id, event.turn_id, event.title, event.model_id
+                )
+            case SubagentEnded():
+                child = self.children.get(event.session_id)
+                if child is not None:
+                    self.children[event.session_id] = replace(
+                        child, outcome=event.outcome, usage=event.usage, usage_by_model=dict(event.usage_by_model)
+                    )
             case ContextCompacted():
                 self.history = compacted_history(self.history, event)
                 self.anchor = None
