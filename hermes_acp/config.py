@@ -158,8 +158,20 @@ class AgentSettings(_Section):
     compaction_model: str | None = None
     """``<provider id>:<model id>`` of a configured model that writes the compaction summaries; unset: the session's
     model."""
+    max_subagents: Annotated[int, Field(ge=1, le=16)] = 4
+    """How many children (``delegate`` calls) of one session run at the same time; more wait for a free slot."""
+    subagent_depth: Annotated[int, Field(ge=0, le=4)] = 1
+    """How deep delegation goes: 0 offers no ``delegate`` tool, 1 lets a session delegate but not its children."""
+    subagent_model: str | None = None
+    """``<provider id>:<model id>`` of a configured model the children run on; unset: the parent's model."""
+    subagent_max_requests: Annotated[int, Field(ge=1, le=1_000)] = 25
+    """Model requests one child may make before it is asked to report what it has."""
+    subagent_max_tokens: Annotated[int, Field(ge=1_000, le=100_000_000)] = 400_000
+    """Tokens (input and output of every request, summed) one child may use before it is asked to report."""
+    subagent_timeout_s: Annotated[float, Field(gt=0, le=86_400)] = 600.0
+    """Wall time one child may run before it is asked to report."""
 
-    @field_validator("compaction_model")
+    @field_validator("compaction_model", "subagent_model")
     @classmethod
     def _model_ref(cls, value: str | None) -> str | None:
         if value is not None:
@@ -408,7 +420,8 @@ def load_settings(
     env_model = env.get("HERMES_ACP_MODEL", "").strip()
     if model.default is None and env.get("HERMES_ACP_BASE_URL") and env_model:
         model = ModelSection(default=f"custom:{env_model}")
-    _check_compaction_model(parsed.agent.compaction_model, providers, config_file)
+    _check_model_key("compaction_model", parsed.agent.compaction_model, providers, config_file)
+    _check_model_key("subagent_model", parsed.agent.subagent_model, providers, config_file)
     data = parsed.model_dump()
     data.update(
         providers=providers,
@@ -450,15 +463,15 @@ def _apply_env_providers(providers: dict[str, ProviderSettings], env: Mapping[st
         )
 
 
-def _check_compaction_model(model_id: str | None, providers: Mapping[str, ProviderSettings], source: Path) -> None:
-    """``agent.compaction_model`` names a configured model (of the file's providers or the environment's)."""
+def _check_model_key(key: str, model_id: str | None, providers: Mapping[str, ProviderSettings], source: Path) -> None:
+    """``agent.<key>`` names a configured model (of the file's providers or the environment's)."""
     if model_id is None:
         return
     provider_id, _, model = model_id.partition(":")
     provider = providers.get(provider_id)
     if provider is None or provider.model_entry(model) is None:
         known = ", ".join(f"{p}:{m.id}" for p, settings in providers.items() for m in settings.models) or "none"
-        raise ConfigError(f"{source}: agent.compaction_model: {model_id!r} is not a configured model (models: {known})")
+        raise ConfigError(f"{source}: agent.{key}: {model_id!r} is not a configured model (models: {known})")
 
 
 def _describe(exc: ValidationError, source: Path | None, *, prefix: str = "") -> str:

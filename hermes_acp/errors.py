@@ -98,6 +98,9 @@ ErrorCode = Literal[
     "cancelled",
     "interrupted",
     "outcome_unknown",
+    # subagents (a ``delegate`` call whose child did not finish its report)
+    "subagent_failed",
+    "subagent_budget",
     # MCP servers
     "mcp_server_unavailable",
     "mcp_tool_error",

@@ -9,7 +9,6 @@ it exits, and the number that matters is the moment the ``initialize`` answer ar
 from __future__ import annotations
 
 import argparse
-import asyncio
 import contextlib
 import json
 import os
@@ -30,8 +29,9 @@ from acp import schema
 
 from fixtures.model_server import load_scenario, serve_model_server
 
-from .agent import AgentProcess, ProbeClient, peak_rss_kib, spawn_agent, stop_agent
+from .agent import AgentProcess, ProbeClient, peak_rss_kib, spawn_agent
 from .bench_control import STEERING_RESPONSES, rewind_rows, steering_rows
+from .raw import raw_agent
 
 __all__ = ["main"]
 
@@ -998,6 +998,92 @@ async def endless_stream_memory(bench: Bench) -> list[Row]:
     ]
 
 
+_TERMINAL_COMMANDS = {
+    "sparse": 'for i in $(seq 1 30); do echo "$EPOCHREALTIME"; sleep 0.1; done',
+    "flood": 'for i in $(seq 1 2500); do echo "$EPOCHREALTIME"; sleep 0.001; done',
+}
+_TERMINAL_CARDS: dict[str, Any] = {
+    "name": "bench-terminal-cards",
+    "responses": [
+        *(
+            {
+                "match": {"last_message_contains": f"terminal-{name}"},
+                "repeat": True,
+                "steps": [{"tool_call": {"name": "terminal", "arguments": {"command": command}}}],
+            }
+            for name, command in _TERMINAL_COMMANDS.items()
+        ),
+        {"repeat": True, "steps": [{"text": "Done."}]},
+    ],
+}
+
+
+async def terminal_cards(bench: Bench) -> list[Row]:
+    """A Zed client (``_meta.terminal_output``) and a command that prints its own clock (bash's ``$EPOCHREALTIME``)
+    once a line, in the sandbox: how late each line reaches the client in a ``terminal_output`` update (from the
+    moment the command wrote it to the moment the update that completes it arrived), and how many updates one card
+    gets in its busiest second. Sparse: a line every 100 ms; flood: about a line a millisecond for a few seconds."""
+    bench.server.set_scenario(load_scenario(_TERMINAL_CARDS))
+    rows: list[Row] = []
+    try:
+        async with bench.spawn(initialize=False) as agent:
+            with anyio.fail_after(30):
+                await agent.conn.initialize(
+                    protocol_version=1,
+                    client_capabilities=schema.ClientCapabilities.model_validate({"_meta": {"terminal_output": True}}),
+                )
+            session_id = await _new(agent, bench)
+            with anyio.fail_after(30):
+                await agent.conn.set_session_mode(session_id=session_id, mode_id="dont_ask")
+            clock = time.time() - time.perf_counter()  # the updates are timed on perf_counter
+            for name in _TERMINAL_COMMANDS:
+                before = len(agent.client.updates)
+                await _prompt(agent, session_id, f"terminal-{name}")
+                outputs = [
+                    (u.at + clock, u.body["_meta"]["terminal_output"]["data"])
+                    for u in agent.client.updates[before:]
+                    if "terminal_output" in (u.body.get("_meta") or {})
+                ]
+                late, lines = _line_delays(outputs)
+                busiest = max(
+                    (sum(1 for other, _ in outputs if at <= other < at + 1.0) for at, _ in outputs), default=0
+                )
+                p95 = sorted(late)[int(len(late) * 0.95)] if late else 0.0
+                rows.append(
+                    Row(
+                        f"terminal card: output → editor ({name})",
+                        f"{statistics.median(late):.1f} ms" if late else "n/a",
+                        f"p95 {p95:.1f} ms, max {max(late, default=0):.1f} ms over {lines} lines; goal ≤ 50 ms",
+                    )
+                )
+                rows.append(
+                    Row(
+                        f"terminal card: updates in the busiest second ({name})",
+                        str(busiest),
+                        f"{len(outputs)} terminal_output updates in all; goal ≤ 20 per second per card",
+                    )
+                )
+    finally:
+        bench.server.set_scenario(load_scenario(SCENARIO))
+    return rows
+
+
+def _line_delays(outputs: list[tuple[float, str]]) -> tuple[list[float], int]:
+    """For each complete line (a timestamp the command printed), ms from its timestamp to the arrival of the update
+    that completed it."""
+    delays: list[float] = []
+    pending = ""
+    for at, data in outputs:
+        pending += data
+        *complete, pending = pending.split("\n")
+        for line in complete:
+            try:
+                delays.append((at - float(line.strip())) * 1000)
+            except ValueError:
+                continue  # a note the stream inserted (a skip)
+    return delays, len(delays)
+
+
 _SUMMARY_MARKER = "You write the memory of a coding agent"
 _LONG_SESSION: dict[str, Any] = {
     "name": "bench-long-session",
@@ -1095,45 +1181,17 @@ async def compaction(bench: Bench, turns: int) -> list[Row]:
     ]
 
 
-async def _raw_load(bench: Bench, session_id: str) -> tuple[float, int]:
+async def _raw_load(bench: Bench, session_id: str, capabilities: dict[str, Any] | None = None) -> tuple[float, int]:
     """``session/load`` over a bare pipe: from writing the request to reading its answer, the frames between only
-    counted (the server's time, and the pipe's); and how many updates came."""
-    process = await asyncio.create_subprocess_exec(
-        *COMMAND,
-        stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.DEVNULL,
-        env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), **bench.env()},
-        cwd=str(bench.workspace),
-        limit=64 * 1024 * 1024,
-    )
-    assert process.stdin is not None
-    assert process.stdout is not None
-    stdout = process.stdout
-
-    async def ask(request_id: int, method: str, params: dict[str, Any]) -> tuple[float, int]:
-        assert process.stdin is not None
-        frame = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
-        started = time.perf_counter()
-        process.stdin.write(json.dumps(frame).encode() + b"\n")
-        await process.stdin.drain()
-        updates = 0
-        while line := await stdout.readline():
-            if b'"method":"session/update"' in line[:64]:
-                updates += 1
-            elif json.loads(line).get("id") == request_id:
-                return (time.perf_counter() - started) * 1000, updates
-        raise RuntimeError(f"the agent closed its stdout before answering {method}")
-
-    try:
+    counted (the server's time, and the pipe's); and how many updates came. ``capabilities``: the client's."""
+    async with raw_agent(COMMAND, env=bench.env(), cwd=bench.workspace) as agent:
         with anyio.fail_after(60):
-            await ask(1, "initialize", {"protocolVersion": 1, "clientCapabilities": {}})
-            await ask(2, "session/list", {})
-            return await ask(
-                3, "session/load", {"sessionId": session_id, "cwd": str(bench.workspace), "mcpServers": []}
+            await agent.ask("initialize", {"protocolVersion": 1, "clientCapabilities": capabilities or {}})
+            await agent.ask("session/list", {})
+            elapsed, updates, _ = await agent.ask(
+                "session/load", {"sessionId": session_id, "cwd": str(bench.workspace), "mcpServers": []}
             )
-    finally:
-        await stop_agent(process, grace_s=5)
+    return elapsed, updates
 
 
 def _current_rss_kib(pid: int) -> int:
@@ -1156,6 +1214,30 @@ async def shared_host_rows(bench: Bench) -> list[Row]:
     stored = await _stored_session(bench, turns=667)
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), **bench.env()}
     return [Row(**row) for row in await shared_host(bench.home, bench.workspace, env, stored)]
+
+
+async def subagent_rows(bench: Bench) -> list[Row]:
+    """Subagents (``probes/bench_subagents.py``): a child's start, forwarding while four stream, a family's load."""
+    from .bench_subagents import child_start, chunk_forwarding, stored_family
+
+    rows = [Row(**row) for row in await child_start(bench.home.parent, 10)]
+    rows += [Row(**row) for row in await chunk_forwarding(bench.home.parent)]
+    parent_id = await stored_family(bench.home, bench.workspace, children=20, events_each=100)
+    shown: list[tuple[str, dict[str, Any]]] = [("with", {"subagents": {}}), ("without", {})]
+    for name, capabilities in shown:
+        times, frames = [], 0
+        for _ in range(5):
+            elapsed, frames = await _raw_load(bench, parent_id, capabilities)
+            times.append(elapsed)
+        rows.append(
+            Row(
+                f"session/load of a parent with 20 children, {name} subagents",
+                _ms(times),
+                f"server time: a raw pipe, frames not parsed; 2,000+ events in all; {frames} updates; median of 5;"
+                " goal ≤ 300 ms",
+            )
+        )
+    return rows
 
 
 ROWS: dict[str, Callable[[Bench], Awaitable[list[Row]]]] = {
@@ -1181,8 +1263,10 @@ ROWS: dict[str, Callable[[Bench], Awaitable[list[Row]]]] = {
     "sandbox": sandbox_overhead,
     "endless_stream": endless_stream_memory,
     "input_bounds": input_bounds_memory,
+    "terminal_cards": terminal_cards,
     "compaction": lambda b: compaction(b, 200),
     "shared_host": shared_host_rows,
+    "subagents": subagent_rows,
     "steering": lambda b: steering_rows(b, Row),
     "rewind": lambda b: rewind_rows(b, Row),
 }

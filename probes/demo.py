@@ -9,14 +9,16 @@ starts a long job and is killed mid-command, as an editor whose SSH link drops; 
 second front door's ``session/load`` catches up (everything so far, once) and follows the rest live. Then a long
 conversation on a model with a small
 context window (``demo:demo-small``, 6,000 tokens) that gets compacted: the client advertises compaction, so the
-compaction streams its summary and completes, and ``/status`` shows the meter. It prints the checklist and the
-timings, checks the effects independently (the file on disk, the calculator's own state), and leaves the last
-screenshot (with its element boxes) in ``out/last_screenshot.png``.
+compaction streams its summary and completes, and ``/status`` shows the meter. Then a delegation: one prompt hands
+two tasks to two subagents that run side by side, shown to a client that advertises ``subagents``. It prints the
+checklist and the timings, checks the effects independently (the file on disk, the calculator's own state), and
+leaves the last screenshot (with its element boxes) in ``out/last_screenshot.png``.
 """
 
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import shlex
 import sys
@@ -36,6 +38,7 @@ from fixtures.model_server import load_scenario, serve_model_server
 from .agent import ProbeClient, solid_png, spawn_agent
 from .checks import ProbeOptions
 from .probe import run_checks, summarise
+from .raw import raw_agent
 
 __all__ = ["main"]
 
@@ -82,9 +85,10 @@ async def _run(root: Path) -> int:
         print(f"  model server {server.base_url}, simulated cua-driver, home {home}\n")
         results = await run_checks(["caps", "timing", "e2e"], options)
         compaction = await _compaction(options)
+        delegation = await _delegation(options)
         rejoin = await _detach_and_rejoin(root, server.base_url, driver)
         requests = len(server.requests())
-    effects = [*_effects(workspace, root / "calculator.json"), compaction, rejoin]
+    effects = [*_effects(workspace, root / "calculator.json"), compaction, delegation, rejoin]
     for label, ok in effects:
         print(f"{'✓' if ok else '✗'} effect    {label}")
     summary = summarise(results, options)
@@ -134,6 +138,44 @@ async def _compaction(options: ProbeOptions) -> tuple[str, bool]:
     print(f"  /status: {context.replace('**', '')}\n")
     times = "once" if len(done) == 1 else f"{len(done)} times"
     return f"a long conversation on a 6,000-token window was compacted {times}", True
+
+
+async def _delegation(options: ProbeOptions) -> tuple[str, bool]:
+    """One prompt delegates to two subagents that run side by side; the client advertises ``subagents``, so each
+    child is announced on the parent and streams under its own id; then a load replays them in place."""
+    async with raw_agent(options.command, env=options.env, cwd=options.cwd, keep_updates=True) as agent:
+        with anyio.fail_after(60):
+            await agent.ask("initialize", {"protocolVersion": 1, "clientCapabilities": {"subagents": {}}})
+            _, _, opened = await agent.ask("session/new", {"cwd": str(options.cwd), "mcpServers": []})
+            session_id = opened["result"]["sessionId"]
+            prompt = [{"type": "text", "text": "Look into the workspace with two helpers."}]
+            await agent.ask("session/prompt", {"sessionId": session_id, "prompt": prompt})
+            live = list(agent.updates)
+            _, replayed, _ = await agent.ask(
+                "session/load", {"sessionId": session_id, "cwd": str(options.cwd), "mcpServers": []}
+            )
+    titles = {
+        u.update["sessionId"]: u.update["title"]
+        for u in live
+        if u.session_id == session_id and u.update["sessionUpdate"] == "subagent_update" and "title" in u.update
+    }
+    print("\nDelegation (two subagents, side by side, shown to a client with `subagents`):")
+    order = [u.session_id for u in live if u.session_id in titles]
+    switches = sum(1 for a, b in itertools.pairwise(order) if a != b)
+    for child, title in titles.items():
+        mine = [u.update for u in live if u.session_id == child]
+        text = "".join(u["content"]["text"] for u in mine if u["sessionUpdate"] == "agent_message_chunk")
+        tools = [u["title"] for u in mine if u["sessionUpdate"] == "tool_call"]
+        print(f"  {title}: {len(mine)} updates under {child[:8]}…, tools {tools}; said: {text!r}")
+    answer = "".join(
+        u.update["content"]["text"]
+        for u in live
+        if u.session_id == session_id and u.update["sessionUpdate"] == "agent_message_chunk"
+    )
+    print(f"  the streams interleaved {switches} times; the parent answered: {answer!r}")
+    print(f"  session/load replayed {replayed} updates, each child's in its place")
+    ok = len(titles) == 2 and "Both subagents reported" in answer
+    return "two subagents ran side by side, announced and streamed under their own ids, and reported", ok
 
 
 async def _detach_and_rejoin(root: Path, base_url: str, driver: list[str]) -> tuple[str, bool]:

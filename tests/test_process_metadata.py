@@ -1,4 +1,4 @@
-"""Session metadata through the real ``python -m hermes_acp`` process (docs/architecture.md §6.10): a title set by the
+"""Session metadata through the real ``python -m hermes_acp`` process (docs/architecture.md §6.11): a title set by the
 client survives the turns after it and a restart; archiving a session that works cancels its turn and closes it;
 the archive filters; a client system prompt reaches the model's requests as it was given, and after a restart."""
 

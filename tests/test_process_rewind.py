@@ -1,4 +1,4 @@
-"""Rewind, undo and fork at a message through the real ``python -m hermes_acp`` process (docs/architecture.md §6.9):
+"""Rewind, undo and fork at a message through the real ``python -m hermes_acp`` process (docs/architecture.md §6.10):
 after three turns that wrote and edited files, a rewind to the first prompt puts every file back byte for byte from
 the log, asks before overwriting one someone else changed since, keeps what it cut as a session of its own (listed,
 loadable), and a reload in a fresh process replays only the kept part; ``/undo`` twice; ``/rewind`` with a form

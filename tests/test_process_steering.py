@@ -1,4 +1,4 @@
-"""Steering and the prompt queue through the real ``python -m hermes_acp`` process (docs/architecture.md §6.8): a
+"""Steering and the prompt queue through the real ``python -m hermes_acp`` process (docs/architecture.md §6.9): a
 steering message and a queued prompt are stored when they arrive, so after a kill -9 the reloaded session reports
 both as not applied / not run instead of losing them; the queue is visible (``/status`` answers at once during a
 turn, ``session/list`` has it in ``_meta``); a cancel reports the queued prompt as not run."""

@@ -1,6 +1,7 @@
 """Neutral domain types shared by every layer: messages, display content, session events, ids and modes."""
 
 from .content import (
+    AgentTerminalBlock,
     AudioBlock,
     DiffBlock,
     DisplayBlock,
@@ -31,6 +32,10 @@ from .events import (
     SessionEventAdapter,
     SteeringApplied,
     StopReason,
+    SubagentEnded,
+    SubagentOutcome,
+    SubagentRole,
+    SubagentStarted,
     TitleSet,
     ToolCallRunning,
     ToolCallSettled,
@@ -58,6 +63,7 @@ from .modes import DEFAULT_MODE, MODES, ModeId, ModeInfo, is_mode_id
 __all__ = [
     "DEFAULT_MODE",
     "MODES",
+    "AgentTerminalBlock",
     "AssistantMessage",
     "AssistantMessageStored",
     "AssistantTextCheckpointed",
@@ -91,6 +97,10 @@ __all__ = [
     "SessionEventAdapter",
     "SteeringApplied",
     "StopReason",
+    "SubagentEnded",
+    "SubagentOutcome",
+    "SubagentRole",
+    "SubagentStarted",
     "TerminalBlock",
     "TextBlock",
     "TextPart",

@@ -35,6 +35,10 @@ __all__ = [
     "SessionEventAdapter",
     "SteeringApplied",
     "StopReason",
+    "SubagentEnded",
+    "SubagentOutcome",
+    "SubagentRole",
+    "SubagentStarted",
     "TitleSet",
     "ToolCallRunning",
     "ToolCallSettled",
@@ -58,6 +62,11 @@ ToolStatus = Literal["completed", "failed"]
 InputKind = Literal["prompt", "steering"]
 """What waits in a session's queue: a prompt (``session/prompt`` while a turn runs) or a steering message for the
 running turn (``_session/steering``)."""
+SubagentRole = Literal["explore", "general"]
+"""What a child may do: ``explore`` reads only; ``general`` has its parent's tools under its parent's mode."""
+SubagentOutcome = Literal["completed", "failed", "budget", "cancelled", "unknown"]
+"""How a child's work ended: its report written; its provider failed; it reached its budget; the user (or the
+parent's cancel) stopped it; or the server stopped while it ran (``unknown``: never run again)."""
 
 
 class _Event(BaseModel):
@@ -97,6 +106,8 @@ class UserPrompted(_Event):
     attachment read was being asked about): shown in the transcript, never sent to the model."""
     input_id: str | None = None
     """The ``InputQueued`` this prompt waited as (None: it did not have to wait)."""
+    sender_session_id: str | None = None
+    """The session that sent this prompt, when it came from one (a parent's task for its subagent), not a user."""
 
 
 class AssistantMessageStored(_Event):
@@ -351,6 +362,42 @@ class Rewound(_Event):
     text: str
 
 
+class SubagentStarted(_Event):
+    """A ``delegate`` call of this session started a child session (stored in the parent's log, after the child's
+    record and before any of its traffic): what the editor announces and what a replay expands in place."""
+
+    kind: Literal["subagent_started"] = "subagent_started"
+    turn_id: str
+    tool_call_id: str
+    session_id: str
+    """The child's."""
+    title: str
+    description: str
+    role: SubagentRole
+    model_id: str
+    cwd: str
+    additional_directories: list[str] = Field(default_factory=list)
+
+
+class SubagentEnded(_Event):
+    """A child's work ended (stored in the parent's log before the ``delegate`` call settles; crash recovery stores
+    one with ``outcome="unknown"`` for a child that was running)."""
+
+    kind: Literal["subagent_ended"] = "subagent_ended"
+    turn_id: str
+    tool_call_id: str
+    session_id: str
+    outcome: SubagentOutcome
+    stop_reason: StopReason | None = None
+    """How the child's last turn ended; None when it never ended (``unknown``)."""
+    error: str | None = None
+    """Why it failed, reached its budget or stopped, in words for the model and the user."""
+    usage: Usage = Field(default_factory=Usage)
+    """Every model call of the child, summed."""
+    usage_by_model: dict[str, Usage] = Field(default_factory=dict)
+    """The same by model id, for the cost."""
+
+
 class TitleSet(_Event):
     """The session got a (generated or explicit) title."""
 
@@ -376,7 +423,9 @@ SessionEvent = Annotated[
     | InputQueued
     | SteeringApplied
     | InputDropped
-    | Rewound,
+    | Rewound
+    | SubagentStarted
+    | SubagentEnded,
     Field(discriminator="kind"),
 ]
 SessionEventAdapter: TypeAdapter[SessionEvent] = TypeAdapter(SessionEvent, config=ConfigDict(defer_build=True))

@@ -46,10 +46,12 @@ async def run_contained(
     timeout_s: float,
     buffer: OutputBuffer,
     on_output: Callable[[OutputBuffer], Awaitable[None]],
+    interval: float = 0.1,
 ) -> Contained:
     """Run ``argv`` (``command`` is how the model wrote it, for the notes) to its end, its time limit or its
-    process limit. Raises ``OSError`` when it cannot be started (its program is not there: the wrappers in front of
-    it would otherwise start and report it as a failed command)."""
+    process limit; ``on_output`` is called at most every ``interval`` seconds. Raises ``OSError`` when it cannot be
+    started (its program is not there: the wrappers in front of it would otherwise start and report it as a failed
+    command)."""
     if not os.access(argv[0], os.X_OK):
         raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), argv[0])
     async with sandbox.contained(argv, roots=roots, cwd=cwd, mode=mode, extra_env=extra_env) as confined:
@@ -60,6 +62,7 @@ async def run_contained(
             timeout_s=timeout_s,
             buffer=buffer,
             on_output=on_output,
+            interval=interval,
             own_pid_namespace=confined.sandboxed,
             limits=confined.limits,
         )

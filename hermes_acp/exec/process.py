@@ -77,6 +77,17 @@ class OutputBuffer:
             return (self.head + self.tail).decode("utf-8", errors="replace")
         return f"{head}\n[... {self.dropped} bytes of output omitted ...]\n{tail}"
 
+    def since(self, mark: int) -> tuple[bytes, int]:
+        """What was added after the first ``mark`` bytes, for a stream of the output: ``(bytes still kept, bytes
+        dropped before them)``. Dropped bytes are the middle this buffer no longer holds."""
+        added = self.total - mark
+        if added <= 0:
+            return b"", 0
+        from_head = bytes(self.head[mark:]) if mark < len(self.head) else b""
+        after_head = added - len(from_head)
+        kept = min(after_head, len(self.tail))
+        return from_head + bytes(self.tail[len(self.tail) - kept :]), after_head - kept
+
     def last(self, max_bytes: int) -> str:
         """The end of the output, for a live view."""
         data = bytes(self.head + self.tail) if self.dropped <= 0 else bytes(self.tail)

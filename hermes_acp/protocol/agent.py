@@ -42,7 +42,7 @@ from hermes_acp.sessions.switches import SWITCHES
 from hermes_acp.sessions.turn_imports import warm_up_turn_modules
 
 from .client_bridge import AcpClientBridge
-from .convert import prompt_to_display
+from .convert import prompt_to_display, usage_json
 from .dispatcher import RequestContext, Route
 from .initialize import ENV_METHOD_ID, FORM_SETUP_METHOD_ID, SETUP_METHOD_ID, key_variables
 from .lifecycle_params import archive_filter, client_system_prompt
@@ -79,7 +79,7 @@ __all__ = ["REWIND_METHOD", "STEERING_METHOD", "HermesAgent"]
 STEERING_METHOD = "_session/steering"
 """Add a message to the running turn (claude-agent-acp's and codex-acp's extension, in their shapes)."""
 REWIND_METHOD = "_session/rewind"
-"""Go back to just before a user message (docs/architecture.md §6.9)."""
+"""Go back to just before a user message (docs/architecture.md §6.10)."""
 
 _log = structlog.get_logger("hermes_acp.protocol")
 
@@ -225,7 +225,9 @@ class HermesAgent:
 
     async def list_sessions(self, ctx: RequestContext, raw: Any) -> dict[str, Any]:
         params = parse(ListSessionsParams, raw)
-        page = await self.manager.list_sessions(params.cwd, params.cursor, archive_filter(params.archived))
+        page = await self.manager.list_sessions(
+            params.cwd, params.cursor, archive_filter(params.archived), subagents=params.subagents
+        )
         sessions = []
         for record in page.sessions:
             info: dict[str, Any] = {
@@ -358,17 +360,7 @@ class HermesAgent:
             answer["_meta"] = {"hermes": {"userMessageId": result.user_message_id}}
         if usage is None:  # no model was asked (a slash command the session answered, or cancelled while queued)
             return answer
-        return {
-            **answer,
-            "usage": {
-                "totalTokens": usage.input_tokens + usage.output_tokens,
-                "inputTokens": usage.input_tokens,
-                "outputTokens": usage.output_tokens,
-                "thoughtTokens": usage.thought_tokens,
-                "cachedReadTokens": usage.cached_read_tokens,
-                "cachedWriteTokens": usage.cache_write_tokens,
-            },
-        }
+        return {**answer, "usage": usage_json(usage)}
 
     def _cancel_prompt(self, raw: Any) -> None:
         """``$/cancel_request`` for a prompt in flight (or the client leaving): cancel it like ``session/cancel``."""
@@ -378,6 +370,8 @@ class HermesAgent:
             session.cancel()
 
     async def cancel(self, ctx: RequestContext, raw: Any) -> None:
+        """``session/cancel``: a session's turn and everything queued, its subagents' work too; a subagent's id
+        (which ``subagent_update`` advertises as cancellable) stops that child only."""
         session = self.manager.live(parse(SessionIdParams, raw).session_id)
         if session is None:
             _log.info("cancel for a session that is not open")

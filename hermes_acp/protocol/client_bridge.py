@@ -5,7 +5,8 @@ questions to the user.
 connection, carrying the services that connection's environment gives. Updates are awaited in order (no
 fire-and-forget); a closed connection is tolerated (the update is dropped and logged, the turn still settles and
 stores everything). What the client advertised in ``initialize`` (``capabilities``) decides what is offered to it:
-its file system and terminals, ``notice`` updates instead of agent text, compaction updates instead of an agent
+its file system and terminals (not its terminals when it renders agent-owned ones), terminal cards for the
+commands the agent runs itself, ``notice`` updates instead of agent text, compaction updates instead of an agent
 message saying what was compacted, the ``ask_user`` tool.
 
 Permission answers map to our four outcomes; an unknown option id counts as a refusal, and a client that answers
@@ -36,6 +37,7 @@ from .dispatcher import Dispatcher
 from .editor import AcpEditorFiles, AcpEditorTerminals, AcpElicitor
 from .initialize import Handshake
 from .session_view import commands_update, config_options, session_view
+from .terminal_cards import card_title
 from .wire import ClientCapabilities, InitializeParams, PermissionResult, SelectedOutcome, parse
 
 if TYPE_CHECKING:
@@ -60,11 +62,24 @@ class AcpUpdateSink:
 
     async def emit_event(self, event: SessionEvent, *, live: bool) -> None:
         capabilities = self._bridge.capabilities
-        for update in event_updates(event, live=live, compaction=capabilities.compaction, plans=capabilities.plans):
+        for update in event_updates(
+            event,
+            live=live,
+            compaction=capabilities.compaction,
+            plans=capabilities.plans,
+            terminal_cards=capabilities.terminal_cards,
+            subagents=capabilities.subagents,
+        ):
             await self.send(update)
 
     async def emit_live(self, update: LiveUpdate) -> None:
-        rendered = live_update(update, compaction=self._bridge.capabilities.compaction)
+        capabilities = self._bridge.capabilities
+        rendered = live_update(
+            update,
+            compaction=capabilities.compaction,
+            terminal_cards=capabilities.terminal_cards,
+            subagents=capabilities.subagents,
+        )
         if rendered is not None:
             await self.send(rendered)
 
@@ -82,9 +97,10 @@ class AcpUpdateSink:
 
 
 class AcpPermissionGate:
-    def __init__(self, dispatcher: Dispatcher, session_id: str):
+    def __init__(self, dispatcher: Dispatcher, session_id: str, *, terminal_cards: bool = False):
         self._dispatcher = dispatcher
         self._session_id = session_id
+        self._terminal_cards = terminal_cards
 
     async def ask(self, question: PermissionQuestion) -> PermissionAnswer:
         answers: list[PermissionAnswer] = ["allow_once", "reject_once"]
@@ -97,15 +113,17 @@ class AcpPermissionGate:
     async def choose(
         self, question: PermissionQuestion, choices: Sequence[PermissionChoice], *, refusal: str
     ) -> str | None:
+        # A card that shows the call's terminal keeps it (and its title, the terminal's label) while it asks.
+        title = (card_title(question.content) if self._terminal_cards else None) or question.title
         tool_call: dict[str, Any] = {
             "toolCallId": question.tool_call_id,
-            "title": question.title,
+            "title": title,
             "kind": question.kind,
             "status": "pending",
         }
         if question.raw_input is not None:
             tool_call["rawInput"] = question.raw_input
-        content = tool_content(question.content)
+        content = tool_content(question.content, terminal_cards=self._terminal_cards)
         if content:
             tool_call["content"] = content
         locations = tool_locations(question.locations)
@@ -168,6 +186,11 @@ class AcpClientBridge:
         return not self.dispatcher.client_gone
 
     @property
+    def subagents(self) -> bool:
+        """The client advertised ``subagents``: it is shown child sessions (never otherwise)."""
+        return self.capabilities.subagents
+
+    @property
     def capabilities(self) -> ClientCapabilities:
         """What the client advertised in its (latest) ``initialize``; nothing before it has sent one."""
         params = self._handshake.params
@@ -183,7 +206,7 @@ class AcpClientBridge:
         return AcpUpdateSink(self, session_id)
 
     def gate(self, session_id: str) -> AcpPermissionGate:
-        return AcpPermissionGate(self.dispatcher, session_id)
+        return AcpPermissionGate(self.dispatcher, session_id, terminal_cards=self.capabilities.terminal_cards)
 
     def files(self, session_id: str) -> EditorFiles | None:
         """The client's ``fs/*`` when it advertised either method (the other one then runs on the local disk)."""
@@ -193,8 +216,13 @@ class AcpClientBridge:
         return AcpEditorFiles(self.dispatcher, session_id, can_read=fs.read_text_file, can_write=fs.write_text_file)
 
     def terminals(self, session_id: str) -> EditorTerminals | None:
-        """The client's ``terminal/*`` when it advertised ``terminal``."""
-        return AcpEditorTerminals(self.dispatcher, session_id) if self.capabilities.terminal else None
+        """The client's ``terminal/*`` when it advertised ``terminal`` and not agent-owned terminals
+        (``_meta.terminal_output``): where it shows those, commands run on this machine, in our sandbox, and stream
+        into a terminal card, which a replay shows again (a client terminal dies with the process)."""
+        capabilities = self.capabilities
+        if not capabilities.terminal or capabilities.terminal_cards:
+            return None
+        return AcpEditorTerminals(self.dispatcher, session_id)
 
     def elicitor(self, session_id: str) -> Elicitor | None:
         """Questions to the user (``elicitation/create``, form mode) when the client advertised ``elicitation.form``."""

@@ -9,6 +9,12 @@
   ``compaction_update`` with its summary for a client that advertised ``session.compaction``, and a short agent
   message saying what was compacted for any other. Plans go by id (``plan_update`` / ``plan_removed``) to a client
   that advertised ``plan`` (the 2.4.0 unstable schema), as today's whole ``plan`` to any other;
+- a terminal the agent owns (``AgentTerminalBlock``, its live output ``LiveTerminalOutput``) → for a client that
+  advertised ``_meta.terminal_output`` (``terminal_cards``), a terminal card in Zed's ``_meta`` dialect
+  (``terminal_cards.py``), its title the command; for any other, the text the block carries as its fallback;
+- a subagent's events on its parent (``SubagentStarted``, ``SubagentEnded``) → ``subagent_update`` and the
+  ``delegate`` card's link, for a client that advertised ``subagents`` only (nothing for any other); a parent's task
+  in its child's log → the child's incoming ``session_message``;
 - transient live updates and notices → ``session/update`` payloads: a compaction still running (or stopped) and
   its summary chunks only for a client with ``session.compaction`` (None for the others), and the context meter
   (``usage_update``: tokens in the context now, the window, and the session's cost when the models have prices).
@@ -21,6 +27,7 @@ from __future__ import annotations
 from typing import Any, assert_never
 
 from hermes_acp.core import (
+    AgentTerminalBlock,
     AssistantMessageStored,
     AssistantTextCheckpointed,
     AudioBlock,
@@ -39,6 +46,8 @@ from hermes_acp.core import (
     Rewound,
     SessionEvent,
     SteeringApplied,
+    SubagentEnded,
+    SubagentStarted,
     TerminalBlock,
     TextBlock,
     TextPart,
@@ -48,12 +57,15 @@ from hermes_acp.core import (
     ToolCallSettled,
     ToolCallStarted,
     TurnEnded,
+    Usage,
     UserPrompted,
 )
 from hermes_acp.core.notice import Notice
 from hermes_acp.turns.ports import (
     LiveCompaction,
     LiveCompactionChunk,
+    LiveSubagentState,
+    LiveTerminalOutput,
     LiveTextChunk,
     LiveThoughtChunk,
     LiveToolProgress,
@@ -61,6 +73,7 @@ from hermes_acp.turns.ports import (
     LiveUsage,
 )
 
+from .terminal_cards import card_title, terminal_events, zed_meta
 from .wire import AudioContent, ContentBlock, EmbeddedResourceContent, ImageContent, ResourceLinkContent, TextContent
 
 __all__ = [
@@ -72,8 +85,12 @@ __all__ = [
     "notice_update",
     "plan_updates",
     "prompt_to_display",
+    "session_message",
+    "subagent_announced",
+    "subagent_ended",
     "tool_content",
     "tool_locations",
+    "usage_json",
 ]
 
 Update = dict[str, Any]
@@ -129,15 +146,29 @@ def content_block(block: DisplayBlock) -> dict[str, Any]:
             return _text(f"diff {block.path}")
         case TerminalBlock():
             return _text(f"terminal {block.terminal_id}")
+        case AgentTerminalBlock():
+            return _text("\n".join(b.text for b in block.fallback) or block.command)
         case _:
             assert_never(block)
 
 
-def tool_content(blocks: list[DisplayBlock], *, live: bool = True) -> list[dict[str, Any]]:
-    """Tool-call content; a replay (``live=False``) leaves out client terminals (see the module docstring)."""
+def tool_content(
+    blocks: list[DisplayBlock], *, live: bool = True, terminal_cards: bool = False
+) -> list[dict[str, Any]]:
+    """Tool-call content; a replay (``live=False``) leaves out client terminals (see the module docstring). An
+    agent-owned terminal is a terminal item (when it ran) and its note for a client with ``terminal_cards``, its
+    fallback text for any other."""
     out: list[dict[str, Any]] = []
     for block in blocks:
-        if isinstance(block, DiffBlock):
+        if isinstance(block, AgentTerminalBlock):
+            if not terminal_cards:
+                out.extend(tool_content(list(block.fallback)))
+                continue
+            if block.ran:
+                out.append({"type": "terminal", "terminalId": block.terminal_id})
+            if block.note:
+                out.append({"type": "content", "content": _text(block.note)})
+        elif isinstance(block, DiffBlock):
             diff: dict[str, Any] = {"type": "diff", "path": block.path, "newText": block.new_text}
             if block.old_text is not None:
                 diff["oldText"] = block.old_text
@@ -154,10 +185,22 @@ def tool_locations(locations: list[Location]) -> list[dict[str, Any]] | None:
     return [_drop_none({"path": loc.path, "line": loc.line}) for loc in locations] or None
 
 
-def event_updates(event: SessionEvent, *, live: bool, compaction: bool = False, plans: bool = False) -> list[Update]:
+def event_updates(
+    event: SessionEvent,
+    *,
+    live: bool,
+    compaction: bool = False,
+    plans: bool = False,
+    terminal_cards: bool = False,
+    subagents: bool = False,
+) -> list[Update]:
     """``compaction``: the client advertised ``session.compaction`` (it renders compaction updates); ``plans``: it
-    advertised ``plan`` (unstable: plans by id, ``plan_update`` / ``plan_removed``)."""
+    advertised ``plan`` (unstable: plans by id, ``plan_update`` / ``plan_removed``); ``terminal_cards``: it
+    advertised ``_meta.terminal_output`` (it renders agent-owned terminals); ``subagents``: it advertised
+    ``subagents`` (it is told about child sessions; a client without it is told nothing of them)."""
     match event:
+        case UserPrompted() if event.sender_session_id is not None:  # a parent's task: no client showed it itself
+            return [session_message(event)]
         case UserPrompted():
             if live:
                 return []
@@ -187,18 +230,20 @@ def event_updates(event: SessionEvent, *, live: bool, compaction: bool = False, 
         case ToolCallRunning():
             return [{"sessionUpdate": "tool_call_update", "toolCallId": event.tool_call_id, "status": "in_progress"}]
         case ToolCallStarted():
+            title = (card_title(event.content) if terminal_cards else None) or event.title
             return [
                 _drop_none(
                     {
                         "sessionUpdate": "tool_call",
                         "toolCallId": event.tool_call_id,
                         "name": event.name,
-                        "title": event.title,
+                        "title": title,
                         "kind": event.tool_kind,
                         "status": "pending",
                         "rawInput": event.raw_input,
                         "locations": tool_locations(event.locations),
-                        "content": tool_content(event.content, live=live) or None,
+                        "content": tool_content(event.content, live=live, terminal_cards=terminal_cards) or None,
+                        "_meta": zed_meta(terminal_events(event.content)) if terminal_cards else None,
                     }
                 )
             ]
@@ -209,8 +254,9 @@ def event_updates(event: SessionEvent, *, live: bool, compaction: bool = False, 
                         "sessionUpdate": "tool_call_update",
                         "toolCallId": event.tool_call_id,
                         "status": event.status,
-                        "content": tool_content(event.content, live=live),
+                        "content": tool_content(event.content, live=live, terminal_cards=terminal_cards),
                         "rawOutput": event.raw_output,
+                        "_meta": zed_meta(terminal_events(event.content, live=live)) if terminal_cards else None,
                     }
                 )
             ]
@@ -236,6 +282,10 @@ def event_updates(event: SessionEvent, *, live: bool, compaction: bool = False, 
                     "summary": summary,
                 }
             ]
+        case SubagentStarted():
+            return subagent_announced(event) if subagents else []
+        case SubagentEnded():
+            return [subagent_ended(event)] if subagents else []
         case PermissionResolved() | TurnEnded() | InputQueued():
             return []
         case _:
@@ -256,6 +306,72 @@ def plan_updates(event: PlanUpdated, *, plans: bool) -> list[Update]:
     else:
         return [{"sessionUpdate": "plan_removed", "planId": event.plan_id}]
     return [{"sessionUpdate": "plan_update", "plan": plan}]
+
+
+def session_message(event: UserPrompted) -> Update:
+    """A task its parent sent a session, as the child's incoming ``session_message``."""
+    return {
+        "sessionUpdate": "session_message",
+        "messageId": event.message_id,
+        "senderSessionId": event.sender_session_id,
+        "content": [content_block(b) for b in event.display],
+    }
+
+
+def subagent_announced(event: SubagentStarted) -> list[Update]:
+    """On the parent: the child announced (``subagent_update``, before any of its traffic: running, cancellable),
+    and the ``delegate`` card linked to it (ACP 2.4.0 has no ``session`` tool-call content yet: the link is the
+    card's ``_meta``)."""
+    announce: Update = {
+        "sessionUpdate": "subagent_update",
+        "sessionId": event.session_id,
+        "title": event.title,
+        "description": event.description,
+        "cwd": event.cwd,
+        "capabilities": {"cancel": {}},
+        "state": {"state": "running"},
+        "_meta": {"hermes": {"toolCallId": event.tool_call_id, "role": event.role, "model": event.model_id}},
+    }
+    if event.additional_directories:
+        announce["additionalDirectories"] = event.additional_directories
+    link: Update = {
+        "sessionUpdate": "tool_call_update",
+        "toolCallId": event.tool_call_id,
+        "_meta": {"hermes": {"session": {"sessionId": event.session_id}}},
+    }
+    return [announce, link]
+
+
+def subagent_ended(event: SubagentEnded) -> Update:
+    """On the parent: the child idle for good, with how it stopped and what it used; it takes no more cancels."""
+    state: dict[str, Any] = {"state": "idle"}
+    if event.outcome in ("failed", "unknown") or event.stop_reason is None:
+        state["stopReason"] = "error"
+        state["error"] = {"code": -32603, "message": event.error or event.outcome}
+    else:
+        state["stopReason"] = event.stop_reason
+    if event.usage != Usage():
+        state["usage"] = usage_json(event.usage)
+    meta = {"hermes": {"toolCallId": event.tool_call_id, "outcome": event.outcome}}
+    return {
+        "sessionUpdate": "subagent_update",
+        "sessionId": event.session_id,
+        "capabilities": None,
+        "state": state,
+        "_meta": meta,
+    }
+
+
+def usage_json(usage: Usage) -> dict[str, int]:
+    """ACP's ``Usage``: token counts of one prompt (or a child's work)."""
+    return {
+        "totalTokens": usage.input_tokens + usage.output_tokens,
+        "inputTokens": usage.input_tokens,
+        "outputTokens": usage.output_tokens,
+        "thoughtTokens": usage.thought_tokens,
+        "cachedReadTokens": usage.cached_read_tokens,
+        "cachedWriteTokens": usage.cache_write_tokens,
+    }
 
 
 _WHY = {
@@ -290,10 +406,21 @@ def compaction_summary(event: ContextCompacted) -> str:
     return f"{event.summary}\n\n{note}" if event.summary else note
 
 
-def live_update(update: LiveUpdate, *, compaction: bool = False) -> Update | None:
+def live_update(
+    update: LiveUpdate, *, compaction: bool = False, terminal_cards: bool = False, subagents: bool = False
+) -> Update | None:
     """The ``session/update`` for ``update``; None when the client cannot show it (compaction updates to a client
-    without ``session.compaction``)."""
+    without ``session.compaction``, a child's state to one without ``subagents``). A terminal's output is
+    ``_meta.terminal_output`` for a client with ``terminal_cards``, its text view for any other."""
     match update:
+        case LiveSubagentState():
+            if not subagents:
+                return None
+            return {
+                "sessionUpdate": "subagent_update",
+                "sessionId": update.session_id,
+                "state": {"state": update.state},
+            }
         case LiveTextChunk():
             return _chunk("agent_message_chunk", update.text, update.message_id)
         case LiveThoughtChunk():
@@ -307,6 +434,18 @@ def live_update(update: LiveUpdate, *, compaction: bool = False) -> Update | Non
             if update.content is not None:
                 progress["content"] = tool_content(update.content)
             return progress
+        case LiveTerminalOutput():
+            if terminal_cards:
+                meta = zed_meta(terminal_events(update))
+                if meta is None:
+                    return None
+                return {"sessionUpdate": "tool_call_update", "toolCallId": update.tool_call_id, "_meta": meta}
+            return {
+                "sessionUpdate": "tool_call_update",
+                "toolCallId": update.tool_call_id,
+                "status": "in_progress",
+                "content": tool_content(update.fallback),
+            }
         case LiveCompaction():
             if not compaction:
                 return None

@@ -179,12 +179,15 @@ QUEUE_TEXT_CHARS = 200
 
 
 def session_meta(record: SessionRecord, live: Session | None) -> dict[str, Any]:
-    """What ``session/list`` says of a session under ``_meta.hermes``: where it came from (a fork, a rewind), and
-    for an open one whether it works, how many connections are attached, and what waits in its queue."""
+    """What ``session/list`` says of a session under ``_meta.hermes``: where it came from (a subagent's parent and
+    call; a fork's or a rewind's provenance), and for an open one whether it works, how many connections are
+    attached, and what waits in its queue."""
     meta: dict[str, Any] = {}
-    provenance = record.meta.get("provenance")
-    if isinstance(provenance, dict):
-        meta["provenance"] = provenance
+    provenance = record.provenance
+    if provenance is not None and provenance.kind == "subagent":
+        meta.update(parentSessionId=provenance.session_id, toolCallId=provenance.tool_call_id)
+    elif provenance is not None:
+        meta["provenance"] = provenance.as_meta()
     if live is not None:
         meta.update(status="open", running=live.working, attached=len(live.audience))
         meta["queue"] = [

@@ -146,6 +146,14 @@ class ClientCapabilities(_Wire):
     auth: Annotated[AuthCapabilities, _default_on_error(AuthCapabilities)] = Field(default_factory=AuthCapabilities)
     plan: Annotated[_Capability | None, Lenient] = None
     """Unstable: the client takes ``plan_update`` and ``plan_removed`` updates (plans by id)."""
+    subagent_sessions: Annotated[_Capability | None, Lenient] = Field(None, alias="subagents")
+
+    @property
+    def subagents(self) -> bool:
+        """The client understands child sessions (``subagent_update``, ``session_message``); unstable."""
+        return self.subagent_sessions is not None
+
+    meta: Annotated[dict[str, Any] | None, Lenient] = Field(None, alias="_meta")
 
     @property
     def notices(self) -> bool:
@@ -167,6 +175,12 @@ class ClientCapabilities(_Wire):
     def boolean_options(self) -> bool:
         options = self.session.config_options
         return options is not None and options.boolean is not None
+
+    @property
+    def terminal_cards(self) -> bool:
+        """Zed's extension ``_meta.terminal_output: true``: the client shows a terminal the agent owns from the
+        ``_meta.terminal_info`` / ``terminal_output`` / ``terminal_exit`` of a tool call (only ``true`` counts)."""
+        return self.meta is not None and self.meta.get("terminal_output") is True
 
 
 class InitializeParams(_Wire):
@@ -309,6 +323,14 @@ class ListSessionsParams(_Wire):
     cursor: str | None = None
     archived: str | None = None
     """``exclude`` (the default), ``include`` or ``only``; anything else is refused (``archive_filter``)."""
+    meta: Annotated[dict[str, Any] | None, Lenient] = Field(None, alias="_meta")
+
+    @property
+    def subagents(self) -> bool:
+        """``_meta.hermes.subagents: true``: list child sessions too (by default they are reached through their
+        parent)."""
+        hermes = (self.meta or {}).get("hermes")
+        return isinstance(hermes, dict) and hermes.get("subagents") is True
 
 
 class SetTitleParams(_Wire):

@@ -17,10 +17,15 @@ audience is the session's ``UpdateSink`` and ``PermissionGate`` (the ports the t
 - **Catch-up** (``attach`` with a history): the connection is added while the recorder holds its write lock, so
   every stored event is either in the history it is given (replayed) or emitted after it joined (live), never
   both, never neither: an event-level cursor. What it receives live meanwhile waits in its backlog until the
-  history and the streamed tail (text and reasoning not yet checkpointed, the running tools' live output) are sent;
+  history and the streamed tail (text and reasoning not yet checkpointed, the running tools' live output, what each
+  running command's terminal showed) are sent;
   then the backlog drains, in order, and the questions still open are put to it.
 - **Files and terminals** of a turn are those of the connection whose prompt it runs (``origin``); when that
   connection leaves, the turn goes on with the host's own disk and (sandboxed) terminal, and the user is told.
+- **A subagent's** audience has a ``relay`` to its parent's (``sessions.subagents.ParentRelay``): its updates and
+  questions also go to the parent's connections, each shaped for what that connection shows (``deliver_each``,
+  ``ask_each``: through each member's own backlog and stall, so a connection catching up with the parent gets the
+  child's traffic in order too). A catch-up history may hold a child's log in place (a ``Replayed`` item).
 
 It knows the ports, not ACP.
 """
@@ -29,8 +34,8 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, runtime_checkable
 
 import anyio
 import structlog
@@ -49,6 +54,7 @@ from hermes_acp.core.notice import Notice
 from hermes_acp.errors import PermissionDeniedError, ToolError
 from hermes_acp.tools.context import EditorFiles, EditorTerminals, ElicitationAnswer, Elicitor
 from hermes_acp.turns.ports import (
+    LiveTerminalOutput,
     LiveTextChunk,
     LiveThoughtChunk,
     LiveToolProgress,
@@ -66,13 +72,40 @@ from .ports import ClientBridge
 if TYPE_CHECKING:
     from .session import Session
 
-__all__ = ["MEMBER_SEND_S", "Audience"]
+__all__ = ["MEMBER_SEND_S", "Audience", "Relay", "Replayed"]
 
 T = TypeVar("T")
 MEMBER_SEND_S = 5.0
 """Longest wait for one connection to take one update; past it that connection is stalled until the turn ends."""
+TERMINAL_TAIL_CHARS = 32 * 1024
+"""How much of a running command's terminal a connection that catches up is shown (its end)."""
 _log = structlog.get_logger("hermes_acp.sessions")
 _Send = Callable[[UpdateSink], Awaitable[Any]]
+
+
+@runtime_checkable
+class Replayed(Protocol):
+    """An item of a catch-up history that is not one of the session's own events (a child's log, in place)."""
+
+    async def replay(self, client: ClientBridge, sink: UpdateSink) -> None:
+        """Render it to ``client`` (``sink``: the client's sink for this session)."""
+        ...
+
+
+class Relay(Protocol):
+    """Where a subagent's traffic goes beside its own members: its parent's connections."""
+
+    def has(self, client: ClientBridge) -> bool: ...
+
+    async def emit_event(self, event: SessionEvent, *, live: bool) -> None: ...
+
+    async def emit_live(self, update: LiveUpdate) -> None: ...
+
+    async def ask(self, question: PermissionQuestion) -> PermissionAnswer: ...
+
+    async def choose(
+        self, question: PermissionQuestion, choices: Sequence[PermissionChoice], *, refusal: str
+    ) -> str | None: ...
 
 
 @dataclass(eq=False)
@@ -157,16 +190,21 @@ class _Question(Generic[T]):
 @dataclass
 class _Tail:
     """What was streamed live and is not yet in the log: text and reasoning since each message's last checkpoint,
-    and each running call's latest live output. A connection that catches up gets it after the history."""
+    each running call's latest live output, and what each running command's terminal showed so far (its end, past
+    ``TERMINAL_TAIL_CHARS``). A connection that catches up gets it after the history."""
 
     chunks: list[LiveTextChunk | LiveThoughtChunk] = field(default_factory=list)
-    progress: dict[str, LiveToolProgress] = field(default_factory=dict)
+    progress: dict[str, LiveToolProgress | LiveTerminalOutput] = field(default_factory=dict)
 
     def live(self, update: LiveUpdate) -> None:
         if isinstance(update, LiveTextChunk | LiveThoughtChunk):
             self.chunks.append(update)
         elif isinstance(update, LiveToolProgress):
             self.progress[update.tool_call_id] = update
+        elif isinstance(update, LiveTerminalOutput):
+            before = self.progress.get(update.tool_call_id)
+            shown = before.data if isinstance(before, LiveTerminalOutput) else ""
+            self.progress[update.tool_call_id] = replace(update, data=_last(shown + update.data))
 
     def stored(self, event: SessionEvent) -> None:
         if isinstance(event, AssistantTextCheckpointed):
@@ -194,11 +232,23 @@ class _Tail:
         return [*self.chunks, *self.progress.values()]
 
 
+_EARLIER = "[… earlier output not shown …]\n"
+
+
+def _last(text: str) -> str:
+    if len(text) <= TERMINAL_TAIL_CHARS:
+        return text
+    return _EARLIER + text[len(text) - TERMINAL_TAIL_CHARS + len(_EARLIER) :]
+
+
 class Audience:
     """The connections attached to one session (see the module docstring)."""
 
-    def __init__(self, session_id: str, *, wait_for_attach: bool, unattended_wait_s: float = 0.0):
+    def __init__(
+        self, session_id: str, *, wait_for_attach: bool, unattended_wait_s: float = 0.0, relay: Relay | None = None
+    ):
         self._session_id = session_id
+        self._relay = relay
         self._wait_for_attach = wait_for_attach
         self._unattended_wait_s = unattended_wait_s
         self._members: list[_Member] = []
@@ -226,13 +276,20 @@ class Audience:
         return len(self._members)
 
     def has(self, client: ClientBridge) -> bool:
-        return any(member.client is client for member in self._members)
+        """Attached (or, for a subagent, attached to its parent and shown child sessions)."""
+        if any(member.client is client for member in self._members):
+            return True
+        return self._relay is not None and self._relay.has(client)
+
+    def tail(self) -> list[LiveUpdate]:
+        """What was streamed live and is not in the log yet (see ``_Tail``)."""
+        return self._tail.snapshot()
 
     async def attach(
         self,
         client: ClientBridge,
         *,
-        history: Callable[[], Awaitable[Sequence[SessionEvent]]] | None = None,
+        history: Callable[[], Awaitable[Sequence[SessionEvent | Replayed]]] | None = None,
         quiet: Callable[[], AbstractAsyncContextManager[None]] | None = None,
     ) -> None:
         """Attach ``client``; with ``history`` (``session/load``) it first gets the log so far, then the streamed
@@ -251,8 +308,13 @@ class Audience:
             tail = self._tail.snapshot()
             self._members.append(member)
         try:
-            for event in transcript_events(list(events)):
-                await member.sink.emit_event(event, live=False)
+            own: list[SessionEvent] = [item for item in events if not isinstance(item, Replayed)]
+            shown = {id(event) for event in transcript_events(own)}
+            for item in events:
+                if isinstance(item, Replayed):
+                    await item.replay(member.client, member.sink)
+                elif id(item) in shown:
+                    await member.sink.emit_event(item, live=False)
             for update in tail:
                 await member.sink.emit_live(update)
             while member.backlog:
@@ -292,6 +354,11 @@ class Audience:
     # -- UpdateSink ----------------------------------------------------------------------------------------
 
     async def emit_event(self, event: SessionEvent, *, live: bool) -> None:
+        await self._emit_event(event, live=live)
+        if self._relay is not None:
+            await self._relay.emit_event(event, live=live)
+
+    async def _emit_event(self, event: SessionEvent, *, live: bool) -> None:
         if live:
             self._tail.stored(event)
         skip: set[int] = set()
@@ -322,10 +389,23 @@ class Audience:
                 await sink.emit_live(update)
 
             await member.deliver(send)
+        if self._relay is not None:
+            await self._relay.emit_live(update)
+
+    async def deliver_each(self, send_to: Callable[[ClientBridge], _Send | None]) -> None:
+        """Send each attached connection what ``send_to`` makes for it (None: nothing), in turn with the rest of
+        its updates (a connection still catching up gets it after its history)."""
+        for member in list(self._members):
+            send = send_to(member.client)
+            if send is not None:
+                await member.deliver(send)
 
     async def notice(self, notice: Notice) -> bool:
         """Shown live to each connection that takes notices; False when one does not (or nobody is attached):
-        then the caller stores it, and the stored copy is rendered to the others only."""
+        then the caller stores it, and the stored copy is rendered to the others only. A subagent's notices are
+        always stored (its parent's connections see them as its events)."""
+        if self._relay is not None:
+            return False
         shown: set[int] = set()
         everyone = bool(self._members)
         for member in list(self._members):
@@ -364,9 +444,15 @@ class Audience:
     # -- PermissionGate and Elicitor: the first answer wins ------------------------------------------------
 
     async def ask(self, question: PermissionQuestion) -> PermissionAnswer:
+        if self._relay is not None:
+            return await self._relay.ask(question)
         session_id = self._session_id
+        return await self.ask_each(lambda client: client.gate(session_id).ask(question))
+
+    async def ask_each(self, ask: Callable[[ClientBridge], Awaitable[PermissionAnswer]]) -> PermissionAnswer:
+        """A permission question put to every attached connection as ``ask`` puts it to each; the first answer."""
         try:
-            return await self._first_answer(lambda client: client.gate(session_id).ask(question), lambda _: True)
+            return await self._first_answer(ask, lambda _: True)
         except ConnectionError:
             return "cancelled"  # the one client went away: its turn is being cancelled
         except TimeoutError as exc:
@@ -378,13 +464,16 @@ class Audience:
     async def choose(
         self, question: PermissionQuestion, choices: Sequence[PermissionChoice], *, refusal: str
     ) -> str | None:
+        if self._relay is not None:
+            return await self._relay.choose(question, choices, refusal=refusal)
         session_id = self._session_id
+        return await self.choose_each(lambda client: client.gate(session_id).choose(question, choices, refusal=refusal))
 
-        def call(client: ClientBridge) -> Awaitable[str | None]:
-            return client.gate(session_id).choose(question, choices, refusal=refusal)
-
+    async def choose_each(self, choose: Callable[[ClientBridge], Awaitable[str | None]]) -> str | None:
+        """A question with choices put to every attached connection as ``choose`` puts it to each; the first
+        answer (None: the user cancelled the turn)."""
         try:
-            return await self._first_answer(call, lambda _: True)
+            return await self._first_answer(choose, lambda _: True)
         except ConnectionError:
             return None  # the one client went away: its turn is being cancelled
         except TimeoutError as exc:

@@ -1,5 +1,6 @@
-"""``SessionManager``: the lifecycle of sessions — new, load, resume, fork, list, close, delete, status, and the
-metadata a client sets on any stored session (title, archive).
+"""``SessionManager``: the lifecycle of sessions — new, load, resume, fork, list, close, delete, status —, the
+metadata a client sets on any stored session (title, archive), and the live children of ``delegate`` calls
+(``open_child``, ``close_child``: the ``ChildOpener`` of ``sessions.subagents``).
 
 It keeps the live sessions of this process (the host's: every connection shares them), opens stored ones
 (repairing what a crash left open), and attaches the connection that asked: ``session/load`` with catch-up (the
@@ -43,6 +44,7 @@ from .records import derived_record, directories, new_record, normalise_cwd
 from .recovery import recovery_events
 from .services import SessionServices
 from .session import Session
+from .subagents import ParentRelay, SubagentLink
 from .turn_imports import warm_up_turn_modules
 
 __all__ = ["SessionManager"]
@@ -189,6 +191,13 @@ class SessionManager:
         source = parent.record if parent is not None else await self.services.store.get_session(session_id)
         if source is None:
             raise SessionNotFoundError(session_id)
+        provenance = source.provenance
+        if provenance is not None and provenance.kind == "subagent":
+            raise InvalidParamsError(
+                f"sessionId: {session_id} is a subagent of session {provenance.session_id} and cannot be forked;"
+                " fork its parent (the fork shows the subagent's work in place, without copying it)",
+                field="sessionId",
+            )
         if parent is not None and parent.busy:
             _log.info("forking a session while it runs a turn", session_id=session_id)
         until = None
@@ -219,10 +228,13 @@ class SessionManager:
         return timeline[last].seq
 
     async def list_sessions(
-        self, cwd: str | None, cursor: str | None, archived: ArchiveFilter = "exclude"
+        self, cwd: str | None, cursor: str | None, archived: ArchiveFilter = "exclude", *, subagents: bool = False
     ) -> SessionPage:
+        """``subagents``: child sessions too (by default they are reached through their parent)."""
         real = normalise_cwd(cwd) if cwd is not None else None
-        return await self.services.store.list_sessions(cwd=real, cursor=cursor, limit=PAGE_SIZE, archived=archived)
+        return await self.services.store.list_sessions(
+            cwd=real, cursor=cursor, limit=PAGE_SIZE, archived=archived, subagents=subagents
+        )
 
     async def _listable(self, session_id: str) -> SessionRecord:
         """A stored session ``session/list`` could return (archived or not); deleted ones are not found."""
@@ -293,6 +305,60 @@ class SessionManager:
                 for session in sessions:
                     group.start_soon(session.close, name=f"close session {session.id}")
 
+    async def open_child(self, record: SessionRecord, link: SubagentLink, relay: ParentRelay) -> Session:
+        """A subagent's session (its record is stored already): live like any other, with its parent's
+        directories, MCP connections (the same ones: nothing new starts), instruction files, skills and services,
+        its traffic relayed to its parent's connections."""
+        parent = link.parent
+        runtime, spawn = await self._start_runtime(record.id)
+        try:
+            audience = Audience(
+                record.id, wait_for_attach=self._wait_for_attach, unattended_wait_s=self._unattended_wait_s, relay=relay
+            )
+            recorder = Recorder(record.id, self.services.store, audience, SessionProjection())
+            session = Session(
+                record,
+                recorder,
+                runtime,
+                parent.services,
+                audience=audience,
+                spawn=spawn,
+                workspace=parent.workspace,
+                mcp_servers=parent.mcp_servers,
+                mcp=parent.mcp,
+                instructions=parent.instructions,
+                link=link,
+                children=self,
+                skills=parent.skills,
+            )
+        except BaseException:
+            with anyio.CancelScope(shield=True):
+                await runtime.aclose()
+            raise
+        self._live[record.id] = session
+        return session
+
+    async def close_child(self, child: Session) -> None:
+        """A subagent's work is over: its turn settled (cancelled first if it still runs), it leaves the live
+        sessions. Its log stays: a client may load it, and its parent's replay shows it."""
+        if self._live.get(child.id) is child:
+            del self._live[child.id]
+        await child.close()
+
+    async def _start_runtime(
+        self, session_id: str
+    ) -> tuple[SessionRuntime, Callable[[Callable[[], Coroutine[Any, Any, None]], str], None]]:
+        task_group = self._task_group
+        if task_group is None:
+            raise RuntimeError("SessionManager.attach() must be called before sessions are opened")
+        runtime = SessionRuntime(session_id)
+        await task_group.start(runtime.run)
+
+        def spawn(work: Callable[[], Coroutine[Any, Any, None]], name: str) -> None:
+            task_group.start_soon(work, name=name)
+
+        return runtime, spawn
+
     async def _open(
         self,
         record: SessionRecord,
@@ -302,15 +368,7 @@ class SessionManager:
         *,
         warm_up: bool = True,
     ) -> Session:
-        task_group = self._task_group
-        if task_group is None:
-            raise RuntimeError("SessionManager.attach() must be called before sessions are opened")
-        runtime = SessionRuntime(record.id)
-        await task_group.start(runtime.run)
-
-        def spawn(work: Callable[[], Coroutine[Any, Any, None]], name: str) -> None:
-            task_group.start_soon(work, name=name)
-
+        runtime, spawn = await self._start_runtime(record.id)
         try:
             settings = self.services.settings
             servers = McpServers(
@@ -339,6 +397,7 @@ class SessionManager:
                 mcp=servers,
                 instructions=await load_instructions(workspace, self.services.settings.home),
                 prompt_files=await load_prompt_files(workspace.cwd, self.services.settings.home),
+                children=self,
             )
         except BaseException:
             with anyio.CancelScope(shield=True):  # the owner task would outlive a session that never opened

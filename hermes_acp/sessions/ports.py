@@ -41,6 +41,12 @@ class ClientBridge(Protocol):
         """False once the client has gone."""
         ...
 
+    @property
+    def subagents(self) -> bool:
+        """The client shows child sessions (their updates and questions under the child's id); one that does not
+        gets nothing of them but progress lines and questions on the parent's ``delegate`` card."""
+        ...
+
     def sink(self, session_id: str) -> UpdateSink: ...
 
     def gate(self, session_id: str) -> PermissionGate:

@@ -2,9 +2,9 @@
 
 Used by ``SessionManager`` (new, fork) and by a rewind (the session that keeps what it cut); the paths' checks name
 the field in their error (``cwd``, ``additionalDirectories[0]``). A session made from another records where it
-came from in one shape, ``meta["provenance"]`` (``kind``: ``fork`` or ``rewind``, the source's ``sessionId``, the
-``messageId`` it was cut at when there is one, ``at``), beside ``parent_id``. It knows the store's record type,
-nothing else about sessions.
+came from in the one shape the store knows (``Provenance``, in ``meta["provenance"]``: kind ``fork`` or ``rewind``,
+the source's id, the message it was cut at when there is one, when), beside ``parent_id``. It knows the store's
+record type, nothing else about sessions.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import anyio
 from hermes_acp.core.ids import new_session_id
 from hermes_acp.core.modes import DEFAULT_MODE
 from hermes_acp.errors import InvalidParamsError
-from hermes_acp.storage.base import SessionRecord, utc_now
+from hermes_acp.storage.base import PROVENANCE_KEY, Provenance, SessionRecord, utc_now
 
 from .effort import EFFORT_META_KEY
 from .metadata import SYSTEM_PROMPT_META_KEY
@@ -83,9 +83,7 @@ def derived_record(
     """A new record made from ``source`` (a fork, or what a rewind cut): its mode, model and carried ``meta``, a
     fresh id, ``parent_id`` and the provenance. ``meta`` is added last (a client's system prompt for a fork)."""
     now = utc_now()
-    provenance: dict[str, Any] = {"kind": kind, "sessionId": source.id, "at": now}
-    if message_id is not None:
-        provenance["messageId"] = message_id
+    provenance = Provenance(kind=kind, session_id=source.id, at=now, message_id=message_id)
     extra = additional if additional is not None else source.meta.get("additional_directories", [])
     return SessionRecord(
         id=new_session_id(),
@@ -99,7 +97,7 @@ def derived_record(
         meta={
             "additional_directories": extra,
             **({"forked_from": {"sessionId": source.id, "at": now}} if kind == "fork" else {}),
-            "provenance": provenance,
+            PROVENANCE_KEY: provenance.as_meta(),
             **{key: source.meta[key] for key in CARRIED_META if key in source.meta},
             **(meta or {}),
         },

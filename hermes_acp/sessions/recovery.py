@@ -1,17 +1,18 @@
 """Crash recovery: settle what a killed server left open, so a loaded session is consistent (docs/architecture.md §4.5).
 
 A response that was streaming is stored as interrupted with the text of its checkpoints (what the user saw, up to
-the last one). A tool call that was running has an unknown outcome and is never re-executed; one the log proves
-never started is "not run". A turn without an end is closed. A queued prompt that never ran and a steering message
-never applied are reported as such (``InputDropped``), never lost silently. The events returned here are stored
-like any other, so the repair is itself durable and replays identically. A live session whose store refused a
-write mid-turn is left the same way; it gets the same repair, with ``STORE_FAILED_TEXT``, before its next turn (the
-words its live cards were settled with).
+the last one). A subagent that was running ends ``unknown`` (its own log is repaired when its parent's is loaded).
+A tool call that was running has an unknown outcome and is never re-executed; one the log proves never started is
+"not run". A turn without an end is closed. A queued prompt that never ran and a steering message never applied are
+reported as such (``InputDropped``), never lost silently. The events returned here are stored like any other, so the
+repair is itself durable and replays identically. A live session whose store refused a write mid-turn is
+left the same way; it gets the same repair, with ``STORE_FAILED_TEXT``, before its next turn (the words its live
+cards were settled with).
 """
 
 from __future__ import annotations
 
-from hermes_acp.core import SessionEvent, TurnEnded
+from hermes_acp.core import SessionEvent, SubagentEnded, TurnEnded
 from hermes_acp.turns.projection import SessionProjection
 from hermes_acp.turns.settlements import (
     OUTCOME_UNKNOWN_TEXT,
@@ -35,9 +36,10 @@ def recovery_events(
     *,
     inputs: bool = True,
 ) -> list[SessionEvent]:
-    """Store every checkpointed response as interrupted, fail every open call (``text`` when it may have run), end
-    every open turn as cancelled, and (``inputs``, after a crash) report the queued prompts and steering messages
-    left behind. A live session's repair leaves its inputs alone: they are still waiting, or being applied."""
+    """Store every checkpointed response as interrupted, end every child that was running as ``unknown``, fail every
+    open call (``text`` when it may have run), end every open turn as cancelled, and (``inputs``, after a crash)
+    report the queued prompts and steering messages left behind. A live session's repair leaves its inputs alone:
+    they are still waiting, or being applied."""
     events: list[SessionEvent] = []
     for input_id, pending in projection.pending_inputs.items() if inputs else ():
         why = _STOPPED[pending.input_kind]
@@ -52,6 +54,16 @@ def recovery_events(
         )
         if message is not None:
             events.append(message)
+    events.extend(
+        SubagentEnded(
+            turn_id=child.turn_id,
+            tool_call_id=child.tool_call_id,
+            session_id=child.session_id,
+            outcome="unknown",
+            error=text,
+        )
+        for child in projection.open_children
+    )
     events.extend(failed_settlements(projection, ("outcome_unknown", text)))
     events.extend(TurnEnded(turn_id=turn_id, stop_reason="cancelled") for turn_id in sorted(projection.open_turns))
     return events

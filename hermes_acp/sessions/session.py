@@ -19,11 +19,16 @@ first scan of the skills is done (it lists them). No ACP here.
 What a turn needs is built by ``TurnWiring`` (``wiring``), which is also where the turn machinery, ``computer_use``
 and the sandbox are imported: ``session/new`` does not wait for them, and the manager warms them up in the
 background as soon as a session opens (``turn_imports``).
+
+A session's ``delegate`` calls run children (``subagents``, ``sessions.subagents``). A child is a ``Session`` too,
+with a ``link`` to its parent: it takes ``task``s from the parent only (a client's prompt, mode or model change is
+refused), runs with the parent's rights or fewer, and shows no slash commands.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Coroutine, Sequence
+import contextlib
+from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
@@ -83,6 +88,7 @@ from .services import SessionServices
 from .skills import SkillShelf, skill_roots, skill_text
 from .status import session_status
 from .steering import IdleBehavior, SteeringQueue, SteerOutcome
+from .subagents import ChildOpener, SubagentLink, SubagentRunner, subagent_prompt
 from .switches import SANDBOX_NETWORK, SWITCHES, switch_value
 from .titles import title_from_prompt, title_with_model
 
@@ -121,8 +127,14 @@ class PromptResult:
     mode_changed: bool = False
     config_changed: bool = False
     """The mode, model or thinking effort changed (a command did it)."""
+    failure: str | None = None
+    """Why the model request failed, when that ended the turn."""
     user_message_id: str | None = None
     """The id the prompt is stored with (what ``_session/rewind`` and a fork at a message name)."""
+
+
+_Work = Callable[[str | None], Coroutine[Any, Any, "PromptResult"]]
+"""What a queued prompt runs once its turn comes, given the id it was stored as queued with."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,7 +185,13 @@ class Session:
         mcp: McpServers,
         instructions: Sequence[InstructionFile] = (),
         prompt_files: Sequence[PromptFile] = (),
+        link: SubagentLink | None = None,
+        children: ChildOpener | None = None,
+        skills: SkillShelf | None = None,
     ):
+        self.link = link
+        """A subagent's tie to its parent (None for a session a client opened)."""
+        self._children = children
         self.record = record
         self.recorder = recorder
         self.runtime = runtime
@@ -240,21 +258,56 @@ class Session:
         request (until then, what it would be now: for the context meter)."""
         if self._system_prompt is not None:
             return self._system_prompt
-        return build_system_prompt(self.workspace, self.instructions, self.skills.skills, self.client_system_prompt)
+        return self._build_system_prompt()
 
     async def fix_system_prompt(self) -> None:
         """Wait for the first scan of the skills (they are listed in it), then fix the system prompt."""
         if self._system_prompt is None:
             await self.skills.ensure()
             self._took_skills()
-            self._system_prompt = build_system_prompt(
-                self.workspace, self.instructions, self.skills.skills, self.client_system_prompt
-            )
+            self._system_prompt = self._build_system_prompt()
+
+    def _build_system_prompt(self) -> str:
+        """The project's prompt; a subagent's adds what its role is and that it ends with a report."""
+        prompt = build_system_prompt(self.workspace, self.instructions, self.skills.skills, self.client_system_prompt)
+        if self.link is not None:
+            prompt += subagent_prompt(self.link.role, may_delegate=self.may_delegate)
+        return prompt
 
     @property
     def mode(self) -> ModeId:
+        if self.link is not None:
+            return self.link.mode()
         mode = self.record.mode_id
         return mode if is_mode_id(mode) else "default"  # type: ignore[return-value]
+
+    @property
+    def depth(self) -> int:
+        """0 for a session a client opened; a child's is its parent's plus one."""
+        return self.link.depth if self.link is not None else 0
+
+    @property
+    def may_delegate(self) -> bool:
+        """The ``delegate`` tool is offered (``[agent] subagent_depth``; never while a child writes its report)."""
+        if self.link is not None and self.link.reporting:
+            return False
+        return self._children is not None and self.depth < self.services.settings.agent.subagent_depth
+
+    @property
+    def is_subagent(self) -> bool:
+        """A child session (live with its parent, or loaded from the store on its own)."""
+        provenance = self.record.provenance
+        return self.link is not None or (provenance is not None and provenance.kind == "subagent")
+
+    @cached_property
+    def subagents(self) -> SubagentRunner:
+        """Runs the children of this session's ``delegate`` calls."""
+        return SubagentRunner(self, self._children)
+
+    @property
+    def rules_recorder(self) -> Recorder:
+        """Whose "always" rules this session's permission questions follow: a child's are its parent's."""
+        return self.link.parent.rules_recorder if self.link is not None else self.recorder
 
     @property
     def model_id(self) -> str | None:
@@ -323,17 +376,25 @@ class Session:
         self, client: ClientBridge, *, replay: Sequence[Any] | None = None, catch_up: bool = False
     ) -> None:
         """Attach ``client``. ``catch_up`` (``session/load``): it first gets the log up to now (``replay``, when
-        the caller has it already, else read from the store), the streamed tail, then the rest live."""
+        the caller has it already, else read from the store), each child's log in its place, the streamed tail,
+        then the rest live."""
         if not catch_up:
             await self.audience.attach(client)
             return
 
         async def history() -> Sequence[Any]:
-            if replay is not None:
-                return replay
-            return effective_events([stored.event for stored in await self.services.store.load_events(self.id)])
+            events = replay
+            if events is None:
+                events = effective_events([s.event for s in await self.services.store.load_events(self.id)])
+            return await self.subagents.expand(events)
 
-        await self.audience.attach(client, history=history, quiet=self.recorder.quiet)
+        await self.audience.attach(client, history=history, quiet=self.hold_writes)
+
+    @contextlib.asynccontextmanager
+    async def hold_writes(self) -> AsyncIterator[None]:
+        """The session's writes held, and its running children's (their logs are read with its own)."""
+        async with self.recorder.quiet(), self.subagents.quiet():
+            yield
 
     async def detach(self, client: ClientBridge, *, cancel_turns: bool = False) -> bool:
         """Detach ``client`` (it left, or closed the session); with ``cancel_turns`` its prompts are cancelled
@@ -361,10 +422,20 @@ class Session:
         started does not run). The turn runs in a task of the session's: a caller that stops waiting (its
         connection left) leaves it running. ``/status`` while the session works is answered at once, and
         ``/rewind`` / ``/undo`` are refused at once (they need an idle session), without waiting in the queue."""
+        self._refuse_if_subagent("prompts")
         invocation = self.commands.find(display)
         if self._queue and invocation is not None and invocation.command.name in _AT_ONCE:
             return await self._at_once(invocation, display)
-        queued = self._enqueue(display, origin, waits=bool(self._queue))
+        return await self._answer(self._enqueue(display, origin, waits=bool(self._queue)))
+
+    async def task(self, display: list[DisplayBlock]) -> PromptResult:
+        """A subagent's task from its parent: queued like a prompt (``cancel`` stops it), always a model turn."""
+        queued = self._enqueue(
+            display, None, waits=bool(self._queue), work=lambda input_id: self._turn(display, input_id=input_id)
+        )
+        return await self._answer(queued)
+
+    async def _answer(self, queued: _Queued) -> PromptResult:
         await self._store_queued(queued)
         await queued.done.wait()
         if queued.error is not None:
@@ -379,13 +450,21 @@ class Session:
         self.runtime.submit(lambda: self._store_queued(queued), "queued prompt")
 
     def _enqueue(
-        self, display: list[DisplayBlock], origin: ClientBridge | None, *, waits: bool, input_id: str | None = None
+        self,
+        display: list[DisplayBlock],
+        origin: ClientBridge | None,
+        *,
+        waits: bool,
+        input_id: str | None = None,
+        work: _Work | None = None,
     ) -> _Queued:
+        """Queue ``work`` (default: the prompt, a turn or the command it names), given the queued input's id."""
         queued = _Queued(origin, display, input_id=new_input_id() if waits else input_id)
         if not waits:
             queued.stored.set()
         self._queue.append(queued)
-        self._spawn(lambda: self._serve(queued), f"session {self.id} prompt")
+        run = work or (lambda queued_as: self._prompt(display, queued_as))
+        self._spawn(lambda: self._serve(queued, run), f"session {self.id} prompt")
         return queued
 
     async def _store_queued(self, queued: _Queued) -> None:
@@ -404,7 +483,7 @@ class Session:
         finally:
             queued.stored.set()
 
-    async def _serve(self, queued: _Queued) -> None:
+    async def _serve(self, queued: _Queued, work: _Work) -> None:
         """Run one queued prompt when the ones before it have ended (docs/architecture.md §4.11)."""
         try:
             with queued.scope:
@@ -416,11 +495,12 @@ class Session:
                     )
                     self.audience.origin_shows_prompt = queued.shown_by_origin
                     try:
-                        queued.result = await self._prompt(queued.display, queued.input_id)
+                        queued.result = await work(queued.input_id)
                     finally:
                         self.audience.origin = None
                         self.audience.origin_shows_prompt = True
-            if queued.result is not None and self.projection.title is None and self.projection.first_prompt:
+            titled = self.projection.title is not None or self.link is not None
+            if queued.result is not None and not titled and self.projection.first_prompt:
                 self.runtime.submit(self._write_title, "title")
         except Exception as exc:  # answered to the prompt's caller by the one error boundary
             queued.error = exc
@@ -459,17 +539,19 @@ class Session:
             await self.repair()
             await self.fix_system_prompt()
             wiring = self.wiring
-            # Bounded: MCP servers still starting are reported, not awaited.
-            mcp = [Notice("warning", text.removeprefix("⚠ ")) for text in await self.mcp.prepare_turn()]
-            skills = [Notice("warning", problem.text()) for problem in self.skills.new_problems()]
-            texts = await self._show_notices([*await self._once_notices(), *mcp, *skills])
-            self._turn_id = new_turn_id()
-            steering = self.steering.open(self._turn_id)
+            texts: list[str] = []
+            if self.link is None:  # a child's parent was told about its MCP servers, skills and sandbox
+                # Bounded: MCP servers still starting are reported, not awaited.
+                mcp = [Notice("warning", text.removeprefix("⚠ ")) for text in await self.mcp.prepare_turn()]
+                skills = [Notice("warning", problem.text()) for problem in self.skills.new_problems()]
+                texts = await self._show_notices([*await self._once_notices(), *mcp, *skills])
+            turn_id = self._turn_id = new_turn_id()
+            steering = self.steering.open(turn_id)
             message_id = new_message_id()
             try:
                 turn = await wiring.run(
                     display,
-                    turn_id=self._turn_id,
+                    turn_id=turn_id,
                     notices=texts,
                     prompt=prompt,
                     input_id=input_id,
@@ -482,7 +564,9 @@ class Session:
                     _log.warning("a steering message outlived its turn", session_id=self.id, input_id=left.input_id)
         finally:
             self._running = False
-        return PromptResult(stop_reason=turn.stop_reason, usage=turn.usage, user_message_id=message_id)
+        children = [child.usage for child in self.projection.children.values() if child.turn_id == turn_id]
+        usage = sum(children, turn.usage)  # what the prompt cost, its subagents' work included
+        return PromptResult(stop_reason=turn.stop_reason, usage=usage, failure=turn.failure, user_message_id=message_id)
 
     async def _command(self, invocation: Invocation, display: list[DisplayBlock], input_id: str | None) -> PromptResult:
         """A slash command: a prompt file's text (its arguments in) or a built-in command's outcome."""
@@ -654,9 +738,20 @@ class Session:
                 await self.recorder.record(*added, TurnEnded(turn_id=turn_id, stop_reason="end_turn"))
 
     def cancel(self) -> None:
-        """Cancel the running turn and every queued prompt."""
+        """Cancel the running turn and every queued prompt, and the work of every child it runs."""
         for queued in list(self._queue):
             queued.scope.cancel()
+        if "subagents" in self.__dict__:  # a runner was made: it may have children running
+            self.subagents.cancel_all()
+
+    def _refuse_if_subagent(self, what: str) -> None:
+        if self.is_subagent:
+            parent = self.link.parent.id if self.link is not None else self.record.parent_id
+            raise InvalidParamsError(
+                f"sessionId: {self.id} is a subagent of session {parent}; it takes tasks from its parent only, not"
+                f" {what} from a client",
+                field="sessionId",
+            )
 
     async def repair(self) -> None:
         """Settle what an earlier turn left open when it stopped on a failed write, as a reload would."""
@@ -737,6 +832,7 @@ class Session:
         return stored
 
     async def set_mode(self, mode_id: str) -> None:
+        self._refuse_if_subagent("mode changes")
         if not is_mode_id(mode_id):
             valid = ", ".join(m.id for m in MODES)
             raise UnknownModeError(f"unknown mode {mode_id!r}; valid modes: {valid}", field="modeId")
@@ -745,6 +841,7 @@ class Session:
     async def set_effort(self, value: str) -> None:
         """Choose the thinking effort (one of ``sessions.effort.effort_choices`` for the current model); stored in
         the record's ``meta``, so a reload and a fork keep it. Takes effect from the next prompt."""
+        self._refuse_if_subagent("option changes")
         chosen = choose_effort(self.current_model(), value)
         meta = {key: item for key, item in self.record.meta.items() if key != EFFORT_META_KEY}
         if chosen is not None:
@@ -758,6 +855,7 @@ class Session:
 
     async def set_switch(self, switch_id: str, value: bool) -> None:
         """Turn a switch on or off; stored in the record's ``meta``. Takes effect from the next command or request."""
+        self._refuse_if_subagent("option changes")
         if all(s.id != switch_id for s in SWITCHES):
             raise InvalidParamsError(f"configId: unknown option {switch_id!r}", field="configId")
         self.record = await self.services.store.update_session(self.id, meta={**self.record.meta, switch_id: value})
@@ -765,6 +863,7 @@ class Session:
             self.wiring.forget_sandbox()  # the next command gets a sandbox with the new setting
 
     async def set_model(self, model_id: str) -> None:
+        self._refuse_if_subagent("model changes")
         self.services.catalog.get(model_id)
         if self._running:
             raise SessionBusyError(

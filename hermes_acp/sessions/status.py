@@ -2,14 +2,18 @@
 
 Model and mode; the context the next request would take (the meter a ``usage_update`` shows) against the window,
 the threshold at which it is compacted, and the estimated breakdown (system prompt, tool schemas, history,
-images); the compactions so far; the session's cost; each MCP server and its state; the session's directories and
-the instruction files read when it opened; its skills, and those skipped with why; the system prompt the editor
-gave it; the prompts and steering messages waiting. Reads session state only.
+images); the compactions so far; the session's cost (its subagents' included); each subagent with its tokens and
+cost, and their total; each MCP server and its state; the session's directories and the instruction files read when
+it opened; its skills, and those skipped with why; the system prompt the editor gave it; the prompts and steering
+messages waiting. Reads session state only.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
+
+from hermes_acp.core import Usage
+from hermes_acp.providers.catalog import Cost
 
 if TYPE_CHECKING:
     from hermes_acp.turns.meter import Meter
@@ -25,7 +29,9 @@ def session_status(session: CommandHost) -> str:
     if model is not None:
         if not model.usable:
             lines[0] += f" (needs {model.api_key_env})"
-        lines.extend(_context(session, session.meter(model)))
+        meter = session.meter(model)
+        lines.extend(_context(session, meter))
+        lines.extend(_children(session, meter))
     lines.append("**MCP servers:**" + ("" if session.mcp else " none"))
     for connection in session.mcp.connections:
         state = str(connection.state)
@@ -77,5 +83,30 @@ def _context(session: CommandHost, meter: Meter) -> list[str]:
         f"- system prompt ≈ {parts.system:,}, tool schemas ≈ {parts.tools:,} ({len(tools)} tools), history ≈"
         f" {parts.history:,} ({len(request.messages)} messages), images ≈ {parts.images:,}",
         f"- compactions so far: {projection.compactions}",
-        f"**Cost so far:** {f'${cost.amount:.4f}' if cost is not None else 'unknown (no prices configured)'}",
+        f"**Cost so far:** {f'${cost.amount:.4f}' if cost is not None else 'unknown (no prices configured)'}"
+        + (" (subagents included)" if projection.children else ""),
     ]
+
+
+def _children(session: CommandHost, meter: Meter) -> list[str]:
+    children = list(session.projection.children.values())
+    if not children:
+        return []
+    lines = [f"**Subagents:** {len(children)}"]
+    for child in children:
+        outcome = child.outcome or "running"
+        cost = _cost(meter.cost_of(child.usage_by_model))
+        lines.append(f"- {child.title} ({outcome}, {child.model_id}): {_tokens(child.usage)}, {cost}")
+    total = sum((child.usage for child in children), Usage())
+    lines.append(
+        f"- all subagents: {_tokens(total)}, {_cost(meter.cost_of(session.projection.children_usage_by_model()))}"
+    )
+    return lines
+
+
+def _tokens(usage: Usage) -> str:
+    return f"{usage.input_tokens:,} in / {usage.output_tokens:,} out tokens"
+
+
+def _cost(cost: Cost | None) -> str:
+    return f"${cost.amount:.4f}" if cost is not None else "cost unknown"

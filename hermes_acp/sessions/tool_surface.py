@@ -1,9 +1,12 @@
 """The tool surface of a session, derived from its state before every model request (docs/architecture.md §4.6).
 
-Built-in tools allowed by the mode come first, in their fixed order, then ``ask_user`` when the editor can ask the
-user questions, then ``load_skill`` when the session has skills, then ``exit_plan_mode`` in plan mode, then the
-session's MCP tools sorted by name (``plan`` and ``read_only`` keep only read-only tools: the built-in ones that
-change nothing, MCP tools with ``readOnlyHint``), then ``computer_use`` when a driver is available. Nothing is
+Built-in tools allowed by the mode come first, in their fixed order, then ``delegate`` while the session may start
+subagents, then ``ask_user`` when the editor can ask the user questions, then ``load_skill`` when the session has
+skills, then ``exit_plan_mode`` in plan mode, then the session's MCP tools sorted by name (``plan`` and
+``read_only`` keep only read-only tools: the built-in ones that change nothing, MCP tools with ``readOnlyHint``),
+then ``computer_use`` when a driver is available. A subagent gets the same under its own mode (``explore``:
+``read_only``), without ``ask_user``, with ``computer_use`` only in the ``general`` role, and no tools at all for
+the report it writes past its budget. Nothing is
 remembered between requests, so a model or mode switch cannot lose a tool; and the same state gives
 byte-identical schemas (prompt caches depend on it).
 """
@@ -24,13 +27,16 @@ __all__ = ["derive_tool_surface", "why_unavailable"]
 
 def derive_tool_surface(session: Session) -> Sequence[AnyTool]:
     wiring = session.wiring
+    link = session.link
+    if link is not None and link.reporting:
+        return []  # a subagent past its budget writes its report without tools
     mode = session.mode
-    asking = wiring.ask_user(session.elicitor)
+    asking = wiring.ask_user(session.elicitor) if link is None else ()  # a subagent cannot ask the user
     skills = wiring.load_skill(session.skills)
     handing_off = wiring.plan_hand_off(session) if mode == "plan" else ()
-    offered = (*wiring.builtin_tools, *asking, *skills, *handing_off, *session.mcp.tools())
+    offered = (*wiring.builtin_tools, *wiring.delegate(), *asking, *skills, *handing_off, *session.mcp.tools())
     tools = [tool for tool in offered if mode not in READ_ONLY_MODES or tool.read_only]
-    if wiring.computer_use.available:
+    if wiring.computer_use.available and (link is None or link.role == "general"):
         tools.append(wiring.computer_use.tool)  # in read_only too: observation is allowed, the policy denies input
     return tools
 
@@ -38,6 +44,12 @@ def derive_tool_surface(session: Session) -> Sequence[AnyTool]:
 def why_unavailable(session: Session, name: str) -> str:
     """Why the model cannot call ``name`` now, in words it can act on (the error of a call to it)."""
     mode = session.mode
+    if name == "delegate" and not session.may_delegate:
+        if session.link is not None:
+            return "a subagent cannot delegate further: do the work yourself, or say in your report what is left"
+        return "delegation is off in this configuration ([agent] subagent_depth = 0)"
+    if name == "ask_user" and session.link is not None:
+        return "a subagent cannot ask the user: decide yourself, or say in your report what needs an answer"
     if name == "ask_user" and session.elicitor is None:
         return "the editor cannot show questions to the user: decide yourself, or ask in your answer and stop there"
     if name == "exit_plan_mode":

@@ -1,12 +1,13 @@
 """``TurnWiring``: the one module that builds what a session's turns need, and the one place the turn machinery loads.
 
 A session makes one on first need (its first turn, ``/compact``, ``/status``, the tool surface, the context meter):
-the sandbox (from ``[sandbox]`` and the session's own environment, its network as the session's switch says), the
-image gate, ``computer_use``, the built-in tools, ``load_skill`` and plan mode's ``exit_plan_mode``, ``TurnDeps``
-for each turn (the model and its provider, which sends what the session learned about its server's reasoning
-fields, ``providers/echo.py``; the recorder, the audience as update sink and permission gate, the files and
-terminals of the connection whose prompt runs, the compaction policy with its automatic switch), the context meter
-and a manual compaction. The turn loop, compaction, the meter, ``computer_use``, the sandbox and the
+the sandbox (from ``[sandbox]`` and the session's own environment, its network as the session's switch says; a
+subagent's is its parent's, as is its ``computer_use``), the image gate, ``computer_use``, the built-in tools,
+``delegate``, ``load_skill`` and plan mode's ``exit_plan_mode``, ``TurnDeps`` for each turn (the model and its
+provider, which sends what the session learned about its server's reasoning fields, ``providers/echo.py``; the
+recorder, the audience as update sink and permission gate, the files and terminals of the connection whose prompt
+runs, the compaction policy with its automatic switch; a subagent's with its parent's rights or fewer), the context
+meter and a manual compaction. The turn loop, compaction, the meter, ``computer_use``, the sandbox and the
 built-in tools are imported at the top of this module, so importing it is what loads them
 (``turn_imports.load_turn_modules`` imports it in a worker thread as soon as a session opens). No ACP here.
 """
@@ -35,13 +36,14 @@ from hermes_acp.tools import builtin_tools
 from hermes_acp.tools.ask_user import AskUserTool
 from hermes_acp.tools.base import AnyTool
 from hermes_acp.tools.context import Elicitor
+from hermes_acp.tools.delegate import DelegateTool
 from hermes_acp.tools.load_skill import LoadSkillTool, SkillBook
 from hermes_acp.tools.plan_handoff import PlanHandOffTool
 from hermes_acp.turns.compaction import compact, log_compaction
 from hermes_acp.turns.loop import TurnDeps, TurnResult, TurnState, run_turn
 from hermes_acp.turns.meter import Meter
 from hermes_acp.turns.ports import LiveCompaction, SteeringInbox
-from hermes_acp.turns.state import CompactionPolicy
+from hermes_acp.turns.state import MAX_PARALLEL_READS, CompactionPolicy
 
 from .commands import Reply
 from .plan_mode import PlanHandOff
@@ -61,6 +63,9 @@ def _builtins() -> tuple[AnyTool, ...]:
     return tuple(builtin_tools())
 
 
+_DELEGATE = DelegateTool()
+
+
 class TurnWiring:
     def __init__(self, session: Session):
         self._session = session
@@ -70,8 +75,10 @@ class TurnWiring:
     @cached_property
     def sandbox(self) -> Sandbox:
         """How the session's commands are contained (``[sandbox]``), starting from the session's environment, with
-        the network the session's switch says."""
+        the network the session's switch says; a subagent's are its parent's."""
         session = self._session
+        if session.link is not None:
+            return session.link.parent.wiring.sandbox
         services = session.services
         sandbox = Sandbox.from_settings(services.settings, environ=services.env)
         return replace(sandbox, network=session.switch(SANDBOX_NETWORK))
@@ -99,6 +106,8 @@ class TurnWiring:
         """The session's computer_use tool (offered when the driver command resolves; the driver starts lazily in
         the owner task at the first call, with the session's environment)."""
         session = self._session
+        if session.link is not None:  # the parent's, with its one driver
+            return session.link.parent.wiring.computer_use
         services = session.services
         return ComputerUse.for_session(
             session.runtime, services.settings, gate=self.image_gate, env=services.env or None
@@ -112,6 +121,10 @@ class TurnWiring:
     def ask_user(elicitor: Elicitor | None) -> tuple[AnyTool, ...]:
         return (AskUserTool(elicitor),) if elicitor is not None else ()
 
+    def delegate(self) -> tuple[AnyTool, ...]:
+        """``delegate``, while the session may start children (``[agent] subagent_depth``)."""
+        return (_DELEGATE,) if self._session.may_delegate else ()
+
     @staticmethod
     def load_skill(book: SkillBook) -> tuple[AnyTool, ...]:
         return (LoadSkillTool(book),) if book.names() else ()
@@ -122,11 +135,20 @@ class TurnWiring:
 
     def deps(self, steering: SteeringInbox | None = None) -> TurnDeps:
         """The wiring of one turn (or one ``/compact``): raises ``ProviderAuthError`` when the model lacks its key.
-        ``steering``: where the turn takes steering messages from."""
+        ``steering``: where the turn takes steering messages from.
+
+        A subagent's turn has its parent's rights or fewer: the mode its link gives, its parent's sandbox and
+        "always" rules, no editor files or terminals (their requests would name the child to clients that do not
+        show children), its request budget (one request, and no tools, for the report past its budget)."""
         session = self._session
         services = session.services
+        agent = services.settings.agent
         model = self._model_or_raise()
         audience = session.audience
+        link = session.link
+        max_requests = agent.max_turn_requests
+        if link is not None:
+            max_requests = 1 if link.reporting else link.max_requests
         return TurnDeps(
             session_id=session.id,
             model=model,
@@ -137,7 +159,7 @@ class TurnWiring:
             gate=audience,
             workspace=session.workspace,
             mode=lambda: session.mode,
-            max_requests=services.settings.agent.max_turn_requests,
+            max_requests=max_requests,
             permission_timeout_s=services.settings.permissions.timeout_s,
             cache_dir=services.settings.cache_dir,
             files=audience.origin_files(),
@@ -148,6 +170,10 @@ class TurnWiring:
             compaction=self._compaction_policy(),
             models=session.configured_model,
             effort=session.effort,
+            subagents=session.subagents if session.may_delegate else None,
+            parallel_calls=max(MAX_PARALLEL_READS, agent.max_subagents),
+            sender_session_id=link.parent.id if link is not None else None,
+            rules=session.rules_recorder if link is not None else None,
             unavailable=lambda name: why_unavailable(session, name),
             steering=steering,
         )

@@ -12,7 +12,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, get_args
 
 import structlog
 from pydantic_core import PydanticSerializationError
@@ -23,7 +23,10 @@ from hermes_acp.errors import InvalidParamsError
 
 __all__ = [
     "PAGE_SIZE",
+    "PROVENANCE_KEY",
     "ArchiveFilter",
+    "Provenance",
+    "ProvenanceKind",
     "SessionPage",
     "SessionRecord",
     "SessionStore",
@@ -37,6 +40,9 @@ __all__ = [
 PAGE_SIZE = 50
 ArchiveFilter = Literal["exclude", "include", "only"]
 """Which sessions a listing returns by their archive state (deleted sessions are never listed)."""
+PROVENANCE_KEY = "provenance"
+"""The key of ``SessionRecord.meta`` that says where a session came from (``Provenance``)."""
+ProvenanceKind = Literal["subagent", "fork", "rewind"]
 _log = structlog.get_logger("hermes_acp.storage")
 
 
@@ -64,6 +70,53 @@ class SessionRecord:
     the title came from."""
     deleted: bool = False
     """``session/delete``: never listed again; the log is kept and still loads by id."""
+
+    @property
+    def provenance(self) -> Provenance | None:
+        """Where the session came from, when another session made it (``meta["provenance"]``)."""
+        return Provenance.from_meta(self.meta.get(PROVENANCE_KEY))
+
+
+@dataclass(frozen=True, slots=True)
+class Provenance:
+    """Which session a session came from, and how: a ``subagent`` a tool call of ``session_id`` delegated to, a
+    ``fork`` of it, the tail of it a ``rewind`` moved out. Stored in the record's ``meta`` (one shape for every
+    kind), with ``parent_id`` set to ``session_id``; ``session/list`` leaves subagents out unless asked."""
+
+    kind: ProvenanceKind
+    session_id: str
+    at: str
+    tool_call_id: str | None = None
+    """The call that made the session (a subagent's ``delegate`` call)."""
+    message_id: str | None = None
+    """The message the session starts from (a rewind's)."""
+
+    def as_meta(self) -> dict[str, Any]:
+        meta: dict[str, Any] = {"kind": self.kind, "sessionId": self.session_id, "at": self.at}
+        if self.tool_call_id is not None:
+            meta["toolCallId"] = self.tool_call_id
+        if self.message_id is not None:
+            meta["messageId"] = self.message_id
+        return meta
+
+    @classmethod
+    def from_meta(cls, raw: object) -> Provenance | None:
+        """The stored shape back; None when there is none or it is not one (a record written by hand)."""
+        if not isinstance(raw, dict):
+            return None
+        kind, session_id, at = raw.get("kind"), raw.get("sessionId"), raw.get("at")
+        kinds: tuple[ProvenanceKind, ...] = get_args(ProvenanceKind)
+        known = next((k for k in kinds if k == kind), None)
+        if known is None or not isinstance(session_id, str) or not isinstance(at, str):
+            return None
+        tool_call_id, message_id = raw.get("toolCallId"), raw.get("messageId")
+        return cls(
+            kind=known,
+            session_id=session_id,
+            at=at,
+            tool_call_id=tool_call_id if isinstance(tool_call_id, str) else None,
+            message_id=message_id if isinstance(message_id, str) else None,
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,10 +188,16 @@ class SessionStore(Protocol):
     async def load_events(self, session_id: str) -> list[StoredEvent]: ...
 
     async def list_sessions(
-        self, *, cwd: str | None, cursor: str | None, limit: int = PAGE_SIZE, archived: ArchiveFilter = "exclude"
+        self,
+        *,
+        cwd: str | None,
+        cursor: str | None,
+        limit: int = PAGE_SIZE,
+        archived: ArchiveFilter = "exclude",
+        subagents: bool = False,
     ) -> SessionPage:
         """Sessions not deleted, by ``archived`` (default: not archived), newest activity first, ``limit`` per page,
-        optionally only those with ``cwd``."""
+        optionally only those with ``cwd``; subagents (``Provenance`` kind ``subagent``) only with ``subagents``."""
         ...
 
     async def fork_session(self, source_id: str, record: SessionRecord, *, until_seq: int | None = None) -> None:

@@ -80,16 +80,24 @@ class InMemorySessionStore:
         return list(self.events.get(session_id, []))
 
     async def list_sessions(
-        self, *, cwd: str | None, cursor: str | None, limit: int = PAGE_SIZE, archived: ArchiveFilter = "exclude"
+        self,
+        *,
+        cwd: str | None,
+        cursor: str | None,
+        limit: int = PAGE_SIZE,
+        archived: ArchiveFilter = "exclude",
+        subagents: bool = False,
     ) -> SessionPage:
         after = decode_cursor(cursor) if cursor else None
         wanted = {"exclude": (False,), "include": (False, True), "only": (True,)}[archived]
+
+        def listed(r: SessionRecord) -> bool:
+            if r.deleted or r.archived not in wanted or (cwd is not None and r.cwd != clean_text(cwd)):
+                return False
+            return subagents or r.provenance is None or r.provenance.kind != "subagent"
+
         rows = sorted(
-            (
-                r
-                for r in self.records.values()
-                if not r.deleted and r.archived in wanted and (cwd is None or r.cwd == clean_text(cwd))
-            ),
+            (r for r in self.records.values() if listed(r)),
             key=lambda r: (r.updated_at, r.id),
             reverse=True,
         )

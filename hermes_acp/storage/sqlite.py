@@ -301,13 +301,21 @@ class SqliteSessionStore:
         return events
 
     async def list_sessions(
-        self, *, cwd: str | None, cursor: str | None, limit: int = PAGE_SIZE, archived: ArchiveFilter = "exclude"
+        self,
+        *,
+        cwd: str | None,
+        cursor: str | None,
+        limit: int = PAGE_SIZE,
+        archived: ArchiveFilter = "exclude",
+        subagents: bool = False,
     ) -> SessionPage:
         after = decode_cursor(cursor) if cursor else None
 
         def select(db: sqlite3.Connection) -> list[tuple[Any, ...]]:
             clauses = ["deleted = 0", _ARCHIVED[archived]]
             params: list[Any] = []
+            if not subagents:
+                clauses.append("json_extract(meta, '$.provenance.kind') IS NOT 'subagent'")
             if cwd is not None:
                 clauses.append("cwd = ?")
                 params.append(clean_text(cwd))

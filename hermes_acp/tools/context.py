@@ -1,8 +1,7 @@
 """What a running tool may use: its call's identity, the session's workspace and mode, a progress channel for live
-output, the editor's file system and terminals when the client offers them, the session's image gate and
-sandbox; and
-``ApprovalRequest``, the question a call's ``Approval`` (``approval``) puts to the policy: what the call will do, in
-the editor's terms.
+output and one for its agent-owned terminal, the editor's file system and terminals when the client offers them,
+the session's image gate and sandbox, and who runs its subagents; and ``ApprovalRequest``, the question a call's
+``Approval`` (``approval``) puts to the policy: what the call will do, in the editor's terms.
 
 These are ports (Protocols) and plain data; the turn loop and the protocol layer supply the implementations.
 Nothing here knows ACP.
@@ -21,6 +20,8 @@ from hermes_acp.core import DisplayBlock, ModeId
 if TYPE_CHECKING:
     from hermes_acp.exec.sandbox import Sandbox
     from hermes_acp.images.gate import ImageGate
+
+    from .delegate import Subagents
 
 __all__ = [
     "ApprovalRequest",
@@ -148,9 +149,14 @@ class ToolContext:
     progress: Callable[[list[DisplayBlock]], Awaitable[None]]
     """Replace the call's live content while it runs (transient: not stored, the final result is)."""
     cache_dir: Path
+    terminal_output: Callable[[str, list[DisplayBlock]], Awaitable[None]] | None = None
+    """Append text to the call's agent-owned terminal (its ``AgentTerminalBlock``, the id the call's), with the live
+    content a client without such terminals shows instead (transient, like ``progress``). None: only ``progress``."""
     files: EditorFiles | None = None
     terminals: EditorTerminals | None = None
     images: ImageGate | None = None
     """The session's image gate; every image a tool hands the model should pass through it."""
     sandbox: Sandbox | None = None
     """How commands are contained (``[sandbox]``); None: the defaults (``Sandbox.default()``)."""
+    subagents: Subagents | None = None
+    """Runs the children of ``delegate`` calls; None where the session may not delegate."""

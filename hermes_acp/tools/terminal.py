@@ -1,17 +1,20 @@
-"""``terminal``: run a shell command, in the editor's terminal when it offers ``terminal/*``, else on this machine.
+"""``terminal``: run a shell command, on this machine in a terminal the agent owns, or in the editor's terminal.
 
 A command is read as bash will read it and checked against the hard blocks before anything else (refused in every
 mode, the reason going to the model; a command that cannot be read asks). It runs in the sandbox
 (``exec.sandbox``: bubblewrap, an allow-list of the file system and of the environment, the limits of
 ``[sandbox.limits]``), so it is approved as an ``execute`` call on its working folder like any other; where the
 sandbox is not available, every command asks (``[sandbox] mode = "auto"``) or is refused (``"required"``). It runs
-through ``bash -c`` (``sh`` without bash) with stdin closed and pagers off. Output streams into the tool call as it
-comes (a live text view locally; the editor's own terminal, embedded in the card, otherwise); the result gives the
-model the exit code, the output (start and end kept past a cap) and what the sandbox or a limit stopped, if
-anything. A client terminal's card also keeps the end of the output as text, so the stored call still shows it when
-the terminal is gone. A time limit (default 120 s, at most 600 s) kills the command and keeps what it printed;
-reaching the process limit ends it at once; cancelling the turn kills it too. The two runners (``exec.contained``
-locally, ``_client_terminal`` in the editor) own the processes.
+through ``bash -c`` (``sh`` without bash) with stdin closed and pagers off. Where it runs: on this machine, unless
+the editor offers ``terminal/*`` and not agent-owned terminals (then in the editor's terminal, embedded in the
+card). On this machine the card is an agent-owned terminal (``AgentTerminalBlock``, ``_agent_terminal``): announced
+with the command and its folder, streamed as the output comes, ended with the exit code or signal and the output it
+kept, which the log stores, so a replay shows the same terminal; a client that does not render such terminals sees
+a text view of the same. The result gives the model the exit code, the output (start and end kept past a cap) and
+what the sandbox or a limit stopped, if anything. A client terminal's card also keeps the end of the output as
+text, so the stored call still shows it when the terminal is gone. A time limit (default 120 s, at most 600 s)
+kills the command and keeps what it printed; reaching the process limit ends it at once; cancelling the turn kills
+it too. The two runners (``exec.contained`` locally, ``_client_terminal`` in the editor) own the processes.
 """
 
 from __future__ import annotations
@@ -24,13 +27,14 @@ from typing import TYPE_CHECKING, Any
 import anyio
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from hermes_acp.core import DisplayBlock, TerminalBlock, TextBlock, TextPart
+from hermes_acp.core import AgentTerminalBlock, DisplayBlock, TerminalBlock, TextBlock, TextPart
 from hermes_acp.errors import ErrorCode, HardBlockedError, PermissionDeniedError, ToolError, ToolInputError
 from hermes_acp.exec.contained import Contained, run_contained
 from hermes_acp.exec.explain import explain, signal_of
 from hermes_acp.exec.process import CommandResult, OutputBuffer
 from hermes_acp.exec.sandbox import Availability, Sandbox
 
+from ._agent_terminal import TerminalStream, announced, ended
 from ._client_terminal import run_in_client_terminal
 from ._paths import display_path, missing_path_error, policy_paths
 from ._text import cap_middle, fence, one_line
@@ -50,7 +54,6 @@ OUTPUT_TAIL_BYTES = 24 * 1024
 CLIENT_OUTPUT_BYTES = 64 * 1024
 """``outputByteLimit`` for client terminals (the client keeps the end)."""
 MODEL_OUTPUT_CHARS = 40_000
-LIVE_VIEW_BYTES = 16 * 1024
 STORED_TAIL_CHARS = 8 * 1024
 """The end of a client terminal's output kept as text in the settled card (the terminal dies with the process)."""
 _TITLE_CHARS = 80
@@ -136,9 +139,13 @@ class TerminalTool(TypedTool[_TerminalInput, dict[str, Any]]):
 
     def present(self, parsed: _TerminalInput, ctx: ToolContext) -> Presentation:
         command = parsed.command.strip()
-        content: list[DisplayBlock] = []
+        shown: list[TextBlock] = []
         if one_line(command, _TITLE_CHARS) != command:
-            content.append(TextBlock(text=fence(command, "sh")))
+            shown.append(TextBlock(text=fence(command, "sh")))
+        content: list[DisplayBlock] = [*shown]
+        if ctx.terminals is None:
+            cwd = ctx.workspace.resolve(parsed.cwd) if parsed.cwd else ctx.workspace.cwd
+            content = [announced(ctx, command, cwd, shown)]
         return Presentation(title=self._title(parsed), kind="execute", content=content)
 
     async def _cwd(self, parsed: _TerminalInput, ctx: ToolContext) -> Path:
@@ -176,9 +183,13 @@ class TerminalTool(TypedTool[_TerminalInput, dict[str, Any]]):
         check = await self._checked(parsed.command)
         sandbox, availability = await self._sandbox(ctx)
         cwd = await self._cwd(parsed, ctx)
-        content: list[DisplayBlock] = [TextBlock(text=fence(parsed.command.strip(), "sh"))]
+        shown = [TextBlock(text=fence(parsed.command.strip(), "sh"))]
         if parsed.cwd:
-            content.append(TextBlock(text=f"in {cwd}"))
+            shown.append(TextBlock(text=f"in {cwd}"))
+        # The question shows the call's terminal where it has one, so a client that renders it keeps it in the card.
+        content: list[DisplayBlock] = (
+            [announced(ctx, parsed.command.strip(), cwd, shown)] if ctx.terminals is None else [*shown]
+        )
         reason = check.doubt
         if reason is None and sandbox.mode == "auto" and not availability.usable:
             reason = f"commands run without a sandbox here ({availability.problem})"
@@ -222,11 +233,10 @@ class TerminalTool(TypedTool[_TerminalInput, dict[str, Any]]):
                 )
                 home = sandbox.environment().get("HOME")
                 notes = explain(confined, parsed.command, result, cwd=str(cwd), limits=sandbox.limits, home=home)
-            return _outcome(parsed, Contained(result, confined.sandboxed, [*notes, *confined.aftermath]), terminal_id)
-
-        async def live(buffer: OutputBuffer) -> None:
-            await ctx.progress([TextBlock(text=fence(buffer.last(LIVE_VIEW_BYTES)))])
-
+            contained = Contained(result, confined.sandboxed, [*notes, *confined.aftermath])
+            return _outcome(parsed, contained, TerminalBlock(terminal_id=terminal_id))
+        stream = TerminalStream(ctx)
+        buffer = OutputBuffer(OUTPUT_HEAD_BYTES, OUTPUT_TAIL_BYTES)
         try:
             contained = await run_contained(
                 sandbox,
@@ -237,27 +247,41 @@ class TerminalTool(TypedTool[_TerminalInput, dict[str, Any]]):
                 mode=ctx.mode,
                 extra_env=extra_env,
                 timeout_s=parsed.timeout_s,
-                buffer=OutputBuffer(OUTPUT_HEAD_BYTES, OUTPUT_TAIL_BYTES),
-                on_output=live,
+                buffer=buffer,
+                on_output=stream.update,
+                interval=0.0,  # every chunk to the stream, which keeps the beat
             )
         except OSError as exc:
             raise ToolError(f"could not start the command: {exc.strerror or exc}") from exc
-        return _outcome(parsed, contained, None)
+        await stream.finish(buffer)
+        return _outcome(parsed, contained, announced(ctx, parsed.command.strip(), cwd, []))
 
 
-def _outcome(parsed: _TerminalInput, contained: Contained, terminal_id: str | None) -> ToolOutcome[dict[str, Any]]:
+def _outcome(
+    parsed: _TerminalInput, contained: Contained, terminal: TerminalBlock | AgentTerminalBlock
+) -> ToolOutcome[dict[str, Any]]:
+    """``terminal``: the editor's terminal it ran in, or the agent-owned terminal it was announced with."""
     result = contained.result
     output, capped = cap_middle(result.output.rstrip("\n"), MODEL_OUTPUT_CHARS)
     status = _status(result, parsed.timeout_s)
     display: list[DisplayBlock]
-    if terminal_id is not None:
+    if isinstance(terminal, TerminalBlock):
         ending = result.output.rstrip("\n")[-STORED_TAIL_CHARS:]
-        display = [
-            TerminalBlock(terminal_id=terminal_id),
-            TextBlock(text=status + ("\n" + fence(ending) if ending else "")),
-        ]
+        display = [terminal, TextBlock(text=status + ("\n" + fence(ending) if ending else ""))]
     else:
-        display = [TextBlock(text=status + ("\n" + fence(output) if output else ""))]
+        exited = result.exit_code is not None and not result.timed_out and result.ended_by is None
+        note = None if exited else status.removesuffix(" Output up to then:")
+        shown = [TextBlock(text=status + ("\n" + fence(output) if output else ""))]
+        display = [
+            ended(
+                terminal,
+                output=result.output,
+                exit_code=result.exit_code,
+                signal=result.signal,
+                note=note,
+                fallback=shown,
+            )
+        ]
     notes = list(contained.notes)
     if notes:
         display.append(TextBlock(text="\n".join(notes)))

@@ -3,9 +3,10 @@
 The flow takes the call's ``Approval`` (what the tool's ``approval()`` returned, keyed by the call id) and gives it
 back granted (``not_needed``, ``policy``, ``allow_once``, ``allow_always``), or raises. Decisions come from
 ``hermes_acp.tools.policy``; questions go through the ``PermissionGate`` port with the call's own ``toolCallId``
-(it was announced before). Every answer is stored as ``PermissionResolved`` so "always" rules
-survive a reload. A timeout (``permissions.timeout_s``) denies only that call; nothing latches. A ``cancelled``
-answer means the user cancelled the turn. No ACP here.
+(it was announced before). Every answer is stored as ``PermissionResolved`` so "always" rules survive a reload; a
+subagent follows its parent's rules, and its "always" answers are stored in the parent's log too, so they hold for
+the parent's session. A timeout (``permissions.timeout_s``) denies only that call; nothing latches. A
+``cancelled`` answer means the user cancelled the turn. No ACP here.
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ class ApprovalFlow:
         gate: PermissionGate,
         recorder: Recorder,
         timeout_s: float,
+        rules: Recorder | None = None,
     ):
         self._turn_id = turn_id
         self._workspace = workspace
@@ -52,6 +54,8 @@ class ApprovalFlow:
         self._gate = gate
         self._recorder = recorder
         self._timeout_s = timeout_s
+        self._rules = rules
+        """Whose "always" rules apply and also get the "always" answers (a subagent's parent); None: the session's."""
 
     async def grant(self, presentation: Presentation, approval: Approval[Out]) -> Approval[Out]:
         """``approval`` granted when the call may run; raises ``PermissionDeniedError`` or ``TurnCancelledByClient``."""
@@ -59,7 +63,8 @@ class ApprovalFlow:
         if request is None:
             return approval.grant("not_needed")
         tool_call_id = approval.tool_call_id
-        verdict = decide(self._mode(), request, self._workspace, self._recorder.projection.rules)
+        owner = self._rules or self._recorder
+        verdict = decide(self._mode(), request, self._workspace, owner.projection.rules)
         if verdict.decision == "allow":
             return approval.grant("policy")
         if verdict.decision == "deny":
@@ -80,9 +85,12 @@ class ApprovalFlow:
         else:
             answer = await self._gate.ask(question)
         outcome = answer or "timeout"
-        await self._recorder.record(
-            PermissionResolved(turn_id=self._turn_id, tool_call_id=tool_call_id, outcome=outcome, scope=verdict.rule)
+        resolved = PermissionResolved(
+            turn_id=self._turn_id, tool_call_id=tool_call_id, outcome=outcome, scope=verdict.rule
         )
+        await self._recorder.record(resolved)
+        if self._rules is not None and outcome in ("allow_always", "reject_always"):
+            await self._rules.record(resolved)  # the rule holds for the parent's session too
         if outcome in {"allow_once", "allow_always"}:
             return approval.grant("allow_once" if outcome == "allow_once" else "allow_always")
         if outcome == "cancelled":

@@ -218,6 +218,7 @@ async def _convert(phase: Converting, state: TurnState, deps: TurnDeps) -> Phase
             display=phase.display,
             message=converted.message,
             input_id=phase.input_id,
+            sender_session_id=deps.sender_session_id,
         ),
         *[
             NoticeAdded(turn_id=state.turn_id, message_id=new_message_id(), text=text)
@@ -356,7 +357,7 @@ async def settle(
     events: list[SessionEvent] = []
     match phase:
         case Converting():
-            events.append(_kept_prompt(state, phase))
+            events.append(_kept_prompt(state, phase, deps.sender_session_id))
         case Streaming():
             partial = phase.partial
             message = interrupted_message(
@@ -404,10 +405,11 @@ async def _finish(phase: Phase, exc: BaseException, ending: Ending, state: TurnS
             await settle(phase, "store_failed", state, deps)
     if refused is not None and not ending.propagate:
         raise refused
-    return TurnResult(stop_reason=ending.stop or "end_turn", usage=state.usage)
+    why = str(exc) if ending.notice else None
+    return TurnResult(stop_reason=ending.stop or "end_turn", usage=state.usage, failure=why)
 
 
-def _kept_prompt(state: TurnState, phase: Converting) -> UserPrompted:
+def _kept_prompt(state: TurnState, phase: Converting, sender: str | None) -> UserPrompted:
     """The prompt of a turn stopped while it was converted: kept in the log (a replay shows it), not for the model,
     which never got it."""
     text = "".join(b.text for b in phase.display if isinstance(b, TextBlock))
@@ -418,4 +420,5 @@ def _kept_prompt(state: TurnState, phase: Converting) -> UserPrompted:
         message=UserMessage(parts=[TextPart(text=text)]),
         for_model=False,
         input_id=phase.input_id,
+        sender_session_id=sender,
     )

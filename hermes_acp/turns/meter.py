@@ -4,17 +4,17 @@
 as the projection holds it, the tool surface of this request, the image gate's answer), so what the loop sends,
 what a compaction measures and what ``/status`` shows are the same thing. ``Meter.usage`` is the ``usage_update``
 an editor gets after every model call and every compaction: the tokens the context holds now
-(``context.measure``), the window, and what the session cost so far. It needs no provider, so a session whose
-model lacks its key can still show its meter. Knows the turn's wiring, not ACP.
+(``context.measure``), the window, and what the session cost so far (its subagents' work included). It needs no
+provider, so a session whose model lacks its key can still show its meter. Knows the turn's wiring, not ACP.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from hermes_acp.config import Effort
-from hermes_acp.core import Message
+from hermes_acp.core import Message, Usage
 from hermes_acp.providers.base import ProviderRequest
 from hermes_acp.providers.catalog import CatalogModel, Cost
 from hermes_acp.tools.base import AnyTool
@@ -69,8 +69,16 @@ class Meter:
         return LiveUsage(used=self.measure(self.request(tools)).used, size=self.window, cost=self.cost())
 
     def cost(self) -> Cost | None:
-        """What the session's model calls cost so far (None when no model it used has prices)."""
-        return session_cost(self.projection.usage_by_model, self._price)
+        """What the session's model calls cost so far, its subagents' included (None when no model it used has
+        prices)."""
+        usage = dict(self.projection.usage_by_model)
+        for model_id, child in self.projection.children_usage_by_model().items():
+            usage[model_id] = usage[model_id] + child if model_id in usage else child
+        return session_cost(usage, self._price)
+
+    def cost_of(self, usage_by_model: Mapping[str, Usage]) -> Cost | None:
+        """What these model calls cost (a subagent's, for ``/status``)."""
+        return session_cost(usage_by_model, self._price)
 
     def _price(self, model_id: str) -> CatalogModel | None:
         if model_id == self.model.id:

@@ -21,6 +21,8 @@ from hermes_acp.providers.catalog import Cost
 __all__ = [
     "LiveCompaction",
     "LiveCompactionChunk",
+    "LiveSubagentState",
+    "LiveTerminalOutput",
     "LiveTextChunk",
     "LiveThoughtChunk",
     "LiveToolProgress",
@@ -59,6 +61,18 @@ class LiveToolProgress:
 
 
 @dataclass(frozen=True, slots=True)
+class LiveTerminalOutput:
+    """New output of a running command's agent-owned terminal (the call's ``AgentTerminalBlock``): ``data`` is
+    appended to what the terminal showed; ``fallback`` is the call's live content for a client without agent-owned
+    terminals (it replaces the previous content, like ``LiveToolProgress``)."""
+
+    tool_call_id: str
+    terminal_id: str
+    data: str
+    fallback: list[DisplayBlock]
+
+
+@dataclass(frozen=True, slots=True)
 class LiveCompaction:
     """A compaction that has not finished (``in_progress``) or never will (``failed``, ``cancelled``). A finished one
     is the stored ``ContextCompacted`` event."""
@@ -85,7 +99,24 @@ class LiveUsage:
     cost: Cost | None = None
 
 
-LiveUpdate = LiveTextChunk | LiveThoughtChunk | LiveToolProgress | LiveCompaction | LiveCompactionChunk | LiveUsage
+@dataclass(frozen=True, slots=True)
+class LiveSubagentState:
+    """A running child's work state on its parent: working, or waiting for the user (a permission question)."""
+
+    session_id: str
+    state: Literal["running", "requires_action"]
+
+
+LiveUpdate = (
+    LiveTextChunk
+    | LiveThoughtChunk
+    | LiveToolProgress
+    | LiveTerminalOutput
+    | LiveCompaction
+    | LiveCompactionChunk
+    | LiveUsage
+    | LiveSubagentState
+)
 
 
 class UpdateSink(Protocol):

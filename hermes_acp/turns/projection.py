@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from hermes_acp.core import (
+    AgentTerminalBlock,
     AssistantMessage,
     AssistantMessageStored,
     AssistantTextCheckpointed,
@@ -29,6 +30,9 @@ from hermes_acp.core import (
     PermissionResolved,
     SessionEvent,
     SteeringApplied,
+    SubagentEnded,
+    SubagentOutcome,
+    SubagentStarted,
     TextPart,
     TitleSet,
     ToolCallRunning,
@@ -43,6 +47,7 @@ from hermes_acp.core import (
 
 __all__ = [
     "Anchor",
+    "Child",
     "OpenCall",
     "OpenText",
     "PendingInput",
@@ -87,6 +92,8 @@ class OpenCall:
     """The log stores a ``ToolCallRunning`` before this call runs (see ``ToolCallStarted.marks_run``)."""
     running: bool = False
     """A ``ToolCallRunning`` was stored: the call ran, or was running, if it stops without a result."""
+    terminals: tuple[AgentTerminalBlock, ...] = ()
+    """The agent-owned terminals its first content announced (its settlement must close them)."""
 
     @property
     def may_have_run(self) -> bool:
@@ -111,6 +118,21 @@ class PendingInput:
     input_kind: InputKind
     display: list[DisplayBlock]
     turn_id: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Child:
+    """A subagent this session started (``SubagentStarted``) and, once it ended, how (``SubagentEnded``)."""
+
+    session_id: str
+    tool_call_id: str
+    turn_id: str
+    title: str
+    model_id: str
+    outcome: SubagentOutcome | None = None
+    """None while it runs (or, in a log a crash cut short, until the repair stores ``unknown``)."""
+    usage: Usage = field(default_factory=Usage)
+    usage_by_model: dict[str, Usage] = field(default_factory=dict)
 
 
 @dataclass
@@ -139,6 +161,22 @@ class SessionProjection:
     """The latest compaction's."""
     pending_inputs: dict[str, PendingInput] = field(default_factory=dict)
     """Queued prompts and steering messages not yet run, applied or dropped, by input id, in arrival order."""
+    children: dict[str, Child] = field(default_factory=dict)
+    """The subagents this session started, by child session id, in the order they started."""
+
+    @property
+    def open_children(self) -> list[Child]:
+        """Children started and not ended (running now, or cut short by a crash)."""
+        return [child for child in self.children.values() if child.outcome is None]
+
+    def children_usage_by_model(self) -> dict[str, Usage]:
+        """What every ended child used, summed by model id (the children's share of the session's cost)."""
+        total: dict[str, Usage] = {}
+        for child in self.children.values():
+            for model_id, usage in child.usage_by_model.items():
+                before = total.get(model_id)
+                total[model_id] = usage if before is None else before + usage
+        return total
 
     def apply(self, event: SessionEvent) -> None:
         match event:
@@ -175,11 +213,12 @@ class SessionProjection:
             case ToolCallStarted():
                 self.tool_call_ids.add(event.tool_call_id)
                 known = self.open_calls.get(event.tool_call_id)
+                terminals = tuple(b for b in event.content if isinstance(b, AgentTerminalBlock))
                 if known is not None:
-                    self.open_calls[event.tool_call_id] = replace(known, marks_run=event.marks_run)
+                    self.open_calls[event.tool_call_id] = replace(known, marks_run=event.marks_run, terminals=terminals)
                 else:
                     self.open_calls[event.tool_call_id] = OpenCall(
-                        event.name, event.turn_id, from_model=False, marks_run=event.marks_run
+                        event.name, event.turn_id, from_model=False, marks_run=event.marks_run, terminals=terminals
                     )
             case ToolCallRunning():
                 running = self.open_calls.get(event.tool_call_id)
@@ -205,6 +244,16 @@ class SessionProjection:
                 self._append_user(event.message)
             case InputDropped():
                 self.pending_inputs.pop(event.input_id, None)
+            case SubagentStarted():
+                self.children[event.session_id] = Child(
+                    event.session_id, event.tool_call_id, event.turn_id, event.title, event.model_id
+                )
+            case SubagentEnded():
+                child = self.children.get(event.session_id)
+                if child is not None:
+                    self.children[event.session_id] = replace(
+                        child, outcome=event.outcome, usage=event.usage, usage_by_model=dict(event.usage_by_model)
+                    )
             case ContextCompacted():
                 self.history = compacted_history(self.history, event)
                 self.anchor = None

@@ -5,14 +5,19 @@ result. ``failed_settlements`` fails each one, from what the log knows: a call s
 that does not mark runs) gets the caller's ``ran`` failure; a call the log proves never started is "not run". The
 turn loop, the repair before a session's next turn and crash recovery all settle through here, so a live card and
 the reloaded one say the same. Only a call the model made gets a tool result for the history: a result whose call
-the model never made would make every later request invalid. ``interrupted_message`` stores the text a response
-had shown when its stream stopped. ``dropped_input`` says, in the transcript, that a queued prompt did not run or a
-steering message was not applied, and why, quoting it. Pure; no I/O.
+the model never made would make every later request invalid. A call that announced an agent-owned terminal settles
+with that terminal closed (``closed_terminals``, also what a tool's own outcome goes through), so no client is
+left showing it running. ``interrupted_message`` stores the text a response had shown when its stream stopped.
+``dropped_input`` says, in the transcript, that a queued prompt did not run or a steering message was not applied,
+and why, quoting it. Pure; no I/O.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from hermes_acp.core import (
+    AgentTerminalBlock,
     AssistantMessage,
     AssistantMessageStored,
     DisplayBlock,
@@ -39,6 +44,7 @@ __all__ = [
     "STORE_FAILED",
     "STORE_FAILED_TEXT",
     "Failure",
+    "closed_terminals",
     "dropped_input",
     "failed_settlements",
     "interrupted_message",
@@ -84,12 +90,28 @@ def failed_settlements(projection: SessionProjection, ran: Failure) -> list[Tool
                 turn_id=call.turn_id,
                 tool_call_id=call_id,
                 status="failed",
-                content=[TextBlock(text=text)],
+                content=closed_terminals(call.terminals, [TextBlock(text=text)]),
                 result=result,
                 error_code=code,
             )
         )
     return events
+
+
+def closed_terminals(started: Sequence[DisplayBlock], settled: list[DisplayBlock]) -> list[DisplayBlock]:
+    """A settlement's content with the agent-owned terminals its call announced, and only those, ended: one the
+    outcome does not end (the call failed before or around the tool, or was stopped) is closed without output; one
+    the call never announced (it was to run in the editor's terminal, whose connection left meanwhile) is shown
+    as its fallback, since no client knows its id."""
+    announced = {b.terminal_id: b for b in started if isinstance(b, AgentTerminalBlock)}
+    ended = {b.terminal_id for b in settled if isinstance(b, AgentTerminalBlock)}
+    content: list[DisplayBlock] = [b.unfinished() for i, b in announced.items() if i not in ended]
+    for block in settled:
+        if isinstance(block, AgentTerminalBlock) and block.terminal_id not in announced:
+            content.extend(block.fallback)
+        else:
+            content.append(block)
+    return content
 
 
 def interrupted_message(

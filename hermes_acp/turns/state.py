@@ -26,8 +26,12 @@ from .streaming import CHECKPOINTS, CheckpointPolicy
 
 if TYPE_CHECKING:
     from hermes_acp.images.gate import ImageGate
+    from hermes_acp.tools.delegate import Subagents
 
-__all__ = ["CompactionPolicy", "TurnDeps", "TurnResult", "TurnState"]
+__all__ = ["MAX_PARALLEL_READS", "CompactionPolicy", "TurnDeps", "TurnResult", "TurnState"]
+
+MAX_PARALLEL_READS = 4
+"""How many calls that only read run at the same time, unless the session says more (``TurnDeps.parallel_calls``)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -81,6 +85,16 @@ class TurnDeps:
     """The thinking effort every request of the turn asks for (None: none is sent)."""
     steering: SteeringInbox | None = None
     """Where steering messages for this turn wait (None: the turn takes none)."""
+    subagents: Subagents | None = None
+    """Runs the children of the turn's ``delegate`` calls (None: the session may not delegate)."""
+    parallel_calls: int = MAX_PARALLEL_READS
+    """How many calls that only read (and delegations) of one response run at the same time."""
+    sender_session_id: str | None = None
+    """The session whose task this turn runs (a subagent's parent; its prompt is stored as coming from it)."""
+    rules: Recorder | None = None
+    """Whose "always" rules the permission questions follow, and whose log also keeps the "always" answers (a
+    subagent's: its parent's, so an "always allow" given in a child holds for the parent's session); None: this
+    session's own (``recorder``)."""
     unavailable: Callable[[str], str] | None = None
     """Why a tool the model named is not offered now, for its error (None: the session's mode is named)."""
 
@@ -98,3 +112,5 @@ class TurnState:
 class TurnResult:
     stop_reason: StopReason
     usage: Usage
+    failure: str | None = None
+    """Why the model request failed, when that ended the turn (the notice the user was shown says so too)."""

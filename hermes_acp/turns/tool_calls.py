@@ -5,7 +5,8 @@
   per call in one write, so no stored call is ever unannounced. A call that fails its checks is announced too, and
   settles failed without running.
 - ``run_calls`` runs one batch of announced calls (``batch_end`` says where a batch ends): consecutive calls that
-  only read (``Tool.reads_only``) run together, at most ``MAX_PARALLEL_READS`` at once; any other call runs alone.
+  only read (``Tool.reads_only``; a ``delegate`` call counts, its child's calls are approved in the child) run
+  together, at most ``TurnDeps.parallel_calls`` at once; any other call runs alone.
   Each call: its ``Approval`` from the tool, granted by the policy and the editor's permission (asked one call at a
   time, in the model's order, never two questions at once), then ``ToolCallRunning`` stored with the file changes
   the approval planned (their old content, so it is in the log before any write; if that write fails, the tool does
@@ -48,7 +49,7 @@ from hermes_acp.core import (
 )
 from hermes_acp.core.events import PROPOSAL_PLAN_ID
 from hermes_acp.core.ids import new_tool_call_id
-from hermes_acp.core.sanitize import Removals, sanitize_json
+from hermes_acp.core.sanitize import Removals, clean_text, sanitize_json
 from hermes_acp.errors import PermissionDeniedError, StorageError, ToolError, ToolInputError
 from hermes_acp.providers.base import ResponseDone
 from hermes_acp.tools.approval import Approval
@@ -56,14 +57,13 @@ from hermes_acp.tools.base import AnyTool, ParsedCall, Presentation, ToolOutcome
 from hermes_acp.tools.context import ApprovalRequest, ToolContext
 
 from .approvals import ApprovalFlow, TurnCancelledByClient
-from .ports import LiveToolProgress
+from .ports import LiveTerminalOutput, LiveToolProgress
 from .server_tools import server_tool_events
-from .state import TurnDeps, TurnState
+from .settlements import closed_terminals
+from .state import MAX_PARALLEL_READS, TurnDeps, TurnState
 
 __all__ = ["MAX_PARALLEL_READS", "PreparedCall", "announce", "ask_attachment", "batch_end", "run_calls", "sanitized"]
 
-MAX_PARALLEL_READS = 4
-"""How many calls that only read run at the same time."""
 _log = structlog.get_logger("hermes_acp.turns")
 M = TypeVar("M", bound=BaseModel)
 _Done = TypeVar("_Done")
@@ -142,9 +142,10 @@ async def run_calls(batch: Sequence[PreparedCall], deps: TurnDeps, state: TurnSt
 
 async def _run_together(batch: Sequence[PreparedCall], deps: TurnDeps, state: TurnState) -> None:
     """Calls that only read: each is cleared in order (one question at a time), then runs in a task of its own
-    while the next is cleared, with at most ``MAX_PARALLEL_READS`` running. The first error stops the batch: the
-    others are cancelled and the error is raised as itself (not in a group), for the loop's table of endings."""
-    slots = anyio.Semaphore(MAX_PARALLEL_READS)
+    while the next is cleared, with at most ``deps.parallel_calls`` (``MAX_PARALLEL_READS`` unless the session says
+    more) running. The first error stops the batch: the others are cancelled and the error is raised as itself (not
+    in a group), for the loop's table of endings."""
+    slots = anyio.Semaphore(max(1, deps.parallel_calls))
     errors: list[Exception] = []
 
     async def read(item: PreparedCall, approval: Approval[Any], ctx: ToolContext) -> None:
@@ -176,6 +177,7 @@ async def _run_together(batch: Sequence[PreparedCall], deps: TurnDeps, state: Tu
 async def _settle(item: PreparedCall, outcome: ToolOutcome[Any], deps: TurnDeps, state: TurnState) -> None:
     """Store (and emit) how one call ended, its result serialised for the record and cleaned by the sanitizer."""
     outcome = sanitized(outcome, session_id=deps.session_id, tool=item.call.name)
+    outcome = replace(outcome, content=closed_terminals(item.presentation.content, outcome.content))
     plan = [PlanUpdated(turn_id=state.turn_id, entries=outcome.plan)] if outcome.plan is not None else []
     if outcome.proposal is not None:
         plan.append(PlanUpdated(turn_id=state.turn_id, entries=[], plan_id=PROPOSAL_PLAN_ID, markdown=outcome.proposal))
@@ -256,6 +258,7 @@ def _approvals(deps: TurnDeps, state: TurnState) -> ApprovalFlow:
         gate=deps.gate,
         recorder=deps.recorder,
         timeout_s=deps.permission_timeout_s,
+        rules=deps.rules,
     )
 
 
@@ -309,6 +312,11 @@ def _context(call: ToolCallPart, deps: TurnDeps, state: TurnState) -> ToolContex
     async def progress(content: list[Any]) -> None:
         await deps.recorder.live(LiveToolProgress(call.id, content))
 
+    async def terminal_output(data: str, fallback: list[Any]) -> None:
+        # Live only: the settlement stores what the terminal kept, cleaned with the rest of the result.
+        shown = [_clean(block, Removals()) for block in fallback]
+        await deps.recorder.live(LiveTerminalOutput(call.id, call.id, clean_text(data), shown))
+
     present = deps.client_present is None or deps.client_present()
     return ToolContext(
         session_id=deps.session_id,
@@ -318,10 +326,12 @@ def _context(call: ToolCallPart, deps: TurnDeps, state: TurnState) -> ToolContex
         mode=deps.mode(),
         progress=progress,
         cache_dir=deps.cache_dir,
+        terminal_output=terminal_output,
         files=deps.files if present else None,
         terminals=deps.terminals if present else None,
         images=deps.images,
         sandbox=deps.sandbox,
+        subagents=deps.subagents,
     )
 
 

@@ -5,9 +5,9 @@ The schema is the npm package ``@agentclientprotocol/sdk`` 2.4.0's ``schema/v1/s
 definition names its method (``x-method``) and which side handles it (``x-side``), so a frame is validated against
 exactly its own definition: a request's params, a notification's params, and a response's result (matched to the
 request by id, per direction) or error. Methods only the unstable schema has (``session/fork``) use it, and so do
-``session/update`` notifications of a kind only the unstable schema has (``plan_update``, ``plan_removed``); the legacy
-``session/set_model`` (gone from the schema, still sent by JetBrains) and ``_``-prefixed extensions are not in
-either and are skipped.
+``session/update`` notifications of a kind only the unstable schema has (``plan_update``, ``plan_removed``,
+``subagent_update``, ``session_message``); the legacy ``session/set_model`` (gone from the schema, still sent by
+JetBrains) and ``_``-prefixed extensions are not in either and are skipped.
 
 ``FrameLog`` is what the harnesses fill (``observe`` fits the acp SDK connection's ``observers``); at teardown they
 call ``check``. Without the schema the check does nothing, except under ``HERMES_REQUIRE_LANES=1`` (CI), where a
@@ -19,16 +19,18 @@ from __future__ import annotations
 import functools
 import json
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+import anyio
 import jsonschema
 from referencing import Registry, Resource
 
 from .lanes import REQUIRE_LANES_ENV
 
-__all__ = ["SCHEMA_DIR", "FrameLog", "schema_problems"]
+__all__ = ["SCHEMA_DIR", "FrameLog", "hidden_from_the_sdk", "read_frame", "schema_problems"]
 
 REPO = Path(__file__).resolve().parent.parent.parent
 SCHEMA_DIR = Path(
@@ -39,20 +41,59 @@ _NOT_IN_SCHEMA = frozenset({"session/set_model"})
 """Methods we answer that the schema no longer has (JetBrains still sends ``session/set_model``)."""
 
 
+SDK_UNKNOWN_UPDATES = frozenset({"subagent_update", "session_message", "session_message_chunk"})
+"""``session/update`` kinds the acp SDK's Python client (1.0) does not know: it would log a validation error for
+each. The harnesses log such frames (and check them) but do not hand them to it."""
+
+
+def read_frame(line: bytes) -> Any:
+    """One stdout line as JSON (None when it is not: the stdout check says so)."""
+    try:
+        return json.loads(line)
+    except ValueError:
+        return None
+
+
+def hidden_from_the_sdk(message: Any) -> bool:
+    """A ``session/update`` of a kind the SDK's client cannot read (a child session's, unstable)."""
+    if not isinstance(message, dict) or message.get("method") != "session/update":
+        return False
+    params = message.get("params")
+    update = params.get("update") if isinstance(params, dict) else None
+    return isinstance(update, dict) and update.get("sessionUpdate") in SDK_UNKNOWN_UPDATES
+
+
 @dataclass
 class FrameLog:
     """Frames in both directions, in order: ``to_agent`` (what the client sent) and ``to_client``."""
 
     frames: list[tuple[Direction, dict[str, Any]]] = field(default_factory=list)
+    _arrived: anyio.Event | None = None
 
     def add(self, direction: Direction, message: Any) -> None:
         if isinstance(message, dict):
             self.frames.append((direction, message))
+            if self._arrived is not None:
+                self._arrived.set()
+                self._arrived = None
+
+    async def wait_for(self, predicate: Callable[[], bool], timeout: float) -> None:
+        """Wait (bounded) until ``predicate`` holds, re-checking after each frame."""
+        with anyio.fail_after(timeout):
+            while not predicate():
+                if self._arrived is None:
+                    self._arrived = anyio.Event()
+                await self._arrived.wait()
 
     def observe(self, event: Any) -> None:
         """An acp SDK connection observer on the client's side of the connection."""
         direction: Direction = "to_client" if getattr(event.direction, "value", "") == "incoming" else "to_agent"
         self.add(direction, event.message)
+
+    def observe_sent(self, event: Any) -> None:
+        """The same for what the client sends only (where what it receives is recorded as read, in order)."""
+        if getattr(event.direction, "value", "") != "incoming":
+            self.add("to_agent", event.message)
 
     def check(self, *, only: Direction | None = None) -> None:
         """Fail with every frame the schema rejects (``only``: check one direction, e.g. where the test sends

@@ -3,10 +3,11 @@
 ``spawn_agent(tmp_path, scenario)`` starts the fixture model server (``fixtures.model_server``) in this process,
 writes ``config.toml`` in a fresh ``HERMES_ACP_HOME`` with one OpenAI-compatible provider ``fx`` pointing at it
 (models ``fx:m`` and ``fx:m2``, default ``fx:m``), spawns the agent with stderr to a file and stdout teed (every
-line kept, to check it is JSON-RPC only), and connects the acp SDK's client to it. On the way out the agent's stdin
-is closed and it is given ``EXIT_TIMEOUT_S`` to exit on its own (closing its sessions and their MCP servers), then
-killed. ``AgentProcess`` has small helpers for what tests do most: sessions, prompts, the model requests the
-server recorded and the tools each one offered.
+line kept, to check it is JSON-RPC only, and every frame logged as sent), and connects the acp SDK's client to it;
+the child-session updates that client does not know (``subagent_update``, ``session_message``) are logged but not
+handed to it. On the way out the agent's stdin is closed and it is given ``EXIT_TIMEOUT_S`` to exit on its own
+(closing its sessions and their MCP servers), then killed. ``AgentProcess`` has small helpers for what tests do
+most: sessions, prompts, the model requests the server recorded and the tools each one offered.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from fixtures.model_server import ModelServer, RequestRecord, serve_model_server
 from probes.agent import stop_agent
 
 from .acp_client import RecordingClient, text_block
-from .acp_schema import FrameLog
+from .acp_schema import FrameLog, hidden_from_the_sdk, read_frame
 from .sandbox_pin import DEFAULT_TEST_SANDBOX, SandboxMode, pin_sandbox
 
 __all__ = ["EXIT_TIMEOUT_S", "MODEL", "MODEL_2", "REPO", "AgentProcess", "spawn_agent"]
@@ -72,6 +73,8 @@ class AgentProcess:
     workspace: Path
     stderr_path: Path
     raw: RawAnswers
+    frames: FrameLog = field(default_factory=FrameLog)
+    """Every frame both ways, as sent (also those the SDK's client cannot read, e.g. unstable updates)."""
     stdout_lines: list[bytes] = field(default_factory=list)
 
     async def initialize(self, *, compaction: bool = False) -> Any:
@@ -113,6 +116,16 @@ class AgentProcess:
         answer = self.raw.answers[request_id]
         assert "error" not in answer, answer["error"]
         return answer.get("result")
+
+    def updates(self, session_id: str | None = None) -> list[tuple[str, dict[str, Any]]]:
+        """Every ``session/update`` the agent sent, as sent: (session id, update), in order."""
+        found = []
+        for direction, message in self.frames.frames:
+            if direction == "to_client" and message.get("method") == "session/update":
+                params = message["params"]
+                if session_id is None or params["sessionId"] == session_id:
+                    found.append((params["sessionId"], params["update"]))
+        return found
 
     def model_requests(self) -> list[RequestRecord]:
         """The chat requests the model server received, in order (model listing requests left out)."""
@@ -221,15 +234,18 @@ async def spawn_agent(
         frames = FrameLog()
         raw = RawAnswers()
         conn = acp.connect_to_agent(
-            recording, process.stdin, tee, use_unstable_protocol=True, observers=[frames.observe, raw.observe]
+            recording, process.stdin, tee, use_unstable_protocol=True, observers=[frames.observe_sent, raw.observe]
         )
-        agent = AgentProcess(conn, process, recording, model, home, workspace, stderr_path, raw)
+        agent = AgentProcess(conn, process, recording, model, home, workspace, stderr_path, raw, frames)
 
         async def copy_stdout() -> None:
             assert process.stdout is not None
             while line := await process.stdout.readline():
                 agent.stdout_lines.append(line)
-                tee.feed_data(line)
+                message = read_frame(line)
+                frames.add("to_client", message)  # in the order sent, whatever the SDK's client makes of it
+                if not hidden_from_the_sdk(message):
+                    tee.feed_data(line)
             tee.feed_eof()
 
         async with anyio.create_task_group() as tg:

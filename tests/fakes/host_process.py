@@ -31,7 +31,7 @@ from acp.client.connection import ClientSideConnection
 from fixtures.model_server import ModelServer, serve_model_server
 
 from .acp_client import RecordingClient, text_block
-from .acp_schema import FrameLog
+from .acp_schema import FrameLog, hidden_from_the_sdk, read_frame
 from .agent_process import FRAME_LIMIT, REPO, START_TIMEOUT_S, TURN_TIMEOUT_S, RawAnswers
 from .sandbox_pin import pin_sandbox
 
@@ -161,7 +161,7 @@ class SharedHome:
         frames = FrameLog()
         raw = RawAnswers()
         conn = acp.connect_to_agent(
-            recording, process.stdin, tee, use_unstable_protocol=True, observers=[frames.observe, raw.observe]
+            recording, process.stdin, tee, use_unstable_protocol=True, observers=[frames.observe_sent, raw.observe]
         )
         door = FrontDoor(conn, process, recording, raw, frames)
         self.doors.append(door)
@@ -170,7 +170,10 @@ class SharedHome:
             assert process.stdout is not None
             while line := await process.stdout.readline():
                 door.stdout_lines.append(line)
-                tee.feed_data(line)
+                message = read_frame(line)
+                frames.add("to_client", message)  # in the order sent, whatever the SDK's client makes of it
+                if not hidden_from_the_sdk(message):
+                    tee.feed_data(line)
             tee.feed_eof()
 
         async with anyio.create_task_group() as group:

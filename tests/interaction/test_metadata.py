@@ -1,4 +1,4 @@
-"""Session metadata editors set, over a real connection (docs/architecture.md §6.10): ``session/set_title``,
+"""Session metadata editors set, over a real connection (docs/architecture.md §6.11): ``session/set_title``,
 ``session/archive`` / ``unarchive`` with the ``archived`` filter, and a client ``systemPrompt`` in append and
 override mode. Every frame is checked against the ACP schema (the unstable one for these methods)."""
 

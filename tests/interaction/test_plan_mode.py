@@ -18,7 +18,8 @@ from tests.fakes.tools import call
 pytestmark = pytest.mark.anyio
 
 PLAN = "## Plan\n1. Write `notes.txt` with the findings.\n2. Check it reads back."
-READ_ONLY_TOOLS = ["read_file", "list_files", "search_files", "update_plan", "exit_plan_mode"]
+READ_ONLY_TOOLS = ["read_file", "list_files", "search_files", "update_plan", "delegate", "exit_plan_mode"]
+"""What plan mode offers: the read-only built-in tools, delegate (its children explore, read only), the hand-off."""
 
 
 async def planning(pair: Pair) -> str:

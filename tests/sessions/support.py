@@ -68,6 +68,7 @@ class Bridge:
 
     connection_id: str = "test"
     present: bool = True
+    subagents: bool = False
 
     @property
     def services(self) -> SessionServices:

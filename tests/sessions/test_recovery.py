@@ -115,3 +115,38 @@ def _failed(call: ToolCallPart, code: str, text: str) -> ToolCallSettled:
         result=ToolResultMessage(tool_call_id=call.id, name=call.name, parts=[TextPart(text=text)], is_error=True),
         error_code=code,
     )
+
+
+def test_a_subagent_that_was_running_ends_unknown_and_one_that_ended_is_left_alone() -> None:
+    from hermes_acp.core import SubagentEnded, SubagentStarted
+    from hermes_acp.sessions.recovery import recovery_events
+    from hermes_acp.turns.projection import SessionProjection
+
+    def started(child: str, call: str) -> SubagentStarted:
+        return SubagentStarted(
+            turn_id="t1",
+            tool_call_id=call,
+            session_id=child,
+            title=child,
+            description="",
+            role="explore",
+            model_id="m",
+            cwd="/work",
+        )
+
+    projection = SessionProjection()
+    log: list[SessionEvent] = [
+        PROMPT,
+        started("done", "d1"),
+        SubagentEnded(turn_id="t1", tool_call_id="d1", session_id="done", outcome="completed", stop_reason="end_turn"),
+        started("cut", "d2"),
+    ]
+    for event in log:
+        projection.apply(event)
+    repairs = recovery_events(projection)
+    ended = [e for e in repairs if isinstance(e, SubagentEnded)]
+    assert [(e.session_id, e.outcome, e.tool_call_id) for e in ended] == [("cut", "unknown", "d2")]
+    assert ended[0].error == OUTCOME_UNKNOWN_TEXT
+    for repair in repairs:
+        projection.apply(repair)
+    assert projection.open_children == [] and recovery_events(projection) == []

@@ -1,4 +1,4 @@
-"""What a rewind does with files (docs/architecture.md §6.9): the fold of the cut part's file changes, a file
+"""What a rewind does with files (docs/architecture.md §6.10): the fold of the cut part's file changes, a file
 turned into a link is someone else's change and the link is never followed, ``read_only`` writes nothing, and a
 rewind killed after the files were put back finishes the second time without asking."""
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from hermes_acp.core import TerminalBlock, TextBlock
+from hermes_acp.core import AgentTerminalBlock, TerminalBlock, TextBlock
 from hermes_acp.errors import HardBlockedError, ToolError, ToolInputError
 from hermes_acp.exec import process as _process
 from hermes_acp.tools.approval import Approval
@@ -79,7 +79,12 @@ def test_titles_are_readable() -> None:
     multi = tool.present(tool.validate({"command": "cd src\nmake all"}), ctx)
     assert multi.title == "Run `cd src…`" and multi.kind == "execute"
     (block,) = multi.content
-    assert isinstance(block, TextBlock) and "make all" in block.text
+    assert isinstance(block, AgentTerminalBlock) and not block.ended
+    assert (block.terminal_id, block.command, block.cwd) == ("call_test", "cd src\nmake all", "/tmp")
+    (shown,) = block.fallback
+    assert "make all" in shown.text, "a client without terminal cards sees the whole command"
+    (short,) = tool.present(tool.validate({"command": "ls", "cwd": "sub"}), ctx).content
+    assert isinstance(short, AgentTerminalBlock) and short.cwd == "/tmp/sub" and short.fallback == []
 
 
 async def test_hard_blocked_commands_are_refused_before_asking_and_never_run(tmp_path: Path) -> None:

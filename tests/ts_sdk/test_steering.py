@@ -1,5 +1,5 @@
 """Steering driven by the official TypeScript SDK 2.4.0 client with the extension shapes claude-agent-acp and
-codex-acp answer (docs/architecture.md §6.8): a message while a long answer streams, while a command runs, from
+codex-acp answer (docs/architecture.md §6.9): a message while a long answer streams, while a command runs, from
 inside a permission request, and at the end of a short answer, each reaching the model as a user message at the
 next safe point of the same turn; with no turn running, ``promptRequired`` hands it back, an unknown
 ``idleBehavior`` is refused and the default starts a turn. Every frame is checked against the ACP schema."""

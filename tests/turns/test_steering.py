@@ -1,4 +1,4 @@
-"""Steering messages in the turn loop: taken at the safe points only (docs/architecture.md §6.8) — after a streamed
+"""Steering messages in the turn loop: taken at the safe points only (docs/architecture.md §6.9) — after a streamed
 response, after the calls of a response have settled (a permission question included), and instead of ending the
 turn — and reported as not applied when the turn stops first."""
 

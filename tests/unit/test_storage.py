@@ -15,7 +15,7 @@ from hermes_acp.core import TextPart, TitleSet, TurnEnded, UserMessage, UserProm
 from hermes_acp.errors import InvalidParamsError, StorageError
 from hermes_acp.storage import InMemorySessionStore, SessionRecord, SessionStore, SqliteSessionStore, utc_now
 from hermes_acp.storage import sqlite as sqlite_module
-from hermes_acp.storage.base import ArchiveFilter
+from hermes_acp.storage.base import PROVENANCE_KEY, ArchiveFilter, Provenance
 from hermes_acp.storage.migrations import MIGRATIONS
 from tests.fakes.store_faults import immutable
 
@@ -105,6 +105,49 @@ async def test_a_fork_up_to_a_sequence_number_copies_only_the_events_before_it(s
     stored = await store.append_events("source", [prompt("t1", "a"), prompt("t2", "b"), prompt("t3", "c")])
     await store.fork_session("source", record("head"), until_seq=stored[1].seq)
     assert [e.event for e in await store.load_events("head")] == [e.event for e in stored[:2]]
+
+
+async def test_subagents_are_left_out_of_the_list_unless_asked_for_and_keep_their_provenance(
+    store: SessionStore,
+) -> None:
+    now = utc_now()
+    made = Provenance(kind="subagent", session_id="parent", at=now, tool_call_id="call_1")
+    await store.create_session(record("parent"))
+    child = SessionRecord(
+        id="child",
+        cwd="/work",
+        created_at=now,
+        updated_at=now,
+        mode_id="read_only",
+        parent_id="parent",
+        meta={PROVENANCE_KEY: made.as_meta()},
+    )
+    await store.create_session(child)
+    forked = Provenance(kind="fork", session_id="parent", at=now)
+    await store.create_session(
+        SessionRecord(
+            id="fork",
+            cwd="/work",
+            created_at=now,
+            updated_at=now,
+            mode_id="default",
+            meta={PROVENANCE_KEY: forked.as_meta()},
+        )
+    )
+    listed = await store.list_sessions(cwd=None, cursor=None)
+    everything = await store.list_sessions(cwd="/work", cursor=None, subagents=True)
+    stored = await store.get_session("child")
+    assert sorted(r.id for r in listed.sessions) == ["fork", "parent"], "a fork is listed, a subagent is not"
+    assert sorted(r.id for r in everything.sessions) == ["child", "fork", "parent"]
+    assert stored is not None and stored.provenance == made and stored.parent_id == "parent"
+
+
+def test_a_provenance_written_by_hand_that_is_not_one_reads_as_none() -> None:
+    assert Provenance.from_meta({"kind": "teleport", "sessionId": "x", "at": "now"}) is None
+    assert Provenance.from_meta({"kind": "subagent", "sessionId": 3, "at": "now"}) is None
+    assert Provenance.from_meta("subagent") is None
+    kept = Provenance.from_meta({"kind": "rewind", "sessionId": "x", "at": "t", "messageId": "m", "toolCallId": 5})
+    assert kept == Provenance(kind="rewind", session_id="x", at="t", message_id="m")
 
 
 async def test_fork_copies_events_under_a_new_id(store: SessionStore) -> None:

@@ -1,4 +1,4 @@
-"""A session's timeline: what its rewinds cut from the log, folded in order (docs/architecture.md §6.9)."""
+"""A session's timeline: what its rewinds cut from the log, folded in order (docs/architecture.md §6.10)."""
 
 from __future__ import annotations
 

@@ -1,0 +1,149 @@
+"""Agent-owned terminals on the wire: the card of a command the agent runs itself, for clients that render one.
+
+What happens to such a terminal is three kinds of ``TerminalEvent``, read from the stored ``AgentTerminalBlock``\\ s
+and the live ``LiveTerminalOutput`` (``terminal_events``):
+
+- ``Opened`` — the call's first content announced it, with the command and its working folder;
+- ``Output`` — text appended to it: each live delta, or on a replay all that the settlement kept, at once;
+- ``Exited`` — the settlement ended it: the exit code or the signal (both unknown for a command that never ran or
+  was stopped with its turn).
+
+Each dialect renders those events, and only those:
+
+- ``zed_meta``: Zed's extension to ACP v1, for a client that advertised ``_meta.terminal_output``. A ``tool_call``
+  carries ``_meta.terminal_info {terminal_id, cwd, command}`` (Zed makes a display-only terminal, labelled with the
+  call's title, so the title is the command) and content ``{"type": "terminal", "terminalId"}``; updates carry
+  ``_meta.terminal_output {terminal_id, data}`` (appended) and ``_meta.terminal_exit {terminal_id, exit_code,
+  signal}``. The terminal id is the tool call's, as claude-agent-acp and codex-acp name theirs.
+- ``v2_updates``: ACP v2's agent-owned terminals (``terminal_update`` with the command, cwd and exit status;
+  ``terminal_output_chunk`` with base64 bytes), the same events, for when the server speaks v2.
+
+A replay renders the same events from the same stored blocks, with the output the settlement kept, so it shows the
+card a live client saw and never names a terminal that no longer exists. No I/O; nothing here knows sessions.
+"""
+
+from __future__ import annotations
+
+import base64
+from dataclasses import dataclass
+from typing import Any
+
+from hermes_acp.core import AgentTerminalBlock, DisplayBlock
+from hermes_acp.turns.ports import LiveTerminalOutput
+
+__all__ = [
+    "TITLE_CHARS",
+    "Exited",
+    "Opened",
+    "Output",
+    "TerminalEvent",
+    "card_title",
+    "terminal_events",
+    "v2_updates",
+    "zed_meta",
+]
+
+TITLE_CHARS = 2_000
+"""The longest command shown as a terminal card's title (its label in Zed)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Opened:
+    terminal_id: str
+    command: str
+    cwd: str
+
+
+@dataclass(frozen=True, slots=True)
+class Output:
+    terminal_id: str
+    data: str
+
+
+@dataclass(frozen=True, slots=True)
+class Exited:
+    terminal_id: str
+    exit_code: int | None
+    signal: str | None
+
+
+TerminalEvent = Opened | Output | Exited
+
+
+def terminal_events(source: list[DisplayBlock] | LiveTerminalOutput, *, live: bool = True) -> list[TerminalEvent]:
+    """What a call's content (or one live update) does to its agent-owned terminals. A terminal that has not ended
+    opens; one that ended exits, after all it kept on a replay (``live=False``: nothing of it streamed there)."""
+    if isinstance(source, LiveTerminalOutput):
+        return [Output(source.terminal_id, source.data)] if source.data else []
+    events: list[TerminalEvent] = []
+    for block in source:
+        if not isinstance(block, AgentTerminalBlock):
+            continue
+        if not block.ended:
+            events.append(Opened(block.terminal_id, block.command, block.cwd))
+            continue
+        if not live and block.output:
+            events.append(Output(block.terminal_id, block.output))
+        events.append(Exited(block.terminal_id, block.exit_code, block.signal))
+    return events
+
+
+def card_title(blocks: list[DisplayBlock]) -> str | None:
+    """The title of a call whose content announces a terminal: its command (Zed labels the terminal with it)."""
+    for block in blocks:
+        if isinstance(block, AgentTerminalBlock):
+            command = block.command
+            return command if len(command) <= TITLE_CHARS else command[: TITLE_CHARS - 1] + "…"
+    return None
+
+
+def zed_meta(events: list[TerminalEvent]) -> dict[str, Any] | None:
+    """The ``_meta`` of one ``tool_call`` / ``tool_call_update`` carrying ``events`` (one terminal per call: the
+    latest of each kind), or None when there are none. Zed applies the output before the exit."""
+    meta: dict[str, Any] = {}
+    for event in events:
+        match event:
+            case Opened():
+                meta["terminal_info"] = {"terminal_id": event.terminal_id, "cwd": event.cwd, "command": event.command}
+            case Output():
+                previous = meta.get("terminal_output", {}).get("data", "")
+                meta["terminal_output"] = {"terminal_id": event.terminal_id, "data": previous + event.data}
+            case Exited():
+                meta["terminal_exit"] = {
+                    "terminal_id": event.terminal_id,
+                    "exit_code": event.exit_code,
+                    "signal": event.signal,
+                }
+    return meta or None
+
+
+def v2_updates(events: list[TerminalEvent]) -> list[dict[str, Any]]:
+    """The same events as ACP v2 ``session/update`` payloads: ``terminal_update`` (upsert: the command and cwd when
+    it opens, the exit status when it ends) and ``terminal_output_chunk`` (appended bytes, base64)."""
+    updates: list[dict[str, Any]] = []
+    for event in events:
+        match event:
+            case Opened():
+                updates.append(
+                    {
+                        "sessionUpdate": "terminal_update",
+                        "terminalId": event.terminal_id,
+                        "command": event.command,
+                        "cwd": event.cwd,
+                    }
+                )
+            case Output():
+                data = base64.b64encode(event.data.encode("utf-8")).decode("ascii")
+                updates.append(
+                    {"sessionUpdate": "terminal_output_chunk", "terminalId": event.terminal_id, "data": data}
+                )
+            case Exited():
+                status: dict[str, Any] = {}
+                if event.exit_code is not None:
+                    status["exitCode"] = event.exit_code
+                if event.signal is not None:
+                    status["signal"] = event.signal
+                updates.append(
+                    {"sessionUpdate": "terminal_update", "terminalId": event.terminal_id, "exitStatus": status}
+                )
+    return updates
