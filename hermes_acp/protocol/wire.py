@@ -18,7 +18,16 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Annotated, Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError, WrapValidator, field_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Discriminator,
+    Field,
+    Tag,
+    ValidationError,
+    WrapValidator,
+)
 
 from hermes_acp.core.bounds import MAX_PROMPT_BYTES, MIB
 from hermes_acp.errors import InvalidParamsError
@@ -267,6 +276,21 @@ ContentBlock = Annotated[
 ]
 
 
+def _bounded(value: Any) -> Any:
+    """Refused before anything reads it: a prompt over ``MAX_PROMPT_BYTES`` (text and attachments together)."""
+    size = _prompt_bytes(value)
+    if size > MAX_PROMPT_BYTES:
+        raise ValueError(
+            f"the prompt is {size / MIB:.1f} MiB, over the limit of {MAX_PROMPT_BYTES // MIB} MiB for text and"
+            " attachments together; attach less, or point at files in the project instead of pasting them"
+        )
+    return value
+
+
+BoundedPrompt = Annotated[list[ContentBlock], BeforeValidator(_bounded)]
+"""A prompt's content blocks (``session/prompt``, ``_session/steering``), refused when too large."""
+
+
 # -- session methods ------------------------------------------------------------------------------------------
 
 
@@ -353,7 +377,7 @@ class SteeringParams(_Wire):
     ``_meta.steering.idleBehavior`` (only ``promptRequired``) to get the message back when no turn runs."""
 
     session_id: str = Field(alias="sessionId", min_length=1)
-    prompt: list[ContentBlock] = Field(min_length=1)
+    prompt: BoundedPrompt = Field(min_length=1)
     meta: SteeringMeta | None = Field(None, alias="_meta")
 
     @property
@@ -388,19 +412,7 @@ class SetModelParams(_Wire):
 
 class PromptParams(_Wire):
     session_id: str = Field(alias="sessionId")
-    prompt: list[ContentBlock]
-
-    @field_validator("prompt", mode="before")
-    @classmethod
-    def _bounded(cls, value: Any) -> Any:
-        """Refused before anything reads it: a prompt over ``MAX_PROMPT_BYTES`` (text and attachments together)."""
-        size = _prompt_bytes(value)
-        if size > MAX_PROMPT_BYTES:
-            raise ValueError(
-                f"the prompt is {size / MIB:.1f} MiB, over the limit of {MAX_PROMPT_BYTES // MIB} MiB for text and"
-                " attachments together; attach less, or point at files in the project instead of pasting them"
-            )
-        return value
+    prompt: BoundedPrompt
 
 
 def _prompt_bytes(value: Any) -> int:
