@@ -9,8 +9,9 @@ Both drive the real ``python -m hermes_acp`` process (the bench's ``spawn``):
   the same pipe, so the transport cancels out).
 - rewind: a stored session of 200 turns, 50 of which changed a file of their own (``write_file`` records with the
   old content); the files hold what the agent wrote. Once the resumed session is warm (``/status`` answered),
-  ``_session/rewind`` to the first prompt is timed from the request to its answer (the log read twice, the fork that keeps the cut part, 50 files checked and written back,
-  the event stored); the 50 atomic writes alone are timed beside it, in this process, for the "plus the writes".
+  ``_session/rewind`` to the first prompt is timed from the request to its answer (the log read twice, the fork
+  that keeps the cut part, 50 files checked and written back, the event stored); the 50 atomic writes alone are
+  timed beside it, in this process, for the "plus the writes".
 
 Printed, never asserted.
 """
