@@ -7,11 +7,12 @@ content that repeats (an MCP server's images), the content's hash: the same byte
 only as a refresh of their date.
 
 One pruning rule: after a write, its folder keeps the newest ``KEEP`` files of the kind written (newest by
-modification time, then name). Files of other kinds, and files the agent did not write, are never touched, so no
-writer can delete another's. Each write and its prune hold an advisory lock on the folder (``.lock``, ``flock``),
-so the sessions of one process and the processes sharing one home never delete a file another has just written or
-refreshed; the lock is awaited at most ``LOCK_WAIT_S``, after which the file is written and the prune skipped
-(nothing is lost; the next write prunes). Files are written whole (a hidden temporary name, then a rename).
+modification time, then name; a write dates its file from the fine clock, so writes are ordered as they happened).
+Files of other kinds, and files the agent did not write, are never touched, so no writer can delete another's. Each
+write and its prune hold an advisory lock on the folder (``.lock``, ``flock``), so the sessions of one process and
+the processes sharing one home never delete a file another has just written or refreshed; the lock is awaited at
+most ``LOCK_WAIT_S``, after which the file is written and the prune skipped (nothing is lost; the next write
+prunes). Files are written whole (a hidden temporary name, then a rename).
 Everything here blocks: ``save`` runs it in a worker thread.
 
 It knows nothing about what the files show.
@@ -92,12 +93,15 @@ async def save_json(cache_dir: Path, kind: CacheKind, document: Any, *, keep: in
 def _write_and_prune(folder: Path, path: Path, data: bytes, spec: _Kind, keep: int) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     with _folder_lock(folder) as locked:
-        if spec.by_content and path.exists():
-            os.utime(path)
-        else:
+        if not (spec.by_content and path.exists()):
             partial = folder / f".{path.name}.partial"
             partial.write_bytes(data)
             os.replace(partial, path)
+        # The file system's own clock is coarse (a few milliseconds on ext4): files written within one tick would
+        # tie and be ordered by their random names, so a file just written could be taken by a concurrent prune.
+        # The date is set from the fine clock instead; under the lock, writes are dated in the order they happen.
+        now = time.time_ns()
+        os.utime(path, ns=(now, now))
         if locked:
             _prune(folder, spec.prefix, keep, path)
     return path
