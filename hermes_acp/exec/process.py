@@ -32,6 +32,7 @@ _TERM_GRACE_S = 1.0
 _KILL_WAIT_S = 3.0
 _EOF_GRACE_S = 1.0
 _POLL_S = 0.02
+_FIRST_POLL_S = 0.001
 LIMIT_POLL_S = 0.25
 """How often a command's cgroup is asked whether it reached its process limit."""
 LIMIT_COUNT_S = 0.5
@@ -157,29 +158,34 @@ def _signal_group(pgid: int, number: int) -> None:
         os.killpg(pgid, number)
 
 
-async def _until_gone(pgid: int, process: Process, own_pid_namespace: bool) -> None:
+async def _until_gone(pgid: int, process: Process) -> None:
     if process.returncode is None:
         await process.wait()
-    if own_pid_namespace:
-        return
-    # Members that are not our children cannot be waited for, and there is no event: /proc is polled.
-    while await _group_alive(pgid):  # noqa: ASYNC110
-        await anyio.sleep(_POLL_S)
+    # Members that are not our children cannot be waited for, and there is no event: /proc is polled, soon at
+    # first (members that are already being ended are gone within a millisecond or two), then every ``_POLL_S``.
+    pause = _FIRST_POLL_S
+    while await _group_alive(pgid):
+        await anyio.sleep(pause)
+        pause = min(pause * 2, _POLL_S)
 
 
-async def _end_group(process: Process, own_pid_namespace: bool = False) -> None:
-    """Make sure no process of the command's group is left (shielded, bounded)."""
+async def _end_group(process: Process) -> None:
+    """Make sure no process of the command's group is left (shielded, bounded).
+
+    This holds for a sandboxed command too: bwrap reports its command's exit and exits while the kernel may still
+    be ending the rest of its PID namespace, so its exit alone does not mean the group is gone. When it is (the
+    usual case), the check is one syscall."""
     pgid = process.pid
     with anyio.CancelScope(shield=True):
-        if process.returncode is not None and (own_pid_namespace or not await _group_alive(pgid)):
+        if process.returncode is not None and not await _group_alive(pgid):
             return
         _signal_group(pgid, signal.SIGTERM)
         with anyio.move_on_after(_TERM_GRACE_S):
-            await _until_gone(pgid, process, own_pid_namespace)
+            await _until_gone(pgid, process)
             return
         _signal_group(pgid, signal.SIGKILL)
         with anyio.move_on_after(_KILL_WAIT_S):
-            await _until_gone(pgid, process, own_pid_namespace)
+            await _until_gone(pgid, process)
 
 
 async def _pump(stream: ByteReceiveStream, buffer: OutputBuffer, changed: _Flag, eof: anyio.Event) -> None:
@@ -269,13 +275,13 @@ async def run_command(
                 await process.wait()
             if deadline.cancelled_caught:
                 timed_out = not ended_by
-                await _end_group(process, own_pid_namespace)
+                await _end_group(process)
             # Output still in the pipe; a background job holding it open does not keep us waiting.
             with anyio.move_on_after(_EOF_GRACE_S):
                 await eof.wait()
             tg.cancel_scope.cancel()
     finally:
-        await _end_group(process, own_pid_namespace)
+        await _end_group(process)
         with anyio.CancelScope(shield=True), anyio.move_on_after(_KILL_WAIT_S):
             await process.aclose()
     code = process.returncode
