@@ -161,6 +161,28 @@ async def test_background_jobs_do_not_outlive_the_call(tmp_path: Path) -> None:
     assert not alive(int((tmp_path / "bg.pid").read_text()))
 
 
+async def test_the_group_is_gone_when_the_call_returns_whatever_the_caller_says_of_namespaces(tmp_path: Path) -> None:
+    """``own_pid_namespace`` is not taken as proof that nothing is left: bwrap exits as soon as its command has,
+    while the kernel may still be ending the rest of its PID namespace. Here there is no namespace at all, so a
+    runner that trusted the flag would leave the background job running."""
+
+    async def ignore(_buffer: _process.OutputBuffer) -> None:
+        return None
+
+    with anyio.fail_after(15):
+        result = await _process.run_command(
+            ["bash", "-c", "sleep 300 > /dev/null 2>&1 & echo $! > bg.pid"],
+            cwd=tmp_path,
+            env={"PATH": os.environ["PATH"]},
+            timeout_s=10,
+            buffer=_process.OutputBuffer(4096, 4096),
+            on_output=ignore,
+            own_pid_namespace=True,
+        )
+    assert result.exit_code == 0
+    assert not alive(int((tmp_path / "bg.pid").read_text()))
+
+
 async def test_long_output_keeps_its_start_and_end(tmp_path: Path) -> None:
     command = "for i in $(seq 1 20000); do echo line-$i; done"
     called = await call(TerminalTool(), context(tmp_path), command=command)
