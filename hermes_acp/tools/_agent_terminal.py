@@ -3,12 +3,13 @@
 ``TerminalStream`` is the ``on_output`` of ``exec.process.run_command`` for one call. Each time the command wrote
 something it sends what is new since its last send (``OutputBuffer.since``), decoded as UTF-8 across chunk
 boundaries, through the call's terminal channel (``ToolContext.terminal_output``), with the live view a client
-without agent-owned terminals shows instead (the end of the output in a code block). It sends at most once per
-``SEND_INTERVAL_S`` (the first output after a quiet spell at once, the rest on that beat), so a command that floods
-its output costs each card at most 20 updates a second, and what it wrote reaches the editor within one beat. What
-the buffer no longer holds by the time of a send (a flood faster than its tail) is replaced by a line saying how
-much was skipped. ``finish`` sends what is left once the command ended, before the call settles, so everything the
-terminal kept was shown live first.
+without agent-owned terminals shows instead (the end of the output in a code block). A send starts at least
+``SEND_INTERVAL_S`` after the previous one ended (the first output after a quiet spell at once, the rest on that
+beat), so a command that floods its output costs each card at most 20 updates a second however slow the machine or
+the client, and what it wrote reaches the editor within one beat of the last send. What the buffer no longer holds
+by the time of a send (a flood faster than its tail) is replaced by a line saying how much was skipped. ``finish``
+sends what is left once the command ended, before the call settles, so everything the terminal kept was shown live
+first.
 
 The block builders say what the card is before the command runs (``announced``: command and working folder) and
 after (``ended``: the output the buffer kept, how the command ended, and the text a client without such terminals
@@ -97,7 +98,6 @@ class TerminalStream:
         text += self._decoder.decode(new, final=final)
         if not text:
             return
-        self._next = anyio.current_time() + SEND_INTERVAL_S
         view: list[DisplayBlock] = [TextBlock(text=fence(buffer.last(LIVE_VIEW_BYTES)))]
         # Shielded: a send that began reaches every attached client whole, even when the command's end cancels it.
         with anyio.CancelScope(shield=True):
@@ -105,3 +105,6 @@ class TerminalStream:
                 await self._ctx.terminal_output(text, view)
             else:
                 await self._ctx.progress(view)
+        # The beat counts from the end of this send, so however long building or sending it took (a loaded machine,
+        # a slow client), the next one starts at least a beat after this one ended.
+        self._next = anyio.current_time() + SEND_INTERVAL_S
