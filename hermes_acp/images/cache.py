@@ -11,8 +11,10 @@ modification time, then name; a write dates its file from the fine clock, so wri
 Files of other kinds, and files the agent did not write, are never touched, so no writer can delete another's. Each
 write and its prune hold an advisory lock on the folder (``.lock``, ``flock``), so the sessions of one process and
 the processes sharing one home never delete a file another has just written or refreshed; the lock is awaited at
-most ``LOCK_WAIT_S``, after which the file is written and the prune skipped (nothing is lost; the next write
-prunes). Files are written whole (a hidden temporary name, then a rename).
+most ``LOCK_WAIT_S`` (a stalled machine, a frozen process holding it), after which the file is written and the
+prune skipped (nothing is lost; the next write prunes). Without the lock a file of content that repeats is written
+under a fresh id too, never refreshed in place: a prune that listed the old file before the refresh would otherwise
+take the name the write is about to return. Files are written whole (a hidden temporary name, then a rename).
 Everything here blocks: ``save`` runs it in a worker thread.
 
 It knows nothing about what the files show.
@@ -73,9 +75,7 @@ async def save(cache_dir: Path, kind: CacheKind, data: bytes, *, extension: str,
     """Store ``data`` as a file of ``kind`` under ``cache_dir`` and prune that kind; returns the file's path."""
     spec = KINDS[kind]
     folder = cache_dir / spec.folder
-    ident = hashlib.sha256(data).hexdigest()[:24] if spec.by_content else uuid.uuid4().hex
-    path = folder / f"{spec.prefix}{ident}.{extension}"
-    return await anyio.to_thread.run_sync(_write_and_prune, folder, path, data, spec, keep)
+    return await anyio.to_thread.run_sync(_write_and_prune, folder, spec, data, extension, keep)
 
 
 async def save_image(cache_dir: Path, kind: CacheKind, data: bytes, media_type: str, *, keep: int = KEEP) -> Path:
@@ -90,10 +90,14 @@ async def save_json(cache_dir: Path, kind: CacheKind, document: Any, *, keep: in
     return await save(cache_dir, kind, data, extension="json", keep=keep)
 
 
-def _write_and_prune(folder: Path, path: Path, data: bytes, spec: _Kind, keep: int) -> Path:
+def _write_and_prune(folder: Path, spec: _Kind, data: bytes, extension: str, keep: int) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     with _folder_lock(folder) as locked:
-        if not (spec.by_content and path.exists()):
+        if spec.by_content and locked:
+            path = folder / f"{spec.prefix}{hashlib.sha256(data).hexdigest()[:24]}.{extension}"
+        else:
+            path = folder / f"{spec.prefix}{uuid.uuid4().hex}.{extension}"
+        if not path.exists():
             partial = folder / f".{path.name}.partial"
             partial.write_bytes(data)
             os.replace(partial, path)
