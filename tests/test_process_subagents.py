@@ -58,7 +58,14 @@ TWO_CHILDREN: dict[str, Any] = {
     "name": "two-children",
     "responses": [
         child("TASK-A", [text("Looking at a."), read("ca1", "a.txt")], usage=CHILD_USAGE),
-        child("alpha", [text("REPORT-A: a.txt says alpha, and that is all it says.")], **STREAMED),
+        # A's report waits for B's first request: run side by side, B has asked by then; run one after the
+        # other, B cannot ask before A is done, and A answers after the server's wait.
+        child(
+            "alpha",
+            [text("REPORT-A: a.txt says alpha, and that is all it says.")],
+            after_request={"system_contains": CHILD, "last_message_contains": "TASK-B"},
+            **STREAMED,
+        ),
         child("TASK-B", [text("Looking at b."), read("cb1", "b.txt")], usage=CHILD_USAGE),
         child("beta", [text("REPORT-B: b.txt says beta, and that is all it says.")], **STREAMED),
         parent(

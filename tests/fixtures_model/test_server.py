@@ -181,6 +181,47 @@ async def test_a_held_stream_stays_open_until_the_client_leaves() -> None:
     assert record.content_chunks == 1
 
 
+async def test_an_answer_held_for_another_request_starts_only_once_that_one_arrived() -> None:
+    held = {"match": {"last_message_contains": "first"}, "steps": [{"text": "one"}]}
+    scenario = {
+        "responses": [
+            {**held, "after_request": {"last_message_contains": "second"}},
+            {"match": {"last_message_contains": "second"}, "steps": [{"text": "two"}]},
+        ]
+    }
+    async with serve_model_server(scenario) as server, client_for(server) as client:
+        async with anyio.create_task_group() as group:
+            answers: dict[str, str] = {}
+
+            async def ask(word: str) -> None:
+                answers[word] = text_of_openai(await client.post("/v1/chat/completions", json=openai_request(word)))
+
+            group.start_soon(ask, "first")
+            with anyio.fail_after(5):
+                while not server.requests():
+                    await anyio.wait_all_tasks_blocked()
+            assert not server.requests()[0].finished, "held while no second request came"
+            group.start_soon(ask, "second")
+        first, second = server.requests()
+
+    assert answers == {"first": "one", "second": "two"}
+    assert first.finished_monotonic is not None and second.received_monotonic < first.finished_monotonic
+
+
+async def test_an_answer_held_for_a_request_that_never_comes_goes_out_after_the_wait() -> None:
+    scenario = {
+        "responses": [{"steps": [{"text": "alone"}], "after_request": {"model": "other"}, "after_request_wait_s": 0.05}]
+    }
+    async with serve_model_server(scenario) as server, client_for(server) as client:
+        with anyio.fail_after(5):
+            response = await client.post("/v1/chat/completions", json=openai_request("hi"))
+        (record,) = server.requests()
+
+    assert text_of_openai(response) == "alone"
+    assert record.outcome == "completed" and record.finished_monotonic is not None
+    assert record.finished_monotonic - record.received_monotonic >= 0.049, "it waited for the other request first"
+
+
 async def test_unknown_routes_are_recorded_and_answered_404() -> None:
     async with serve_model_server({"responses": []}) as server, client_for(server) as client:
         response = await client.post("/v1/responses", json={})
