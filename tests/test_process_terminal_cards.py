@@ -92,7 +92,7 @@ async def test_a_command_s_output_streams_into_its_terminal_and_a_load_shows_the
 
 
 async def test_a_command_killed_by_its_time_limit_shows_why_and_replays_the_same(tmp_path: Path) -> None:
-    scenario = _scenario(("slow one", "call_slow", {"command": SLOW, "timeout_s": 1}))
+    scenario = _scenario(("slow one", "call_slow", {"command": SLOW, "timeout_s": 3}))
     async with spawn_zed(tmp_path, scenario) as zed:
         session_id = await zed.new_session()
         await zed.set_mode(session_id, "dont_ask")
@@ -103,7 +103,7 @@ async def test_a_command_killed_by_its_time_limit_shows_why_and_replays_the_same
     assert terminal["output"] == "started\n"
     assert terminal["exit"]["exit_code"] is None and terminal["exit"]["signal"] is not None
     notes = [item["content"]["text"] for item in live["content"] if item["type"] == "content"]
-    assert notes == ["Timed out after 1 s: the command was killed."]
+    assert notes == ["Timed out after 3 s: the command was killed."]
     assert live["rawOutput"]["timed_out"] is True
     assert await _replayed(tmp_path, scenario, session_id, "call_slow") == live
 

@@ -156,7 +156,7 @@ class RecordingClient(BareClient):
         self.updates.clear()
         self.permissions.clear()
 
-    async def wait_for(self, predicate: Callable[[], bool], timeout: float = 5.0) -> None:
+    async def wait_for(self, predicate: Callable[[], bool], timeout: float = 30.0) -> None:
         """Wait (bounded) until ``predicate`` holds, re-checking after each update and permission request."""
         with anyio.fail_after(timeout):
             while not predicate():

@@ -42,10 +42,11 @@ Kind = Literal["mcp-memory", "cua-driver"]
 KINDS: tuple[Kind, ...] = ("mcp-memory", "cua-driver")
 Fault = Literal["none", "mutation_hangs", "mutation_drops", "read_hangs", "read_drops"]
 Times = Literal["once", "always"]
-MEMORY_TIMEOUTS = McpTimeouts(connect_s=5.0, call_s=0.3, list_s=5.0)
-"""The in-memory server answers in microseconds: a hang is noticed after 0.3 s."""
-DRIVER_CALL_S = 0.5
-"""The simulated driver is a real process: a hang is noticed after half a second."""
+MEMORY_TIMEOUTS = McpTimeouts(connect_s=5.0, call_s=1.0, list_s=5.0)
+"""The in-memory server answers in microseconds: a hang is noticed after 1 s (the bound is also every call's that
+succeeds, so it leaves room for a stalled machine)."""
+DRIVER_CALL_S = 1.5
+"""The simulated driver is a real process answering in milliseconds: a hang is noticed after 1.5 s."""
 
 
 class User(Protocol):

@@ -509,7 +509,7 @@ async def test_a_timeout_ends_everything_the_sandboxed_command_started(bwrap: st
     marker = f"hermes-sandbox-bg-{os.getpid()}"
     ctx = context(layout.ws, mode="dont_ask", sandbox=layout.sandbox())
     command = f"(exec -a {marker} sleep 300) & (exec -a {marker} sleep 300) & echo started; wait"
-    called = await call(TerminalTool(), ctx, command=command, timeout_s=1)
+    called = await call(TerminalTool(), ctx, command=command, timeout_s=3)
     assert called.outcome.error_code == "timeout" and "started" in called.text
     assert _running_with(marker) == [], "a background process outlived its sandboxed command"
 

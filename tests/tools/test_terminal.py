@@ -129,8 +129,8 @@ async def test_output_streams_while_the_command_runs(tmp_path: Path) -> None:
 async def test_timeout_kills_the_process_group_and_keeps_partial_output(tmp_path: Path) -> None:
     command = "echo $$ > shell.pid; sleep 300 & echo $! > child.pid; echo started; wait"
     with anyio.fail_after(15):
-        called = await call(TerminalTool(), context(tmp_path), command=command, timeout_s=0.5)
-    assert called.text.startswith("Timed out after 0.5 s: the command was killed. Output up to then:\nstarted")
+        called = await call(TerminalTool(), context(tmp_path), command=command, timeout_s=2)
+    assert called.text.startswith("Timed out after 2 s: the command was killed. Output up to then:\nstarted")
     assert called.outcome.failed and called.outcome.error_code == "timeout"
     for name in ("shell.pid", "child.pid"):
         pid = int((tmp_path / name).read_text())
@@ -269,10 +269,10 @@ async def test_client_terminal_timeout_kills_releases_and_keeps_output(tmp_path:
     ctx = context(tmp_path, terminals=ClientTerminals(client))
     try:
         with anyio.fail_after(20):
-            called = await call(TerminalTool(), ctx, command="echo partial; exec sleep 300", timeout_s=0.5)
+            called = await call(TerminalTool(), ctx, command="echo partial; exec sleep 300", timeout_s=2)
     finally:
         await client.aclose()
-    assert called.text.startswith("Timed out after 0.5 s: the command was killed. Output up to then:\npartial")
+    assert called.text.startswith("Timed out after 2 s: the command was killed. Output up to then:\npartial")
     methods = client.methods()
     assert methods.index("terminal/kill") < methods.index("terminal/release")
     assert client.unreleased() == []
