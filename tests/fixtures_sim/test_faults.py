@@ -44,7 +44,7 @@ async def test_timeout_after_perform_never_answers_but_the_click_landed(tmp_path
 
 
 async def test_timeout_after_perform_with_a_delay_answers_late(tmp_path: Path) -> None:
-    faults = [{"knob": "timeout_after_perform", "tool": "click", "delay": 1.0}]
+    faults = [{"knob": "timeout_after_perform", "tool": "click", "delay": 2.0}]
     async with open_sim(tmp_path, faults=faults) as sim:
         request_id = await _click_seven(sim)
         assert await _no_answer(sim)

@@ -35,7 +35,7 @@ SCENARIO = {
     "name": "steering",
     "models": ["m"],
     "responses": [
-        _on("long answer", {"text": LONG}, chunk_delay_ms=15),
+        _on("long answer", {"text": LONG}, chunk_delay_ms=30),
         _on("STEER-STREAM", {"text": "steered-stream: d'accord."}),
         _on("slow command", _call("t_slow", "terminal", command="sleep 1; echo slept")),
         _on("STEER-TOOL", {"text": "steered-tool: it slept, then I summarised."}),
