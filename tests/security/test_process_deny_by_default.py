@@ -97,7 +97,8 @@ async def test_a_hostile_model_reaches_no_secret_plants_nothing_and_a_fork_bomb_
                 answered = await agent.prompt(other, "the other session")
                 assert answered.stop_reason == "end_turn", "another session goes on meanwhile"
         card = agent.client.cards(session_id)["bomb_0"]
-        assert card["status"] == "failed" and "process limit" in str(card["content"])
+        # Ended by the watcher, or gave up by itself when its forks failed: either way the note names the limit.
+        assert card["status"] == "failed" and "[sandbox.limits] processes" in str(card["content"])
         assert agent.process.returncode is None
         assert await agent.shutdown() == 0
     for repository in (ws, ws / "new"):
