@@ -92,11 +92,10 @@ async def save_json(cache_dir: Path, kind: CacheKind, document: Any, *, keep: in
 
 def _write_and_prune(folder: Path, spec: _Kind, data: bytes, extension: str, keep: int) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
+    by_content = hashlib.sha256(data).hexdigest()[:24] if spec.by_content else None  # hashed before the lock
     with _folder_lock(folder) as locked:
-        if spec.by_content and locked:
-            path = folder / f"{spec.prefix}{hashlib.sha256(data).hexdigest()[:24]}.{extension}"
-        else:
-            path = folder / f"{spec.prefix}{uuid.uuid4().hex}.{extension}"
+        ident = by_content if by_content is not None and locked else uuid.uuid4().hex
+        path = folder / f"{spec.prefix}{ident}.{extension}"
         if not path.exists():
             partial = folder / f".{path.name}.partial"
             partial.write_bytes(data)

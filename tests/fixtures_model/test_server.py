@@ -198,9 +198,8 @@ async def test_an_answer_held_for_another_request_starts_only_once_that_one_arri
 
             group.start_soon(ask, "first")
             with anyio.fail_after(5):
-                while not server.requests():
-                    await anyio.wait_all_tasks_blocked()
-            assert not server.requests()[0].finished, "held while no second request came"
+                received = await server.wait_received(0)
+            assert not received.finished, "held while no second request came"
             group.start_soon(ask, "second")
         first, second = server.requests()
 
