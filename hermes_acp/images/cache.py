@@ -96,15 +96,18 @@ def _write_and_prune(folder: Path, spec: _Kind, data: bytes, extension: str, kee
     with _folder_lock(folder) as locked:
         ident = by_content if by_content is not None and locked else uuid.uuid4().hex
         path = folder / f"{spec.prefix}{ident}.{extension}"
-        if not path.exists():
-            partial = folder / f".{path.name}.partial"
-            partial.write_bytes(data)
-            os.replace(partial, path)
         # The file system's own clock is coarse (a few milliseconds on ext4): files written within one tick would
         # tie and be ordered by their random names, so a file just written could be taken by a concurrent prune.
-        # The date is set from the fine clock instead; under the lock, writes are dated in the order they happen.
+        # The date is set from the fine clock instead, on the temporary file before the rename, so the file never
+        # shows under its name with the coarse date; under the lock, writes are dated in the order they happen.
         now = time.time_ns()
-        os.utime(path, ns=(now, now))
+        if path.exists():  # a repeated image, under the lock: a refresh of its date
+            os.utime(path, ns=(now, now))
+        else:
+            partial = folder / f".{path.name}.partial"
+            partial.write_bytes(data)
+            os.utime(partial, ns=(now, now))
+            os.replace(partial, path)
         if locked:
             _prune(folder, spec.prefix, keep, path)
     return path
