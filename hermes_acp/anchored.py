@@ -34,7 +34,7 @@ import secrets
 import stat
 from collections.abc import Iterator, Sequence
 from pathlib import Path, PurePath
-from typing import BinaryIO, Protocol
+from typing import BinaryIO, Protocol, TypeVar
 
 __all__ = [
     "DIR_FD",
@@ -60,6 +60,7 @@ PRIVATE_FOLDER = 0o700
 DIR_FD = {os.open, os.stat, os.unlink, os.mkdir, os.rename} <= os.supports_dir_fd
 """Whether this platform walks with directory descriptors (Linux, macOS, the BSDs); False: ``_PathFolder``."""
 
+_P = TypeVar("_P", bound=PurePath)
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _DIRECTORY = getattr(os, "O_DIRECTORY", 0)
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
@@ -86,11 +87,11 @@ class Refused(OSError):
         return f"{self.component} {self.why}"
 
 
-def anchor_for(path: PurePath, roots: Sequence[PurePath]) -> PurePath:
+def anchor_for(path: _P, roots: Sequence[_P]) -> _P:
     """The deepest of ``roots`` that holds ``path`` (compared by name, no file-system access); the file-system root
     when none does (``path`` should then be given with its links resolved)."""
     holding = [root for root in roots if path == root or root in path.parents]
-    return max(holding, key=lambda root: len(root.parts)) if holding else PurePath(path.anchor)
+    return max(holding, key=lambda root: len(root.parts)) if holding else type(path)(path.anchor)
 
 
 def _parts(anchor: PurePath, path: PurePath) -> tuple[str, ...]:

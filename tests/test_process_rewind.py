@@ -224,3 +224,102 @@ async def test_a_fork_at_a_message_keeps_the_history_up_to_it(tmp_path: Path) ->
     assert user.startswith("one") and user.endswith("three"), "inclusive: the prompt, without its answer"
     assert [m["role"] for m in sent] == ["system", "user"]
     assert "-32602" in str(unknown.value)
+
+
+GITCONFIG = b"[user]\n\tname = Someone\n"
+PAYLOAD = b"[core]\n\tfsmonitor = touch /tmp/pwned\n"
+
+
+def _swap_chain(file_name: str, content: str, outside: Path) -> dict[str, Any]:
+    """One turn: ``write_file d/<file_name>``, then a command that swaps the folder ``d`` for a link to ``outside``."""
+    return {
+        "name": "swap-after-write",
+        "responses": [
+            {
+                "match": {"last_message_contains": "plant it"},
+                "steps": [_call("w_plant", "write_file", path=f"d/{file_name}", content=content)],
+            },
+            {
+                "match": {"last_message_contains": file_name},
+                "steps": [_call("t_swap", "terminal", command=f"rm -rf d && ln -s '{outside}' d")],
+            },
+            {"repeat": True, "steps": [{"text": "Done."}]},
+        ],
+    }
+
+
+async def _allow_everything(call: PermissionCall) -> str:
+    return "allow_once"
+
+
+def _fake_home(tmp_path: Path) -> Path:
+    home = tmp_path / "fake-home"
+    home.mkdir()
+    (home / ".gitconfig").write_bytes(GITCONFIG)
+    (home / "notes.txt").write_bytes(b"created by the agent, then swapped in\n")
+    return home
+
+
+@pytest.mark.parametrize("how", ["_session/rewind", "/undo"])
+async def test_a_folder_swapped_for_a_link_after_the_write_is_never_followed_by_the_restore(
+    tmp_path: Path, how: str
+) -> None:
+    """The chain of the issue: the model writes ``d/.gitconfig`` with the exact bytes of the user's ``~/.gitconfig``
+    over a planted payload, a command swaps ``d`` for a link to the home, the user rewinds: the payload must not
+    land in the home (the restore used to follow the link, asking nothing, since the hashes matched)."""
+    outside = _fake_home(tmp_path)
+    workspace = tmp_path / "workspace"
+    (workspace / "d").mkdir(parents=True)
+    (workspace / "d" / ".gitconfig").write_bytes(PAYLOAD)
+    client = RecordingClient(on_permission=_allow_everything)
+    scenario = _swap_chain(".gitconfig", GITCONFIG.decode(), outside)
+    async with spawn_agent(tmp_path, scenario, client=client) as agent:
+        session_id = await agent.new_session()
+        await agent.conn.set_session_mode(session_id=session_id, mode_id="dont_ask")
+        first = (await agent.prompt(session_id, "plant it")).field_meta["hermes"]["userMessageId"]
+        assert (workspace / "d").is_symlink(), "the command swapped the folder for a link"
+        if how == "/undo":
+            await agent.prompt(session_id, "/undo")
+        else:
+            result = await agent.request("_session/rewind", {"sessionId": session_id, "messageId": first})
+            assert result["restored"] == []
+            (refused,) = result["notRestored"]
+            assert refused["path"] == str(workspace / "d" / ".gitconfig") and "link" in refused["reason"]
+        message = agent.client.text(session_id).split("Rewound to before")[-1]
+        asked = [p for p in client.permissions if p.tool_call.get("title", "").startswith("Rewind:")]
+    assert (outside / ".gitconfig").read_bytes() == GITCONFIG, "nothing outside was written"
+    assert sorted(p.name for p in outside.iterdir()) == [".gitconfig", "notes.txt"]
+    assert len(asked) == 1, "a file whose folder was replaced is asked about"
+    assert "d/.gitconfig" in message and "link" in message, message
+
+
+async def test_a_created_file_whose_folder_became_a_link_is_not_deleted_outside(tmp_path: Path) -> None:
+    outside = _fake_home(tmp_path)
+    (tmp_path / "workspace" / "d").mkdir(parents=True)
+    client = RecordingClient(on_permission=_allow_everything)
+    kept = (outside / "notes.txt").read_text()
+    async with spawn_agent(tmp_path, _swap_chain("notes.txt", kept, outside), client=client) as agent:
+        session_id = await agent.new_session()
+        await agent.conn.set_session_mode(session_id=session_id, mode_id="dont_ask")
+        first = (await agent.prompt(session_id, "plant it")).field_meta["hermes"]["userMessageId"]
+        result = await agent.request("_session/rewind", {"sessionId": session_id, "messageId": first})
+        text = agent.client.text(session_id)
+    assert (outside / "notes.txt").read_text() == kept, "nothing outside was deleted"
+    (refused,) = result["notRestored"]
+    assert refused["path"].endswith("/d/notes.txt") and "link" in refused["reason"]
+    assert result["restored"] == [] and "d/notes.txt" in text
+
+
+async def test_each_rewind_keeps_what_it_cut_under_a_title_of_its_own(tmp_path: Path) -> None:
+    async with spawn_agent(tmp_path, CHAT) as agent:
+        session_id = await agent.new_session()
+        ids = []
+        for text in ("first question", "second question", "third question"):
+            ids.append((await agent.prompt(session_id, text)).field_meta["hermes"]["userMessageId"])
+        await agent.prompt(session_id, "/title Plans")
+        await agent.request("_session/rewind", {"sessionId": session_id, "messageId": ids[2]})
+        await agent.prompt(session_id, "/undo")
+        await agent.prompt(session_id, "/undo")
+        listed = await agent.request("session/list", {})
+    kept = sorted(s["title"] for s in listed["sessions"] if s["sessionId"] != session_id)
+    assert kept == ["Plans (before rewind 2)", "Plans (before rewind 3)", "Plans (before rewind)"]

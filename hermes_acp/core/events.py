@@ -171,6 +171,9 @@ class FileChange(_Event):
     before_sha256: str | None
     """None when the file did not exist."""
     after_sha256: str
+    real_path: str | None = None
+    """Where the write went when ``path`` led elsewhere through a link: the path the approval resolved and judged
+    (a rewind puts that file back). None: ``path`` itself."""
 
     def before_bytes(self) -> bytes | None:
         """The exact bytes the file held before the change (None: it did not exist)."""

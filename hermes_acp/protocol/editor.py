@@ -106,9 +106,9 @@ class AcpEditorFiles:
         assert response is not None
         return response.content
 
-    async def write_text(self, path: Path, content: str) -> None:
+    async def write_text(self, path: Path, content: str, *, real: Path | None = None) -> None:
         if not self._can_write:
-            await self._disk.write_text(path, content)
+            await self._disk.write_text(path, content, real=real)
             return
         params = {"sessionId": self._session_id, "path": str(path), "content": content}
         await _call(

@@ -7,27 +7,30 @@ what was cut as a session of its own.
 2. ``plan_files`` folds the file changes of the cut part (the ``FileChange`` records of each ``ToolCallRunning``,
    with how each call settled): per file, its content at that point (the first record's old content) and the
    hashes the agent may have left it with (the last write that happened; an unsettled one may or may not have).
-   ``check`` compares the file now (never following a link): at its old content already, nothing to do; at what
-   the agent left, it is put back; anything else means someone else changed it since.
+   ``check`` compares the file now: at its old content already, nothing to do; at what the agent left, it is put
+   back; anything else means someone else changed it since. The file is reached from the session directory that
+   holds it (the file-system root for one the user let the agent write outside them), one component at a time,
+   never through a link (``hermes_acp.anchored``, invariant 21): a file whose folder became a link, or whose kind
+   changed (a folder where the file was), counts as changed by someone else.
 3. Files someone else changed are not overwritten unless the user says so: one permission request lists them
    (its card is part of what the rewind cuts); nobody to ask, or a refusal, leaves them and says so. In
    ``read_only`` mode no file is written.
-4. What is cut is kept first: a fork of the log as it stood, titled "<title> (before rewind)", with provenance.
-5. The files are written (atomically; a file the agent created is removed), then the ``Rewound`` event is stored
-   with what was restored, what was not and why, and the commands that ran after the point (a rewind cannot undo
-   them). Files first: a rewind killed half-way leaves the conversation as it was, and a second one finds the files
-   already put back ("nothing to do") and finishes.
+4. What is cut is kept first: a fork of the log as it stood, titled "<title> (before rewind)" ("… (before rewind
+   2)" and on when earlier rewinds of the session kept one of that title), with provenance.
+5. The files are written (atomically; a file the agent created is removed), anchored the same way: a link or a
+   changed kind on the way is refused, even when the user said to overwrite, and the rewind's message says which
+   component; nothing outside is ever written, renamed or deleted. Then the ``Rewound`` event is stored with what
+   was restored, what was not and why, and the commands that ran after the point (a rewind cannot undo them). Files
+   first: a rewind killed half-way leaves the conversation as it was, and a second one finds the files already put
+   back ("nothing to do") and finishes.
 
 It knows the session through ``RewindHost``, not ACP.
 """
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
-import os
-import stat
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, Protocol
@@ -35,6 +38,7 @@ from typing import Literal, Protocol
 import anyio
 import structlog
 
+from hermes_acp import anchored
 from hermes_acp.core import (
     FileNotRestored,
     ModeId,
@@ -50,6 +54,7 @@ from hermes_acp.core.ids import new_message_id, new_tool_call_id
 from hermes_acp.errors import InvalidParamsError, PermissionDeniedError
 from hermes_acp.storage.base import SessionRecord, SessionStore, StoredEvent
 from hermes_acp.tools._disk import write_atomically
+from hermes_acp.tools.context import Workspace
 from hermes_acp.turns.ports import PermissionGate, PermissionQuestion
 from hermes_acp.turns.recorder import Recorder
 from hermes_acp.turns.timeline import RewindPoint, effective, user_prompts
@@ -75,6 +80,13 @@ class FileRestore:
     target_sha256: str | None
     left_by_agent: set[str | None] = field(default_factory=set)
     """The hashes the file may have now if nobody else touched it (None: absent)."""
+    real: str | None = None
+    """Where the agent's write went when ``path`` led elsewhere through a link (as its approval resolved it)."""
+
+    @property
+    def where(self) -> Path:
+        """The file a check reads and a restore writes."""
+        return Path(self.real or self.path)
 
 
 def plan_files(cut: Sequence[SessionEvent]) -> list[FileRestore]:
@@ -87,7 +99,8 @@ def plan_files(cut: Sequence[SessionEvent]) -> list[FileRestore]:
         for change in event.file_changes:
             plan = plans.get(change.path)
             if plan is None:
-                plan = FileRestore(change.path, change.before_bytes(), change.before_sha256, {change.before_sha256})
+                before = {change.before_sha256}
+                plan = FileRestore(change.path, change.before_bytes(), change.before_sha256, before, change.real_path)
                 plans[change.path] = plan
             happened = written.get(event.tool_call_id)  # None: it never settled, so it may or may not have
             if happened is True:
@@ -117,46 +130,48 @@ def commands_run(cut: Sequence[SessionEvent]) -> list[str]:
     return commands
 
 
-def _hash_now(path: str) -> str | Literal[False] | None:
-    """The SHA-256 of the file now; None when absent; False when it is not a regular file (a link, a folder)."""
-    try:
-        facts = os.lstat(path)
-    except FileNotFoundError:
+def _hash_now(anchor: Path, path: Path) -> str | None:
+    """The SHA-256 of the file now; None when absent; ``anchored.Refused`` when a link or a changed kind is on the
+    way (a link, a folder where the file was, a folder on its path that became a link or a file)."""
+    opened = anchored.open_read(anchor, path)
+    if opened is None:
         return None
-    if not stat.S_ISREG(facts.st_mode):
-        return False
     digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        while chunk := handle.read(_HASH_CHUNK):
+    with opened:
+        while chunk := opened.read(_HASH_CHUNK):
             digest.update(chunk)
     return digest.hexdigest()
 
 
-async def check(plan: FileRestore) -> Now:
-    """Where the file stands: already at its old content, as the agent left it, or changed by someone else."""
+async def check(plan: FileRestore, roots: Sequence[Path] = ()) -> Now:
+    """Where the file stands: already at its old content, as the agent left it, or changed by someone else (a link
+    or a changed kind on its way included). ``roots``: the session's directories (see ``restore``)."""
+    where = plan.where
     try:
-        now = await anyio.to_thread.run_sync(_hash_now, plan.path)
+        now = await anyio.to_thread.run_sync(_hash_now, anchored.anchor_for(where, roots), where)
     except OSError:
-        return "changed"
-    if now is False:
         return "changed"
     if now == plan.target_sha256:
         return "unchanged"
     return "restore" if now in plan.left_by_agent else "changed"
 
 
-def _restore(plan: FileRestore) -> None:
+def _restore(plan: FileRestore, anchor: Path) -> None:
     if plan.content is None:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(plan.path)
+        anchored.remove_file(anchor, plan.where)
         return
-    write_atomically(Path(plan.path), plan.content)
+    write_atomically(plan.where, plan.content, roots=(anchor,))
 
 
-async def restore(plan: FileRestore) -> str | None:
-    """Put the file back; None, or why it could not be."""
+async def restore(plan: FileRestore, roots: Sequence[Path] = (), shown: Callable[[str], str] = str) -> str | None:
+    """Put the file back; None, or why it could not be. The file is reached from the deepest of ``roots`` (the
+    session's directories) holding it, else from the file-system root, one component at a time: a link or a changed
+    kind on the way is refused (``shown`` names it in the reason)."""
+    anchor = anchored.anchor_for(plan.where, roots)
     try:
-        await anyio.to_thread.run_sync(_restore, plan)
+        await anyio.to_thread.run_sync(_restore, plan, anchor)
+    except anchored.Refused as refused:
+        return f"{shown(str(refused.component))} {refused.why}, so nothing was written through it"
     except OSError as exc:
         return f"could not be written: {exc.strerror or exc}"
     return None
@@ -185,6 +200,9 @@ class RewindHost(Protocol):
 
     @property
     def store(self) -> SessionStore: ...
+
+    @property
+    def workspace(self) -> Workspace: ...
 
 
 @dataclass
@@ -233,9 +251,15 @@ class Rewind:
             text=text,
         )
 
+    def _roots(self) -> tuple[Path, ...]:
+        """The session's directories a file is reached from: as the session names them, and their real paths."""
+        workspace = self._host.workspace
+        return (workspace.cwd, *workspace.additional, *workspace.roots)
+
     async def _decide(self, plans: list[FileRestore]) -> tuple[list[FileRestore], list[FileNotRestored]]:
         """Which files to put back, and which to leave (asking about those someone else changed)."""
-        states = [(plan, await check(plan)) for plan in plans]
+        roots = self._roots()
+        states = [(plan, await check(plan, roots)) for plan in plans]
         left: list[FileNotRestored] = []
         if self._host.mode == "read_only":
             why = "the session is in read_only mode, so no file is written (switch mode and rewind again)"
@@ -248,11 +272,11 @@ class Rewind:
         chosen = [plan for plan, now in states if now == "restore" or (now == "changed" and overwrite)]
         return chosen, left
 
-    @staticmethod
-    async def _write(chosen: list[FileRestore], left: list[FileNotRestored]) -> _Outcome:
+    async def _write(self, chosen: list[FileRestore], left: list[FileNotRestored]) -> _Outcome:
         outcome = _Outcome(not_restored=list(left))
+        roots = self._roots()
         for plan in chosen:
-            failed = await restore(plan)
+            failed = await restore(plan, roots, self._shown)
             if failed is None:
                 outcome.restored.append(plan.path)
             else:
@@ -309,15 +333,31 @@ class Rewind:
         return allowed
 
     async def _keep_cut(self, stored: list[StoredEvent], message_id: str) -> SessionRecord:
-        """The session as it stood, kept whole as "<title> (before rewind)"."""
+        """The session as it stood, kept whole as "<title> (before rewind)", or "… (before rewind N)" when an
+        earlier rewind of this log already kept one with that title."""
         host = self._host
         source = host.record
-        title = f"{host.recorder.projection.title or source.title or 'Session'} (before rewind)"
+        base = f"{host.recorder.projection.title or source.title or 'Session'} (before rewind"
+        taken = await self._titles_kept_before(stored)
+        title = f"{base})"
+        number = 1
+        while title in taken:
+            number += 1
+            title = f"{base} {number})"
         record = derived_record(source, kind="rewind", title=title, message_id=message_id)
         until = stored[-1].seq if stored else 0
         await host.store.fork_session(source.id, record, until_seq=until)
         await host.store.append_events(record.id, [TitleSet(title=title)])
         return record
+
+    async def _titles_kept_before(self, stored: list[StoredEvent]) -> set[str]:
+        """The titles of the sessions earlier rewinds in this log moved their cut part to (those still stored)."""
+        titles: set[str] = set()
+        for moved in {s.event.moved_to for s in stored if isinstance(s.event, Rewound) and s.event.moved_to}:
+            record = await self._host.store.get_session(moved)
+            if record is not None and record.title:
+                titles.add(record.title)
+        return titles
 
     def _shown(self, path: str) -> str:
         try:

@@ -3,8 +3,12 @@ choice between the two for one path.
 
 ``DiskFiles`` reads a window of lines without loading the whole file (``line``/``limit`` as in
 ``fs/read_text_file``, a byte budget for a window) and writes atomically: a temporary file in the same folder, then
-a rename, so a failed write leaves the old file untouched; symlinks are written through, permissions kept. OS
-errors become ``ToolError``s that say what went wrong. Blocking calls run in a worker thread.
+a rename, so a failed write leaves the old file untouched; permissions kept. A symlink is written through only as
+the approval resolved it: the write goes to the real path the policy judged (``real``), reached from the
+file-system root one component at a time without following any link (``hermes_acp.anchored``, invariant 21), so a
+folder swapped for a link after the approval is refused, never followed. Workspace files are not ``fsync``-ed (an
+editor's save is not either). OS errors become ``ToolError``s that say what went wrong. Blocking calls run in a
+worker thread.
 
 ``files_for`` picks the editor for paths inside the session's directories when it offers ``fs/*``, else the disk.
 Nothing here decides whether a call is allowed.
@@ -12,20 +16,28 @@ Nothing here decides whether a call is allowed.
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import os
-import stat
-import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 
 import anyio
 
+from hermes_acp import anchored
 from hermes_acp.errors import ToolError, ToolInputError
 
 from .context import EditorFiles, ToolContext
 
-__all__ = ["DISK", "WINDOW_MAX_BYTES", "DiskFiles", "count_lines", "describe_os_error", "files_for", "write_atomically"]
+__all__ = [
+    "DISK",
+    "WINDOW_MAX_BYTES",
+    "DiskFiles",
+    "count_lines",
+    "describe_os_error",
+    "files_for",
+    "make_folders",
+    "write_atomically",
+]
 
 WINDOW_MAX_BYTES = 8 * 1024 * 1024
 """Most bytes one windowed read (``limit`` given) returns; callers cap far below it."""
@@ -48,10 +60,16 @@ def _current_umask() -> int:
 
 
 _NEW_FILE_MODE = 0o666 & ~_current_umask()
+_NEW_FOLDER_MODE = 0o777 & ~_current_umask()
 
 
 def describe_os_error(exc: OSError, shown: str, action: str) -> ToolError:
     """An ``OSError`` as a tool error naming the path and the action."""
+    if isinstance(exc, anchored.Refused):
+        return ToolError(
+            f"cannot {action} {shown}: {exc} (a folder or file on the way changed since the call was approved);"
+            " nothing was written"
+        )
     if isinstance(exc, FileNotFoundError):
         return ToolInputError(f"{shown} does not exist")
     if isinstance(exc, IsADirectoryError):
@@ -90,29 +108,23 @@ def _read(path: Path, line: int | None, limit: int | None) -> str:
     return out.decode("utf-8", errors="replace")
 
 
-def _write(path: Path, content: str) -> None:
-    write_atomically(Path(os.path.realpath(path)), content.encode("utf-8"))
+def _write(path: Path, content: str, real: Path | None) -> None:
+    write_atomically(real or Path(os.path.realpath(path)), content.encode("utf-8"))
 
 
-def write_atomically(target: Path, data: bytes) -> None:
+def write_atomically(target: Path, data: bytes, *, roots: Sequence[Path] = ()) -> None:
     """Write ``data`` to ``target`` whole: a temporary file beside it, then a rename (so a crash leaves the old file
-    or the new one, never half of one). A file that exists keeps its permissions; ``target`` itself is replaced,
-    never followed (resolve it first where it should be)."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        mode: int | None = stat.S_IMODE(target.stat().st_mode)
-    except FileNotFoundError:
-        mode = None
-    fd, temporary = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        os.chmod(temporary, _NEW_FILE_MODE if mode is None else mode)
-        os.replace(temporary, target)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
-        raise
+    or the new one, never half of one). ``target`` is reached from the deepest of ``roots`` holding it (else the
+    file-system root: give it with its links resolved) without following a link; a link or a folder where the file
+    or one of its folders should be is ``anchored.Refused``. A file that exists keeps its permissions; new files and
+    folders get the usual ones of the umask."""
+    anchor = anchored.anchor_for(target, roots)
+    anchored.write_file(anchor, target, data, new_mode=_NEW_FILE_MODE, folders=_NEW_FOLDER_MODE, durable=False)
+
+
+def make_folders(target: Path, *, roots: Sequence[Path] = ()) -> None:
+    """Create the missing folders of ``target`` (anchored like ``write_atomically``), with the umask's usual mode."""
+    anchored.make_folders(anchored.anchor_for(target, roots), target, mode=_NEW_FOLDER_MODE)
 
 
 def count_lines(path: Path) -> int | None:
@@ -140,9 +152,9 @@ class DiskFiles:
         except OSError as exc:
             raise describe_os_error(exc, str(path), "read") from exc
 
-    async def write_text(self, path: Path, content: str) -> None:
+    async def write_text(self, path: Path, content: str, *, real: Path | None = None) -> None:
         try:
-            await anyio.to_thread.run_sync(_write, path, content)
+            await anyio.to_thread.run_sync(_write, path, content, real)
         except OSError as exc:
             raise describe_os_error(exc, str(path), "write") from exc
 

@@ -26,7 +26,7 @@ import anyio
 from hermes_acp.core import DiffBlock
 from hermes_acp.errors import ToolError, ToolInputError
 
-from ._disk import DISK, describe_os_error, files_for
+from ._disk import DISK, describe_os_error, files_for, make_folders
 from ._paths import display_path, policy_paths
 from ._text import Encoding, sniff
 from .approval import Approval, FileSnapshot, PlannedChange
@@ -142,15 +142,16 @@ def plan_change(
             f"the new content of {shown} is too large for {action} ({len(after_data)} bytes; the limit is"
             f" {EDIT_MAX_BYTES} bytes); nothing was changed"
         )
+    judged = policy_paths(before.path)
     request = ApprovalRequest(
         scope="edit",
         title=title,
         mutating=True,
-        paths=policy_paths(before.path),
+        paths=judged,
         content=[DiffBlock(path=str(before.path), old_text=before.text, new_text=after)],
         raw_input=raw_input,
     )
-    change = PlannedChange(before, after, after_data)
+    change = PlannedChange(before, after, after_data, real=judged[-1])
     return Approval(ctx.tool_call_id, request=request, changes=(change,), planned=planned)
 
 
@@ -171,14 +172,15 @@ async def commit_change(ctx: ToolContext, approval: Approval[Any], *, action: st
     if change.changes_anything:
         io = files_for(ctx, path)
         if io is not DISK:
-            await _make_parents(path, shown)
-        await io.write_text(path, change.after)
+            await _make_parents(change.real or path, shown)
+        await io.write_text(path, change.after, real=change.real)
     return change
 
 
 async def _make_parents(path: Path, shown: str) -> None:
-    """The editor's ``fs/write_text_file`` creates the file, not necessarily its folders."""
+    """The editor's ``fs/write_text_file`` creates the file, not necessarily its folders (made without following a
+    link, from the real path the approval judged)."""
     try:
-        await anyio.to_thread.run_sync(partial(path.parent.mkdir, parents=True, exist_ok=True))
+        await anyio.to_thread.run_sync(partial(make_folders, path.parent))
     except OSError as exc:
         raise describe_os_error(exc, shown, "create the folders of") from exc

@@ -67,6 +67,9 @@ class PlannedChange:
     before: FileSnapshot
     after: str
     after_data: bytes
+    real: Path | None = None
+    """The path with its links resolved, as the policy judged it: where the local disk writes (never resolved
+    again, so a folder swapped for a link after the approval is refused, not followed). None: the path itself."""
 
     @property
     def changes_anything(self) -> bool:
@@ -88,6 +91,7 @@ class PlannedChange:
             before_encoding=encoding,
             before_sha256=self.before.digest,
             after_sha256=sha256(self.after_data),
+            real_path=None if self.real in (None, self.before.path) else str(self.real),
         )
 
 

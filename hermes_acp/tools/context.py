@@ -100,7 +100,10 @@ class EditorFiles(Protocol):
 
     async def read_text(self, path: Path, *, line: int | None = None, limit: int | None = None) -> str: ...
 
-    async def write_text(self, path: Path, content: str) -> None: ...
+    async def write_text(self, path: Path, content: str, *, real: Path | None = None) -> None:
+        """Write ``content`` to ``path``; ``real``: where the approval resolved it to (the local disk writes there,
+        without resolving links again)."""
+        ...
 
 
 class EditorTerminals(Protocol):

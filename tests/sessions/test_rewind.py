@@ -5,6 +5,7 @@ rewind killed after the files were put back finishes the second time without ask
 from __future__ import annotations
 
 import hashlib
+import os
 from pathlib import Path
 
 import pytest
@@ -67,10 +68,29 @@ async def test_a_file_replaced_by_a_link_is_someone_elses_change_and_the_link_is
     target = tmp_path / "file.txt"
     target.symlink_to(outside)
     plan = FileRestore(str(target), b"old", _sha(b"old"), {_sha(b"precious")})
-    assert await check(plan) == "changed", "even though the link leads to what the agent left"
-    assert await restore(plan) is None
-    assert not target.is_symlink() and target.read_bytes() == b"old"
-    assert outside.read_bytes() == b"precious", "the link was replaced, not written through"
+    assert await check(plan, (tmp_path,)) == "changed", "even though the link leads to what the agent left"
+    refused = await restore(plan, (tmp_path,), lambda path: Path(path).name)
+    assert refused == "file.txt is a link, and a link is never followed, so nothing was written through it"
+    assert target.is_symlink() and outside.read_bytes() == b"precious", "neither written through nor replaced"
+
+
+async def test_a_folder_that_became_a_link_or_a_file_is_changed_and_refused(tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "f").write_bytes(b"left by the agent")
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    (workspace / "d").symlink_to(outside)
+    (workspace / "e").write_bytes(b"a file where the folder was")
+    roots = (workspace,)
+    for folder in ("d", "e"):
+        written = FileRestore(str(workspace / folder / "f"), b"old", _sha(b"old"), {_sha(b"left by the agent")})
+        created = FileRestore(str(workspace / folder / "f"), None, None, {_sha(b"left by the agent")})
+        for plan in (written, created):
+            assert await check(plan, roots) == "changed"
+            reason = await restore(plan, roots, lambda path: str(Path(path).relative_to(workspace)))
+            assert reason is not None and reason.startswith(f"{folder} is ")
+    assert (outside / "f").read_bytes() == b"left by the agent" and os.listdir(outside) == ["f"]
 
 
 async def test_read_only_rewinds_the_conversation_and_writes_no_file(tmp_path: Path) -> None:

@@ -222,6 +222,23 @@ async def test_write_refuses_when_the_file_appeared_or_vanished_after_the_diff_w
     assert (tmp_path / "new.md").read_text() == "theirs\n" and not (tmp_path / "old.md").exists()
 
 
+async def test_a_folder_swapped_for_a_link_after_the_approval_is_refused_not_followed(tmp_path: Path) -> None:
+    """The approval judged ``<workspace>/d/.gitconfig``; a command swaps ``d`` for a link to the home before the write
+    (the new file is absent in both places, so the snapshot cannot tell): the write must not land in the home."""
+    workspace, home = tmp_path / "workspace", tmp_path / "home"
+    (workspace / "d").mkdir(parents=True)
+    home.mkdir()
+    tool = WriteFileTool()
+    ctx = context(workspace)
+    parsed = tool.validate({"path": "d/.gitconfig", "content": "[core]\n\tfsmonitor = evil\n"})
+    approval = await approved(tool, parsed, ctx)
+    (workspace / "d").rmdir()
+    (workspace / "d").symlink_to(home)
+    with pytest.raises(ToolError, match=r"d/\.gitconfig: .*/d is a link.*nothing was written"):
+        await tool.run(parsed, approval, ctx)
+    assert os.listdir(home) == [], "nothing outside was written"
+
+
 async def test_the_approval_carries_the_snapshot_the_diff_was_computed_from(tmp_path: Path) -> None:
     """Path, hash and the old content itself, as a value: the file-change record is made from it."""
     target = tmp_path / "notes.md"
