@@ -53,6 +53,7 @@ __all__ = [
     "set_mode",
     "tighten",
     "write_file",
+    "write_into",
 ]
 
 PRIVATE_FILE = 0o600
@@ -405,14 +406,22 @@ def write_file(
     parent, name = _leaf(anchor, path)
     try:
         with folder(anchor, parent, make=folders) as held:
-            _write_in(held, name, data, new_mode=new_mode, durable=durable, keep_mode=keep_mode, times_ns=times_ns)
+            write_into(held, name, data, new_mode=new_mode, durable=durable, keep_mode=keep_mode, times_ns=times_ns)
     except Refused as refused:
         raise _refused_as(refused, path) from None
 
 
-def _write_in(
-    held: Folder, name: str, data: bytes, *, new_mode: int, durable: bool, keep_mode: bool, times_ns: int | None
+def write_into(
+    held: Folder,
+    name: str,
+    data: bytes,
+    *,
+    new_mode: int = PRIVATE_FILE,
+    durable: bool = True,
+    keep_mode: bool = True,
+    times_ns: int | None = None,
 ) -> None:
+    """``write_file`` of the entry ``name`` of a folder already reached (``folder``)."""
     now = held.lstat(name)
     mode = new_mode
     if now is not None:

@@ -7,15 +7,19 @@ content that repeats (an MCP server's images), the content's hash: the same byte
 only as a refresh of their date.
 
 One pruning rule: after a write, its folder keeps the newest ``KEEP`` files of the kind written (newest by
-modification time, then name; a write dates its file from the fine clock, so writes are ordered as they happened).
+modification time, then name; a write dates its file from the fine clock, so writes are ordered as they happened),
+and every file of that kind younger than ``GRACE_S`` on that same clock (a path just handed to the model or the user
+stays valid however many files other sessions write meanwhile; a clock set back makes files look young, never old).
 Files of other kinds, and files the agent did not write, are never touched, so no writer can delete another's. Each
-write and its prune hold an advisory lock on the folder (``.lock``, ``flock``), so the sessions of one process and
-the processes sharing one home never delete a file another has just written or refreshed; the lock is awaited at
-most ``LOCK_WAIT_S`` (a stalled machine, a frozen process holding it), after which the file is written and the
-prune skipped (nothing is lost; the next write prunes). Without the lock a file of content that repeats is written
-under a fresh id too, never refreshed in place: a prune that listed the old file before the refresh would otherwise
-take the name the write is about to return. Files are written whole (a hidden temporary name, then a rename).
-Everything here blocks: ``save`` runs it in a worker thread.
+write and its prune hold an advisory lock on the folder (``.lock``, ``flock``), and the prune checks each file's date
+again under it before it deletes the file, so the sessions of one process and the processes sharing one home never
+delete a file another has just written or refreshed; the lock is awaited at most ``LOCK_WAIT_S`` (a stalled machine,
+a frozen process holding it), after which the file is written and the prune skipped (nothing is lost; the next write
+prunes). Without the lock a file of content that repeats is written under a fresh id too, never refreshed in place: a
+prune that listed the old file before the refresh would otherwise take the name the write is about to return. Files
+are written whole (a hidden temporary name, then a rename), ``0600`` in folders ``0700``, and the folder is reached
+from the cache folder without following a link (``hermes_acp.anchored``). Everything here blocks: ``save`` runs it
+in a worker thread.
 
 It knows nothing about what the files show.
 """
@@ -27,19 +31,25 @@ import fcntl
 import hashlib
 import json
 import os
+import stat
 import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any, Literal
 
 import anyio.to_thread
 
-__all__ = ["KEEP", "KINDS", "LOCK_WAIT_S", "CacheKind", "save", "save_image", "save_json"]
+from hermes_acp import anchored
+
+__all__ = ["GRACE_S", "KEEP", "KINDS", "LOCK_WAIT_S", "CacheKind", "save", "save_image", "save_json"]
 
 KEEP = 20
 """Files of one kind a folder keeps."""
+GRACE_S = 60.0
+"""Files of a kind younger than this are never pruned, however many newer ones there are."""
 LOCK_WAIT_S = 2.0
 """How long a write waits for another writer of the same folder before it skips its prune."""
 _LOCK_POLL_S = 0.005
@@ -71,68 +81,77 @@ _IMAGE_EXTENSIONS = {
 }
 
 
-async def save(cache_dir: Path, kind: CacheKind, data: bytes, *, extension: str, keep: int = KEEP) -> Path:
+async def save(
+    cache_dir: Path, kind: CacheKind, data: bytes, *, extension: str, keep: int = KEEP, grace_s: float = GRACE_S
+) -> Path:
     """Store ``data`` as a file of ``kind`` under ``cache_dir`` and prune that kind; returns the file's path."""
     spec = KINDS[kind]
-    folder = cache_dir / spec.folder
-    return await anyio.to_thread.run_sync(_write_and_prune, folder, spec, data, extension, keep)
+    write = partial(_write_and_prune, cache_dir, spec, data, extension, keep=keep, grace_s=grace_s)
+    return await anyio.to_thread.run_sync(write)
 
 
-async def save_image(cache_dir: Path, kind: CacheKind, data: bytes, media_type: str, *, keep: int = KEEP) -> Path:
+async def save_image(
+    cache_dir: Path, kind: CacheKind, data: bytes, media_type: str, *, keep: int = KEEP, grace_s: float = GRACE_S
+) -> Path:
     """``save`` with the extension of ``media_type`` (``bin`` when it is not an image type we know)."""
     extension = _IMAGE_EXTENSIONS.get(media_type.lower(), "bin")
-    return await save(cache_dir, kind, data, extension=extension, keep=keep)
+    return await save(cache_dir, kind, data, extension=extension, keep=keep, grace_s=grace_s)
 
 
-async def save_json(cache_dir: Path, kind: CacheKind, document: Any, *, keep: int = KEEP) -> Path:
+async def save_json(
+    cache_dir: Path, kind: CacheKind, document: Any, *, keep: int = KEEP, grace_s: float = GRACE_S
+) -> Path:
     """``save`` of a JSON document (UTF-8, indented by one)."""
     data = json.dumps(document, ensure_ascii=False, indent=1).encode("utf-8")
-    return await save(cache_dir, kind, data, extension="json", keep=keep)
+    return await save(cache_dir, kind, data, extension="json", keep=keep, grace_s=grace_s)
 
 
-def _write_and_prune(folder: Path, spec: _Kind, data: bytes, extension: str, keep: int) -> Path:
-    folder.mkdir(parents=True, exist_ok=True)
+def _write_and_prune(cache_dir: Path, spec: _Kind, data: bytes, extension: str, *, keep: int, grace_s: float) -> Path:
     by_content = hashlib.sha256(data).hexdigest()[:24] if spec.by_content else None  # hashed before the lock
-    with _folder_lock(folder) as locked:
-        ident = by_content if by_content is not None and locked else uuid.uuid4().hex
-        path = folder / f"{spec.prefix}{ident}.{extension}"
-        # The file system's own clock is coarse (a few milliseconds on ext4): files written within one tick would
-        # tie and be ordered by their random names, so a file just written could be taken by a concurrent prune.
-        # The date is set from the fine clock instead, on the temporary file before the rename, so the file never
-        # shows under its name with the coarse date; under the lock, writes are dated in the order they happen.
-        now = time.time_ns()
-        if path.exists():  # a repeated image, under the lock: a refresh of its date
-            os.utime(path, ns=(now, now))
-        else:
-            partial = folder / f".{path.name}.partial"
-            partial.write_bytes(data)
-            os.utime(partial, ns=(now, now))
-            os.replace(partial, path)
-        if locked:
-            _prune(folder, spec.prefix, keep, path)
-    return path
+    with anchored.folder(cache_dir, cache_dir / spec.folder, make=anchored.PRIVATE_FOLDER) as held:
+        with _folder_lock(held) as locked:
+            ident = by_content if by_content is not None and locked else uuid.uuid4().hex
+            name = f"{spec.prefix}{ident}.{extension}"
+            # The file system's own clock is coarse (a few milliseconds on ext4): files written within one tick would
+            # tie and be ordered by their random names, so a file just written could be taken by a concurrent prune.
+            # The date is set from the fine clock instead, on the temporary file before the rename, so the file never
+            # shows under its name with the coarse date; under the lock, writes are dated in the order they happen.
+            now = time.time_ns()
+            facts = held.lstat(name)
+            if facts is not None and stat.S_ISREG(facts.st_mode):  # a repeated image, under the lock: a refresh
+                held.set_times(name, now)
+            else:
+                anchored.write_into(held, name, data, durable=False, keep_mode=False, times_ns=now)
+            if locked:
+                _prune(held, spec.prefix, keep, name, int(grace_s * 1e9))
+        return held.path / name
 
 
-def _prune(folder: Path, prefix: str, keep: int, written: Path) -> None:
-    """The rule: the newest ``keep`` files with ``prefix`` stay (the one just written always does)."""
-    ours: list[tuple[int, str, Path]] = []
-    with os.scandir(folder) as entries:
-        for entry in entries:
-            if entry.name.startswith(prefix):
-                try:
-                    ours.append((entry.stat(follow_symlinks=False).st_mtime_ns, entry.name, Path(entry.path)))
-                except FileNotFoundError:
-                    continue
+def _prune(held: anchored.Folder, prefix: str, keep: int, written: str, grace_ns: int) -> None:
+    """The rule: the newest ``keep`` files with ``prefix`` stay, and so does every one younger than ``grace_ns`` (the
+    one just written always does). Runs under the folder's lock; each file's date is checked again before it goes."""
+    ours: list[tuple[int, str]] = []
+    for name in held.names():
+        if name.startswith(prefix):
+            facts = held.lstat(name)
+            if facts is not None and stat.S_ISREG(facts.st_mode):
+                ours.append((facts.st_mtime_ns, name))
     ours.sort()
-    for _, _, old in ours[: max(0, len(ours) - keep)]:
-        if old != written:
-            old.unlink(missing_ok=True)
+    young_after = time.time_ns() - grace_ns
+    for dated, name in ours[: max(0, len(ours) - keep)]:
+        if name == written or dated > young_after:
+            continue
+        again = held.lstat(name)
+        if again is None or again.st_mtime_ns != dated or not stat.S_ISREG(again.st_mode):
+            continue  # refreshed (or replaced) since it was listed: it is not the file the rule chose
+        with contextlib.suppress(FileNotFoundError):
+            held.unlink(name)
 
 
 @contextlib.contextmanager
-def _folder_lock(folder: Path) -> Iterator[bool]:
+def _folder_lock(held: anchored.Folder) -> Iterator[bool]:
     """Hold the folder's advisory lock (True), or give up after ``LOCK_WAIT_S`` (False)."""
-    fd = os.open(folder / ".lock", os.O_RDWR | os.O_CREAT, 0o600)
+    fd = held.open(".lock", os.O_RDWR | os.O_CREAT, anchored.PRIVATE_FILE)
     try:
         deadline = time.monotonic() + LOCK_WAIT_S
         while True:

@@ -16,6 +16,7 @@ from hermes_acp.mcp_client.results import outcome_from_result
 from hermes_acp.mcp_client.specs import HttpSpec, StdioSpec, UnusableSpec
 from hermes_acp.mcp_client.untrusted import RESULT_HEAD_SHARE
 from hermes_acp.tools._text import cap_middle
+from tests.fakes.cache_age import age_past_the_grace
 
 pytestmark = pytest.mark.anyio
 
@@ -104,6 +105,7 @@ async def test_at_most_twenty_images_are_kept(tmp_path: Path) -> None:
         await outcome_from_result(
             {"content": [{"type": "image", "data": data, "mimeType": "image/png"}]}, cache_dir=tmp_path
         )
+    age_past_the_grace(tmp_path / "images")
     other = tmp_path / "images" / "screenshot-of-someone-else.png"
     other.write_bytes(b"x")
     data = base64.b64encode(solid_png(2, 2, (0, 0, 255))).decode()
