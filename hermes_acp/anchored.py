@@ -43,6 +43,7 @@ __all__ = [
     "Folder",
     "Refused",
     "anchor_for",
+    "entries",
     "folder",
     "lstat",
     "make_folders",
@@ -293,21 +294,28 @@ def _fix_mode(fd: int, mode: int) -> None:
 
 
 def _open_anchor(anchor: PurePath, make: int | None) -> Folder:
-    """The anchor, opened as it is (the caller owns it; links above it are its own business)."""
+    """The anchor, opened as it is (the caller owns it; links above it are its own business); created, with its
+    missing parents, each with mode ``make``, when it is missing and ``make`` is given."""
+    if make is not None and not os.path.isdir(anchor):
+        _make_anchor(Path(anchor), make)
     if not DIR_FD:
-        if make is not None and not os.path.isdir(anchor):
-            os.makedirs(anchor, make, exist_ok=True)
         return _PathFolder(Path(anchor))
-    flags = _WALK & ~_NOFOLLOW
-    try:
-        return _FdFolder(os.open(anchor, flags), Path(anchor))
-    except FileNotFoundError:
-        if make is None:
-            raise
-    os.makedirs(anchor, make, exist_ok=True)
-    fd = os.open(anchor, _READ_FOLDER)
-    _fix_mode(fd, make)
-    return _FdFolder(fd, Path(anchor))
+    return _FdFolder(os.open(anchor, _WALK & ~_NOFOLLOW), Path(anchor))
+
+
+def _make_anchor(anchor: Path, mode: int) -> None:
+    """``os.makedirs`` with ``mode`` on every folder it creates (``os.makedirs`` gives the parents the umask's)."""
+    missing: list[Path] = []
+    at = anchor
+    while not os.path.isdir(at) and at != at.parent:
+        missing.append(at)
+        at = at.parent
+    for created in reversed(missing):
+        try:
+            os.mkdir(created, mode)
+        except FileExistsError:
+            continue
+        os.chmod(created, mode)
 
 
 @contextlib.contextmanager
@@ -353,7 +361,8 @@ def open_fd(
     anchor: PurePath, path: PurePath, flags: int, *, new_mode: int = PRIVATE_FILE, folders: int | None = None
 ) -> int:
     """``os.open`` of the regular file at ``path`` (never through a link); with ``os.O_CREAT`` in ``flags``, a file
-    created here gets exactly ``new_mode`` and missing folders ``folders``. The caller closes the descriptor."""
+    created here gets exactly ``new_mode`` and missing folders ``folders`` (with ``os.O_EXCL`` too, an existing
+    entry is ``FileExistsError``, whatever it is). The caller closes the descriptor."""
     parent, name = _leaf(anchor, path)
     with folder(anchor, parent, make=folders) as held:
         fd = -1
@@ -363,6 +372,8 @@ def open_fd(
                     fd = held.open(name, flags | os.O_EXCL, new_mode)
                     _fix_mode(fd, new_mode)
                 except FileExistsError:
+                    if flags & os.O_EXCL:
+                        raise
                     fd = held.open(name, flags & ~os.O_CREAT)
             else:
                 fd = held.open(name, flags)
@@ -540,24 +551,44 @@ def _held_mode(held: Folder) -> int:
     return stat.S_IMODE(os.stat(held.fd).st_mode if isinstance(held, _FdFolder) else os.stat(held.path).st_mode)
 
 
-def tighten(anchor: PurePath, paths: Sequence[PurePath]) -> list[PurePath]:
+def entries(anchor: PurePath, path: PurePath, *, depth: int = 1) -> list[PurePath]:
+    """What the folder ``path`` holds, and what its sub-folders hold down to ``depth`` levels, never through a link
+    (a link is listed, not entered); empty when the folder is missing or refused."""
+    found: list[PurePath] = []
+    try:
+        with folder(anchor, path) as held:
+            names = sorted(held.names())
+            kinds = {name: held.lstat(name) for name in names}
+    except (FileNotFoundError, Refused, NotADirectoryError):
+        return found
+    for name in names:
+        found.append(path / name)
+        facts = kinds[name]
+        if depth > 1 and facts is not None and stat.S_ISDIR(facts.st_mode):
+            found.extend(entries(anchor, path / name, depth=depth - 1))
+    return found
+
+
+def tighten(anchor: PurePath, paths: Sequence[PurePath]) -> list[tuple[PurePath, int]]:
     """Take the group and other permission bits off each of ``paths`` that has some (files and folders, never
-    through a link; the anchor itself when it is among them); the paths that were changed. A path that cannot be
-    changed (another owner's) is left and skipped."""
-    changed: list[PurePath] = []
+    through a link; the anchor itself when it is among them); each path changed, with its mode before. A path that
+    cannot be changed (another owner's) is left and skipped."""
+    changed: list[tuple[PurePath, int]] = []
     for path in paths:
         try:
             if path == anchor:
                 with folder(anchor, anchor) as held:
-                    if _held_mode(held) & 0o077:
-                        _set_held_mode(held, _held_mode(held) & ~0o077)
-                        changed.append(path)
+                    before = _held_mode(held)
+                    if before & 0o077:
+                        _set_held_mode(held, before & ~0o077)
+                        changed.append((path, before))
                 continue
             facts = lstat(anchor, path)
             if facts is None or not (stat.S_ISREG(facts.st_mode) or stat.S_ISDIR(facts.st_mode)):
                 continue
-            if stat.S_IMODE(facts.st_mode) & 0o077 and set_mode(anchor, path, stat.S_IMODE(facts.st_mode) & ~0o077):
-                changed.append(path)
-        except (Refused, PermissionError, FileNotFoundError):
+            before = stat.S_IMODE(facts.st_mode)
+            if before & 0o077 and set_mode(anchor, path, before & ~0o077):
+                changed.append((path, before))
+        except OSError:  # a link (Refused), another owner's file, a read-only file system: left as it is
             continue
     return changed

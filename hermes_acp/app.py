@@ -24,6 +24,7 @@ import anyio
 
 from hermes_acp.config import Settings, load_settings
 from hermes_acp.errors import ConfigError, HermesError, StorageError
+from hermes_acp.home import make_private
 from hermes_acp.protocol.connection import Connection
 from hermes_acp.providers.catalog import ModelCatalog
 from hermes_acp.providers.registry import ProviderRegistry
@@ -34,6 +35,8 @@ from hermes_acp.telemetry import configure_logging, get_logger, register_secret
 from hermes_acp.version import __version__
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from hermes_acp.sessions import Session
     from hermes_acp.tools.base import AnyTool
 
@@ -171,12 +174,15 @@ async def open_host(host: Host) -> AsyncIterator[Host]:
 
 
 async def load_host_parts(env: Mapping[str, str]) -> tuple[Settings | None, SessionStore | None, HermesError | None]:
-    """The settings and the opened store, or what prevents them; logging configured either way."""
+    """The settings and the opened store, or what prevents them; logging configured either way. The home is made
+    private first (``home.make_private``: a home left readable by others is tightened at every start)."""
     settings: Settings | None = None
     store: SessionStore | None = None
     failure: HermesError | None = None
+    tightened: list[tuple[Path, int]] = []
     try:
         settings = load_settings(env)
+        tightened = await anyio.to_thread.run_sync(make_private, settings.home)
         store = await SqliteSessionStore.open(settings.state_db)
     except (ConfigError, StorageError) as exc:
         failure = exc
@@ -185,6 +191,11 @@ async def load_host_parts(env: Mapping[str, str]) -> tuple[Settings | None, Sess
         settings.logging.level if settings else "info",
         stderr_level=_stderr_level(settings, env),
     )
+    if tightened:
+        get_logger("hermes_acp").info(
+            "made the home private: others could read these",
+            paths=[f"{path} ({mode:o} -> {mode & ~0o077:o})" for path, mode in tightened],
+        )
     return settings, store, failure
 
 

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import anyio
 
+from hermes_acp import anchored
 from hermes_acp.computer_use import check_driver
 from hermes_acp.config import Settings, load_settings
 from hermes_acp.errors import ConfigError, StorageError
@@ -28,7 +29,7 @@ from hermes_acp.exec.limits import enforcement
 from hermes_acp.exec.sandbox import Sandbox
 from hermes_acp.exec.secrets import SYSTEM
 from hermes_acp.exec.view import View
-from hermes_acp.home import default_home
+from hermes_acp.home import default_home, make_private
 from hermes_acp.providers.catalog import ModelCatalog
 from hermes_acp.storage.repair import repair_store
 from hermes_acp.storage.sqlite import SqliteSessionStore, StoreHealth
@@ -84,12 +85,26 @@ def run_check(say: Callable[[str], None]) -> int:
     return 0 if problems == 0 else 1
 
 
+def _check_privacy(home: Path, say: Callable[[str], None]) -> None:
+    """The home made private as every start makes it (``home.make_private``), saying what others could read."""
+    tightened = make_private(home)
+    if not tightened:
+        return
+    shown = ", ".join(f"{_relative(path, home)} ({mode:o} → {mode & ~0o077:o})" for path, mode in tightened)
+    say(f"  {_WARN} others could read parts of the home; made private (files 0600, folders 0700): {shown}")
+
+
+def _relative(path: Path, home: Path) -> str:
+    return "the home itself" if path == home else str(path.relative_to(home))
+
+
 def _check_home(settings: Settings, say: Callable[[str], None]) -> int:
+    _check_privacy(settings.home, say)
     try:
-        settings.home.mkdir(parents=True, exist_ok=True)
+        anchored.make_folders(settings.home, settings.home)
         probe = settings.home / ".write-check"
-        probe.write_text("ok")
-        probe.unlink()
+        anchored.write_file(settings.home, probe, b"ok", durable=False)
+        anchored.remove_file(settings.home, probe)
     except OSError as exc:
         say(f"  {_BAD} {settings.home} is not writable: {exc.strerror or exc}")
         say(

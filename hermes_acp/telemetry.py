@@ -18,7 +18,9 @@ from typing import Any
 
 import structlog
 
-__all__ = ["configure_logging", "get_logger", "redact", "register_secret"]
+from hermes_acp import anchored
+
+__all__ = ["configure_logging", "get_logger", "private_opener", "redact", "register_secret"]
 
 _SECRET_KEYS = re.compile(r"(api[_-]?key|authorization|x-api-key|token|secret|password|cookie)", re.IGNORECASE)
 _SECRET_PATTERNS = (
@@ -88,8 +90,7 @@ def configure_logging(logs_dir: Path | None, level: str = "info", *, stderr_leve
     handlers: list[logging.Handler] = [console]
     if logs_dir is not None:
         try:
-            logs_dir.mkdir(parents=True, exist_ok=True)
-            log_file = logging.handlers.RotatingFileHandler(
+            log_file = _PrivateRotatingFile(
                 logs_dir / "hermes-acp.log",
                 maxBytes=_LOG_FILE_BYTES,
                 backupCount=_LOG_FILE_COUNT,
@@ -116,6 +117,20 @@ def configure_logging(logs_dir: Path | None, level: str = "info", *, stderr_leve
         wrapper_class=structlog.make_filtering_bound_logger(numeric),
         cache_logger_on_first_use=True,
     )
+
+
+class _PrivateRotatingFile(logging.handlers.RotatingFileHandler):
+    """The rotating log file, created ``0600`` in a folder created ``0700`` whatever the umask (its lines may quote
+    what the user and the model said), opened without following a link."""
+
+    def _open(self) -> Any:
+        return open(self.baseFilename, self.mode, encoding=self.encoding, errors=self.errors, opener=private_opener)
+
+
+def private_opener(path: str, flags: int) -> int:
+    """An ``opener`` for ``open`` that creates the file ``0600`` (its folder ``0700``) and never follows a link."""
+    file = Path(path)
+    return anchored.open_fd(file.parent, file, flags, folders=anchored.PRIVATE_FOLDER)
 
 
 def get_logger(name: str) -> Any:

@@ -19,8 +19,11 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import stat
 from dataclasses import dataclass
 from pathlib import Path
+
+from hermes_acp import anchored
 
 from .environment import EnvPolicy
 from .process import OutputBuffer, run_command
@@ -127,24 +130,25 @@ def quarantine_new_repositories(created: list[str], roots: tuple[str, ...]) -> l
         real = Path(os.path.realpath(gitdir))
         if not real.is_dir() or not any(str(real) == r or str(real).startswith(r + "/") for r in roots):
             continue
+        anchor = anchored.anchor_for(real, [Path(r) for r in roots])  # each step below: never through a link
         found: list[str] = []
         config = real / "config"
         keys = _config_keys(config)
         risky = [key for key in keys if _RUNS_PROGRAMS.match(key)]
         if risky:
             try:
-                os.replace(config, real / QUARANTINE_NAME)
-                config.write_text(_SAFE_NEW_CONFIG)
+                anchored.rename(anchor, config, real / QUARANTINE_NAME, durable=False)
+                anchored.write_file(anchor, config, _SAFE_NEW_CONFIG.encode(), new_mode=0o644, durable=False)
                 found.append(f"its configuration named programs ({', '.join(sorted(set(risky))[:5])})")
             except OSError:
                 continue
-        hooks = real / "hooks"
         disarmed = []
-        for hook in hooks.iterdir() if hooks.is_dir() else []:
+        for hook in anchored.entries(anchor, real / "hooks"):
             try:
-                mode = hook.stat().st_mode
-                if hook.is_file() and not hook.name.endswith(".sample") and mode & 0o111:
-                    hook.chmod(mode & ~0o111)
+                facts = anchored.lstat(anchor, hook)
+                mode = facts.st_mode if facts is not None else 0
+                if stat.S_ISREG(mode) and not hook.name.endswith(".sample") and mode & 0o111:
+                    anchored.set_mode(anchor, hook, stat.S_IMODE(mode) & ~0o111)
                     disarmed.append(hook.name)
             except OSError:
                 continue

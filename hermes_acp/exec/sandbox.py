@@ -23,6 +23,7 @@ import contextlib
 import functools
 import os
 import shutil
+import stat
 import subprocess
 import sys
 import threading
@@ -33,6 +34,7 @@ from typing import TYPE_CHECKING, Literal
 
 import anyio
 
+from hermes_acp import anchored
 from hermes_acp.config import DEFAULT_HOME_READ
 from hermes_acp.core import ModeId
 from hermes_acp.core.notice import Notice
@@ -324,13 +326,14 @@ class Sandbox:
     def _empty_file(self) -> Path:
         """An empty, read-only file that stands in for masked files (created once in the home's cache; ``/dev/null``
         when the home cannot be written)."""
-        folder = (self.home or default_home(os.environ)) / "cache" / "sandbox"
-        path = folder / "empty"
+        home = self.home or default_home(os.environ)
+        path = home / "cache" / "sandbox" / "empty"
         try:
-            if not path.is_file() or path.stat().st_size:
-                folder.mkdir(parents=True, exist_ok=True)
-                path.unlink(missing_ok=True)
-                path.touch(mode=0o444)
+            facts = anchored.lstat(home, path)
+            if facts is None or not stat.S_ISREG(facts.st_mode) or facts.st_size:
+                anchored.write_file(
+                    home, path, b"", new_mode=0o444, folders=anchored.PRIVATE_FOLDER, keep_mode=False, durable=False
+                )
         except OSError:
             return Path(os.devnull)
         return path

@@ -31,6 +31,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from hermes_acp import anchored
+
 from .secrets import ETC_SECRETS, HOME_SECRETS, RUN, SYSTEM
 from .tree import index_for
 
@@ -367,6 +369,7 @@ def _protect_repository(
         return
     common = _pointed(gitdir / "commondir", "") if gitdir is not None else None
     stack = [(Path(os.path.realpath(folder)), 0) for folder in (gitdir, common) if folder is not None]
+    owned = [Path(root) for root in roots]
     seen: set[Path] = set()
     while stack:
         real, depth = stack.pop()
@@ -377,8 +380,8 @@ def _protect_repository(
             continue
         if depth == 0 or (real / "config").exists():
             for name in ("hooks", "info") if create else ():
-                with contextlib.suppress(OSError):
-                    (real / name).mkdir(exist_ok=True)
+                with contextlib.suppress(OSError):  # never through a link (invariant 21)
+                    anchored.make_folders(anchored.anchor_for(real, owned), real / name, mode=0o755)
             kept = (real / "config", real / "config.worktree", real / "hooks", real / "info")
             frozen.extend(str(path) for path in kept if path.exists())
             worktrees = _children(real / "worktrees")

@@ -47,6 +47,9 @@ from typing import Any, Generic, TextIO, TypeVar
 import anyio
 import structlog
 
+from hermes_acp import anchored
+from hermes_acp.telemetry import private_opener
+
 from ._failures import Failure, NotConnected, RequestLost, ServerRejected, TransportDropped
 from .specs import HttpSpec, StdioSpec
 from .wire_port import McpWire, OpenWire
@@ -283,11 +286,11 @@ class SupervisedConnection(Generic[P]):
         path = self._stderr_log
         if path is None or not isinstance(self.spec, StdioSpec):
             return tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace"), 0
-        path.parent.mkdir(parents=True, exist_ok=True)
         with contextlib.suppress(OSError):
             if path.stat().st_size > STDERR_LOG_BYTES:
-                path.unlink()
-        handle = path.open("a+", encoding="utf-8", errors="replace")
+                anchored.remove_file(path.parent, path)
+        # 0600 in a folder 0700, never through a link; the caller owns (and closes) the handle
+        handle = open(path, "a+", encoding="utf-8", errors="replace", opener=private_opener)  # noqa: SIM115
         return handle, handle.tell()
 
     def _describe_failure(self, exc: BaseException, attempt: _Attempt) -> str:

@@ -2,23 +2,24 @@
 
 ``write_choice`` puts a ``ProviderChoice`` in: ``[providers.<id>]`` gets the kind, base URL and key variable (never
 a key) and the model in its ``models`` (the provider's other models and keys stay), and ``[model] default`` names
-the new model. The new text is written to a temporary file beside config.toml and must load, settings and catalog
-both, before it replaces config.toml; the previous file is kept as ``config.toml.bak``. Anything that goes wrong
-is a ``ConfigError`` saying that config.toml was left as it was. One write at a time per process.
+the new model. The new text is written to a temporary file beside config.toml, ``fsync``-ed, and must load,
+settings and catalog both, before it is renamed over config.toml and the folder is ``fsync``-ed; the previous file
+is kept as ``config.toml.bak``. Both are ``0600`` whatever the umask, reached from the folder without following a
+link (``hermes_acp.anchored``: a config.toml that is a link is refused, not written through). Anything that goes
+wrong is a ``ConfigError`` saying that config.toml was left as it was. One write at a time per process.
 """
 
 from __future__ import annotations
 
 import contextlib
-import os
-import shutil
-import tempfile
+import secrets
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from hermes_acp import anchored
 from hermes_acp.config import Settings, load_settings
 from hermes_acp.errors import ConfigError
 from hermes_acp.providers.catalog import ModelCatalog
@@ -67,23 +68,36 @@ def write_choice(path: Path, choice: ProviderChoice, env: Mapping[str, str], *, 
             raise ConfigError(f"{path} is not valid TOML ({exc}); it was left as it was: fix it first") from exc
         _put(document, choice)
         text = tomlkit.dumps(document)
-        home.mkdir(parents=True, exist_ok=True)
-        fd, draft_name = tempfile.mkstemp(dir=path.parent, prefix="config.", suffix=".toml.new")
-        draft = Path(draft_name)
+        folder = path.parent
+        draft = folder / f"config.{secrets.token_hex(6)}.toml.new"
         try:
-            with os.fdopen(fd, "w", encoding="utf-8") as out:
-                out.write(text)
+            anchored.write_file(folder, draft, text.encode("utf-8"), folders=anchored.PRIVATE_FOLDER)
             settings = load_settings(env, home=home, config_file=draft)
             ModelCatalog.from_settings(settings, env)
         except (ConfigError, OSError, UnicodeEncodeError) as exc:
-            draft.unlink(missing_ok=True)
+            with contextlib.suppress(OSError):
+                anchored.remove_file(folder, draft)
             raise ConfigError(f"the new configuration does not load, so {path} was left as it was: {exc}") from exc
-        backup = None
-        if path.exists():
-            backup = path.with_name(path.name + ".bak")
-            shutil.copy2(path, backup)
-        os.replace(draft, path)
+        try:
+            backup = _back_up(path)
+            anchored.rename(folder, draft, path)
+        except OSError as exc:
+            with contextlib.suppress(OSError):
+                anchored.remove_file(folder, draft)
+            raise ConfigError(f"{path} could not be replaced, so it was left as it was: {exc}") from exc
     return Written(path, backup, settings.model_copy(update={"config_file": path}), text)
+
+
+def _back_up(path: Path) -> Path | None:
+    """The file as it was, copied whole to ``<name>.bak`` (``0600``); None when there was none."""
+    opened = anchored.open_read(path.parent, path)
+    if opened is None:
+        return None
+    with opened:
+        data = opened.read()
+    backup = path.with_name(path.name + ".bak")
+    anchored.write_file(path.parent, backup, data, keep_mode=False)
+    return backup
 
 
 def _put(document: Any, choice: ProviderChoice) -> None:

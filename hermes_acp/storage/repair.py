@@ -19,6 +19,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from hermes_acp import anchored
 from hermes_acp.errors import StorageError
 
 from .migrations import migrate
@@ -56,7 +57,9 @@ def repair_store(path: Path) -> RepairReport:
     _refuse_if_in_use(path)
     stamp = time.strftime("%Y%m%d-%H%M%S")
     fresh = path.with_name(f"{path.name}.repairing")
-    fresh.unlink(missing_ok=True)
+    folder = path.parent
+    anchored.remove_file(folder, fresh)
+    os.close(anchored.open_fd(folder, fresh, os.O_RDWR | os.O_CREAT | os.O_EXCL))  # 0600, like the store
     source = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
     target = sqlite3.connect(fresh, isolation_level=None)
     try:
@@ -73,9 +76,9 @@ def repair_store(path: Path) -> RepairReport:
         target.close()
     for suffix in ("", "-wal", "-shm"):
         old = path.with_name(path.name + suffix)
-        if old.exists():
-            os.replace(old, report.kept_as.with_name(report.kept_as.name + suffix))
-    os.replace(fresh, path)
+        if anchored.lstat(folder, old) is not None:
+            anchored.rename(folder, old, report.kept_as.with_name(report.kept_as.name + suffix))
+    anchored.rename(folder, fresh, path)
     return report
 
 

@@ -38,6 +38,7 @@ from typing import Any, Final, TypeVar
 import anyio.to_thread
 from pydantic import ValidationError
 
+from hermes_acp import anchored
 from hermes_acp.core import SessionEvent, SessionEventAdapter
 from hermes_acp.core.sanitize import clean_text
 from hermes_acp.errors import StorageCause, StorageError
@@ -411,7 +412,7 @@ def _connect(path: Path) -> tuple[sqlite3.Connection, str | None]:
 
 
 def _connect_writable(path: Path) -> sqlite3.Connection:
-    path.parent.mkdir(parents=True, exist_ok=True)
+    _create_private(path)
     db = sqlite3.connect(path, check_same_thread=False, isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000)
     try:
         db.execute("PRAGMA journal_mode=WAL")
@@ -423,6 +424,14 @@ def _connect_writable(path: Path) -> sqlite3.Connection:
         db.close()
         raise
     return db
+
+
+def _create_private(path: Path) -> None:
+    """The database file, created ``0600`` in a folder created ``0700`` when they are missing, whatever the umask
+    (SQLite gives its -wal and -shm files the database's mode). One that exists is SQLite's to open."""
+    flags = os.O_RDWR | os.O_CREAT | os.O_EXCL
+    with suppress(FileExistsError):
+        os.close(anchored.open_fd(path.parent, path, flags, folders=anchored.PRIVATE_FOLDER))
 
 
 def _connect_read_only(path: Path) -> sqlite3.Connection:

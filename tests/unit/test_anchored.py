@@ -194,8 +194,14 @@ def test_tighten_takes_group_and_other_bits_and_never_follows_a_link(tree: tuple
     (anchor / "link").symlink_to(outside / "f")
     anchor.chmod(0o755)
     paths = [PurePath(anchor / name) for name in ("state.db", "logs", "run.sh", "link", "missing")]
+    assert anchored.entries(anchor, anchor) == sorted(p for p in paths if p.name != "missing")
     changed = tighten(anchor, [PurePath(anchor), *paths])
-    assert changed == [anchor, anchor / "state.db", anchor / "logs", anchor / "run.sh"]
+    assert changed == [
+        (anchor, 0o755),
+        (anchor / "state.db", 0o644),
+        (anchor / "logs", 0o755),
+        (anchor / "run.sh", 0o755),
+    ]
     assert [_mode(anchor / n) for n in ("state.db", "logs", "run.sh")] == [0o600, 0o700, 0o700]
     assert _mode(anchor) == 0o700 and _mode(outside / "f") == 0o644, "the link's target is not touched"
     assert tighten(anchor, [PurePath(anchor), *paths]) == [], "nothing more to do"
@@ -208,3 +214,32 @@ def test_the_anchor_is_the_deepest_owned_folder_holding_the_path() -> None:
     assert anchor_for(PurePath("/wx/a"), roots) == PurePath("/"), "compared by component, not by prefix"
     with pytest.raises(ValueError, match="goes only down"):
         write_file(Path("/w"), Path("/w/../etc/passwd"), b"")
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="names descriptors through /proc")
+def test_a_durable_write_syncs_the_file_before_the_rename_and_the_folder_after(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    steps: list[str] = []
+    real_fsync, real_rename = os.fsync, os.rename
+
+    def fsync(fd: int) -> None:
+        steps.append("fsync " + Path(os.readlink(f"/proc/self/fd/{fd}")).name)
+        real_fsync(fd)
+
+    def rename(source: str, target: str, **kwargs: int) -> None:
+        steps.append(f"rename {'temporary' if source.endswith('.tmp') else source} -> {target}")
+        real_rename(source, target, **kwargs)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    monkeypatch.setattr(os, "rename", rename)
+    write_file(tmp_path, tmp_path / "config.toml", b"[model]\n")
+    write_file(tmp_path, tmp_path / "cache.png", b"x", durable=False)
+    temporary = steps[0].removeprefix("fsync ")
+    assert temporary.startswith(".config.toml.") and temporary.endswith(".tmp")
+    assert steps == [
+        f"fsync {temporary}",
+        "rename temporary -> config.toml",
+        f"fsync {tmp_path.name}",
+        "rename temporary -> cache.png",
+    ]

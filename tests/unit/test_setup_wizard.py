@@ -4,6 +4,8 @@ a terminal."""
 
 from __future__ import annotations
 
+import os
+import stat
 import tomllib
 from pathlib import Path
 
@@ -119,6 +121,32 @@ def test_a_config_whose_other_keys_do_not_load_is_left_alone(tmp_path: Path) -> 
             tmp_path / "config.toml", ProviderChoice("x", "openai", "http://h/v1", None, "m"), {}, home=tmp_path
         )
     assert sorted(p.name for p in tmp_path.iterdir()) == ["config.toml"]
+
+
+def test_config_and_its_backup_are_private_whatever_the_umask_and_no_draft_stays(tmp_path: Path) -> None:
+    (tmp_path / "config.toml").write_text(COMMENTED)
+    (tmp_path / "config.toml").chmod(0o644)
+    old = os.umask(0o022)
+    try:
+        write_choice(
+            tmp_path / "config.toml", ProviderChoice("x", "openai", "http://h/v1", None, "m"), {}, home=tmp_path
+        )
+    finally:
+        os.umask(old)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["config.toml", "config.toml.bak"], "no draft left"
+    assert (tmp_path / "config.toml.bak").read_text() == COMMENTED
+    assert [stat.S_IMODE((tmp_path / n).stat().st_mode) for n in ("config.toml", "config.toml.bak")] == [0o600] * 2
+
+
+def test_a_config_that_is_a_link_is_refused_not_written_through(tmp_path: Path) -> None:
+    elsewhere = tmp_path / "dotfiles.toml"
+    elsewhere.write_text(COMMENTED)
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "config.toml").symlink_to(elsewhere)
+    with pytest.raises(ConfigError, match="is a link"):
+        write_choice(home / "config.toml", ProviderChoice("x", "openai", "http://h/v1", None, "m"), {}, home=home)
+    assert elsewhere.read_text() == COMMENTED and sorted(p.name for p in home.iterdir()) == ["config.toml"]
 
 
 def test_setup_with_a_quote_in_an_answer_writes_a_config_that_loads(
