@@ -481,8 +481,8 @@ def _folder_unwritable(folder: Path) -> str | None:
     """Why no file can be created in ``folder`` (SQLite needs its -wal and -shm beside the database), if so."""
     probe = folder / f".write-check-{os.getpid()}"
     try:
-        probe.touch()
-        probe.unlink()
+        anchored.write_file(folder, probe, b"", durable=False)
+        anchored.remove_file(folder, probe)
     except FileNotFoundError:
         return None
     except OSError as exc:
