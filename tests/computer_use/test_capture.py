@@ -15,6 +15,7 @@ from fixtures.cua_driver_sim import CALCULATOR_PID, CALCULATOR_WINDOW_ID, TEXT_E
 from hermes_acp.core import ImageBlock, ImagePart, TextBlock, TextPart
 from hermes_acp.images import codec as images_module
 from hermes_acp.providers.scripted import ScriptedProvider, text_reply
+from tests.fakes.cache_age import age_past_the_grace
 
 from .support import BUSY_WINDOW, catalog_model, open_desk, payload, use_busy_pixels
 
@@ -114,9 +115,14 @@ async def test_long_labels_are_cut_inline_and_the_full_tree_spills_to_the_cache(
 
 async def test_screenshots_are_copied_to_the_image_cache_which_keeps_20_files(tmp_path: Path) -> None:
     async with open_desk(tmp_path) as desk:
+        folder = desk.settings.cache_dir / "images"
         outcomes = [await desk.act(action="capture", app="Calculator", mode="vision") for _ in range(22)]
-        images = sorted(p for p in (desk.settings.cache_dir / "images").iterdir() if not p.name.startswith("."))
+        young = [p for p in folder.iterdir() if not p.name.startswith(".")]
+        age_past_the_grace(folder)  # a minute later
+        outcomes.append(await desk.act(action="capture", app="Calculator", mode="vision"))
+        images = sorted(p for p in folder.iterdir() if not p.name.startswith("."))
         last = Path(payload(outcomes[-1])["screenshot_path"])
+    assert len(young) == 22, "nothing younger than the grace is pruned"
     assert len(images) == 20 and last in images
     with Image.open(last) as saved:
         assert saved.size == (320, 400)
