@@ -3,7 +3,7 @@
 checked against a generous ceiling and reported in the failure), and the session takes the next prompt as usual.
 
 A model stream that never ends; an MCP answer of 200 MiB on one line; a 50 MB prompt; 10,000 tool calls in one
-response; an MCP server with 5,000 tools.
+response; an MCP server with 5,000 tools; 10,000 steering messages sent while a turn waits for the user.
 """
 
 from __future__ import annotations
@@ -17,8 +17,9 @@ import pytest
 from acp import RequestError
 
 from fixtures.hostile_mcp import stdio_spec as hostile_spec
-from hermes_acp.core.bounds import MAX_MCP_TOOLS_PER_SERVER, MAX_TOOL_CALLS_PER_RESPONSE
+from hermes_acp.core.bounds import MAX_MCP_TOOLS_PER_SERVER, MAX_TOOL_CALLS_PER_RESPONSE, MAX_WAITING_STEERING
 from hermes_acp.mcp_client.remote_tools import UTILITY_TOOLS
+from tests.fakes.acp_client import PermissionCall, RecordingClient
 from tests.fakes.agent_process import AgentProcess, spawn_agent
 
 pytestmark = pytest.mark.anyio
@@ -33,6 +34,13 @@ def _peak_mib(agent: AgentProcess) -> float:
         if line.startswith("VmHWM:"):
             return int(line.split()[1]) / 1024
     raise AssertionError("no VmHWM in /proc")
+
+
+def _rss_mib(agent: AgentProcess) -> float:
+    for line in Path(f"/proc/{agent.process.pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    raise AssertionError("no VmRSS in /proc")
 
 
 def _tool_results(agent: AgentProcess, request: int) -> list[str]:
@@ -143,3 +151,76 @@ async def test_an_mcp_server_with_5000_tools_offers_the_first_ones_and_says_so(t
         assert peak < PEAK_CEILING_MIB, f"peak RSS {peak:.0f} MiB"
         await _and_then_hello(agent, session_id)
         assert await agent.shutdown() == 0
+
+
+STEERING_FLOOD = 10_000
+STEER_CHARS = 8 * 1024
+FLOOD_GROWTH_MIB = 40
+"""What the flood may add to the agent's resident set: the messages it keeps are 256 KiB; all of them would be 80 MB."""
+
+
+async def test_ten_thousand_steering_messages_stop_at_the_limit_and_the_next_request_holds_only_those(
+    tmp_path: Path,
+) -> None:
+    asked = {"tool_call": {"id": "ask", "name": "terminal", "arguments": {"command": "echo asked"}}}
+    scenario = {
+        "name": "steered",
+        "responses": [
+            HELLO,
+            {"match": {"last_message_contains": "a long job"}, "steps": [asked]},
+            {"steps": [{"text": "steered"}]},
+        ],
+    }
+    answer = anyio.Event()
+
+    async def when_flooded(call: PermissionCall) -> str:
+        await answer.wait()
+        return "allow_once"
+
+    async with spawn_agent(tmp_path, scenario, client=RecordingClient(on_permission=when_flooded)) as agent:
+        session_id = await agent.new_session()
+        outcomes: list[str] = []
+
+        async def steer(n: int) -> None:
+            text = f"steer-{n:05d} " + "x" * STEER_CHARS
+            try:
+                result = await agent.conn.ext_method(
+                    "session/steering", {"sessionId": session_id, "prompt": [{"type": "text", "text": text}]}
+                )
+                outcomes.append(result["outcome"])
+            except RequestError as refused:
+                outcomes.append(f"{refused.code} {refused}")
+
+        async with anyio.create_task_group() as group:
+            prompted: list[Any] = []
+
+            async def prompt() -> None:
+                prompted.append(await agent.prompt(session_id, "a long job", timeout=TURN_S))
+
+            group.start_soon(prompt)
+            await agent.client.wait_for(lambda: bool(agent.client.permissions), timeout=TURN_S)
+            before = _rss_mib(agent)
+            with anyio.fail_after(TURN_S):
+                for start in range(0, STEERING_FLOOD, 100):
+                    async with anyio.create_task_group() as batch:
+                        for n in range(start, start + 100):
+                            batch.start_soon(steer, n)
+            grown = _rss_mib(agent) - before
+            answer.set()
+        assert prompted[0].stop_reason == "end_turn"
+        assert outcomes.count("injected") == MAX_WAITING_STEERING
+        refusals = [o for o in outcomes if o != "injected"]
+        assert len(refusals) == STEERING_FLOOD - MAX_WAITING_STEERING
+        assert all(o.startswith("-32602 ") for o in refusals), refusals[0]
+        said = refusals[0]
+        assert "too many steering messages waiting for the running turn's next safe point" in said, said
+        assert f"the limit is {MAX_WAITING_STEERING}, 16 MiB together" in said, said
+        assert grown < FLOOD_GROWTH_MIB, f"the agent grew by {grown:.0f} MiB during the flood"
+        steered = agent.model_requests()[1]
+        sent = json.dumps(steered.body)
+        assert sent.count("steer-") == MAX_WAITING_STEERING, "the ones taken, and nothing merged into them"
+        assert len(sent) < (MAX_WAITING_STEERING + 8) * STEER_CHARS, f"the request is {len(sent):,} characters"
+        await _and_then_hello(agent, session_id)
+        assert await agent.shutdown() == 0
+    store = sum(path.stat().st_size for path in (tmp_path / "home").glob("state.db*"))
+    assert store < 4 * 1024 * 1024, f"the refused messages were not stored: the store is {store:,} bytes"

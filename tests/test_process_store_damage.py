@@ -3,10 +3,10 @@
 - A read-only ``$HERMES_ACP_HOME`` (its folder and database made immutable, as a read-only mount would leave them):
   ``session/list`` still lists and ``session/load`` still replays; a new session and a prompt are refused with an
   error that names the store and what to do.
-- A damaged page under one session's history: loading it answers an error that names the database and points at
-  ``--check`` (never "Session not found"); the other session loads, or, where SQLite's tree makes its history pass
-  the damaged page too, answers the same error; ``--check`` reports the damage and offers the repair, and
-  ``--repair`` copies what can be read so that both sessions load again.
+- A damaged page under one session's history: loading it, or a prompt to it, answers an error that names the
+  database and points at ``--check`` (never "Session not found", nor "not open"); the other session loads, or,
+  where SQLite's tree makes its history pass the damaged page too, answers the same error; ``--check`` reports the
+  damage and offers the repair, and ``--repair`` copies what can be read so that both sessions load again.
 """
 
 from __future__ import annotations
@@ -102,6 +102,11 @@ async def test_a_damaged_page_names_the_database_and_check_offers_the_repair(tmp
         said = _error(raised)
         assert "corrupt" in said and str(db) in said and "--check" in said, said
         assert "not found" not in said.lower()
+        with pytest.raises(RequestError) as prompted:
+            await agent.prompt(first, "go on")  # as an editor does after a load it did not check
+        told = _error(prompted)
+        assert "corrupt" in told and str(db) in told and "--check" in told, told
+        assert "not open" not in told, "the database is named, as the load named it"
         other = ""
         try:
             with anyio.fail_after(30):

@@ -19,9 +19,13 @@ __all__ = [
     "MAX_MCP_TOOLS_PER_SERVER",
     "MAX_PERMISSION_TEXT_CHARS",
     "MAX_PROMPT_BYTES",
+    "MAX_QUEUED_PROMPTS",
+    "MAX_QUEUED_PROMPT_BYTES",
     "MAX_RESPONSE_BYTES",
     "MAX_SSE_EVENT_BYTES",
     "MAX_TOOL_CALLS_PER_RESPONSE",
+    "MAX_WAITING_STEERING",
+    "MAX_WAITING_STEERING_BYTES",
     "OUTPUT_MARGIN",
     "cut_json",
     "response_char_limit",
@@ -46,6 +50,16 @@ MAX_TOOL_CALLS_PER_RESPONSE = 128
 # A prompt (protocol/wire.py): refused with -32602.
 MAX_PROMPT_BYTES = 16 * MIB
 """Text and attachments of one prompt together (UTF-8 text, base64 data, embedded resources)."""
+
+# What waits in a session (sessions/waiting.py): past either number of its kind, refused with -32602 (nothing stored).
+MAX_WAITING_STEERING = 32
+"""Steering messages waiting for the running turn's next safe point, where all of them join its next model request."""
+MAX_WAITING_STEERING_BYTES = MAX_PROMPT_BYTES
+"""Their text and attachments together (measured as a prompt's): steering adds no more to a request than one prompt."""
+MAX_QUEUED_PROMPTS = 32
+"""Prompts waiting for the turns before them to end (each runs as its own turn)."""
+MAX_QUEUED_PROMPT_BYTES = 2 * MAX_PROMPT_BYTES
+"""Their text and attachments together."""
 
 # MCP (mcp_client/_bounded.py has the size of one message): tools offered per server (mcp_client/connection.py).
 MAX_MCP_TOOLS_PER_SERVER = 128

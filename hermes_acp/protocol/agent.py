@@ -33,7 +33,6 @@ from hermes_acp.errors import (
     InvalidParamsError,
     NoProviderError,
     ProviderAuthError,
-    SessionNotOpenError,
 )
 from hermes_acp.mcp_client.specs import unreadable_entry
 from hermes_acp.providers.catalog import ModelCatalog
@@ -128,12 +127,10 @@ class HermesAgent:
         assert self._manager is not None
         return self._manager
 
-    def _session(self, session_id: str) -> Session:
-        """A live session this connection is attached to (one it created, loaded or resumed)."""
-        session = self.manager.get(session_id)
-        if not session.audience.has(self._bridge):
-            raise SessionNotOpenError(session_id)
-        return session
+    async def _session(self, session_id: str) -> Session:
+        """A live session this connection is attached to (one it created, loaded or resumed); else the error that
+        says why (``SessionManager.attached``)."""
+        return await self.manager.attached(session_id, self._bridge)
 
     # -- auth -----------------------------------------------------------------------------------------------------
 
@@ -286,7 +283,7 @@ class HermesAgent:
         ``startedNewTurn``, or ``{"outcome": "promptRequired", "reason": "noRunningTurn"}`` when the client asked
         to get it back (``_meta.steering.idleBehavior``) and no turn runs."""
         params = parse(SteeringParams, raw)
-        session = self._session(params.session_id)
+        session = await self._session(params.session_id)
         outcome = await session.steer(
             prompt_to_display(params.prompt),
             origin=self._bridge,
@@ -299,21 +296,22 @@ class HermesAgent:
     async def rewind(self, ctx: RequestContext, raw: Any) -> dict[str, Any]:
         """``_session/rewind``: the session goes back to just before the user message ``messageId``."""
         params = parse(RewindParams, raw)
-        rewound = await self._session(params.session_id).rewind(params.message_id)
+        session = await self._session(params.session_id)
+        rewound = await session.rewind(params.message_id)
         return rewind_result(rewound)
 
     # -- modes and models -----------------------------------------------------------------------------------------
 
     async def set_mode(self, ctx: RequestContext, raw: Any) -> dict[str, Any]:
         params = parse(SetModeParams, raw)
-        session = self._session(params.session_id)
+        session = await self._session(params.session_id)
         await session.set_mode(params.mode_id)
         await self._announce_config(session, mode_changed=True)
         return {}
 
     async def set_config_option(self, ctx: RequestContext, raw: Any) -> dict[str, Any]:
         params = parse(SetConfigOptionParams, raw)
-        session = self._session(params.session_id)
+        session = await self._session(params.session_id)
         offered = [option["id"] for option in self._options(session)]
         if params.config_id not in offered:
             raise InvalidParamsError(
@@ -341,7 +339,7 @@ class HermesAgent:
     async def set_model(self, ctx: RequestContext, raw: Any) -> dict[str, Any]:
         """The legacy ``session/set_model`` (removed from the schema; JetBrains and older Zed still send it)."""
         params = parse(SetModelParams, raw)
-        session = self._session(params.session_id)
+        session = await self._session(params.session_id)
         await session.set_model(params.model_id)
         await self._announce_config(session, mode_changed=False)
         return {}
@@ -350,7 +348,7 @@ class HermesAgent:
 
     async def prompt(self, ctx: RequestContext, raw: Any) -> dict[str, Any]:
         params = parse(PromptParams, raw)
-        session = self._session(params.session_id)
+        session = await self._session(params.session_id)
         result = await session.prompt(prompt_to_display(params.prompt), origin=self._bridge)
         if result.config_changed:
             await self._announce_config(session, mode_changed=result.mode_changed)

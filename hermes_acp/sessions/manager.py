@@ -75,11 +75,24 @@ class SessionManager:
         """Owner tasks of sessions are started in this (root) task group."""
         self._task_group = task_group
 
-    def get(self, session_id: str) -> Session:
+    async def attached(self, session_id: str, client: ClientBridge) -> Session:
+        """The live session ``client`` is attached to (one it created, loaded or resumed). For any other id the error
+        says why, from the store read as ``session/load`` reads it (``_stored``): a damaged store names the database
+        (``StorageError``), an id never stored is not found, and a stored session is not open in this connection."""
         session = self._live.get(session_id)
+        if session is not None and session.audience.has(client):
+            return session
         if session is None:
-            raise SessionNotOpenError(session_id)  # it may be stored: never "not found" for one that exists
-        return session
+            await self._stored(session_id)
+        raise SessionNotOpenError(session_id)  # it is stored: never "not found" for one that exists
+
+    async def _stored(self, session_id: str) -> tuple[SessionRecord, list[StoredEvent]]:
+        """A stored session's record and log, read as a load reads them: ``SessionNotFoundError`` when there is none,
+        the store's ``StorageError`` (naming the database) when they cannot be read."""
+        record = await self.services.store.get_session(session_id)
+        if record is None:
+            raise SessionNotFoundError(session_id)
+        return record, await self.services.store.load_events(session_id)
 
     def live(self, session_id: str) -> Session | None:
         return self._live.get(session_id)
@@ -139,9 +152,7 @@ class SessionManager:
                 )
             await live.attach(client, catch_up=replay)
             return live
-        record = await self.services.store.get_session(session_id)
-        if record is None:
-            raise SessionNotFoundError(session_id)
+        record, logged = await self._stored(session_id)
         changes: dict[str, object] = {}
         if real != record.cwd:
             changes["cwd"] = real
@@ -155,7 +166,7 @@ class SessionManager:
         store = self.services.store
         if changes and store.read_only is None:  # a read-only store still loads: it keeps the old values
             record = await store.update_session(session_id, **changes)
-        events = [stored.event for stored in effective(await store.load_events(session_id), _event)]
+        events = [stored.event for stored in effective(logged, _event)]
         projection = SessionProjection()
         for event in events:
             projection.apply(event)

@@ -1,12 +1,12 @@
 """``Session``: one live conversation — its state, its prompt queue, its cancel scopes and the connections attached.
 
 Prompts and slash commands are serialised (docs/architecture.md §4.11): each is queued with its cancel scope
-before the caller's first await, and runs in a task of the session's own (in the host's task group, not in the
-request that sent it), in turn, on a FIFO lock; so a second prompt is answered when its own turn ends, and a turn
-goes on when the connection that sent it leaves (a session host). ``cancel`` cancels the running turn and
-everything queued (docs/architecture.md §4.10); the next prompt is accepted at once. Mode, model and thinking
-effort live here and in the store; the tool surface is derived from them for every model request
-(docs/architecture.md §4.6).
+before the caller's first await (or refused, past the limits on what waits: ``sessions.waiting``), and runs in a
+task of the session's own (in the host's task group, not in the request that sent it), in turn, on a FIFO lock;
+so a second prompt is answered when its own turn ends, and a turn goes on when the connection that sent it leaves (a
+session host). ``cancel`` cancels the running turn and everything queued (docs/architecture.md §4.10); the next
+prompt is accepted at once. Mode, model and thinking effort live here and in the store; the tool surface is derived
+from them for every model request (docs/architecture.md §4.6).
 
 The session's ``audience`` is the set of connections attached to it (``sessions.audience``): the update sink and
 permission gate its turns talk to. A prompt that names one of the session's slash commands (``commands``: the
@@ -91,6 +91,7 @@ from .steering import IdleBehavior, SteeringQueue, SteerOutcome
 from .subagents import ChildOpener, SubagentLink, SubagentRunner, subagent_prompt
 from .switches import SANDBOX_NETWORK, SWITCHES, switch_value
 from .titles import title_from_prompt, title_with_model
+from .waiting import QUEUED_PROMPTS
 
 if TYPE_CHECKING:
     from hermes_acp.computer_use import ComputerUse
@@ -426,6 +427,7 @@ class Session:
         invocation = self.commands.find(display)
         if self._queue and invocation is not None and invocation.command.name in _AT_ONCE:
             return await self._at_once(invocation, display)
+        self._room_for(display)
         return await self._answer(self._enqueue(display, origin, waits=bool(self._queue)))
 
     async def task(self, display: list[DisplayBlock]) -> PromptResult:
@@ -445,9 +447,15 @@ class Session:
     def submit(self, display: list[DisplayBlock], *, origin: ClientBridge | None, input_id: str | None) -> None:
         """Queue a prompt nobody waits for (a steering message that found no turn to join starts one); ``input_id``:
         it is already stored as queued."""
+        self._room_for(display)
         queued = self._enqueue(display, origin, waits=False, input_id=input_id)
         queued.shown_by_origin = False
         self.runtime.submit(lambda: self._store_queued(queued), "queued prompt")
+
+    def _room_for(self, display: list[DisplayBlock]) -> None:
+        """A prompt that would wait for others is refused past the queue's limit (``sessions.waiting``)."""
+        if self._queue:
+            QUEUED_PROMPTS.check([q.display for q in self._queue if not q.started], display)
 
     def _enqueue(
         self,
@@ -630,16 +638,22 @@ class Session:
             self.submit(display, origin=origin, input_id=None)
             return "startedNewTurn"
         input_id = new_input_id()
-        await self.recorder.record(
-            InputQueued(input_id=input_id, input_kind="steering", display=display, turn_id=turn_id)
-        )
-        if self.steering.offer(turn_id, Steer(input_id, display)):
-            return "injected"
+        with self.steering.admitting(display):  # refused past the limit, before anything is stored
+            await self.recorder.record(
+                InputQueued(input_id=input_id, input_kind="steering", display=display, turn_id=turn_id)
+            )
+            if self.steering.offer(turn_id, Steer(input_id, display)):
+                return "injected"
         if idle == "promptRequired":  # the turn ended while the message was stored
             why = "the turn it was sent to ended first; the editor sends it as a prompt"
             await self.recorder.record(dropped_input(input_id, "steering", display, why, turn_id=turn_id))
             return "promptRequired"
-        self.submit(display, origin=origin, input_id=input_id)
+        try:
+            self.submit(display, origin=origin, input_id=input_id)
+        except InvalidParamsError:  # the turn ended while it was stored, and the prompt queue is full
+            why = "the turn it was sent to ended first, and too many prompts wait to start one with it"
+            await self.recorder.record(dropped_input(input_id, "steering", display, why, turn_id=turn_id))
+            raise
         return "startedNewTurn"
 
     # -- rewind -------------------------------------------------------------------------------------------------

@@ -6,6 +6,9 @@ extension claude-agent-acp and codex-acp answer) is stored as queued (``InputQue
 the turn loop takes what waits at its safe points (``hermes_acp.turns.loop``). Offering names the turn the message
 was stored for, so a message stored while that turn ended is never handed to the next one: the session then falls
 back to the idle behaviour the client asked for (a new turn, or ``promptRequired``: the client sends it as a prompt).
+What waits is bounded (``sessions.waiting``): ``admitting`` refuses a message that would take the waiting ones past
+the limit, before it is stored, and holds its room while it is stored, so messages stored side by side cannot pass
+the limit together; the turn takes them all at its next safe point, so its next model request holds no more.
 
 Everything here runs on the event loop and never awaits, so "is a turn taking steering?" and "hand it this message"
 cannot be separated by another task's step. It knows the port, not ACP.
@@ -13,9 +16,15 @@ cannot be separated by another task's step. It knows the port, not ACP.
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from itertools import count
 from typing import Literal
 
+from hermes_acp.core import DisplayBlock
 from hermes_acp.turns.ports import Steer
+
+from .waiting import WAITING_STEERING, WaitLimit
 
 __all__ = ["IdleBehavior", "SteerOutcome", "SteeringQueue"]
 
@@ -28,9 +37,13 @@ IdleBehavior = Literal["startNewTurn", "promptRequired"]
 class SteeringQueue:
     """The steering messages waiting for the running turn (see the module docstring)."""
 
-    def __init__(self) -> None:
+    def __init__(self, limit: WaitLimit = WAITING_STEERING) -> None:
+        self._limit = limit
         self._turn_id: str | None = None
         self._waiting: list[Steer] = []
+        self._storing: dict[int, Sequence[DisplayBlock]] = {}
+        """Messages admitted and being stored as queued, by ticket: they count as waiting."""
+        self._tickets = count()
 
     @property
     def turn_id(self) -> str | None:
@@ -46,6 +59,18 @@ class SteeringQueue:
         self._turn_id = turn_id
         self._waiting = []
         return self
+
+    @contextmanager
+    def admitting(self, display: Sequence[DisplayBlock]) -> Iterator[None]:
+        """Room for ``display`` among the waiting messages while it is stored (``InvalidParamsError`` naming the
+        limit when there is none); ``offer`` then adds it to them, and the room is given back on the way out."""
+        self._limit.check([*(steer.display for steer in self._waiting), *self._storing.values()], display)
+        ticket = next(self._tickets)
+        self._storing[ticket] = display
+        try:
+            yield
+        finally:
+            del self._storing[ticket]
 
     def offer(self, turn_id: str, steer: Steer) -> bool:
         """Hand ``steer`` to the running turn; False when ``turn_id`` no longer takes any (it ended, or decided to)."""

@@ -46,6 +46,10 @@ def _live_kinds(updates: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [u for u in updates if u["sessionUpdate"] not in ("available_commands_update", "usage_update")]
 
 
+def _titled(client: RecordingClient, session_id: str) -> bool:
+    return any("title" in u for u in client.of_kind("session_info_update", session_id))
+
+
 async def _never_answer(call: PermissionCall) -> str:
     await anyio.sleep_forever()
     raise AssertionError("unreachable")
@@ -73,6 +77,9 @@ async def test_two_front_doors_see_the_same_updates_once_and_the_second_answers_
                 attached = len(_updates(second.client, session))
                 await second.client.wait_for(lambda: bool(second.client.permissions), timeout=WAIT_S)
             assert answers[0].stop_reason == "end_turn"
+            # The title is written after the turn, off the prompt's path: it may arrive after the answer.
+            await first_client.wait_for(lambda: _titled(first_client, session), timeout=WAIT_S)
+            await second.client.wait_for(lambda: _titled(second.client, session), timeout=WAIT_S)
             # The second got the pending question after its catch-up, answered it; the first's was withdrawn.
             assert second.client.permissions[0].tool_call["toolCallId"] == "call_ask"
             mine = _live_kinds(_updates(first_client, session)[before:])

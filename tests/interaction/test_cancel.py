@@ -7,11 +7,12 @@ from typing import Any
 
 import anyio
 import pytest
-from acp import schema
+from acp import RequestError, schema
 from dirty_equals import IsStr
 from inline_snapshot import snapshot
 
 from hermes_acp.core import TextPart, ToolCallPart, UserMessage
+from hermes_acp.core.bounds import MAX_QUEUED_PROMPT_BYTES, MAX_QUEUED_PROMPTS
 from hermes_acp.providers.scripted import ScriptedProvider, ScriptedReply, text_reply, tool_reply
 from tests.fakes.server import Pair, open_pair
 from tests.fakes.tools import BlockingTool, GuardedWriteTool, args
@@ -227,6 +228,35 @@ async def test_cancel_answers_queued_prompts_cancelled_and_the_session_takes_the
     assert results["queued"].stop_reason == "cancelled"
     assert fresh.stop_reason == "end_turn"
     assert len(provider.requests) == 2
+
+
+async def test_a_prompt_past_the_queue_limit_is_refused_naming_it_and_the_queue_is_unaffected(tmp_path: Path) -> None:
+    hold = anyio.Event()
+    provider = ScriptedProvider([ScriptedReply(parts=[TextPart(text="busy")], hold=hold), text_reply("fresh")])
+    async with open_pair(tmp_path, provider=provider) as pair:
+        session_id = await pair.new_session()
+        results: dict[str, Any] = {}
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(_prompt_into, pair, session_id, "running", results)
+            await pair.client.wait_for(lambda: bool(pair.client.of_kind("agent_message_chunk", session_id)))
+            for n in range(MAX_QUEUED_PROMPTS):
+                tg.start_soon(_prompt_into, pair, session_id, f"queued {n}", results)
+            await anyio.wait_all_tasks_blocked()
+            with pytest.raises(RequestError) as refused:
+                await pair.prompt(session_id, "one too many")
+            await pair.conn.cancel(session_id=session_id)
+        with anyio.fail_after(5):
+            fresh = await pair.prompt(session_id, "fresh")
+    assert refused.value.code == -32602
+    assert f"too many queued prompts waiting for the turns before them: the limit is {MAX_QUEUED_PROMPTS}" in str(
+        refused.value
+    )
+    assert refused.value.data == {
+        "limit": {"kind": "queued prompts", "count": MAX_QUEUED_PROMPTS, "bytes": MAX_QUEUED_PROMPT_BYTES},
+        "field": "prompt",
+    }
+    assert [results[f"queued {n}"].stop_reason for n in range(MAX_QUEUED_PROMPTS)] == ["cancelled"] * MAX_QUEUED_PROMPTS
+    assert fresh.stop_reason == "end_turn", "the session takes the next prompt as usual"
 
 
 async def test_a_queued_slash_command_is_answered_cancelled_and_does_not_run(tmp_path: Path) -> None:
