@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping
 
 from hermes_acp.config import load_settings
 from hermes_acp.errors import ConfigError
+from hermes_acp.telemetry import configure_logging
 
 from .control import request
 from .paths import replace_file
@@ -41,6 +42,7 @@ def token_command(
     except ConfigError as exc:
         err(f"hermes-acp: {exc}")
         return 1
+    configure_logging(settings.logs_dir, settings.logging.level, stderr_level=settings.logging.stderr_level)
     path = settings.host_token_file
     if not rotate:
         from .remote import load_token
