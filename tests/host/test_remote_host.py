@@ -56,7 +56,7 @@ async def test_the_host_prints_each_door_s_url_and_the_token_file(tmp_path: Path
     async with shared_home(tmp_path, config_extra=_door(port)) as shared:
         host = await shared.start_host()
         assert host.stdout is not None
-        lines = []
+        lines: list[str] = []
         with anyio.fail_after(WAIT_S):
             while not lines or not lines[-1].startswith("exits when idle"):
                 lines.append((await host.stdout.readline()).decode().strip())
