@@ -107,7 +107,12 @@ def private_dir_problem(path: str) -> str | None:
 def private_dir(path: str) -> None:
     """Create ``path`` (and its parents) as the user's own ``0700`` directory; ``PermissionError`` naming what is
     wrong when it exists and is not one (``private_dir_problem``)."""
-    os.makedirs(path, mode=0o700, exist_ok=True)
+    try:
+        os.makedirs(path, mode=0o700)
+    except FileExistsError:
+        pass
+    else:
+        os.chmod(path, 0o700)  # whatever the umask took away: the check below wants exactly 0700
     problem = private_dir_problem(path)
     if problem is not None:
         raise PermissionError(problem)
