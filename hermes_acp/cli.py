@@ -1,4 +1,4 @@
-"""The ``hermes-acp`` command: serve ACP on stdio (default), ``--shared``, ``host [status|stop]``, ``--check``,
+"""The ``hermes-acp`` command: serve ACP on stdio (default), ``--shared``, ``host [status|stop|token]``, ``--check``,
 ``--repair``, ``--version``, ``--setup``.
 
 Serving must answer ``initialize`` fast, so this module imports almost nothing; the rest of the server is loaded in
@@ -111,30 +111,61 @@ def _front_door() -> None:
 
 
 def _host(argv: Sequence[str]) -> int:
-    """``hermes-acp host`` serves (``--detached``: started by a front door); ``host status`` / ``host stop``."""
+    """``hermes-acp host`` serves (``--detached``: started by a front door); ``host status`` / ``host stop`` ask the
+    running host; ``host token [--rotate]`` shows or replaces the remote doors' token. ``host`` is no ACP server:
+    stdout is its user's (where it listens, each remote door's URL, the token file)."""
     import argparse
 
     parser = argparse.ArgumentParser(
         prog="hermes-acp host",
         description="The session host: one long-lived process per $HERMES_ACP_HOME that editors attach to.",
     )
-    parser.add_argument("command", nargs="?", choices=["status", "stop"], help="ask the running host")
+    parser.add_argument(
+        "command",
+        nargs="?",
+        choices=["status", "stop", "token"],
+        help="ask the running host (status, stop), or show the remote doors' token (token)",
+    )
+    parser.add_argument(
+        "--rotate", action="store_true", help="with token: replace it; a running host then refuses the old one"
+    )
     parser.add_argument("--detached", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--verbose", action="store_true", help="log everything to stderr too")
     args = parser.parse_args(argv)
+    if args.rotate and args.command != "token":
+        parser.error("--rotate goes with `token`")
+    if args.command == "token":
+        from hermes_acp.host.token import token_command
+
+        return token_command(print, _print_err, rotate=args.rotate)
     if args.command is not None:
         from hermes_acp.host.control import host_control
 
-        return host_control(args.command, print)
+        return host_control(args.command, print, err=_print_err)
     if args.verbose:
         os.environ["HERMES_ACP_VERBOSE"] = "1"
-    from hermes_acp.host.server import run_host
+    from hermes_acp.host.server import HostReady, run_host
 
-    def ready(socket_path: str) -> None:
-        if not args.detached:
-            print(f"hermes-acp host listening on {socket_path}", flush=True)
+    def ready(where: HostReady) -> None:
+        if args.detached:
+            return
+        print(f"hermes-acp host listening on {where.socket}")
+        for url in where.doors:
+            print(f"remote door: {url}")
+        for refused in where.refused:
+            print(f"remote door not opened: {refused}")
+        if where.token_file is not None:
+            print(f"remote doors' token: {where.token_file} (`hermes-acp host token` shows it)")
+        if where.idle_exit_s is not None:
+            idle = "never" if where.idle_exit_s <= 0 else f"after {where.idle_exit_s:g} s with nobody attached"
+            print(f"exits when idle: {idle}")
+        sys.stdout.flush()
 
     return run_host(ready=ready)
+
+
+def _print_err(message: str) -> None:
+    print(message, file=sys.stderr)
 
 
 def _configured_shared(env: os._Environ[str]) -> bool:

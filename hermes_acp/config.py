@@ -305,6 +305,10 @@ class SandboxSettings(_Section):
         return _home_paths(value)
 
 
+IDLE_EXIT_S = 900.0
+"""How long a host without a remote door waits idle before it exits, unless ``[host] idle_exit_s`` says."""
+
+
 class HostSettings(_Section):
     """``[host]``: whether editors share one long-lived session host, and how it behaves (docs/architecture.md §14)."""
 
@@ -316,8 +320,9 @@ class HostSettings(_Section):
     unattended_wait_s: Annotated[float, Field(ge=0)] = 0.0
     """How long a permission or elicitation request waits for a connection to attach when nobody is attached;
     0: as long as the turn lives."""
-    idle_exit_s: Annotated[float, Field(ge=0)] = 900.0
-    """The host exits after this long with no connection and no running turn (0: never)."""
+    idle_exit_s: Annotated[float, Field(ge=0)] | None = None
+    """The host exits after this long with no connection and no running turn (0: never). Unset: 900 s, or never
+    when ``listen`` names a remote door (nothing remote can start the host again): see ``idle_exit``."""
     listen: list[Annotated[str, Field(min_length=1)]] = Field(default_factory=list)
     """Remote doors: ``ws://HOST:PORT`` or ``http://HOST:PORT`` (both serve WebSocket and Streamable HTTP on
     ``/acp``); off by default."""
@@ -326,6 +331,14 @@ class HostSettings(_Section):
     ``$HERMES_ACP_HOME/host.token``."""
     allow_remote: bool = False
     """Whether ``listen`` may bind an address outside loopback (TLS belongs to a reverse proxy in front)."""
+
+    @property
+    def idle_exit(self) -> float:
+        """The idle exit in effect, in seconds (0: never): ``idle_exit_s`` when set, else ``IDLE_EXIT_S`` for a host
+        only local front doors reach (the next one starts it again), and never for one with a remote door."""
+        if self.idle_exit_s is not None:
+            return self.idle_exit_s
+        return 0.0 if self.listen else IDLE_EXIT_S
 
     @field_validator("listen")
     @classmethod
@@ -385,6 +398,12 @@ class Settings(_FileSettings):
     @property
     def cache_dir(self) -> Path:
         return self.home / "cache"
+
+    @property
+    def host_token_file(self) -> Path:
+        """The file with the remote door's bearer token: ``[host] token_file``, else ``host.token`` in the home."""
+        configured = self.host.token_file
+        return Path(os.path.expanduser(configured)) if configured else self.home / "host.token"
 
 
 def load_settings(

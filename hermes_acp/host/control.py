@@ -3,7 +3,8 @@
 Standard library only, like the front door. ``status`` prints what the host reports (pid, version, home,
 connections, live sessions and which run a turn) as JSON and exits 0, or says that no host runs and exits 3.
 ``stop`` asks the host to shut down (running turns are cancelled and settled in the log, child processes stopped),
-waits until its socket is gone, and exits 0; with no host running it says so and exits 0.
+waits until its socket is gone, and exits 0; with no host running it says so and exits 0. Like the front door, it
+asks only a host whose folder and process are the user's own (``paths.untrusted_host``), and says why otherwise.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from .paths import CONTROL_KEY, decode_line, encode_line, host_paths
+from .paths import CONTROL_KEY, decode_line, encode_line, host_paths, untrusted_host
 
 __all__ = ["NOT_RUNNING", "host_control", "request"]
 
@@ -34,6 +35,9 @@ def request(env: Mapping[str, str], command: str, *, timeout_s: float = 10.0) ->
             sock.connect(paths.socket)
         except (FileNotFoundError, ConnectionRefusedError):
             return None
+        problem = untrusted_host(paths, sock)
+        if problem is not None:
+            raise PermissionError(problem)
         sock.sendall(encode_line({CONTROL_KEY: command}))
         data = b""
         while b"\n" not in data:
@@ -46,10 +50,20 @@ def request(env: Mapping[str, str], command: str, *, timeout_s: float = 10.0) ->
     return decode_line(data.split(b"\n", 1)[0]) if data else None
 
 
-def host_control(command: str, out: Callable[[str], None], env: Mapping[str, str] | None = None) -> int:
+def host_control(
+    command: str,
+    out: Callable[[str], None],
+    env: Mapping[str, str] | None = None,
+    *,
+    err: Callable[[str], None] | None = None,
+) -> int:
     env = dict(os.environ) if env is None else env
     paths = host_paths(env)
-    answer = request(env, command)
+    try:
+        answer = request(env, command)
+    except OSError as exc:
+        (err or out)(f"hermes-acp: {exc}")
+        return 1
     if answer is None:
         out(f"no hermes-acp session host runs for {paths.home}")
         return NOT_RUNNING if command == "status" else 0

@@ -1,11 +1,21 @@
 """The shared front door: what an editor starts in ``[host] mode = "shared"`` (or with ``--shared``): a thin relay
 to the session host.
 
-It connects to the host's Unix socket (starting the host detached when none runs), sends one hello line (its
-version, and the environment the editor gave it, which applies to the sessions this connection opens), reads the
-host's answer, then carries bytes both ways unchanged until either side closes: the editor's stdin to the socket,
-the socket to the editor's stdout. When the editor goes (stdin's EOF, or this process killed like an SSH link
-that drops), the host sees the connection leave, and the sessions go on there.
+It connects to the host's Unix socket (starting the host when none runs), sends one hello line (its version, and
+the environment the editor gave it, which applies to the sessions this connection opens), reads the host's answer,
+then carries bytes both ways unchanged until either side closes: the editor's stdin to the socket, the socket to the
+editor's stdout. When the editor goes (stdin's EOF, or this process killed like an SSH link that drops), the host
+sees the connection leave, and the sessions go on there.
+
+The hello carries the editor's keys, so nothing is sent before the front door knows that the host is the user's own:
+the socket's folder must be a real directory (not a link), the user's and ``0700``, and the process listening on
+the socket must be the user's (its uid, ``paths.peer_uid``). Otherwise it refuses, naming the folder and what is
+wrong, and sends nothing; it does not start a host in such a folder either.
+
+The host it starts belongs to nobody: an intermediate child starts it in a session and process group of its own
+and exits at once, so the host is re-parented (to init or a subreaper), stdin and stdout on ``/dev/null``, stderr
+to ``logs/host-stderr.log``. A client that ends its agent's whole process tree or group (acpx does, when its queue
+owner exits) ends only the front door; the host and its turns go on.
 
 A host of another version does not take the connection: the front door answers the editor's first request with
 an error that says which versions differ and how to stop the old host (``hermes-acp host stop``), says so on
@@ -29,7 +39,7 @@ from collections.abc import Mapping
 
 from hermes_acp.version import __version__
 
-from .paths import HELLO_KEY, HostPaths, decode_line, encode_line, host_paths
+from .paths import HELLO_KEY, HostPaths, decode_line, encode_line, host_paths, private_dir_problem, untrusted_host
 
 __all__ = ["START_TIMEOUT_S", "run_front_door"]
 
@@ -45,9 +55,18 @@ def run_front_door(env: Mapping[str, str] | None = None) -> int:
     env = dict(os.environ) if env is None else dict(env)
     try:
         paths = host_paths(env)
-        sock = _connect(paths) or _start_host(paths, env)
+        sock = _connect(paths)
+        if sock is None:
+            _refuse_unsafe_folder(paths)
+            sock = _start_host(paths, env)
+        problem = untrusted_host(paths, sock)
+        if problem is not None:
+            sock.close()
+            raise _Untrusted(problem)
         sock.sendall(encode_line({HELLO_KEY: 1, "version": __version__, "env": env, "pid": os.getpid()}))
         reply, rest = _read_line(sock)
+    except _Untrusted as exc:
+        return _refuse(f"hermes-acp will not talk to its session host: {exc}")
     except OSError as exc:
         return _refuse(f"hermes-acp could not reach its session host: {exc}")
     answer = decode_line(reply) if reply else None
@@ -59,6 +78,18 @@ def run_front_door(env: Mapping[str, str] | None = None) -> int:
         _write_all(1, rest)
     _relay(sock)
     return 0
+
+
+class _Untrusted(Exception):
+    """The socket's folder or the process behind it is not the user's own: nothing may be sent."""
+
+
+def _refuse_unsafe_folder(paths: HostPaths) -> None:
+    """Before starting a host: a folder that exists must be fit for it (a missing one the host creates)."""
+    if os.path.lexists(paths.directory):
+        problem = private_dir_problem(paths.directory)
+        if problem is not None:
+            raise _Untrusted(problem)
 
 
 def _connect(paths: HostPaths) -> socket.socket | None:
@@ -74,21 +105,12 @@ def _connect(paths: HostPaths) -> socket.socket | None:
 
 
 def _start_host(paths: HostPaths, env: Mapping[str, str]) -> socket.socket:
-    """Start ``hermes-acp host`` in a session of its own (it outlives this process), then connect to it."""
-    import subprocess
-
+    """Start ``hermes-acp host`` detached (``_spawn_detached``: it outlives this process and its tree), then connect
+    to it."""
     logs = os.path.join(paths.home, "logs")
     os.makedirs(logs, mode=0o700, exist_ok=True)
-    with open(os.path.join(logs, "host-stderr.log"), "ab") as stderr:
-        subprocess.Popen(
-            [sys.executable, "-m", "hermes_acp", "host", "--detached"],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=stderr,
-            env=dict(env),
-            cwd="/",
-            start_new_session=True,
-        )
+    log = os.path.join(logs, "host-stderr.log")
+    _spawn_detached([sys.executable, "-m", "hermes_acp", "host", "--detached"], env, log)
     deadline = time.monotonic() + START_TIMEOUT_S
     delay = 0.002
     while time.monotonic() < deadline:
@@ -97,7 +119,47 @@ def _start_host(paths: HostPaths, env: Mapping[str, str]) -> socket.socket:
             return sock
         time.sleep(delay)
         delay = min(delay * 2, 0.05)
-    raise OSError(f"the session host did not start listening on {paths.socket} within {START_TIMEOUT_S:g} s")
+    raise OSError(
+        f"the session host did not start listening on {paths.socket} within {START_TIMEOUT_S:g} s (its errors: {log})"
+    )
+
+
+def _spawn_detached(argv: list[str], env: Mapping[str, str], log: str) -> None:
+    """Run ``argv`` as nobody's child: a forked intermediate starts it in a new session (``setsid``: its own process
+    group, no terminal) and exits at once, so it is re-parented and no tree or group of ours holds it. Raises
+    ``OSError`` with the reason when it could not be started."""
+    import subprocess
+
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the intermediate: nothing of the parent's may run here (no finalizers, no buffered output)
+        code = 0
+        try:
+            os.close(read_end)
+            with open(log, "ab") as stderr:
+                subprocess.Popen(
+                    argv,
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.DEVNULL,
+                    stderr=stderr,
+                    env=dict(env),
+                    cwd="/",
+                    start_new_session=True,
+                )
+        except BaseException as exc:
+            code = 1
+            with contextlib.suppress(OSError):
+                os.write(write_end, str(exc).encode("utf-8", "replace")[:4096])
+        finally:
+            os._exit(code)
+    os.close(write_end)
+    try:
+        os.waitpid(pid, 0)
+        failure = os.read(read_end, 4096)
+    finally:
+        os.close(read_end)
+    if failure:
+        raise OSError(f"could not start the session host ({' '.join(argv)}): {failure.decode('utf-8', 'replace')}")
 
 
 def _read_line(sock: socket.socket) -> tuple[bytes, bytes]:

@@ -2,21 +2,25 @@
 session, serving every connection to them.
 
 It takes the home's lock (``host.lock``: a second host for the same home exits at once), writes ``host.json`` (pid,
-version), listens on ``host.sock`` in the private runtime directory (``paths``), and, when ``[host] listen`` names
-any, on the remote doors (``remote``). A connection on the socket is taken only from a process of the same user
-(the peer's uid, ``SO_PEERCRED``), and starts with one line:
+version), listens on ``host.sock`` in the private runtime directory (``paths``: refused when it is a link, another
+user's or not ``0700``), and, when ``[host] listen`` names any, on the remote doors (``remote``). A connection on
+the socket is taken only from a process of the same user (the peer's uid, ``paths.peer_uid``), and starts with one
+line:
 
 - a front door's hello: with the same version it is answered ``ok`` and becomes a ``Connection`` like any other,
   with the environment the hello carried (its keys and variables for the sessions it opens); with another version
   it is refused with what to do;
-- a control request: ``status`` (pid, version, home, connections, live sessions and which run a turn) or ``stop``
-  (answered, then the host shuts down as on SIGTERM).
+- a control request: ``status`` (pid, version, home, connections, live sessions and which run a turn, the remote
+  doors, the idle exit in effect), ``stop`` (answered, then the host shuts down as on SIGTERM) or ``token`` (the
+  remote doors close and open again, reading the token file anew: ``hermes-acp host token --rotate`` sends it, and
+  it is answered once the new token is the one checked; connections made with the old one are ended).
 
 A connection that leaves is detached from its sessions and its turns go on (``[host] on_leave``); a question with
 nobody attached waits for the next attach. The host exits after ``[host] idle_exit_s`` with no connection and no
-running turn, or on SIGTERM/SIGINT/``stop``: turns are cancelled and settled in the log, child processes stopped.
-After a kill -9 the next front door starts a new host, and sessions load from the log as after any crash (a call
-that was running is "outcome unknown", never run again). Its logs go to ``$HERMES_ACP_HOME/logs/``.
+running turn (unset: 15 minutes, or never for a host with a remote door: nothing remote can start it again), or on
+SIGTERM/SIGINT/``stop``: turns are cancelled and settled in the log, child processes stopped. After a kill -9 the
+next front door starts a new host, and sessions load from the log as after any crash (a call that was running is
+"outcome unknown", never run again). Its logs go to ``$HERMES_ACP_HOME/logs/``.
 """
 
 from __future__ import annotations
@@ -27,14 +31,13 @@ import fcntl
 import json
 import os
 import signal
-import socket
-import struct
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import anyio
-from anyio.abc import TaskGroup
+from anyio.abc import TaskGroup, TaskStatus
 
 from hermes_acp.app import Host, load_host_parts, open_host
 from hermes_acp.protocol.connection import Connection
@@ -43,19 +46,49 @@ from hermes_acp.providers.catalog import ModelCatalog
 from hermes_acp.telemetry import get_logger
 from hermes_acp.version import __version__
 
-from .paths import CONTROL_KEY, HELLO_KEY, MAX_HELLO_BYTES, HostPaths, decode_line, encode_line, host_paths, private_dir
+from .paths import (
+    CONTROL_KEY,
+    HELLO_KEY,
+    MAX_HELLO_BYTES,
+    HostPaths,
+    decode_line,
+    encode_line,
+    host_paths,
+    peer_uid,
+    private_dir,
+    replace_file,
+)
 
 if TYPE_CHECKING:
+    from hermes_acp.config import Settings
+
     from .remote import RemoteDoors
 
-__all__ = ["HostLock", "peer_uid", "run_host", "serve_host"]
+__all__ = ["HostLock", "HostReady", "run_host", "serve_host"]
 
 _log = get_logger("hermes_acp.host")
 HELLO_TIMEOUT_S = 10.0
 """How long a new connection may take to send its first line."""
 IDLE_POLL_S = 1.0
 """How often the idle timer looks (at most)."""
+DOORS_CLOSE_S = 5.0
+"""How long the remote doors' connections get to close before they are cancelled (the doors open again)."""
 _SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+
+
+@dataclass(frozen=True)
+class HostReady:
+    """What ``hermes-acp host`` tells its user once it listens."""
+
+    socket: str
+    doors: list[str] = field(default_factory=list)
+    """The URL of each remote door that listens."""
+    refused: list[str] = field(default_factory=list)
+    """Each configured door that could not be opened, and why."""
+    token_file: str | None = None
+    """The file with the remote doors' bearer token, when any door is configured."""
+    idle_exit_s: float | None = None
+    """The idle exit in effect (0: never); None when another host already served the home."""
 
 
 class HostLock:
@@ -67,7 +100,7 @@ class HostLock:
 
     def acquire(self) -> bool:
         """True when this process now holds it; False when another host does."""
-        fd = os.open(self._paths.lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        fd = os.open(self._paths.lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -82,28 +115,25 @@ class HostLock:
             self._fd = None
 
 
-def peer_uid(sock: socket.socket) -> int:
-    """The uid of the process at the other end of a Unix socket (``SO_PEERCRED``)."""
-    creds = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
-    _pid, uid, _gid = struct.unpack("3i", creds)
-    return int(uid)
-
-
-def run_host(env: Mapping[str, str] | None = None, *, ready: Callable[[str], None] | None = None) -> int:
-    """The ``hermes-acp host`` command: serve until idle, stopped or signalled; the exit status. ``ready`` gets
-    the socket's path once the host listens."""
+def run_host(env: Mapping[str, str] | None = None, *, ready: Callable[[HostReady], None] | None = None) -> int:
+    """The ``hermes-acp host`` command: serve until idle, stopped or signalled; the exit status. ``ready`` is told
+    where the host listens once it does."""
     env = dict(os.environ) if env is None else dict(env)
     return asyncio.run(serve_host(env, ready=ready))
 
 
-async def serve_host(env: Mapping[str, str], *, ready: Callable[[str], None] | None = None) -> int:
+async def serve_host(env: Mapping[str, str], *, ready: Callable[[HostReady], None] | None = None) -> int:
     paths = host_paths(env)
-    private_dir(paths.directory)
+    try:
+        private_dir(paths.directory)
+    except OSError as exc:
+        _log.error("the session host cannot use its folder", error=str(exc))
+        return 1
     lock = HostLock(paths)
     if not lock.acquire():
         _log.info("a session host already serves this home", home=paths.home)
         if ready is not None:
-            ready(paths.socket)  # the one that holds the lock listens there
+            ready(HostReady(paths.socket))  # the one that holds the lock listens there
         return 0
     try:
         settings, store, failure = await load_host_parts(env)
@@ -117,23 +147,25 @@ async def serve_host(env: Mapping[str, str], *, ready: Callable[[str], None] | N
             door = _Door(host, paths, group)
             server = await asyncio.start_unix_server(door.accept, path=paths.socket, limit=1024 * 1024)
             os.chmod(paths.socket, 0o600)
-            remote = None
             if settings.host.listen:
-                from .remote import RemoteDoors
-
-                remote = RemoteDoors(host, settings)
-                await remote.start(group)
-                door.remote = remote
+                door.remote = _Remote(host, settings)
+                await group.start(door.remote.run, name="remote doors")
             _write_record(paths)
             if ready is not None:
-                ready(paths.socket)
-            _log.info("session host serving", version=__version__, home=str(settings.home), socket=paths.socket)
+                ready(door.ready())
+            _log.info(
+                "session host serving",
+                version=__version__,
+                home=str(settings.home),
+                socket=paths.socket,
+                idle_exit_s=settings.host.idle_exit,
+            )
             try:
-                await door.until_done(settings.host.idle_exit_s)
+                await door.until_done(settings.host.idle_exit)
             finally:
                 server.close()
-                if remote is not None:
-                    await remote.stop()
+                if door.remote is not None:
+                    await door.remote.stop()
                 door.close_all()
                 group.cancel_scope.cancel()
         return 0
@@ -153,7 +185,7 @@ class _Door:
         self._group = group
         self._stop = anyio.Event()
         self._started = time.time()
-        self.remote: RemoteDoors | None = None
+        self.remote: _Remote | None = None
 
     async def accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
@@ -180,7 +212,7 @@ class _Door:
             _log.warning("a connection did not start with a hello line")
             return
         if CONTROL_KEY in hello:
-            writer.write(encode_line(self._control(str(hello[CONTROL_KEY]))))
+            writer.write(encode_line(await self._control(str(hello[CONTROL_KEY]))))
             await writer.drain()
             return
         if HELLO_KEY not in hello:
@@ -204,13 +236,31 @@ class _Door:
             group.start_soon(connection.dispatcher.run, name="host connection dispatcher")
             await self._host.serve(connection)
 
-    def _control(self, command: str) -> dict[str, Any]:
+    async def _control(self, command: str) -> dict[str, Any]:
         if command == "stop":
             self._stop.set()
             return {"ok": True, "stopping": True, "pid": os.getpid()}
         if command == "status":
             return {"ok": True, **self.status()}
-        return {"ok": False, "error": f"unknown control request {command!r} (status, stop)"}
+        if command == "token":
+            if self.remote is None:
+                return {"ok": True, "listening": []}
+            with anyio.move_on_after(DOORS_CLOSE_S * 2):
+                await self.remote.reopen()
+                return {"ok": True, "listening": self.remote.listening}
+            return {"ok": False, "error": "the remote doors did not open again in time; see the host's log"}
+        return {"ok": False, "error": f"unknown control request {command!r} (status, stop, token)"}
+
+    def ready(self) -> HostReady:
+        settings = self._host.settings
+        remote = self.remote
+        return HostReady(
+            self._paths.socket,
+            doors=[_door_url(door) for door in remote.listening] if remote is not None else [],
+            refused=list(remote.refused) if remote is not None else [],
+            token_file=str(settings.host_token_file) if settings.host.listen else None,
+            idle_exit_s=settings.host.idle_exit,
+        )
 
     def status(self) -> dict[str, Any]:
         host = self._host
@@ -228,6 +278,8 @@ class _Door:
             "sessions": sessions,
             "listening": self.remote.listening if self.remote is not None else [],
             "refused": self.remote.refused if self.remote is not None else [],
+            "token_file": str(host.settings.host_token_file) if host.settings.host.listen else None,
+            "idle_exit_s": host.settings.host.idle_exit,
         }
 
     async def until_done(self, idle_exit_s: float) -> None:
@@ -257,9 +309,61 @@ class _Door:
             connection.dispatcher.close_input()
 
 
+class _Remote:
+    """The remote doors, in a task group of their own so that they can close and open again: ``reopen`` (a rotated
+    token) ends their connections, waits until their sockets are closed, and opens new doors, which read the token
+    file anew."""
+
+    def __init__(self, host: Host, settings: Settings):
+        self._host = host
+        self._settings = settings
+        self._doors: RemoteDoors | None = None
+        self._close = anyio.Event()
+        self._opened = anyio.Event()
+
+    @property
+    def listening(self) -> list[str]:
+        return list(self._doors.listening) if self._doors is not None else []
+
+    @property
+    def refused(self) -> list[str]:
+        return list(self._doors.refused) if self._doors is not None else []
+
+    async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        from .remote import RemoteDoors
+
+        started = False
+        while True:
+            async with anyio.create_task_group() as group:
+                doors = RemoteDoors(self._host, self._settings)
+                await doors.start(group)
+                self._doors = doors
+                self._opened.set()
+                if not started:
+                    task_status.started()
+                    started = True
+                await self._close.wait()
+                self._close = anyio.Event()
+                await doors.stop()
+                group.cancel_scope.deadline = anyio.current_time() + DOORS_CLOSE_S
+
+    async def reopen(self) -> None:
+        """Close the doors and open them again; returns once the new ones listen."""
+        self._opened = anyio.Event()
+        opened = self._opened
+        self._close.set()
+        await opened.wait()
+
+    async def stop(self) -> None:
+        if self._doors is not None:
+            await self._doors.stop()
+
+
+def _door_url(door: str) -> str:
+    """Where a client reaches a ``[host] listen`` entry (its one endpoint is ``/acp``)."""
+    return door.rstrip("/") + "/acp"
+
+
 def _write_record(paths: HostPaths) -> None:
     record = {"pid": os.getpid(), "version": __version__, "socket": paths.socket, "started": time.time()}
-    temporary = paths.record + ".tmp"
-    with open(temporary, "w", encoding="utf-8") as handle:
-        json.dump(record, handle)
-    os.replace(temporary, paths.record)
+    replace_file(paths.record, json.dumps(record).encode())

@@ -12,7 +12,7 @@ import os
 import platform
 import shlex
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,6 +22,7 @@ import pytest
 from anyio.abc import Process
 
 from fixtures.model_server import serve_model_server
+from tests.fakes.host_process import SharedHome, shared_home
 from tests.fakes.lanes import lane_missing
 from tests.fakes.sandbox_pin import pin_sandbox
 
@@ -156,3 +157,75 @@ async def cancel_a_running_prompt(lane: Lane) -> None:
                 buffered += chunk
             await process.wait()
     assert b'"stopReason":"cancelled"' in buffered.replace(b" ", b"")
+
+
+SHARED_SCENARIO: dict[str, Any] = {
+    "name": "acpx-shared",
+    "responses": [
+        {
+            "match": {"last_message_contains": "long job"},
+            "after_request": {"last_message_contains": "release"},
+            "after_request_wait_s": 120,
+            "steps": [{"text": "Finished the long job."}],
+        },
+        {"repeat": True, "steps": [{"text": "Hello from the host."}]},
+    ],
+}
+TTL_S = 3
+"""acpx's queue owner exits after this long idle, ending every descendant of the agent it spawned."""
+
+
+async def _host_until(shared: SharedHome, predicate: Callable[[dict[str, Any]], bool]) -> dict[str, Any]:
+    """``host status`` asked again until ``predicate`` holds (nothing tells when acpx's queue owner has gone)."""
+    with anyio.fail_after(60):
+        while True:
+            code, status = await shared.status()
+            assert code == 0 and status is not None, "the session host is gone"
+            if predicate(status):
+                return status
+            await anyio.sleep(0.1)
+
+
+async def test_acpx_calls_further_apart_than_its_ttl_share_one_host_whose_running_turn_outlives_the_clean_up(
+    tmp_path: Path,
+) -> None:
+    """``acpx --agent "hermes-acp --shared"``, the README's way: the first call's front door starts the host, and
+    its queue owner, exiting after ``--ttl``, ends only that front door. Another client's turn that runs meanwhile
+    finishes, and a later acpx call (after the clean-up) attaches to the same host, whose pid never changes."""
+    async with shared_home(tmp_path, SHARED_SCENARIO) as shared:
+        env = {**shared.env, "PATH": f"{NODE_BIN}{os.pathsep}{shared.env['PATH']}"}
+        agent = shlex.join([sys.executable, "-m", "hermes_acp", "--shared"])
+
+        async def acpx(*args: str) -> str:
+            with anyio.fail_after(60):
+                done = await anyio.run_process(
+                    [str(ACPX), "--agent", agent, "--ttl", str(TTL_S), *args],
+                    env=env,
+                    cwd=shared.workspace,
+                    check=False,
+                )
+            output = done.stdout.decode() + done.stderr.decode()
+            assert done.returncode == 0, output
+            return output
+
+        await acpx("sessions", "new")
+        assert "Hello from the host." in await acpx("prompt", "hello")
+        host = (await _host_until(shared, lambda status: True))["pid"]
+        async with shared.front_door() as editor, anyio.create_task_group() as group:
+            session = (await editor.conn.new_session(cwd=str(shared.workspace), mcp_servers=[])).session_id
+            answers: list[Any] = []
+
+            async def long_job() -> None:
+                answers.append(await editor.prompt(session, "long job", timeout=120))
+
+            group.start_soon(long_job)
+            await _host_until(shared, lambda status: any(s["running"] for s in status["sessions"]))
+            # acpx's queue owner has been idle for --ttl: it ends its agent's whole process tree.
+            gone = await _host_until(shared, lambda status: status["connections"] == 1)
+            assert gone["pid"] == host
+            assert [s["running"] for s in gone["sessions"] if s["sessionId"] == session] == [True]
+            assert "Hello from the host." in await acpx("prompt", "release")  # the long job's model answers now
+        assert answers[0].stop_reason == "end_turn"
+        assert editor.client.text(session) == "Finished the long job."
+        code, status = await shared.status()
+        assert code == 0 and status is not None and status["pid"] == host

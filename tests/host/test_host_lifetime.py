@@ -209,3 +209,58 @@ async def test_the_socket_directory_is_private_and_another_user_is_refused(tmp_p
         os.close(read_end)
         assert outcome == b"closed", "the host closed the connection of another user without a word"
         assert "refused a connection from another user" in (shared.home / "logs" / "hermes-acp.log").read_text()
+
+
+def _descendants(root: int) -> set[int]:
+    """Every process whose chain of parents leads to ``root``, from /proc (as acpx finds an agent's descendants)."""
+    parents: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError):
+                parents[int(entry.name)] = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+    found: set[int] = set()
+    grew = True
+    while grew:
+        grew = False
+        for pid, parent in parents.items():
+            if (parent == root or parent in found) and pid not in found:
+                found.add(pid)
+                grew = True
+    return found
+
+
+async def test_killing_the_front_door_s_whole_tree_and_group_leaves_the_host_it_started(tmp_path: Path) -> None:
+    """acpx ends every descendant of the agent it spawned (and its group) when its queue owner exits: the host a
+    front door started must be neither."""
+    if not Path("/proc/self/stat").exists():
+        pytest.skip("reads the process tree from /proc (Linux)")
+    async with shared_home(tmp_path) as shared:
+        door = await anyio.open_process(
+            [sys.executable, "-m", "hermes_acp", "--shared"], env=shared.env, start_new_session=True, stderr=None
+        )
+        async with door:
+            assert door.stdin is not None and door.stdout is not None
+            initialize = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": 1}}
+            await door.stdin.send(json.dumps(initialize).encode() + b"\n")
+            answer = b""
+            with anyio.fail_after(WAIT_S):
+                while b"\n" not in answer:
+                    answer += await door.stdout.receive()
+            assert json.loads(answer)["result"]["protocolVersion"] == 1
+            code, status = await shared.status()
+            assert code == 0 and status is not None
+            host = status["pid"]
+            tree = _descendants(door.pid)
+            assert host not in tree, "the host is a descendant of the front door: killing the tree kills it"
+            for pid in tree:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+            os.killpg(door.pid, signal.SIGKILL)
+            with anyio.fail_after(WAIT_S):
+                await door.wait()
+        code, after = await shared.status()
+        assert code == 0 and after is not None, "the host went with the front door"
+        assert after["pid"] == host
+        async with shared.front_door():
+            code, attached = await shared.status()
+        assert attached is not None and attached["pid"] == host and attached["connections"] == 1
