@@ -22,6 +22,11 @@ front (README). Each remote connection is a ``Connection`` like any other, with 
 capabilities and the host's own environment; the files and terminals it offers are on the client's machine, the
 commands the agent runs itself are on the host's.
 
+A link that drops is a client that left (invariant 24): the WebSocket's writer says ``ClientGone`` for whatever
+Starlette or uvicorn raise when the socket closed or errored, and an HTTP connection that is deleted, orphaned, or
+whose client stopped reading its streams says it from then on; either way the connection takes the dispatcher's
+one leaving path, which in the host detaches it and leaves its turns running (``[host] on_leave``).
+
 Served by uvicorn with Starlette (already installed with the MCP SDK) and ``websockets`` as uvicorn's WebSocket
 implementation; none of it is imported unless a door is configured.
 """
@@ -57,6 +62,7 @@ from hermes_acp.config import Settings
 from hermes_acp.errors import ConfigError
 from hermes_acp.protocol.connection import Connection
 from hermes_acp.protocol.framing import MAX_LINE_BYTES, FrameError
+from hermes_acp.protocol.link import ClientGone
 from hermes_acp.telemetry import get_logger
 
 __all__ = ["HTTP_ORPHAN_S", "RemoteDoors", "door_address", "load_token"]
@@ -152,19 +158,17 @@ class _Messages:
 
 
 class _WebSocketWriter:
-    """The dispatcher's ``Writer`` over a WebSocket: each frame one text message."""
+    """The dispatcher's ``Writer`` over a WebSocket: each frame one text message. A socket that closed, reset or
+    errored under a send is ``ClientGone``, whichever of Starlette's or uvicorn's exceptions said it."""
 
     def __init__(self, websocket: WebSocket):
         self._websocket = websocket
-        self._pending: list[bytes] = []
 
-    def write(self, data: bytes) -> None:
-        self._pending.append(data)
-
-    async def drain(self) -> None:
-        pending, self._pending = self._pending, []
-        for data in pending:
+    async def send(self, data: bytes) -> None:
+        try:
             await self._websocket.send_text(data.decode("utf-8").rstrip("\n"))
+        except (WebSocketDisconnect, OSError, RuntimeError) as exc:  # RuntimeError: Starlette's "already closed"
+            raise ClientGone(f"the WebSocket closed: {type(exc).__name__} {exc}".rstrip()) from exc
 
     def close(self) -> None:
         return None
@@ -228,7 +232,11 @@ class _HttpConnection:
 
     # -- the dispatcher's Writer ------------------------------------------------------------------------------
 
-    def write(self, data: bytes) -> None:
+    async def send(self, data: bytes) -> None:
+        """Route one frame to its stream; ``ClientGone`` once the connection was ended (deleted, orphaned) or its
+        client stopped reading its streams."""
+        if self.ended.is_set():
+            raise ClientGone("the HTTP connection was ended")
         text = data.decode("utf-8").rstrip("\n")
         message = json.loads(text)
         if self.initialize_response is None and "method" not in message and message.get("id") == self.initialize_id:
@@ -245,10 +253,7 @@ class _HttpConnection:
         if self.buffered > MAX_BUFFERED_BYTES:
             _log.warning("an HTTP client is not reading its streams; its connection is ended", connection=self.id)
             self.end()
-
-    async def drain(self) -> None:
-        if self.ended.is_set():
-            raise ConnectionError("the HTTP connection was ended")
+            raise ClientGone("the HTTP client stopped reading its streams")
 
     def close(self) -> None:
         self.end()
