@@ -39,6 +39,10 @@ __all__ = [
 ]
 
 EMBED_MIN_BYTES = 64 * 1024
+MIN_BODY_BYTES = 64 * 1024
+"""The smallest ``[host] max_body_bytes``: an ``initialize`` with its capabilities must fit."""
+MAX_BODY_BYTES = 1024 * 1024 * 1024
+"""The largest ``[host] max_body_bytes``: what one connection may make the host hold for one message."""
 EMBED_MAX_BYTES = 4 * 1024 * 1024
 OPENAI_BASE_URL = "https://api.openai.com/v1"
 ANTHROPIC_BASE_URL = "https://api.anthropic.com"
@@ -331,6 +335,14 @@ class HostSettings(_Section):
     ``$HERMES_ACP_HOME/host.token``."""
     allow_remote: bool = False
     """Whether ``listen`` may bind an address outside loopback (TLS belongs to a reverse proxy in front)."""
+    allowed_origins: list[str] = Field(default_factory=list)
+    """Browser origins (``https://app.example``) whose pages may use a remote door; a request that carries any other
+    ``Origin`` header is refused (403). None by default: no web page can use the door."""
+    allowed_hosts: list[str] = Field(default_factory=list)
+    """Names a request's ``Host`` header may carry besides the door's own address (``acp.example.com`` for any port,
+    ``acp.example.com:443`` for that one): the public name of a proxy in front. Any other Host is refused (403)."""
+    max_body_bytes: Annotated[int, Field(ge=MIN_BODY_BYTES, le=MAX_BODY_BYTES)] = 16 * 1024 * 1024
+    """The largest HTTP body and WebSocket message a remote door takes (413; WebSocket close code 1009)."""
 
     @property
     def idle_exit(self) -> float:
@@ -348,6 +360,45 @@ class HostSettings(_Section):
             if parts.scheme not in ("ws", "http") or not parts.hostname or parts.port is None:
                 raise ValueError(f"{door!r} must be ws://HOST:PORT or http://HOST:PORT")
         return value
+
+    @field_validator("allowed_origins")
+    @classmethod
+    def _origins(cls, value: list[str]) -> list[str]:
+        """Each an origin, ``scheme://host[:port]``, kept lowercase without a trailing slash (as browsers send it)."""
+        origins = []
+        for origin in value:
+            written = origin.strip().lower().removesuffix("/")
+            if not _url_parts(written, scheme=True):
+                raise ValueError(f"{origin!r} is not an origin: write scheme://host[:port], e.g. https://app.example")
+            origins.append(written)
+        return origins
+
+    @field_validator("allowed_hosts")
+    @classmethod
+    def _hosts(cls, value: list[str]) -> list[str]:
+        """Each a host name, optionally ``:port``, kept lowercase (an IPv6 address in brackets when with a port)."""
+        hosts = []
+        for host in value:
+            parts = _url_parts(f"//{host.strip().lower()}", scheme=False)
+            if not parts:
+                raise ValueError(f"{host!r} is not a host name: write NAME or NAME:PORT, e.g. acp.example.com")
+            name, port = parts
+            hosts.append(name if port is None else f"[{name}]:{port}" if ":" in name else f"{name}:{port}")
+        return hosts
+
+
+def _url_parts(text: str, *, scheme: bool) -> tuple[str, int | None] | None:
+    """The host and port of ``text`` when it is nothing but ``[scheme:]//host[:port]``; None otherwise."""
+    try:
+        parts = urlsplit(text)
+        name, port = parts.hostname, parts.port
+    except ValueError:  # a port that is not a number, a bracket left open
+        return None
+    if not name or bool(parts.scheme) != scheme or parts.username is not None:
+        return None
+    if parts.path or parts.query or parts.fragment:
+        return None
+    return name, port
 
 
 class LoggingSettings(_Section):

@@ -1216,6 +1216,15 @@ async def shared_host_rows(bench: Bench) -> list[Row]:
     return [Row(**row) for row in await shared_host(bench.home, bench.workspace, env, stored)]
 
 
+async def remote_door_rows(bench: Bench) -> list[Row]:
+    """The remote door's bound on a body (``probes/bench_host.py``)."""
+    from .bench_host import remote_door_body
+
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(bench.home), "PYTHONPATH": str(REPO)}
+    config = (bench.home / "config.toml").read_text()
+    return [Row(**row) for row in await remote_door_body(bench.home.parent, config, env)]
+
+
 async def subagent_rows(bench: Bench) -> list[Row]:
     """Subagents (``probes/bench_subagents.py``): a child's start, forwarding while four stream, a family's load."""
     from .bench_subagents import child_start, chunk_forwarding, stored_family
@@ -1266,6 +1275,7 @@ ROWS: dict[str, Callable[[Bench], Awaitable[list[Row]]]] = {
     "terminal_cards": terminal_cards,
     "compaction": lambda b: compaction(b, 200),
     "shared_host": shared_host_rows,
+    "remote_door": remote_door_rows,
     "subagents": subagent_rows,
     "steering": lambda b: steering_rows(b, Row),
     "rewind": lambda b: rewind_rows(b, Row),

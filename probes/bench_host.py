@@ -1,5 +1,7 @@
 """``make bench``'s session host rows: the front door's start-up with a warm host, attach and catch-up of a live
-session, the cost of each extra attached connection per streamed chunk, and the host's memory with open sessions.
+session, the cost of each extra attached connection per streamed chunk, and the host's memory with open sessions;
+and the remote door's refusal of an oversized body (``remote_door_body``: the host's peak RSS and the time to the
+413 while a client streams 200 MB at it with a valid token).
 
 A host (``python -m hermes_acp host``) runs in the bench's home with a short private runtime directory; front
 doors (``python -m hermes_acp --shared``) are spawned with the probe's client, as an editor would. Printed, never
@@ -10,7 +12,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import shutil
+import socket
 import sys
 import tempfile
 import time
@@ -22,8 +26,9 @@ import anyio
 from acp import schema
 
 from .agent import AgentProcess, ProbeClient, spawn_agent
+from .http_upload import post_streaming
 
-__all__ = ["shared_host"]
+__all__ = ["remote_door_body", "shared_host"]
 
 REPO = Path(__file__).resolve().parent.parent
 FRONT_DOOR = [sys.executable, "-m", "hermes_acp", "--shared"]
@@ -63,9 +68,9 @@ async def _new(agent: AgentProcess, workspace: Path) -> str:
         return (await agent.conn.new_session(cwd=str(workspace), mcp_servers=[])).session_id
 
 
-def _rss_kib(pid: int) -> int:
+def _rss_kib(pid: int, field: str = "VmRSS") -> int:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
+        if line.startswith(f"{field}:"):
             return int(line.split()[1])
     return 0
 
@@ -195,3 +200,43 @@ async def _memory(env: dict[str, str], stderr: Path, workspace: Path, pid: int) 
         "value": f"{after / 1024:.0f} MiB",
         "note": f"{before / 1024:.0f} MiB before them; printed, no goal",
     }
+
+
+BODY_MIB = 200
+
+
+async def remote_door_body(root: Path, config: str, base_env: dict[str, str]) -> list[dict[str, str]]:
+    """A host with a remote door; a client with the valid token streams a 200 MB ``POST /acp`` at it (chunked, from
+    a generator: the client holds 1 MiB; it reads the answer while it sends, as ``fetch`` does). The host's peak RSS
+    (VmHWM) before and after, what it still holds, and the time to the answer."""
+    home = root / "door-home"
+    home.mkdir(parents=True, exist_ok=True)
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = int(probe.getsockname()[1])
+    (home / "config.toml").write_text(config + f'\n[host]\nlisten = ["ws://127.0.0.1:{port}"]\n')
+    runtime = Path(tempfile.mkdtemp(prefix="hacp-bench-", dir="/tmp"))
+    env = {**base_env, "HERMES_ACP_HOME": str(home), "XDG_RUNTIME_DIR": str(runtime)}
+    chunk = b" " * (1024 * 1024)
+    try:
+        async with _host(env, home / "host-bench.stderr") as host:
+            token = (home / "host.token").read_text().strip()
+            before = _rss_kib(host.pid, "VmHWM")
+            started = time.perf_counter()
+            status, _, sent = await post_streaming(port, token, itertools.repeat(chunk, BODY_MIB))
+            elapsed = (time.perf_counter() - started) * 1000
+            peak, held = _rss_kib(host.pid, "VmHWM"), _rss_kib(host.pid)
+    finally:
+        shutil.rmtree(runtime, ignore_errors=True)
+    return [
+        {
+            "name": f"remote door: a {BODY_MIB} MB POST with the token → host peak RSS",
+            "value": f"{before / 1024:.0f} → {peak / 1024:.0f} MiB",
+            "note": f"VmHWM before and after; {held / 1024:.0f} MiB resident after; answered {status}",
+        },
+        {
+            "name": f"remote door: a {BODY_MIB} MB POST → its answer",
+            "value": f"{elapsed:.0f} ms",
+            "note": f"loopback, chunked from a generator, {sent / 1024 / 1024:.0f} MiB sent before the answer came",
+        },
+    ]

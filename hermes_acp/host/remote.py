@@ -15,12 +15,21 @@ as the TypeScript SDK 2.4.0 implements them (``AcpServer``, ``experimental/ws-cl
   until the client opens it). ``DELETE`` ends the connection. A connection whose client has not held its
   connection stream for ``HTTP_ORPHAN_S`` is ended as if deleted.
 
-Every request needs ``Authorization: Bearer <token>`` (``[host] token_file``, created ``0600`` on first use): one
-without it, or with another token, is answered ``401`` (a WebSocket upgrade ``403``) before any ACP frame is
-read. A bind outside loopback is refused unless ``[host] allow_remote = true``; TLS belongs to a reverse proxy in
-front (README). Each remote connection is a ``Connection`` like any other, with its own ``initialize`` and
-capabilities and the host's own environment; the files and terminals it offers are on the client's machine, the
-commands the agent runs itself are on the host's.
+Every request passes ``admission.Admission`` before any ACP frame is read: its ``Host`` must name this door (or
+``[host] allowed_hosts``), an ``Origin`` it carries must be in ``[host] allowed_origins``, and it needs
+``Authorization: Bearer <token>`` (``[host] token_file``, created ``0600`` on first use), compared in constant
+time; otherwise ``403`` / ``401`` (a WebSocket upgrade ``403``). A ``POST`` body past ``[host] max_body_bytes`` is
+refused ``413`` by its ``Content-Length`` before it is read, or as it streams past the bound; a WebSocket message
+past it closes the connection with ``1009`` (uvicorn's ``ws_max_size``: the frame's header is enough). A bind
+outside loopback is refused unless ``[host] allow_remote = true``; TLS belongs to a reverse proxy in front (README).
+Each remote connection is a ``Connection`` like any other, with its own ``initialize`` and capabilities and the
+host's own environment; the files and terminals it offers are on the client's machine, the commands the agent runs
+itself are on the host's.
+
+A link that drops is a client that left (invariant 24): the WebSocket's writer says ``ClientGone`` for whatever
+Starlette or uvicorn raise when the socket closed or errored, and an HTTP connection that is deleted, orphaned, or
+whose client stopped reading its streams says it from then on; either way the connection takes the dispatcher's
+one leaving path, which in the host detaches it and leaves its turns running (``[host] on_leave``).
 
 Served by uvicorn with Starlette (already installed with the MCP SDK) and ``websockets`` as uvicorn's WebSocket
 implementation; none of it is imported unless a door is configured.
@@ -29,8 +38,6 @@ implementation; none of it is imported unless a door is configured.
 from __future__ import annotations
 
 import contextlib
-import hmac
-import ipaddress
 import json
 import os
 import secrets
@@ -56,8 +63,10 @@ from hermes_acp.app import Host
 from hermes_acp.config import Settings
 from hermes_acp.errors import ConfigError
 from hermes_acp.protocol.connection import Connection
-from hermes_acp.protocol.framing import MAX_LINE_BYTES, FrameError
+from hermes_acp.protocol.link import ClientGone
 from hermes_acp.telemetry import get_logger
+
+from .admission import Admission, DoorPolicy, is_loopback, read_body, too_large
 
 __all__ = ["HTTP_ORPHAN_S", "RemoteDoors", "door_address", "load_token"]
 
@@ -90,21 +99,12 @@ def door_address(door: str, *, allow_remote: bool) -> tuple[str, int]:
     ``allow_remote``."""
     parts = urlsplit(door)
     host, port = parts.hostname or "", parts.port or 0
-    if not allow_remote and not _loopback(host):
+    if not allow_remote and not is_loopback(host):
         raise ConfigError(
             f"[host] listen: {door!r} binds outside loopback; set [host] allow_remote = true to allow it"
             " (and put a TLS reverse proxy in front)"
         )
     return host, port
-
-
-def _loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def load_token(settings: Settings) -> str:
@@ -130,21 +130,19 @@ def load_token(settings: Settings) -> str:
 
 
 class _Messages:
-    """A ``FrameSource`` fed whole messages (a WebSocket's text frames, HTTP bodies); None once closed."""
+    """A ``FrameSource`` fed whole messages (a WebSocket's frames, HTTP bodies, each within ``[host] max_body_bytes``);
+    None once closed."""
 
     def __init__(self) -> None:
-        self._send, self._receive = anyio.create_memory_object_stream[bytes | FrameError](256)
+        self._send, self._receive = anyio.create_memory_object_stream[bytes](256)
 
-    async def read(self) -> bytes | FrameError | None:
+    async def read(self) -> bytes | None:
         try:
             return await self._receive.receive()
         except (anyio.EndOfStream, anyio.ClosedResourceError):
             return None
 
     async def put(self, data: bytes) -> None:
-        if len(data) > MAX_LINE_BYTES:
-            await self._send.send(FrameError(-32600, f"Invalid request: message larger than {MAX_LINE_BYTES} bytes"))
-            return
         await self._send.send(data)
 
     def close(self) -> None:
@@ -152,19 +150,17 @@ class _Messages:
 
 
 class _WebSocketWriter:
-    """The dispatcher's ``Writer`` over a WebSocket: each frame one text message."""
+    """The dispatcher's ``Writer`` over a WebSocket: each frame one text message. A socket that closed, reset or
+    errored under a send is ``ClientGone``, whichever of Starlette's or uvicorn's exceptions said it."""
 
     def __init__(self, websocket: WebSocket):
         self._websocket = websocket
-        self._pending: list[bytes] = []
 
-    def write(self, data: bytes) -> None:
-        self._pending.append(data)
-
-    async def drain(self) -> None:
-        pending, self._pending = self._pending, []
-        for data in pending:
+    async def send(self, data: bytes) -> None:
+        try:
             await self._websocket.send_text(data.decode("utf-8").rstrip("\n"))
+        except (WebSocketDisconnect, OSError, RuntimeError) as exc:  # RuntimeError: Starlette's "already closed"
+            raise ClientGone(f"the WebSocket closed: {type(exc).__name__} {exc}".rstrip()) from exc
 
     def close(self) -> None:
         return None
@@ -228,7 +224,11 @@ class _HttpConnection:
 
     # -- the dispatcher's Writer ------------------------------------------------------------------------------
 
-    def write(self, data: bytes) -> None:
+    async def send(self, data: bytes) -> None:
+        """Route one frame to its stream; ``ClientGone`` once the connection was ended (deleted, orphaned) or its
+        client stopped reading its streams."""
+        if self.ended.is_set():
+            raise ClientGone("the HTTP connection was ended")
         text = data.decode("utf-8").rstrip("\n")
         message = json.loads(text)
         if self.initialize_response is None and "method" not in message and message.get("id") == self.initialize_id:
@@ -245,10 +245,7 @@ class _HttpConnection:
         if self.buffered > MAX_BUFFERED_BYTES:
             _log.warning("an HTTP client is not reading its streams; its connection is ended", connection=self.id)
             self.end()
-
-    async def drain(self) -> None:
-        if self.ended.is_set():
-            raise ConnectionError("the HTTP connection was ended")
+            raise ClientGone("the HTTP client stopped reading its streams")
 
     def close(self) -> None:
         self.end()
@@ -312,7 +309,6 @@ class RemoteDoors:
     def __init__(self, host: Host, settings: Settings):
         self.host = host
         self._settings = settings
-        self._token = b""
         self.http: dict[str, _HttpConnection] = {}
         self._servers: list[_Server] = []
         self._group: TaskGroup | None = None
@@ -322,25 +318,35 @@ class RemoteDoors:
     async def start(self, group: TaskGroup) -> None:
         """Bind every configured door (one refused is logged and skipped); serve them in ``group``."""
         self._group = group
-        self._token = load_token(self._settings).encode()
+        settings = self._settings.host
+        policy = DoorPolicy(
+            load_token(self._settings).encode(),
+            frozenset(settings.allowed_origins),
+            frozenset(settings.allowed_hosts),
+        )
         app = Starlette(
             routes=[
                 Route("/acp", self._http, methods=["GET", "POST", "DELETE"]),
                 WebSocketRoute("/acp", self._websocket),
             ]
         )
-        for door in self._settings.host.listen:
+        for door in settings.listen:
             try:
-                host, port = door_address(door, allow_remote=self._settings.host.allow_remote)
+                host, port = door_address(door, allow_remote=settings.allow_remote)
                 sock = _bind(host, port)
             except (ConfigError, OSError) as exc:
                 _log.error("a remote door was not opened", door=door, error=str(exc))
                 self.refused.append(f"{door}: {exc}")
                 continue
+            if host in ("0.0.0.0", "::") and not settings.allowed_hosts:  # a bind to every address
+                _log.warning(
+                    "a door on every address admits only the Host names in [host] allowed_hosts, and none is listed",
+                    door=door,
+                )
             config = uvicorn.Config(
-                app,
+                Admission(app, policy, (host, int(sock.getsockname()[1]))),
                 ws="websockets-sansio",
-                ws_max_size=MAX_LINE_BYTES,
+                ws_max_size=settings.max_body_bytes,
                 lifespan="off",
                 log_level="warning",
                 access_log=False,
@@ -357,17 +363,11 @@ class RemoteDoors:
         for server in self._servers:
             server.should_exit = True
 
-    def _authorised(self, headers: Any) -> bool:
-        given = headers.get("authorization", "")
-        scheme, _, token = given.partition(" ")
-        return scheme.lower() == "bearer" and hmac.compare_digest(token.strip().encode(), self._token)
-
     # -- WebSocket ------------------------------------------------------------------------------------------
 
     async def _websocket(self, websocket: WebSocket) -> None:
-        if not self._authorised(websocket.headers):
-            await websocket.close(code=1008)  # before accepting: the upgrade is answered 403
-            return
+        """One WebSocket connection (admitted already): its messages in, until the socket closes, errors, or a
+        message past ``[host] max_body_bytes`` closes it (1009)."""
         connection_id = str(uuid.uuid4())
         await websocket.accept(headers=[(CONNECTION_HEADER.lower().encode(), connection_id.encode())])
         messages = _Messages()
@@ -379,9 +379,12 @@ class RemoteDoors:
             group.start_soon(self.host.serve, connection, name="ws connection")
             try:
                 while True:
-                    text = await websocket.receive_text()
-                    await messages.put(text.encode("utf-8", "surrogatepass"))
-            except (WebSocketDisconnect, RuntimeError):
+                    message = await websocket.receive()
+                    if message["type"] == "websocket.disconnect":
+                        break
+                    data = message.get("bytes")
+                    await messages.put(data if data is not None else str(message.get("text", "")).encode())
+            except (WebSocketDisconnect, RuntimeError):  # Starlette's words for a socket already closed
                 pass
             finally:
                 messages.close()
@@ -390,8 +393,6 @@ class RemoteDoors:
     # -- Streamable HTTP ------------------------------------------------------------------------------------
 
     async def _http(self, request: Request) -> Response:
-        if not self._authorised(request.headers):
-            return PlainTextResponse("Unauthorized", status_code=401, headers={"WWW-Authenticate": "Bearer"})
         if request.method == "POST":
             return await self._post(request)
         if request.method == "GET":
@@ -401,9 +402,10 @@ class RemoteDoors:
     async def _post(self, request: Request) -> Response:
         if request.headers.get("content-type", "").split(";", 1)[0].strip().lower() != "application/json":
             return PlainTextResponse("Unsupported Media Type", status_code=415)
-        body = await request.body()
-        if len(body) > MAX_LINE_BYTES:
-            return PlainTextResponse("Payload Too Large", status_code=413)
+        limit = self._settings.host.max_body_bytes
+        body = await read_body(request, limit)
+        if body is None:
+            return too_large(limit)
         try:
             message = json.loads(body)
         except ValueError:

@@ -42,6 +42,7 @@ from anyio.abc import TaskGroup, TaskStatus
 from hermes_acp.app import Host, load_host_parts, open_host
 from hermes_acp.protocol.connection import Connection
 from hermes_acp.protocol.framing import LineReader
+from hermes_acp.protocol.link import LineWriter
 from hermes_acp.providers.catalog import ModelCatalog
 from hermes_acp.telemetry import get_logger
 from hermes_acp.version import __version__
@@ -231,7 +232,9 @@ class _Door:
         client_env = {str(k): str(v) for k, v in env.items()} if isinstance(env, dict) else {}
         writer.write(encode_line({"ok": True, "version": __version__}))
         await writer.drain()
-        connection = Connection(LineReader(reader), writer, client_env, cancel_on_leave=False, name="socket")
+        connection = Connection(
+            LineReader(reader), LineWriter(writer), client_env, cancel_on_leave=False, name="socket"
+        )
         async with anyio.create_task_group() as group:
             group.start_soon(connection.dispatcher.run, name="host connection dispatcher")
             await self._host.serve(connection)

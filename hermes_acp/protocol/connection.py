@@ -2,11 +2,12 @@
 
 stdio (inline mode), a session host's Unix socket, a WebSocket and a Streamable HTTP connection are each one
 ``Connection``: frames come from a ``FrameSource`` (``framing.LineReader`` over a byte stream, or a transport that
-delivers whole messages) and go to a ``Writer``. ``initialize`` is routed from the start (``Handshake``); ``serve``
-puts the agent's other routes on it once the host has loaded, with the client bridge that makes this connection's
-capabilities and environment known to the sessions it opens, and waits until the client has gone. Leaving is one
-path whatever the transport (``Dispatcher``): in inline mode it cancels the turns at once (``cancel_on_leave``);
-a session host detaches the connection instead and its turns go on. It imports neither pydantic nor the rest of
+delivers whole messages) and go to a ``Writer`` (``link``: its adapter says ``ClientGone`` for a link that dropped,
+whatever the transport). ``initialize`` is routed from the start (``Handshake``); ``serve`` puts the agent's other
+routes on it once the host has loaded, with the client bridge that makes this connection's capabilities and
+environment known to the sessions it opens, and waits until the client has gone. Leaving is one path whatever the
+transport (``Dispatcher``): in inline mode it cancels the turns at once (``cancel_on_leave``); a session host
+detaches the connection instead and its turns go on (``[host] on_leave``). It imports neither pydantic nor the rest of
 the server until ``serve`` is called.
 """
 
@@ -15,9 +16,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from .dispatcher import Dispatcher, FrameSource, Writer
+from .dispatcher import Dispatcher, FrameSource
 from .framing import LineReader
 from .initialize import Handshake
+from .link import Writer
 
 if TYPE_CHECKING:
     from hermes_acp.errors import HermesError

@@ -17,14 +17,17 @@ registered in the in-flight table *before* the task starts, so a ``$/cancel_requ
   a wait that is abandoned sends ``$/cancel_request`` to the client. The first answer to an id is final: the
   waiter leaves the table when it arrives, so a second answer, or an answer to a request we cancelled, finds
   nothing and is dropped (logged at debug). When the client goes away every waiting request fails with
-  ``ConnectionError``.
+  ``ClientGone``.
 - **After the response.** A handler may queue work with ``RequestContext.after_response`` (e.g.
   ``available_commands_update`` after ``session/new``): it runs, bounded, once that response is on the wire.
-- **The client leaving.** At EOF, at a write that finds the client's end closed (EPIPE, a reset socket, a reader
-  that stalled past ``WRITE_TIMEOUT_S``), or at ``close_input`` (the signal path and a transport that saw its peer
-  go), reading stops: one path for every way of leaving. Every request with a ``cancel`` hook is cancelled at once
-  (unless ``cancel_on_leave`` is off: a session host whose turns outlive the connection), the others get
-  ``EOF_GRACE_S`` to finish before their scopes are cancelled, waiting requests we sent fail, and ``run`` returns.
+- **The client leaving.** At EOF, at a write whose ``Writer`` says the client is gone (``link.ClientGone``: each
+  transport's adapter translates its own disconnect errors into it, so this module knows no transport's) or whose
+  reader stalled past ``WRITE_TIMEOUT_S``, or at ``close_input`` (the signal path and a transport that saw its peer
+  go), reading stops: one path for every way of leaving, on every transport. Every request with a ``cancel`` hook
+  is cancelled at once (unless ``cancel_on_leave`` is off: a session host whose turns outlive the connection), the
+  others get ``EOF_GRACE_S`` to finish before their scopes are cancelled, waiting requests we sent fail with
+  ``ClientGone``, and ``run`` returns. A write after that is dropped with ``ClientGone`` too, never an error of the
+  turn that wrote it.
 
 It knows JSON-RPC and nothing of ACP's methods, sessions or pydantic.
 """
@@ -42,6 +45,7 @@ from anyio.abc import TaskGroup
 
 from .boundary import CANCELLED, ClientRequestError, to_wire
 from .framing import FrameError, LineReader, decode_frame, encode_frame
+from .link import ClientGone, Writer
 
 __all__ = [
     "EOF_GRACE_S",
@@ -50,7 +54,6 @@ __all__ = [
     "FrameSource",
     "RequestContext",
     "Route",
-    "Writer",
 ]
 
 _log = logging.getLogger("hermes_acp.protocol")
@@ -64,19 +67,9 @@ READY_TIMEOUT_S = 60.0
 MAX_ABANDONED = 1024
 """How many abandoned request ids are remembered (to drop their late answers quietly)."""
 WRITE_TIMEOUT_S = 30.0
-"""Bound on one write: a client that stops reading cannot hold a turn forever."""
+"""Bound on one write: a client that stops reading has left (it cannot hold a turn forever)."""
 
 RequestId = str | int | None
-
-
-class Writer(Protocol):
-    """What the dispatcher writes frames to: an ``asyncio.StreamWriter`` or ``stdio.FileWriter``."""
-
-    def write(self, data: bytes) -> None: ...
-
-    async def drain(self) -> None: ...
-
-    def close(self) -> None: ...
 
 
 @dataclass
@@ -330,10 +323,10 @@ class Dispatcher:
         """Send a request to the client and wait for its result; ``wait_s`` None leaves the bound to the caller.
 
         Raises ``ClientRequestError`` for an error answer, ``TimeoutError`` when ``wait_s`` passes, and
-        ``ConnectionError`` when the client is gone. A wait that ends without an answer (timeout, cancel) tells the
-        client with ``$/cancel_request``."""
+        ``ClientGone`` (a ``ConnectionError``) when the client is gone. A wait that ends without an answer (timeout,
+        cancel) tells the client with ``$/cancel_request``."""
         if self.client_gone:
-            raise ConnectionError("the client connection is closed")
+            raise ClientGone("the client connection is closed")
         request_id = next(self._ids)
         self._sent = request_id
         waiter = _Waiter()
@@ -360,13 +353,13 @@ class Dispatcher:
         finally:
             self._waiters.pop(request_id, None)
         if waiter.gone:
-            raise ConnectionError(f"the client went away before answering {method}")
+            raise ClientGone(f"the client went away before answering {method}")
         if waiter.error is not None:
             raise ClientRequestError.from_error(waiter.error)
         return waiter.result
 
     async def notify(self, method: str, params: Mapping[str, Any]) -> None:
-        """Send a notification; raises ``ConnectionError`` when the client is gone."""
+        """Send a notification; raises ``ClientGone`` (a ``ConnectionError``) when the client is gone."""
         await self._write({"jsonrpc": "2.0", "method": method, "params": dict(params)})
 
     def _resolve(self, message: dict[str, Any]) -> None:
@@ -392,22 +385,28 @@ class Dispatcher:
 
     async def _write(self, message: dict[str, Any]) -> None:
         if self._output_closed:
-            raise ConnectionError("the client connection is closed")
+            raise ClientGone("the client connection is closed")
         data = encode_frame(message)
         async with self._write_lock:
             try:
-                self._writer.write(data)
                 with anyio.fail_after(WRITE_TIMEOUT_S):
-                    await self._writer.drain()
-            except (OSError, RuntimeError, TimeoutError) as exc:  # a closed pipe, a closed transport, a stalled reader
-                self._output_closed = True
-                self.close_input()  # the client leaving, whichever end it closed first: the one EOF path
-                raise ConnectionError(f"the client connection is closed: {exc}") from exc
+                    await self._writer.send(data)
+            except TimeoutError:
+                self._gone()
+                raise ClientGone(f"the client stopped reading for {WRITE_TIMEOUT_S:g} s") from None
+            except ClientGone:
+                self._gone()
+                raise
+
+    def _gone(self) -> None:
+        """The link dropped under a write: the client left, whichever end it closed first (the one EOF path)."""
+        self._output_closed = True
+        self.close_input()
 
     async def _write_quietly(self, message: dict[str, Any]) -> None:
         try:
             await self._write(message)
-        except ConnectionError:
+        except ClientGone:
             _log.info("the client is gone; a message to it was dropped")
 
     async def _reply_error(self, error: FrameError) -> None:

@@ -29,8 +29,9 @@ import anyio
 import anyio.to_thread
 
 from .connection import Connection
-from .dispatcher import Dispatcher, Writer
+from .dispatcher import Dispatcher
 from .framing import LineReader
+from .link import ClientGone, LineWriter, Writer
 
 __all__ = ["AppRunner", "FileWriter", "serve_stdio", "serve_streams"]
 
@@ -46,14 +47,15 @@ class FileWriter:
     def __init__(self, fd: int):
         self._file = os.fdopen(fd, "wb", buffering=0)
 
-    def write(self, data: bytes) -> None:
-        self._file.write(data)
-
-    async def drain(self) -> None:
-        return None
+    async def send(self, data: bytes) -> None:
+        try:
+            self._file.write(data)
+        except OSError as exc:  # the file's disk is full or gone: nobody can read what follows
+            raise ClientGone(f"the output file cannot be written: {exc}") from exc
 
     def close(self) -> None:
-        self._file.close()
+        with contextlib.suppress(OSError):
+            self._file.close()
 
 
 async def serve_streams(
@@ -64,7 +66,7 @@ async def serve_streams(
     *,
     started: Callable[[Dispatcher], None] | None = None,
 ) -> None:
-    """Serve one client on a pair of streams until it closes its end (``started`` gets the dispatcher)."""
+    """Serve one client on a byte stream and a ``Writer`` until it leaves (``started`` gets the dispatcher)."""
     env = dict(os.environ) if env is None else env
     connection = Connection(LineReader(reader), writer, env)
     dispatcher = connection.dispatcher
@@ -82,8 +84,7 @@ async def serve_streams(
                 return
             await runner(connection)
     finally:
-        with contextlib.suppress(OSError, RuntimeError):
-            writer.close()
+        writer.close()
 
 
 def serve_stdio(load_app: Callable[[], AppRunner]) -> None:
@@ -110,7 +111,7 @@ async def _serve_fds(in_fd: int, out_fd: int, load_app: Callable[[], AppRunner])
     else:
         write_pipe = os.fdopen(out_fd, "wb", buffering=0)
         transport, protocol = await loop.connect_write_pipe(lambda: _WatchedPipe(watching), write_pipe)
-        writer = asyncio.StreamWriter(transport, protocol, reader, loop)
+        writer = LineWriter(asyncio.StreamWriter(transport, protocol, reader, loop))
 
     def started(dispatcher: Dispatcher) -> None:
         watching.append(dispatcher)

@@ -21,6 +21,7 @@ from acp.client.connection import ClientSideConnection
 from hermes_acp.app import serve_app
 from hermes_acp.config import Settings, load_settings
 from hermes_acp.protocol.connection import Connection
+from hermes_acp.protocol.link import LineWriter
 from hermes_acp.protocol.stdio import AppRunner, serve_streams
 from hermes_acp.providers.base import ModelProvider
 from hermes_acp.providers.catalog import CatalogModel, ModelCatalog
@@ -171,7 +172,7 @@ async def _running_server(
         return runner
 
     async with anyio.create_task_group() as tg:
-        tg.start_soon(serve_streams, agent_reader, agent_writer, load, dict(env))
+        tg.start_soon(serve_streams, agent_reader, LineWriter(agent_writer), load, dict(env))
         try:
             yield settings, store
         finally:

@@ -2,7 +2,9 @@
 over WebSocket and over Streamable HTTP, a connection initializes, opens a session, streams a prompt, answers a
 permission request, cancels a prompt; a second connection loads the session with catch-up. Without the token, or
 with another one, the connection is refused before any ACP frame is handled; a bind outside loopback is refused
-without ``allow_remote``. Every frame both ways is checked against the 2.4.0 schema."""
+without ``allow_remote``. A link that drops mid-turn (``tests/fakes/remote_door.py``: no close frame, no DELETE) is
+a client that left: the turn goes on and finishes, and a reconnect's ``session/load`` shows the rest once. Every
+frame both ways is checked against the 2.4.0 schema."""
 
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ import pytest
 
 from tests.fakes.acp_schema import FrameLog
 from tests.fakes.host_process import SharedHome, shared_home
+from tests.fakes.remote_door import http_peer, ws_peer
 from tests.fakes.ts_sdk import ts_sdk
 
 pytestmark = pytest.mark.anyio
@@ -118,3 +121,56 @@ async def test_a_door_outside_loopback_is_refused_without_allow_remote(tmp_path:
             assert probe.connect_ex(("127.0.0.1", port)) != 0, "nothing listens on the refused door"
         logged = [json.loads(line) for line in (shared.home / "logs" / "hermes-acp.log").read_text().splitlines()]
         assert any(entry.get("event") == "a remote door was not opened" for entry in logged)
+
+
+LONG = "".join(f"<{i:02d}>" for i in range(60))
+SLOW = {
+    "name": "slow",
+    "responses": [
+        {
+            "match": {"last_message_contains": "stream slowly"},
+            "chunk_size": 4,
+            "chunk_delay_ms": 25,
+            "steps": [{"text": LONG}],
+        },
+        {"match": {"last_message_contains": "and then"}, "steps": [{"text": "Next."}]},
+    ],
+}
+
+
+@pytest.mark.parametrize("transport", ["ws", "http"])
+async def test_a_link_dropped_mid_turn_leaves_the_turn_running_and_a_reconnect_s_load_shows_the_rest_once(
+    tmp_path: Path, transport: str
+) -> None:
+    port = _free_port()
+    peer = ws_peer if transport == "ws" else http_peer
+    async with shared_home(tmp_path, SLOW, config_extra=_door(port)) as shared:
+        await shared.start_host()
+        token = _token(shared)
+        here = {"cwd": str(shared.workspace), "mcpServers": []}
+        async with peer(port, token) as first:
+            session = (await first.request("session/new", here))["sessionId"]
+            await first.watch(session)
+            prompt = {"sessionId": session, "prompt": [{"type": "text", "text": "stream slowly please"}]}
+            await first.start_request("session/prompt", prompt, session=session)
+            await first.wait_for(lambda: bool(first.text(session)))
+            await first.drop()  # the link drops while the model streams
+        assert first.text(session) != LONG, "the link dropped mid-turn"
+        async with peer(port, token) as second:
+            await second.watch(session)
+            await second.request("session/load", {"sessionId": session, **here}, session=session)
+            await second.wait_for(lambda: len(second.text(session)) >= len(LONG))
+            assert second.text(session) == LONG, "the whole answer, once: the turn went on after the drop"
+            following = {"sessionId": session, "prompt": [{"type": "text", "text": "and then"}]}
+            answer = await second.request("session/prompt", following, session=session)  # after the first turn
+            assert answer["stopReason"] == "end_turn"
+        async with peer(port, token) as third:
+            await third.watch(session)
+            await third.request("session/load", {"sessionId": session, **here}, session=session)
+            await third.wait_for(lambda: len(third.text(session)) >= len(LONG + "Next."))  # HTTP: on its own stream
+            assert third.text(session) == LONG + "Next."
+            assert third.text(session, "user_message_chunk") == "stream slowly pleaseand then"
+        logged = (shared.home / "logs" / "hermes-acp.log").read_text()
+    assert "turn failed" not in logged, "the drop did not fail the turn"
+    for client in (first, second, third):
+        client.frames.check()

@@ -18,6 +18,7 @@ import anyio
 import pytest
 
 from fixtures.model_server import serve_model_server
+from hermes_acp.protocol.link import LineWriter
 from hermes_acp.protocol.stdio import AppRunner, serve_streams
 from hermes_acp.telemetry import configure_logging
 from tests.fakes.sandbox_pin import pin_sandbox
@@ -53,7 +54,7 @@ async def held_server(
     try:
         async with socket_streams() as (agent_reader, agent_writer, client_reader, client_writer):
             async with anyio.create_task_group() as tg:
-                tg.start_soon(serve_streams, agent_reader, agent_writer, held_load, env)
+                tg.start_soon(serve_streams, agent_reader, LineWriter(agent_writer), held_load, env)
                 try:
                     yield RawPair(client_reader, client_writer), release
                 finally:

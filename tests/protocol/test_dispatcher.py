@@ -19,6 +19,7 @@ from hermes_acp.errors import InvalidParamsError, SessionNotFoundError
 from hermes_acp.protocol.boundary import ClientRequestError
 from hermes_acp.protocol.dispatcher import Dispatcher, RequestContext, Route
 from hermes_acp.protocol.framing import LineReader
+from hermes_acp.protocol.link import ClientGone, LineWriter
 from tests.fakes.acp_client import RecordingClient
 from tests.fakes.server import RawPair, socket_streams
 
@@ -84,7 +85,7 @@ class Probe:
 async def served(probe: Probe) -> AsyncIterator[tuple[Dispatcher, Any, RawPair]]:
     """A dispatcher on one end of a socketpair; the SDK client and raw access on the other."""
     async with socket_streams() as (agent_reader, agent_writer, client_reader, client_writer):
-        dispatcher = Dispatcher(LineReader(agent_reader), agent_writer)
+        dispatcher = Dispatcher(LineReader(agent_reader), LineWriter(agent_writer))
         dispatcher.add_routes(probe.routes(), complete=True)
         async with anyio.create_task_group() as tg:
             tg.start_soon(dispatcher.run)
@@ -233,7 +234,7 @@ async def test_the_client_leaving_cancels_turns_at_once_fails_our_requests_and_e
     probe = Probe()
     outcome: list[Any] = []
     async with socket_streams() as (agent_reader, agent_writer, client_reader, client_writer):
-        dispatcher = Dispatcher(LineReader(agent_reader), agent_writer)
+        dispatcher = Dispatcher(LineReader(agent_reader), LineWriter(agent_writer))
         dispatcher.add_routes(probe.routes(), complete=True)
         raw = RawPair(client_reader, client_writer)
         with anyio.fail_after(10):
@@ -313,3 +314,58 @@ async def test_a_cancel_request_sent_as_a_request_is_answered_and_honoured() -> 
     assert answers["stop"] == {"jsonrpc": "2.0", "id": "stop", "result": {}}
     assert answers["slow"]["error"]["code"] == -32800
     assert probe.cancelled.is_set()
+
+
+@dataclass
+class _Waiting:
+    """A ``FrameSource`` whose client sends ``frames``, then neither writes nor closes."""
+
+    frames: list[bytes] = field(default_factory=list)
+
+    async def read(self) -> bytes | None:
+        if self.frames:
+            return self.frames.pop(0)
+        await anyio.sleep_forever()
+        return None
+
+
+@dataclass
+class _DroppingLink:
+    """A ``Writer`` whose link drops at the first frame (its adapter says ``ClientGone``), or that fails with a bug."""
+
+    failure: Exception
+    sent: list[bytes] = field(default_factory=list)
+
+    async def send(self, data: bytes) -> None:
+        self.sent.append(data)
+        raise self.failure
+
+    def close(self) -> None:
+        return None
+
+
+async def test_a_link_that_drops_under_a_write_is_the_client_leaving_and_a_writer_s_bug_is_not() -> None:
+    """``ClientGone`` from a writer is the client leaving: the write says so to its caller (a ``ConnectionError``,
+    which a turn treats as a client gone, never as its own failure), reading stops, the turn is cancelled through its
+    hook and ``run`` returns, although the client's input never ended. Any other exception is a bug: it reaches the
+    caller as it is, and the client has not left."""
+    probe = Probe()
+    turn = b'{"jsonrpc": "2.0", "id": 1, "method": "_turn", "params": {"sessionId": "s"}}'
+    dispatcher = Dispatcher(_Waiting([turn]), _DroppingLink(ClientGone("the WebSocket closed: 1006")))
+    dispatcher.add_routes(probe.routes(), complete=True)
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(dispatcher.run)
+            await probe.started.wait()
+            with pytest.raises(ClientGone):
+                await dispatcher.notify("session/update", {"sessionId": "s"})
+            assert dispatcher.client_gone
+            await dispatcher.finished.wait()
+            with pytest.raises(ClientGone):
+                await dispatcher.request("fs/read_text_file", {"sessionId": "s"}, wait_s=None)
+    assert probe.cancel_hook_params == [{"sessionId": "s"}], "the turn was cancelled through its hook"
+
+    buggy = Dispatcher(_Waiting(), _DroppingLink(KeyError("text")))
+    with pytest.raises(KeyError):
+        await buggy.notify("session/update", {"sessionId": "s"})
+    assert not buggy.client_gone, "a writer's bug is not the client leaving"

@@ -119,3 +119,29 @@ def test_model_without_key_is_listed_but_unusable(tmp_path: Path) -> None:
     )
     catalog = ModelCatalog.from_settings(load_settings({}, home=tmp_path), {})
     assert not catalog.get("corp:m").usable
+
+
+def test_the_remote_door_s_bounds_have_defaults_are_kept_in_one_form_and_bad_values_are_named(tmp_path: Path) -> None:
+    settings = load_settings({}, home=tmp_path)
+    assert settings.host.max_body_bytes == 16 * 1024 * 1024
+    assert settings.host.allowed_origins == [] and settings.host.allowed_hosts == []
+    write(
+        tmp_path,
+        '[host]\nallowed_origins = ["HTTPS://App.Example/"]\n'
+        'allowed_hosts = ["Proxy.Example", "proxy.example:443", "[::1]:8765"]\nmax_body_bytes = 65536\n',
+    )
+    host = load_settings({}, home=tmp_path).host
+    assert host.allowed_origins == ["https://app.example"]
+    assert host.allowed_hosts == ["proxy.example", "proxy.example:443", "[::1]:8765"]
+    assert host.max_body_bytes == 65536
+    write(
+        tmp_path,
+        '[host]\nallowed_origins = ["https://app.example/path"]\nallowed_hosts = ["https://proxy.example"]\n'
+        "max_body_bytes = 1024\n",
+    )
+    with pytest.raises(ConfigError) as caught:
+        load_settings({}, home=tmp_path)
+    message = str(caught.value)
+    assert "host.allowed_origins" in message and "'https://app.example/path' is not an origin" in message
+    assert "host.allowed_hosts" in message and "'https://proxy.example' is not a host name" in message
+    assert "host.max_body_bytes" in message and "65536" in message
