@@ -15,7 +15,6 @@ then (for a front door) ACP frames flow unchanged. Standard library only: the fr
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import socket
@@ -23,7 +22,10 @@ import stat
 import struct
 import sys
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
+
+from hermes_acp import anchored
 
 __all__ = [
     "CONTROL_KEY",
@@ -148,18 +150,11 @@ def untrusted_host(paths: HostPaths, sock: socket.socket) -> str | None:
 
 
 def replace_file(path: str, data: bytes, mode: int = 0o600) -> None:
-    """Write ``path`` whole through a new file of ``mode`` beside it and a rename: a reader sees the old content or
-    the new one, never a part."""
-    temporary = f"{path}.{os.getpid()}.tmp"
-    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, mode)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        os.replace(temporary, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(temporary)
-        raise
+    """Write ``path`` whole (``anchored.write_file``: a new file of ``mode`` beside it, fsynced, renamed over it, the
+    folder synced), reached from its own folder without following a link: a reader sees the old content or the new
+    one, never a part."""
+    target = Path(path)
+    anchored.write_file(target.parent, target, data, new_mode=mode, keep_mode=False)
 
 
 def encode_line(message: Mapping[str, Any]) -> bytes:

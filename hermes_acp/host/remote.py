@@ -46,7 +46,6 @@ import stat
 import uuid
 from collections import deque
 from collections.abc import AsyncIterator, Iterator
-from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -59,6 +58,7 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response, Strea
 from starlette.routing import Route, WebSocketRoute
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
+from hermes_acp import anchored
 from hermes_acp.app import Host
 from hermes_acp.config import Settings
 from hermes_acp.errors import ConfigError
@@ -108,24 +108,27 @@ def door_address(door: str, *, allow_remote: bool) -> tuple[str, int]:
 
 
 def load_token(settings: Settings) -> str:
-    """The bearer token remote clients must send: read from ``[host] token_file`` (default
-    ``$HERMES_ACP_HOME/host.token``), created with a random token and mode ``0600`` when missing."""
-    configured = settings.host.token_file
-    path = Path(os.path.expanduser(configured)) if configured else settings.home / "host.token"
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except FileExistsError:
-        info = path.stat()
-        if info.st_uid == os.getuid() and stat.S_IMODE(info.st_mode) & 0o077:
-            os.chmod(path, 0o600)
-        token = path.read_text(encoding="utf-8").strip()
-        if len(token) < 16:
-            raise ConfigError(f"{path}: the host's token must be at least 16 characters") from None
-        return token
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+    """The bearer token remote clients must send: read from ``[host] token_file`` (``Settings.host_token_file``,
+    default ``$HERMES_ACP_HOME/host.token``), created with a random token and mode ``0600`` when missing (written
+    whole through ``anchored``, never through a link)."""
+    path = settings.host_token_file
+    info = anchored.lstat(path.parent, path)
+    if info is None:
         token = secrets.token_urlsafe(32)
-        handle.write(token + "\n")
-    _log.info("created the remote door's token", path=str(path))
+        anchored.write_file(path.parent, path, (token + "\n").encode(), folders=anchored.PRIVATE_FOLDER)
+        _log.info("created the remote door's token", path=str(path))
+        return token
+    if not stat.S_ISREG(info.st_mode):
+        raise ConfigError(f"{path}: the host's token file must be a regular file (it is a link or a folder)")
+    if info.st_uid == os.getuid() and stat.S_IMODE(info.st_mode) & 0o077:
+        anchored.set_mode(path.parent, path, anchored.PRIVATE_FILE)
+    handle = anchored.open_read(path.parent, path)
+    token = ""
+    if handle is not None:
+        with handle:
+            token = handle.read().decode("utf-8", "replace").strip()
+    if len(token) < 16:
+        raise ConfigError(f"{path}: the host's token must be at least 16 characters")
     return token
 
 
