@@ -25,8 +25,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from hermes_acp import anchored
-
 __all__ = [
     "CONTROL_KEY",
     "HELLO_KEY",
@@ -153,6 +151,8 @@ def replace_file(path: str, data: bytes, mode: int = 0o600) -> None:
     """Write ``path`` whole (``anchored.write_file``: a new file of ``mode`` beside it, fsynced, renamed over it, the
     folder synced), reached from its own folder without following a link: a reader sees the old content or the new
     one, never a part."""
+    from hermes_acp import anchored  # the host's and `host token`'s path only: the front door never loads it
+
     target = Path(path)
     anchored.write_file(target.parent, target, data, new_mode=mode, keep_mode=False)
 
