@@ -22,7 +22,6 @@ import stat
 import struct
 import sys
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 __all__ = [
@@ -151,7 +150,9 @@ def replace_file(path: str, data: bytes, mode: int = 0o600) -> None:
     """Write ``path`` whole (``anchored.write_file``: a new file of ``mode`` beside it, fsynced, renamed over it, the
     folder synced), reached from its own folder without following a link: a reader sees the old content or the new
     one, never a part."""
-    from hermes_acp import anchored  # the host's and `host token`'s path only: the front door never loads it
+    from pathlib import Path  # the host's and `host token`'s path only: the front door loads neither
+
+    from hermes_acp import anchored
 
     target = Path(path)
     anchored.write_file(target.parent, target, data, new_mode=mode, keep_mode=False)
