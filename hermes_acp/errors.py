@@ -37,7 +37,7 @@ Every error we raise on purpose is a ``HermesError``. The tree says who has to a
 ``ErrorCode`` lists every code a failed tool call carries (its card's ``rawOutput`` and the model's result say
 it); a cua-driver's own refusal codes pass through as it sent them (``DriverCode``). ``WireErrorCode`` lists the
 JSON-RPC error codes we answer with. Translation to JSON-RPC happens in exactly one place
-(``hermes_acp.protocol.boundary``). This module imports nothing from the SDKs: adapters translate foreign
+(``hermes_acp.jsonrpc.boundary``). This module imports nothing from the SDKs: adapters translate foreign
 exceptions into these classes where they import the library.
 """
 

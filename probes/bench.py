@@ -653,8 +653,8 @@ async def checkpoint_overhead(bench: Bench, pairs: int, chunks: int) -> list[Row
     checkpoint costs (the difference over the checkpoints written), from which the cost at any stream rate follows.
     A stream this fast keeps the event loop busy, so the store's worker thread competes with it for the GIL: the
     worst case. The sink is cheaper than a real client connection, which makes the share larger, not smaller."""
+    from hermes_acp.jsonrpc.framing import encode_frame
     from hermes_acp.protocol.convert import event_updates, live_update
-    from hermes_acp.protocol.framing import encode_frame
     from hermes_acp.providers.base import ProviderEvent, ProviderRequest, ResponseDone, TextDelta
     from hermes_acp.storage import SessionRecord, SqliteSessionStore, utc_now
     from hermes_acp.turns import CHECKPOINTS, LiveUpdate, Recorder, SessionProjection

@@ -62,8 +62,8 @@ from hermes_acp import anchored
 from hermes_acp.app import Host
 from hermes_acp.config import Settings
 from hermes_acp.errors import ConfigError
+from hermes_acp.jsonrpc.link import ClientGone
 from hermes_acp.protocol.connection import Connection
-from hermes_acp.protocol.link import ClientGone
 from hermes_acp.telemetry import get_logger
 
 from .admission import Admission, DoorPolicy, is_loopback, read_body, too_large

@@ -40,9 +40,9 @@ import anyio
 from anyio.abc import TaskGroup, TaskStatus
 
 from hermes_acp.app import Host, load_host_parts, open_host
+from hermes_acp.jsonrpc.framing import LineReader
+from hermes_acp.jsonrpc.link import LineWriter
 from hermes_acp.protocol.connection import Connection
-from hermes_acp.protocol.framing import LineReader
-from hermes_acp.protocol.link import LineWriter
 from hermes_acp.providers.catalog import ModelCatalog
 from hermes_acp.telemetry import get_logger
 from hermes_acp.version import __version__

@@ -34,6 +34,7 @@ from hermes_acp.errors import (
     NoProviderError,
     ProviderAuthError,
 )
+from hermes_acp.jsonrpc.dispatcher import RequestContext, Route
 from hermes_acp.mcp_client.specs import unreadable_entry
 from hermes_acp.providers.catalog import ModelCatalog
 from hermes_acp.sessions import Session, SessionManager, SessionServices
@@ -42,7 +43,6 @@ from hermes_acp.sessions.turn_imports import warm_up_turn_modules
 
 from .client_bridge import AcpClientBridge
 from .convert import prompt_to_display, usage_json
-from .dispatcher import RequestContext, Route
 from .initialize import ENV_METHOD_ID, FORM_SETUP_METHOD_ID, SETUP_METHOD_ID, key_variables
 from .lifecycle_params import archive_filter, client_system_prompt
 from .provider_routes import ProviderRoutes

@@ -25,15 +25,15 @@ import structlog
 from hermes_acp.core import SessionEvent
 from hermes_acp.core.notice import Notice
 from hermes_acp.errors import InvalidParamsError, PermissionDeniedError
+from hermes_acp.jsonrpc.boundary import ClientRequestError
+from hermes_acp.jsonrpc.dispatcher import Dispatcher
 from hermes_acp.sessions import Session
 from hermes_acp.sessions.commands import Command
 from hermes_acp.sessions.switches import SWITCHES, Switch
 from hermes_acp.tools.context import EditorFiles, EditorTerminals, Elicitor
 from hermes_acp.turns.ports import LiveUpdate, PermissionAnswer, PermissionChoice, PermissionQuestion
 
-from .boundary import ClientRequestError
 from .convert import event_updates, live_update, notice_update, tool_content, tool_locations
-from .dispatcher import Dispatcher
 from .editor import AcpEditorFiles, AcpEditorTerminals, AcpElicitor
 from .initialize import Handshake
 from .session_view import commands_update, config_options, session_view

@@ -16,10 +16,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from .dispatcher import Dispatcher, FrameSource
-from .framing import LineReader
+from hermes_acp.jsonrpc.dispatcher import Dispatcher, FrameSource
+from hermes_acp.jsonrpc.framing import LineReader
+from hermes_acp.jsonrpc.link import Writer
+
 from .initialize import Handshake
-from .link import Writer
 
 if TYPE_CHECKING:
     from hermes_acp.errors import HermesError

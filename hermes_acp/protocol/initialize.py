@@ -27,10 +27,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from hermes_acp.home import config_file
+from hermes_acp.jsonrpc.boundary import ClientRequestError
+from hermes_acp.jsonrpc.dispatcher import RequestContext, Route
 from hermes_acp.version import __version__
-
-from .boundary import ClientRequestError
-from .dispatcher import RequestContext, Route
 
 __all__ = [
     "ENV_METHOD_ID",

@@ -27,6 +27,7 @@ from typing import Any, Literal
 import structlog
 
 from hermes_acp.errors import ConfigError, InvalidParamsError
+from hermes_acp.jsonrpc.dispatcher import RequestContext
 from hermes_acp.onboarding.forms import url_problem
 from hermes_acp.providers.catalog import ModelCatalog
 from hermes_acp.providers.registry import ProviderRegistry
@@ -34,7 +35,6 @@ from hermes_acp.providers.routing import ProviderRoute
 from hermes_acp.sessions import SessionServices
 from hermes_acp.telemetry import register_secret
 
-from .dispatcher import RequestContext
 from .wire import ProviderIdParams, SetProviderParams, parse
 
 __all__ = ["SUPPORTED_API_TYPES", "ProviderRoutes"]

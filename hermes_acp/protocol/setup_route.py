@@ -6,11 +6,11 @@ A client that did not advertise ``elicitation.form`` is told to use the terminal
 from __future__ import annotations
 
 from hermes_acp.errors import InvalidParamsError, ProviderAuthError
+from hermes_acp.jsonrpc.dispatcher import RequestContext
 from hermes_acp.providers.catalog import ModelCatalog
 from hermes_acp.providers.registry import ProviderRegistry
 
 from .client_bridge import AcpClientBridge
-from .dispatcher import RequestContext
 from .initialize import FORM_SETUP_METHOD_ID, SETUP_METHOD_ID
 
 __all__ = ["setup_in_editor"]

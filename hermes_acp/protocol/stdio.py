@@ -28,10 +28,11 @@ from typing import Any
 import anyio
 import anyio.to_thread
 
+from hermes_acp.jsonrpc.dispatcher import Dispatcher
+from hermes_acp.jsonrpc.framing import LineReader
+from hermes_acp.jsonrpc.link import ClientGone, LineWriter, Writer
+
 from .connection import Connection
-from .dispatcher import Dispatcher
-from .framing import LineReader
-from .link import ClientGone, LineWriter, Writer
 
 __all__ = ["AppRunner", "FileWriter", "serve_stdio", "serve_streams"]
 

@@ -20,8 +20,8 @@ from acp.client.connection import ClientSideConnection
 
 from hermes_acp.app import serve_app
 from hermes_acp.config import Settings, load_settings
+from hermes_acp.jsonrpc.link import LineWriter
 from hermes_acp.protocol.connection import Connection
-from hermes_acp.protocol.link import LineWriter
 from hermes_acp.protocol.stdio import AppRunner, serve_streams
 from hermes_acp.providers.base import ModelProvider
 from hermes_acp.providers.catalog import CatalogModel, ModelCatalog

@@ -18,7 +18,7 @@ import anyio
 import pytest
 
 from fixtures.model_server import serve_model_server
-from hermes_acp.protocol.link import LineWriter
+from hermes_acp.jsonrpc.link import LineWriter
 from hermes_acp.protocol.stdio import AppRunner, serve_streams
 from hermes_acp.telemetry import configure_logging
 from tests.fakes.sandbox_pin import pin_sandbox

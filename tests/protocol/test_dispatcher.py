@@ -16,10 +16,10 @@ import pytest
 from acp import RequestError
 
 from hermes_acp.errors import InvalidParamsError, SessionNotFoundError
-from hermes_acp.protocol.boundary import ClientRequestError
-from hermes_acp.protocol.dispatcher import Dispatcher, RequestContext, Route
-from hermes_acp.protocol.framing import LineReader
-from hermes_acp.protocol.link import ClientGone, LineWriter
+from hermes_acp.jsonrpc.boundary import ClientRequestError
+from hermes_acp.jsonrpc.dispatcher import Dispatcher, RequestContext, Route
+from hermes_acp.jsonrpc.framing import LineReader
+from hermes_acp.jsonrpc.link import ClientGone, LineWriter
 from tests.fakes.acp_client import RecordingClient
 from tests.fakes.server import RawPair, socket_streams
 
