@@ -1,10 +1,11 @@
-"""Our exceptions as JSON-RPC errors: the mapping the dispatcher's single exception → wire boundary applies.
+"""Exceptions as JSON-RPC errors: the dispatcher's single exception → wire boundary.
 
-Every error — ours (``HermesError``), a client's error answer we pass on, or an unexpected bug — becomes the right
-JSON-RPC error object with a message that says what was wrong: -32602 naming the field, the ACP resource-not-found
-(-32002) naming the session, auth_required (-32000) saying what to configure, -32603 for the rest. Nothing answers
-``null`` instead of an error. Invalid params arrive here already translated (``wire.parse``), so this module knows
-no pydantic and loads in no time.
+Every error — a client's error answer we pass on, invalid params, a server's own error, or an unexpected bug —
+becomes a JSON-RPC error object with a message that says what was wrong: ``ClientRequestError`` as it is, -32602
+naming the field (``InvalidParamsError``: invalid params arrive here already translated, ``wire.parse``), what the
+server's ``ErrorMap`` makes of an exception it knows (protocol/errors.py maps ours to ACP's codes), -32603 for the
+rest (logged). Nothing answers ``null`` instead of an error. Deliberately not ACP-aware: no ACP code is known here;
+no pydantic either, so it loads in no time.
 
 ``ClientRequestError`` is also the error a request *we* sent raises when the client answers with an error.
 """
@@ -12,25 +13,19 @@ no pydantic and loads in no time.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
-from hermes_acp.errors import (
-    ConfigError,
-    HermesError,
-    InvalidParamsError,
-    ProviderAuthError,
-    SessionBusyError,
-    SessionNotFoundError,
-    StorageError,
-    WireErrorCode,
-)
+from hermes_acp.errors import InvalidParamsError
 
-__all__ = ["AUTH_REQUIRED", "CANCELLED", "RESOURCE_NOT_FOUND", "ClientRequestError", "to_wire"]
+__all__ = ["CANCELLED", "ClientRequestError", "ErrorMap", "error", "to_wire"]
 
-AUTH_REQUIRED: WireErrorCode = -32000
-RESOURCE_NOT_FOUND: WireErrorCode = -32002
 CANCELLED: dict[str, Any] = {"code": -32800, "message": "Request cancelled"}
 _log = logging.getLogger("hermes_acp.protocol")
+
+ErrorMap = Callable[[BaseException], dict[str, Any] | None]
+"""A server's own exceptions as JSON-RPC error objects (``error``): the one for an exception it knows, None for
+one it does not (the boundary answers that one -32603 and logs it)."""
 
 
 class ClientRequestError(Exception):
@@ -56,34 +51,26 @@ class ClientRequestError(Exception):
         return f"{self.message}{detail} (error {self.code})"
 
 
-def to_wire(exc: BaseException, method: str) -> dict[str, Any]:
-    """The JSON-RPC error object a client should see for ``exc`` raised while handling ``method``."""
+def to_wire(exc: BaseException, method: str, known: ErrorMap | None = None) -> dict[str, Any]:
+    """The JSON-RPC error object a client should see for ``exc`` raised while handling ``method``; ``known`` maps
+    the server's own exceptions."""
     match exc:
         case ClientRequestError():
-            return _error(exc.code, exc.message, exc.data)
+            return error(exc.code, exc.message, exc.data)
         case InvalidParamsError():
             data: dict[str, Any] = {**exc.data}
             if exc.field:
                 data["field"] = exc.field
-            return _error(-32602, f"Invalid params: {exc}", data or None)
-        case SessionNotFoundError():
-            return _error(RESOURCE_NOT_FOUND, str(exc), {"sessionId": exc.session_id, "uri": exc.session_id})
-        case ProviderAuthError():
-            return _error(AUTH_REQUIRED, f"Authentication required: {exc}", {"provider": exc.provider})
-        case SessionBusyError():
-            return _error(-32603, str(exc), {"reason": "busy"})
-        case ConfigError():
-            return _error(-32603, f"hermes-acp configuration error: {exc}", {"reason": "config"})
-        case StorageError():
-            return _error(-32603, f"StorageError: {exc}", {"error": "StorageError", "cause": exc.cause})
-        case HermesError():
-            return _error(-32603, f"{type(exc).__name__}: {exc}", {"error": type(exc).__name__})
-        case _:
-            _log.error("unexpected error while handling %s", method, exc_info=exc)
-            return _error(-32603, f"Internal error while handling {method}: {type(exc).__name__}: {exc}")
+            return error(-32602, f"Invalid params: {exc}", data or None)
+    mapped = known(exc) if known is not None else None
+    if mapped is not None:
+        return mapped
+    _log.error("unexpected error while handling %s", method, exc_info=exc)
+    return error(-32603, f"Internal error while handling {method}: {type(exc).__name__}: {exc}")
 
 
-def _error(code: int, message: str, data: Any = None) -> dict[str, Any]:
+def error(code: int, message: str, data: Any = None) -> dict[str, Any]:
+    """A JSON-RPC error object (``data`` only when there is some)."""
     error: dict[str, Any] = {"code": code, "message": message}
     if data is not None:
         error["data"] = data

@@ -9,7 +9,8 @@ registered in the in-flight table *before* the task starts, so a ``$/cancel_requ
   and the raw params. A request for a method not yet routed waits until the server has loaded (``ready``), so the
   answer to ``initialize`` never waits for the rest of the server; after that an unknown method is -32601.
 - **Errors.** ``_answer`` is the single place where a handler's exception becomes a JSON-RPC error
-  (``boundary.to_wire``); a cancelled request is -32800.
+  (``boundary.to_wire``, with the ``ErrorMap`` the server hands in for its own exceptions); a cancelled request is
+  -32800.
 - **Cancellation.** ``$/cancel_request`` for a request in flight calls its route's ``cancel`` hook when it has one
   (``session/prompt`` cancels its turn, which then answers ``stopReason: cancelled``), else cancels its scope. One
   that arrives as a request (with an id) is answered too (an empty result), as JSON-RPC wants.
@@ -43,7 +44,7 @@ from typing import Any, Protocol
 import anyio
 from anyio.abc import TaskGroup
 
-from .boundary import CANCELLED, ClientRequestError, to_wire
+from .boundary import CANCELLED, ClientRequestError, ErrorMap, to_wire
 from .framing import FrameError, LineReader, decode_frame, encode_frame
 from .link import ClientGone, Writer
 
@@ -124,8 +125,17 @@ class FrameSource(Protocol):
 
 
 class Dispatcher:
-    def __init__(self, reader: FrameSource | LineReader, writer: Writer, *, cancel_on_leave: bool = True):
+    def __init__(
+        self,
+        reader: FrameSource | LineReader,
+        writer: Writer,
+        *,
+        cancel_on_leave: bool = True,
+        errors: ErrorMap | None = None,
+    ):
         self._reader = reader
+        self._errors = errors
+        """The server's own exceptions as JSON-RPC errors (None: every one is -32603)."""
         self.cancel_on_leave = cancel_on_leave
         """Whether the client leaving cancels requests with a cancel hook (their turns) at once."""
         self._writer = writer
@@ -261,7 +271,7 @@ class Dispatcher:
             else:
                 reply = {"jsonrpc": "2.0", "id": request_id, "result": result if result is not None else {}}
         except Exception as exc:
-            reply = {"jsonrpc": "2.0", "id": request_id, "error": to_wire(exc, method)}
+            reply = {"jsonrpc": "2.0", "id": request_id, "error": to_wire(exc, method, self._errors)}
         finally:
             self._in_flight.pop(request_id, None)
             if not self._in_flight:
@@ -282,7 +292,7 @@ class Dispatcher:
         try:
             await route.handler(RequestContext(None, method), params)
         except Exception as exc:
-            _log.warning("notification %s failed: %s", method, to_wire(exc, method)["message"])
+            _log.warning("notification %s failed: %s", method, to_wire(exc, method, self._errors)["message"])
 
     def _cancel_request(self, params: Any) -> None:
         request_id = params.get("requestId") if isinstance(params, dict) else None

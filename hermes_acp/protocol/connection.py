@@ -20,6 +20,7 @@ from hermes_acp.jsonrpc.dispatcher import Dispatcher, FrameSource
 from hermes_acp.jsonrpc.framing import LineReader
 from hermes_acp.jsonrpc.link import Writer
 
+from .errors import acp_error
 from .initialize import Handshake
 
 if TYPE_CHECKING:
@@ -44,7 +45,7 @@ class Connection:
         self.env = env
         """The environment the client gave: its keys and variables apply to the sessions it opens."""
         self.name = name
-        self.dispatcher = Dispatcher(source, writer, cancel_on_leave=cancel_on_leave)
+        self.dispatcher = Dispatcher(source, writer, cancel_on_leave=cancel_on_leave, errors=acp_error)
         self.handshake = Handshake(env)
         self.dispatcher.add_routes([self.handshake.route])
         self.bridge: AcpClientBridge | None = None

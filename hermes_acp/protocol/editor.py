@@ -17,11 +17,12 @@ from typing import Any, TypeVar
 from pydantic import BaseModel
 
 from hermes_acp.errors import InvalidParamsError, OutcomeUnknownError, ToolError
-from hermes_acp.jsonrpc.boundary import RESOURCE_NOT_FOUND, ClientRequestError
+from hermes_acp.jsonrpc.boundary import ClientRequestError
 from hermes_acp.jsonrpc.dispatcher import Dispatcher
 from hermes_acp.tools import DISK, EditorFiles, TerminalExit
 from hermes_acp.tools.context import ElicitationAnswer
 
+from .errors import RESOURCE_NOT_FOUND
 from .wire import (
     CreateTerminalResult,
     ElicitationResult,

@@ -16,10 +16,11 @@ import pytest
 from acp import RequestError
 
 from hermes_acp.errors import InvalidParamsError, SessionNotFoundError
-from hermes_acp.jsonrpc.boundary import ClientRequestError
+from hermes_acp.jsonrpc.boundary import ClientRequestError, ErrorMap
 from hermes_acp.jsonrpc.dispatcher import Dispatcher, RequestContext, Route
 from hermes_acp.jsonrpc.framing import LineReader
 from hermes_acp.jsonrpc.link import ClientGone, LineWriter
+from hermes_acp.protocol.errors import acp_error
 from tests.fakes.acp_client import RecordingClient
 from tests.fakes.server import RawPair, socket_streams
 
@@ -82,10 +83,11 @@ class Probe:
 
 
 @contextlib.asynccontextmanager
-async def served(probe: Probe) -> AsyncIterator[tuple[Dispatcher, Any, RawPair]]:
-    """A dispatcher on one end of a socketpair; the SDK client and raw access on the other."""
+async def served(probe: Probe, errors: ErrorMap | None = acp_error) -> AsyncIterator[tuple[Dispatcher, Any, RawPair]]:
+    """A dispatcher (with the server's ACP error mapping unless told otherwise) on one end of a socketpair; the SDK
+    client and raw access on the other."""
     async with socket_streams() as (agent_reader, agent_writer, client_reader, client_writer):
-        dispatcher = Dispatcher(LineReader(agent_reader), LineWriter(agent_writer))
+        dispatcher = Dispatcher(LineReader(agent_reader), LineWriter(agent_writer), errors=errors)
         dispatcher.add_routes(probe.routes(), complete=True)
         async with anyio.create_task_group() as tg:
             tg.start_soon(dispatcher.run)
@@ -175,6 +177,24 @@ async def test_every_handler_error_becomes_one_json_rpc_error(kind: str, code: i
             await conn.ext_method("fails", {"kind": kind})
     assert raised.value.code == code
     assert needle in str(raised.value)
+
+
+@pytest.mark.parametrize(
+    ("kind", "code", "needle"),
+    [
+        ("params", -32602, "cwd: must be absolute"),
+        ("session", -32603, "Internal error while handling _fails: SessionNotFoundError"),
+    ],
+)
+async def test_the_dispatcher_alone_knows_no_acp_error_code(kind: str, code: int, needle: str) -> None:
+    """Without the server's error mapping, invalid params are still -32602 (JSON-RPC's), and our own errors are
+    internal errors: the ACP codes (-32002 here) come from protocol/, never from the JSON-RPC core."""
+    probe = Probe()
+    async with served(probe, errors=None) as (_, _ends, raw):
+        await raw.send({"jsonrpc": "2.0", "id": 1, "method": "_fails", "params": {"kind": kind}})
+        answer = await raw.response(1)
+    assert answer["error"]["code"] == code
+    assert needle in answer["error"]["message"]
 
 
 async def test_a_duplicate_id_in_flight_is_refused_and_the_first_request_goes_on() -> None:
