@@ -22,7 +22,7 @@ from hermes_acp.version import __version__
 if TYPE_CHECKING:
     import argparse
 
-    from hermes_acp.protocol.stdio import AppRunner
+    from hermes_acp.transports.stdio import AppRunner
 
 __all__ = ["main"]
 
@@ -105,7 +105,7 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 
 def _front_door() -> None:
-    from hermes_acp.host.frontdoor import run_front_door
+    from hermes_acp.transports.frontdoor import run_front_door
 
     sys.exit(run_front_door())
 
@@ -139,7 +139,7 @@ def _host(argv: Sequence[str]) -> int:
 
         return token_command(print, _print_err, rotate=args.rotate)
     if args.command is not None:
-        from hermes_acp.host.control import host_control
+        from hermes_acp.transports.control import host_control
 
         return host_control(args.command, print, err=_print_err)
     if args.verbose:
@@ -194,7 +194,7 @@ def _serve() -> None:
     # Loading the server allocates hundreds of thousands of long-lived objects and no garbage worth a collection;
     # the collector's passes over them cost some 10% of start-up. ``_load_app`` turns it back on.
     gc.disable()
-    from hermes_acp.protocol.stdio import serve_stdio
+    from hermes_acp.transports.stdio import serve_stdio
 
     with contextlib.suppress(KeyboardInterrupt):
         serve_stdio(_load_app)

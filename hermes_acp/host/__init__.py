@@ -1,6 +1,5 @@
-"""The session host: one long-lived process per ``$HERMES_ACP_HOME`` that owns the store and every live session,
-and the front door an editor starts to reach it (docs/architecture.md §14).
+"""The session host process: one long-lived process per ``$HERMES_ACP_HOME`` that owns the store and every live
+session (docs/architecture.md §14). Its doors are in ``transports``.
 
-The package's ``__init__`` loads nothing: the front door (``frontdoor``) must start in milliseconds and imports
-only ``paths`` and the standard library, never the server.
+The package's ``__init__`` loads nothing.
 """

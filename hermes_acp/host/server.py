@@ -45,9 +45,7 @@ from hermes_acp.jsonrpc.link import LineWriter
 from hermes_acp.protocol.connection import Connection
 from hermes_acp.providers.catalog import ModelCatalog
 from hermes_acp.telemetry import get_logger
-from hermes_acp.version import __version__
-
-from .paths import (
+from hermes_acp.transports.paths import (
     CONTROL_KEY,
     HELLO_KEY,
     MAX_HELLO_BYTES,
@@ -59,11 +57,11 @@ from .paths import (
     private_dir,
     replace_file,
 )
+from hermes_acp.version import __version__
 
 if TYPE_CHECKING:
     from hermes_acp.config import Settings
-
-    from .remote import RemoteDoors
+    from hermes_acp.transports.remote import RemoteDoors
 
 __all__ = ["HostLock", "HostReady", "run_host", "serve_host"]
 
@@ -333,7 +331,7 @@ class _Remote:
         return list(self._doors.refused) if self._doors is not None else []
 
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
-        from .remote import RemoteDoors
+        from hermes_acp.transports.remote import RemoteDoors
 
         started = False
         while True:

@@ -19,9 +19,8 @@ from collections.abc import Callable, Mapping
 from hermes_acp.config import load_settings
 from hermes_acp.errors import ConfigError
 from hermes_acp.telemetry import configure_logging
-
-from .control import request
-from .paths import replace_file
+from hermes_acp.transports.control import request
+from hermes_acp.transports.paths import replace_file
 
 __all__ = ["ROTATE_WAIT_S", "token_command"]
 
@@ -45,7 +44,7 @@ def token_command(
     configure_logging(settings.logs_dir, settings.logging.level, stderr_level=settings.logging.stderr_level)
     path = settings.host_token_file
     if not rotate:
-        from .remote import load_token
+        from hermes_acp.transports.remote import load_token
 
         try:
             token = load_token(settings)

@@ -22,7 +22,6 @@ from hermes_acp.app import serve_app
 from hermes_acp.config import Settings, load_settings
 from hermes_acp.jsonrpc.link import LineWriter
 from hermes_acp.protocol.connection import Connection
-from hermes_acp.protocol.stdio import AppRunner, serve_streams
 from hermes_acp.providers.base import ModelProvider
 from hermes_acp.providers.catalog import CatalogModel, ModelCatalog
 from hermes_acp.providers.registry import ProviderRegistry
@@ -31,6 +30,7 @@ from hermes_acp.sessions import Session, derive_tool_surface
 from hermes_acp.storage.base import SessionStore
 from hermes_acp.storage.sqlite import SqliteSessionStore
 from hermes_acp.tools.base import AnyTool
+from hermes_acp.transports.stdio import AppRunner, serve_streams
 
 from .acp_client import RecordingClient, text_block
 from .acp_schema import FrameLog

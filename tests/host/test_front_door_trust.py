@@ -26,7 +26,7 @@ from typing import Any
 import anyio
 import pytest
 
-from hermes_acp.host.paths import host_paths
+from hermes_acp.transports.paths import host_paths
 from tests.fakes.host_process import SharedHome, shared_home
 
 pytestmark = pytest.mark.anyio

@@ -18,7 +18,7 @@ from typing import Any
 import anyio
 import pytest
 
-from hermes_acp.host.paths import HELLO_KEY, encode_line, host_paths, private_dir
+from hermes_acp.transports.paths import HELLO_KEY, encode_line, host_paths, private_dir
 from tests.fakes.host_process import shared_home
 
 pytestmark = pytest.mark.anyio

@@ -19,8 +19,8 @@ import pytest
 
 from fixtures.model_server import serve_model_server
 from hermes_acp.jsonrpc.link import LineWriter
-from hermes_acp.protocol.stdio import AppRunner, serve_streams
 from hermes_acp.telemetry import configure_logging
+from hermes_acp.transports.stdio import AppRunner, serve_streams
 from tests.fakes.sandbox_pin import pin_sandbox
 from tests.fakes.server import RawPair, socket_streams
 

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from starlette.datastructures import Headers
 
-from hermes_acp.host.admission import Admission, DoorPolicy, bearer_matches
+from hermes_acp.transports.admission import Admission, DoorPolicy, bearer_matches
 
 TOKEN = b"a-token-of-forty-three-characters-xxxxxxxxx"
 

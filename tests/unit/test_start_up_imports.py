@@ -56,12 +56,12 @@ def _present(loaded: set[str], names: tuple[str, ...]) -> list[str]:
 
 
 def test_answering_initialize_loads_neither_pydantic_nor_the_server() -> None:
-    loaded = _loaded_after("import hermes_acp.cli, hermes_acp.protocol.stdio")
+    loaded = _loaded_after("import hermes_acp.cli, hermes_acp.transports.stdio")
     assert _present(loaded, HEAVY_FOR_INITIALIZE) == []
 
 
 def test_opening_a_session_loads_the_app_but_not_the_turn_machinery() -> None:
-    loaded = _loaded_after("import hermes_acp.cli, hermes_acp.protocol.stdio, hermes_acp.app")
+    loaded = _loaded_after("import hermes_acp.cli, hermes_acp.transports.stdio, hermes_acp.app")
     assert "hermes_acp.sessions.manager" in loaded
     assert _present(loaded, HEAVY_FOR_SESSION_NEW) == []
 
@@ -115,16 +115,16 @@ def test_loading_the_server_builds_no_model_schema() -> None:
 
 
 def test_the_front_door_loads_none_of_the_server_and_no_event_loop() -> None:
-    """``hermes-acp --shared`` relays bytes: the standard library and ``host.paths``, nothing else of ours."""
-    loaded = _loaded_after("import hermes_acp.cli, hermes_acp.host.frontdoor, hermes_acp.host.control")
+    """``hermes-acp --shared`` relays bytes: the standard library and ``transports.paths``, nothing else of ours."""
+    loaded = _loaded_after("import hermes_acp.cli, hermes_acp.transports.frontdoor, hermes_acp.transports.control")
     ours = sorted(name for name in loaded if name.startswith("hermes_acp"))
     assert ours == [
         "hermes_acp",
         "hermes_acp.cli",
-        "hermes_acp.host",
-        "hermes_acp.host.control",
-        "hermes_acp.host.frontdoor",
-        "hermes_acp.host.paths",
+        "hermes_acp.transports",
+        "hermes_acp.transports.control",
+        "hermes_acp.transports.frontdoor",
+        "hermes_acp.transports.paths",
         "hermes_acp.version",
     ]
     assert _present(loaded, ("asyncio", "anyio", "pydantic", "structlog", "subprocess", "pathlib", "tomllib")) == []

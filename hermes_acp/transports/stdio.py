@@ -31,8 +31,7 @@ import anyio.to_thread
 from hermes_acp.jsonrpc.dispatcher import Dispatcher
 from hermes_acp.jsonrpc.framing import LineReader
 from hermes_acp.jsonrpc.link import ClientGone, LineWriter, Writer
-
-from .connection import Connection
+from hermes_acp.protocol.connection import Connection
 
 __all__ = ["AppRunner", "FileWriter", "serve_stdio", "serve_streams"]
 
