@@ -22,7 +22,7 @@ from hermes_acp.version import __version__
 if TYPE_CHECKING:
     import argparse
 
-    from hermes_acp.transports.stdio import AppRunner
+    from hermes_acp.protocol.connection import Serve
 
 __all__ = ["main"]
 
@@ -55,7 +55,7 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _load_app() -> AppRunner:
+def _load_app() -> Serve:
     # structlog's console renderer imports rich when it is installed (mcp pulls it in); the server only writes
     # JSON, and skipping rich cuts a quarter of a second from start-up.
     sys.modules.setdefault("rich", None)  # type: ignore[arg-type]

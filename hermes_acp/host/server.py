@@ -2,18 +2,14 @@
 session, serving every connection to them.
 
 It takes the home's lock (``host.lock``: a second host for the same home exits at once), writes ``host.json`` (pid,
-version), listens on ``host.sock`` in the private runtime directory (``paths``: refused when it is a link, another
-user's or not ``0700``), and, when ``[host] listen`` names any, on the remote doors (``remote``). A connection on
-the socket is taken only from a process of the same user (the peer's uid, ``paths.peer_uid``), and starts with one
-line:
-
-- a front door's hello: with the same version it is answered ``ok`` and becomes a ``Connection`` like any other,
-  with the environment the hello carried (its keys and variables for the sessions it opens); with another version
-  it is refused with what to do;
-- a control request: ``status`` (pid, version, home, connections, live sessions and which run a turn, the remote
-  doors, the idle exit in effect), ``stop`` (answered, then the host shuts down as on SIGTERM) or ``token`` (the
-  remote doors close and open again, reading the token file anew: ``hermes-acp host token --rotate`` sends it, and
-  it is answered once the new token is the one checked; connections made with the old one are ended).
+version), opens its doors and closes them again: ``host.sock`` in the private runtime directory
+(``transports.paths``: refused when it is a link, another user's or not ``0700``; ``transports.unix`` takes a front
+door's connection or a control request on it), and, when ``[host] listen`` names any, the remote doors
+(``transports.remote``). Each door hands the connections it makes to the app (``App.serve``). The control requests
+are answered here: ``status`` (pid, version, home, connections, live sessions and which run a turn, the remote
+doors, the idle exit in effect), ``stop`` (answered, then the host shuts down as on SIGTERM) or ``token`` (the
+remote doors close and open again, reading the token file anew: ``hermes-acp host token --rotate`` sends it, and it
+is answered once the new token is the one checked; connections made with the old one are ended).
 
 A connection that leaves is detached from its sessions and its turns go on (``[host] on_leave``); a question with
 nobody attached waits for the next attach. The host exits after ``[host] idle_exit_s`` with no connection and no
@@ -37,37 +33,23 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import anyio
-from anyio.abc import TaskGroup, TaskStatus
+from anyio.abc import TaskStatus
 
 from hermes_acp.app import Host, load_host_parts, open_host
-from hermes_acp.jsonrpc.framing import LineReader
-from hermes_acp.jsonrpc.link import LineWriter
-from hermes_acp.protocol.connection import Connection
 from hermes_acp.providers.catalog import ModelCatalog
 from hermes_acp.telemetry import get_logger
-from hermes_acp.transports.paths import (
-    CONTROL_KEY,
-    HELLO_KEY,
-    MAX_HELLO_BYTES,
-    HostPaths,
-    decode_line,
-    encode_line,
-    host_paths,
-    peer_uid,
-    private_dir,
-    replace_file,
-)
+from hermes_acp.transports.paths import HostPaths, host_paths, private_dir, replace_file
+from hermes_acp.transports.unix import UnixDoor
 from hermes_acp.version import __version__
 
 if TYPE_CHECKING:
     from hermes_acp.config import Settings
+    from hermes_acp.protocol.connection import Serve
     from hermes_acp.transports.remote import RemoteDoors
 
 __all__ = ["HostLock", "HostReady", "run_host", "serve_host"]
 
 _log = get_logger("hermes_acp.host")
-HELLO_TIMEOUT_S = 10.0
-"""How long a new connection may take to send its first line."""
 IDLE_POLL_S = 1.0
 """How often the idle timer looks (at most)."""
 DOORS_CLOSE_S = 5.0
@@ -143,15 +125,14 @@ async def serve_host(env: Mapping[str, str], *, ready: Callable[[HostReady], Non
         with contextlib.suppress(FileNotFoundError):
             os.unlink(paths.socket)  # a dead host's: we hold the lock, so nobody else listens there
         async with open_host(host), anyio.create_task_group() as group:
-            door = _Door(host, paths, group)
-            server = await asyncio.start_unix_server(door.accept, path=paths.socket, limit=1024 * 1024)
-            os.chmod(paths.socket, 0o600)
+            process = _HostProcess(host, paths)
+            server = await UnixDoor(host.serve, process.control, paths.home).open(paths.socket)
             if settings.host.listen:
-                door.remote = _Remote(host, settings)
-                await group.start(door.remote.run, name="remote doors")
+                process.remote = _Remote(host.serve, host.services.env, settings)
+                await group.start(process.remote.run, name="remote doors")
             _write_record(paths)
             if ready is not None:
-                ready(door.ready())
+                ready(process.ready())
             _log.info(
                 "session host serving",
                 version=__version__,
@@ -160,12 +141,12 @@ async def serve_host(env: Mapping[str, str], *, ready: Callable[[HostReady], Non
                 idle_exit_s=settings.host.idle_exit,
             )
             try:
-                await door.until_done(settings.host.idle_exit)
+                await process.until_done(settings.host.idle_exit)
             finally:
                 server.close()
-                if door.remote is not None:
-                    await door.remote.stop()
-                door.close_all()
+                if process.remote is not None:
+                    await process.remote.stop()
+                process.close_all()
                 group.cancel_scope.cancel()
         return 0
     finally:
@@ -175,69 +156,17 @@ async def serve_host(env: Mapping[str, str], *, ready: Callable[[HostReady], Non
         lock.release()
 
 
-class _Door:
-    """The Unix socket's connections, the control requests, the idle timer and the signals."""
+class _HostProcess:
+    """The control requests, the idle timer and the signals."""
 
-    def __init__(self, host: Host, paths: HostPaths, group: TaskGroup):
+    def __init__(self, host: Host, paths: HostPaths):
         self._host = host
         self._paths = paths
-        self._group = group
         self._stop = anyio.Event()
         self._started = time.time()
         self.remote: _Remote | None = None
 
-    async def accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        try:
-            await self._serve(reader, writer)
-        except Exception:
-            _log.exception("a connection to the session host failed")
-        finally:
-            writer.close()
-            with contextlib.suppress(OSError, ConnectionError):
-                await writer.wait_closed()
-
-    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        sock = writer.get_extra_info("socket")
-        uid = peer_uid(sock) if sock is not None else -1
-        if uid != os.getuid():
-            _log.warning("refused a connection from another user", uid=uid)
-            return
-        with anyio.move_on_after(HELLO_TIMEOUT_S):
-            line = await reader.readline()
-        if not line or len(line) > MAX_HELLO_BYTES:
-            return
-        hello = decode_line(line)
-        if hello is None:
-            _log.warning("a connection did not start with a hello line")
-            return
-        if CONTROL_KEY in hello:
-            writer.write(encode_line(await self._control(str(hello[CONTROL_KEY]))))
-            await writer.drain()
-            return
-        if HELLO_KEY not in hello:
-            return
-        version = hello.get("version")
-        if version != __version__:
-            error = (
-                f"a hermes-acp session host of version {__version__} serves {self._paths.home}, and this front door"
-                f" is version {version}: stop the old host with `hermes-acp host stop` (it settles running turns"
-                " first) or let it exit when idle, then start the editor's agent again"
-            )
-            writer.write(encode_line({"ok": False, "version": __version__, "error": error}))
-            await writer.drain()
-            return
-        env = hello.get("env")
-        client_env = {str(k): str(v) for k, v in env.items()} if isinstance(env, dict) else {}
-        writer.write(encode_line({"ok": True, "version": __version__}))
-        await writer.drain()
-        connection = Connection(
-            LineReader(reader), LineWriter(writer), client_env, cancel_on_leave=False, name="socket"
-        )
-        async with anyio.create_task_group() as group:
-            group.start_soon(connection.dispatcher.run, name="host connection dispatcher")
-            await self._host.serve(connection)
-
-    async def _control(self, command: str) -> dict[str, Any]:
+    async def control(self, command: str) -> dict[str, Any]:
         if command == "stop":
             self._stop.set()
             return {"ok": True, "stopping": True, "pid": os.getpid()}
@@ -315,8 +244,9 @@ class _Remote:
     token) ends their connections, waits until their sockets are closed, and opens new doors, which read the token
     file anew."""
 
-    def __init__(self, host: Host, settings: Settings):
-        self._host = host
+    def __init__(self, serve: Serve, env: Mapping[str, str], settings: Settings):
+        self._serve = serve
+        self._env = env
         self._settings = settings
         self._doors: RemoteDoors | None = None
         self._close = anyio.Event()
@@ -336,7 +266,7 @@ class _Remote:
         started = False
         while True:
             async with anyio.create_task_group() as group:
-                doors = RemoteDoors(self._host, self._settings)
+                doors = RemoteDoors(self._serve, self._env, self._settings)
                 await doors.start(group)
                 self._doors = doors
                 self._opened.set()

@@ -13,8 +13,8 @@ the server until ``serve`` is called.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Coroutine, Mapping
+from typing import TYPE_CHECKING, Any
 
 from hermes_acp.jsonrpc.dispatcher import Dispatcher, FrameSource
 from hermes_acp.jsonrpc.framing import LineReader
@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 
     from .client_bridge import AcpClientBridge
 
-__all__ = ["Connection"]
+__all__ = ["Connection", "Serve"]
 
 
 class Connection:
@@ -70,3 +70,9 @@ class Connection:
     async def finished(self) -> None:
         """Until the client has gone and the requests in flight have ended."""
         await self.dispatcher.finished.wait()
+
+
+Serve = Callable[[Connection], Coroutine[Any, Any, None]]
+"""What a transport hands every connection it makes: puts the server's routes on it and serves it until its client
+has gone (the session host's ``App.serve``; inline mode's ``app.run_connection``, which then shuts the server down).
+A transport knows this callable, never the app."""

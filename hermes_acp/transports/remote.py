@@ -45,7 +45,7 @@ import socket
 import stat
 import uuid
 from collections import deque
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -59,11 +59,10 @@ from starlette.routing import Route, WebSocketRoute
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from hermes_acp import anchored
-from hermes_acp.app import Host
 from hermes_acp.config import Settings
 from hermes_acp.errors import ConfigError
 from hermes_acp.jsonrpc.link import ClientGone
-from hermes_acp.protocol.connection import Connection
+from hermes_acp.protocol.connection import Connection, Serve
 from hermes_acp.telemetry import get_logger
 
 from .admission import Admission, DoorPolicy, is_loopback, read_body, too_large
@@ -212,7 +211,7 @@ class _HttpConnection:
         self.id = str(uuid.uuid4())
         self._doors = doors
         self.messages = _Messages()
-        self.connection = Connection(self.messages, self, doors.host.services.env, cancel_on_leave=False, name="http")
+        self.connection = Connection(self.messages, self, doors.env, cancel_on_leave=False, name="http")
         self.stream = _Mailbox(self)
         self.sessions: dict[str, _Mailbox] = {}
         self.routes: dict[str, str | None] = {}
@@ -281,7 +280,7 @@ class _HttpConnection:
             async with anyio.create_task_group() as group:
                 group.start_soon(self.connection.dispatcher.run, name="http connection dispatcher")
                 group.start_soon(self._watch_orphan, name="http connection orphan timer")
-                await self._doors.host.serve(self.connection)
+                await self._doors.serve(self.connection)
                 group.cancel_scope.cancel()
         finally:
             self.end()
@@ -307,10 +306,12 @@ def _key(request_id: object) -> str:
 
 
 class RemoteDoors:
-    """The WebSocket and Streamable HTTP door(s) of ``[host] listen``."""
+    """The WebSocket and Streamable HTTP door(s) of ``[host] listen``: ``serve`` gets each connection, made with the
+    host's own environment ``env``."""
 
-    def __init__(self, host: Host, settings: Settings):
-        self.host = host
+    def __init__(self, serve: Serve, env: Mapping[str, str], settings: Settings):
+        self.serve = serve
+        self.env = env
         self._settings = settings
         self.http: dict[str, _HttpConnection] = {}
         self._servers: list[_Server] = []
@@ -374,12 +375,10 @@ class RemoteDoors:
         connection_id = str(uuid.uuid4())
         await websocket.accept(headers=[(CONNECTION_HEADER.lower().encode(), connection_id.encode())])
         messages = _Messages()
-        connection = Connection(
-            messages, _WebSocketWriter(websocket), self.host.services.env, cancel_on_leave=False, name="ws"
-        )
+        connection = Connection(messages, _WebSocketWriter(websocket), self.env, cancel_on_leave=False, name="ws")
         async with anyio.create_task_group() as group:
             group.start_soon(connection.dispatcher.run, name="ws connection dispatcher")
-            group.start_soon(self.host.serve, connection, name="ws connection")
+            group.start_soon(self.serve, connection, name="ws connection")
             try:
                 while True:
                     message = await websocket.receive()

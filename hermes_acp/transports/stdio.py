@@ -22,7 +22,7 @@ import os
 import signal
 import stat
 import sys
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import anyio
@@ -31,13 +31,11 @@ import anyio.to_thread
 from hermes_acp.jsonrpc.dispatcher import Dispatcher
 from hermes_acp.jsonrpc.framing import LineReader
 from hermes_acp.jsonrpc.link import ClientGone, LineWriter, Writer
-from hermes_acp.protocol.connection import Connection
+from hermes_acp.protocol.connection import Connection, Serve
 
-__all__ = ["AppRunner", "FileWriter", "serve_stdio", "serve_streams"]
+__all__ = ["FileWriter", "serve_stdio", "serve_streams"]
 
 _log = logging.getLogger("hermes_acp.protocol")
-AppRunner = Callable[[Connection], Awaitable[None]]
-"""Installs the server's routes on the connection and serves until it is finished, then shuts down."""
 _SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
 
@@ -61,7 +59,7 @@ class FileWriter:
 async def serve_streams(
     reader: asyncio.StreamReader,
     writer: Writer,
-    load_app: Callable[[], AppRunner],
+    load_app: Callable[[], Serve],
     env: Mapping[str, str] | None = None,
     *,
     started: Callable[[Dispatcher], None] | None = None,
@@ -87,7 +85,7 @@ async def serve_streams(
         writer.close()
 
 
-def serve_stdio(load_app: Callable[[], AppRunner]) -> None:
+def serve_stdio(load_app: Callable[[], Serve]) -> None:
     """The ``hermes-acp`` server: protocol on the real stdout, everything else on stderr."""
     protocol_fd = os.dup(sys.stdout.fileno())
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
@@ -95,7 +93,7 @@ def serve_stdio(load_app: Callable[[], AppRunner]) -> None:
     asyncio.run(_serve_fds(sys.stdin.fileno(), protocol_fd, load_app))
 
 
-async def _serve_fds(in_fd: int, out_fd: int, load_app: Callable[[], AppRunner]) -> None:
+async def _serve_fds(in_fd: int, out_fd: int, load_app: Callable[[], Serve]) -> None:
     loop = asyncio.get_running_loop()
     watching: list[Dispatcher] = []
     reader = asyncio.StreamReader(limit=1024 * 1024)

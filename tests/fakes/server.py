@@ -21,7 +21,7 @@ from acp.client.connection import ClientSideConnection
 from hermes_acp.app import serve_app
 from hermes_acp.config import Settings, load_settings
 from hermes_acp.jsonrpc.link import LineWriter
-from hermes_acp.protocol.connection import Connection
+from hermes_acp.protocol.connection import Connection, Serve
 from hermes_acp.providers.base import ModelProvider
 from hermes_acp.providers.catalog import CatalogModel, ModelCatalog
 from hermes_acp.providers.registry import ProviderRegistry
@@ -30,7 +30,7 @@ from hermes_acp.sessions import Session, derive_tool_surface
 from hermes_acp.storage.base import SessionStore
 from hermes_acp.storage.sqlite import SqliteSessionStore
 from hermes_acp.tools.base import AnyTool
-from hermes_acp.transports.stdio import AppRunner, serve_streams
+from hermes_acp.transports.stdio import serve_streams
 
 from .acp_client import RecordingClient, text_block
 from .acp_schema import FrameLog
@@ -168,7 +168,7 @@ async def _running_server(
             tool_surface=tool_surface,
         )
 
-    def load() -> AppRunner:
+    def load() -> Serve:
         return runner
 
     async with anyio.create_task_group() as tg:

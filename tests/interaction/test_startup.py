@@ -19,8 +19,9 @@ import pytest
 
 from fixtures.model_server import serve_model_server
 from hermes_acp.jsonrpc.link import LineWriter
+from hermes_acp.protocol.connection import Serve
 from hermes_acp.telemetry import configure_logging
-from hermes_acp.transports.stdio import AppRunner, serve_streams
+from hermes_acp.transports.stdio import serve_streams
 from tests.fakes.sandbox_pin import pin_sandbox
 from tests.fakes.server import RawPair, socket_streams
 
@@ -29,7 +30,7 @@ GOLDEN = Path(__file__).parent.parent / "golden"
 REPO = Path(__file__).resolve().parent.parent.parent
 
 
-def _load_app() -> AppRunner:
+def _load_app() -> Serve:
     from hermes_acp.app import run_connection
 
     return run_connection
@@ -37,7 +38,7 @@ def _load_app() -> AppRunner:
 
 @contextlib.asynccontextmanager
 async def held_server(
-    tmp_path: Path, config: str, load: Callable[[], AppRunner] = _load_app
+    tmp_path: Path, config: str, load: Callable[[], Serve] = _load_app
 ) -> AsyncIterator[tuple[RawPair, threading.Event]]:
     """The production ``run_connection`` over a socketpair, with its load held until ``release`` is set."""
     home = tmp_path / "home"
@@ -45,7 +46,7 @@ async def held_server(
     (home / "config.toml").write_text(pin_sandbox(config))
     release = threading.Event()
 
-    def held_load() -> AppRunner:
+    def held_load() -> Serve:
         if not release.wait(timeout=30):
             raise TimeoutError("the test never released the server load")
         return load()
@@ -151,7 +152,7 @@ async def test_a_nul_byte_in_a_path_is_invalid_params_and_the_server_keeps_servi
 
 
 async def test_a_server_that_cannot_load_answers_every_request_with_why(tmp_path: Path) -> None:
-    def broken() -> AppRunner:
+    def broken() -> Serve:
         raise ImportError("No module named 'a_missing_dependency'")
 
     async with held_server(tmp_path, "", load=broken) as (raw, release):
