@@ -1,15 +1,16 @@
-"""The composition root: the ``Host`` that owns the store, the ``SessionManager`` and every live session, and serves
+"""The composition root: the ``App`` that owns the store, the ``SessionManager`` and every live session, and serves
 connections to them.
 
-``Host`` builds the manager itself, attaches it to its root task group (in which every session's owner task and
+``App`` builds the manager itself, attaches it to its root task group (in which every session's owner task and
 turns live), gives each connection the services of the environment it brought (``services_for``: settings, model
 catalog and providers from that environment, so one client's keys never serve another's sessions) and serves the
 connection until its client has gone (``serve``). On the way out it closes every session (turns settled, MCP
 servers, drivers and commands stopped), the providers and the store, shielded and bounded.
 
-``run_connection`` is inline mode, what ``protocol.stdio`` runs once this module has loaded (in a worker thread,
-while ``initialize`` is already answered): a host with one connection, the process's stdio, and the client leaving
-ends it within two seconds. The session host process (``hermes_acp.host``) keeps one ``Host`` for many connections.
+``run_connection`` is inline mode, what ``transports.stdio`` runs once this module has loaded (in a worker thread,
+while ``initialize`` is already answered): an app with one connection, the process's stdio, and the client leaving
+ends it within two seconds. The session host process (``hermes_acp.host``) keeps one ``App`` for many connections,
+which its doors (``transports``) hand to ``App.serve``.
 A configuration or store that cannot be used still serves ``initialize`` and answers every session request with
 the reason.
 """
@@ -40,16 +41,16 @@ if TYPE_CHECKING:
     from hermes_acp.sessions import Session
     from hermes_acp.tools.base import AnyTool
 
-__all__ = ["SHUTDOWN_TIMEOUT_S", "Host", "open_host", "run_connection", "serve_app"]
+__all__ = ["SHUTDOWN_TIMEOUT_S", "App", "load_app_parts", "open_app", "run_connection", "serve_app"]
 
 SHUTDOWN_TIMEOUT_S = 1.5
 """Bound on closing every session once the client has gone (turns are already cancelled by then)."""
 MAX_ENVIRONMENTS = 64
-"""Distinct client environments whose services are kept (a host serving more builds them again)."""
+"""Distinct client environments whose services are kept (an app serving more builds them again)."""
 ToolSurface = Callable[["Session"], Sequence["AnyTool"]]
 
 
-class Host:
+class App:
     """The store, the session manager and the services of each client environment; see the module docstring."""
 
     def __init__(
@@ -78,9 +79,9 @@ class Host:
         )
         self._services: dict[tuple[tuple[str, str], ...], SessionServices] = {_key(env): own}
         self._retire: list[SessionServices] = []
-        """Services pushed out of the cache: their providers are closed with the host's."""
+        """Services pushed out of the cache: their providers are closed with the app's."""
         self.services = own
-        """The host's own services (its environment), for connections that bring none (a remote client)."""
+        """The app's own services (its environment), for connections that bring none (a remote client)."""
         self.manager = SessionManager(
             own, wait_for_attach=shared, unattended_wait_s=settings.host.unattended_wait_s if shared else 0.0
         )
@@ -89,7 +90,7 @@ class Host:
         """Set (and replaced) when a connection comes or goes, or a turn ends: what the idle timer watches."""
 
     def services_for(self, env: Mapping[str, str]) -> SessionServices:
-        """The services of a client environment: its settings (this host's home), models and provider keys, and
+        """The services of a client environment: its settings (this app's home), models and provider keys, and
         the environment its sessions' commands start from."""
         key = _key(env)
         services = self._services.get(key)
@@ -157,23 +158,23 @@ def _key(env: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
 
 
 @contextlib.asynccontextmanager
-async def open_host(host: Host) -> AsyncIterator[Host]:
-    """Run ``host``: its manager attached to a root task group; on the way out every session, the providers and
+async def open_app(app: App) -> AsyncIterator[App]:
+    """Run ``app``: its manager attached to a root task group; on the way out every session, the providers and
     the store are closed (shielded, bounded)."""
     try:
         async with anyio.create_task_group() as task_group:
-            host.manager.attach(task_group)
+            app.manager.attach(task_group)
             try:
-                yield host
+                yield app
             finally:
                 with anyio.CancelScope(shield=True), anyio.move_on_after(SHUTDOWN_TIMEOUT_S):
-                    await host.manager.aclose()
+                    await app.manager.aclose()
                 task_group.cancel_scope.cancel()
     finally:
-        await host._close()
+        await app._close()
 
 
-async def load_host_parts(env: Mapping[str, str]) -> tuple[Settings | None, SessionStore | None, HermesError | None]:
+async def load_app_parts(env: Mapping[str, str]) -> tuple[Settings | None, SessionStore | None, HermesError | None]:
     """The settings and the opened store, or what prevents them; logging configured either way. The home is made
     private first (``home.make_private``: a home left readable by others is tightened at every start)."""
     settings: Settings | None = None
@@ -200,9 +201,9 @@ async def load_host_parts(env: Mapping[str, str]) -> tuple[Settings | None, Sess
 
 
 async def run_connection(connection: Connection) -> None:
-    """Inline mode: one host for the process's one connection (stdio); the client leaving ends it."""
+    """Inline mode: one app for the process's one connection (stdio); the client leaving ends it."""
     env = connection.env
-    settings, store, failure = await load_host_parts(env)
+    settings, store, failure = await load_app_parts(env)
     log = get_logger("hermes_acp")
     if settings is None or store is None:
         log.error("hermes-acp cannot serve sessions", error=str(failure))
@@ -248,6 +249,6 @@ async def serve_app(
     tool_surface: ToolSurface | None = None,
 ) -> None:
     """Serve one client with these parts until it has gone; then close sessions, providers and the store."""
-    host = Host(settings, env, store, catalog=catalog, providers=providers, tool_surface=tool_surface)
-    async with open_host(host):
-        await host.serve(connection)
+    app = App(settings, env, store, catalog=catalog, providers=providers, tool_surface=tool_surface)
+    async with open_app(app):
+        await app.serve(connection)

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 from anyio.abc import TaskStatus
 
-from hermes_acp.app import Host, load_host_parts, open_host
+from hermes_acp.app import App, load_app_parts, open_app
 from hermes_acp.providers.catalog import ModelCatalog
 from hermes_acp.telemetry import get_logger
 from hermes_acp.transports.paths import HostPaths, host_paths, private_dir, replace_file
@@ -117,18 +117,18 @@ async def serve_host(env: Mapping[str, str], *, ready: Callable[[HostReady], Non
             ready(HostReady(paths.socket))  # the one that holds the lock listens there
         return 0
     try:
-        settings, store, failure = await load_host_parts(env)
+        settings, store, failure = await load_app_parts(env)
         if settings is None or store is None:
             _log.error("the session host cannot serve", error=str(failure))
             return 1
-        host = Host(settings, env, store, catalog=ModelCatalog.from_settings(settings, env), shared=True)
+        app = App(settings, env, store, catalog=ModelCatalog.from_settings(settings, env), shared=True)
         with contextlib.suppress(FileNotFoundError):
             os.unlink(paths.socket)  # a dead host's: we hold the lock, so nobody else listens there
-        async with open_host(host), anyio.create_task_group() as group:
-            process = _HostProcess(host, paths)
-            server = await UnixDoor(host.serve, process.control, paths.home).open(paths.socket)
+        async with open_app(app), anyio.create_task_group() as group:
+            process = _HostProcess(app, paths)
+            server = await UnixDoor(app.serve, process.control, paths.home).open(paths.socket)
             if settings.host.listen:
-                process.remote = _Remote(host.serve, host.services.env, settings)
+                process.remote = _Remote(app.serve, app.services.env, settings)
                 await group.start(process.remote.run, name="remote doors")
             _write_record(paths)
             if ready is not None:
@@ -159,8 +159,8 @@ async def serve_host(env: Mapping[str, str], *, ready: Callable[[HostReady], Non
 class _HostProcess:
     """The control requests, the idle timer and the signals."""
 
-    def __init__(self, host: Host, paths: HostPaths):
-        self._host = host
+    def __init__(self, app: App, paths: HostPaths):
+        self._app = app
         self._paths = paths
         self._stop = anyio.Event()
         self._started = time.time()
@@ -182,7 +182,7 @@ class _HostProcess:
         return {"ok": False, "error": f"unknown control request {command!r} (status, stop, token)"}
 
     def ready(self) -> HostReady:
-        settings = self._host.settings
+        settings = self._app.settings
         remote = self.remote
         return HostReady(
             self._paths.socket,
@@ -193,23 +193,23 @@ class _HostProcess:
         )
 
     def status(self) -> dict[str, Any]:
-        host = self._host
+        app = self._app
         sessions = [
             {"sessionId": s.id, "cwd": s.record.cwd, "running": s.working, "attached": len(s.audience)}
-            for s in host.manager.sessions
+            for s in app.manager.sessions
         ]
         return {
             "pid": os.getpid(),
             "version": __version__,
-            "home": str(host.settings.home),
+            "home": str(app.settings.home),
             "socket": self._paths.socket,
             "since": self._started,
-            "connections": len(host.connections),
+            "connections": len(app.connections),
             "sessions": sessions,
             "listening": self.remote.listening if self.remote is not None else [],
             "refused": self.remote.refused if self.remote is not None else [],
-            "token_file": str(host.settings.host_token_file) if host.settings.host.listen else None,
-            "idle_exit_s": host.settings.host.idle_exit,
+            "token_file": str(app.settings.host_token_file) if app.settings.host.listen else None,
+            "idle_exit_s": app.settings.host.idle_exit,
         }
 
     async def until_done(self, idle_exit_s: float) -> None:
@@ -220,7 +220,7 @@ class _HostProcess:
         try:
             idle_since: float | None = None
             while not self._stop.is_set():
-                idle = not self._host.connections and not self._host.working
+                idle = not self._app.connections and not self._app.working
                 now = anyio.current_time()
                 idle_since = (idle_since or now) if idle else None
                 if idle_exit_s > 0 and idle_since is not None and now - idle_since >= idle_exit_s:
@@ -235,7 +235,7 @@ class _HostProcess:
 
     def close_all(self) -> None:
         """Shutting down: every connection leaves, and its turns are cancelled with the sessions."""
-        for connection in list(self._host.connections):
+        for connection in list(self._app.connections):
             connection.dispatcher.close_input()
 
 

@@ -1,14 +1,16 @@
 """``Connection``: one client of the server — framing, the dispatcher and the handshake over any transport.
 
 stdio (inline mode), a session host's Unix socket, a WebSocket and a Streamable HTTP connection are each one
-``Connection``: frames come from a ``FrameSource`` (``framing.LineReader`` over a byte stream, or a transport that
-delivers whole messages) and go to a ``Writer`` (``link``: its adapter says ``ClientGone`` for a link that dropped,
-whatever the transport). ``initialize`` is routed from the start (``Handshake``); ``serve`` puts the agent's other
-routes on it once the host has loaded, with the client bridge that makes this connection's capabilities and
-environment known to the sessions it opens, and waits until the client has gone. Leaving is one path whatever the
+``Connection``: frames come from a ``FrameSource`` (``jsonrpc.framing.LineReader`` over a byte stream, or a
+transport that delivers whole messages) and go to a ``Writer`` (``jsonrpc.link``: its adapter says ``ClientGone``
+for a link that dropped, whatever the transport); the dispatcher answers our exceptions with ACP's error codes
+(``errors.acp_error``). ``initialize`` is routed from the start (``Handshake``); ``install`` puts the agent's other
+routes on it once the app has loaded, with the client bridge that makes this connection's capabilities and
+environment known to the sessions it opens. A transport hands each connection to a ``Serve`` callable (the app's),
+which installs the routes and waits until the client has gone (``finished``). Leaving is one path whatever the
 transport (``Dispatcher``): in inline mode it cancels the turns at once (``cancel_on_leave``); a session host
 detaches the connection instead and its turns go on (``[host] on_leave``). It imports neither pydantic nor the rest of
-the server until ``serve`` is called.
+the server until ``install`` is called.
 """
 
 from __future__ import annotations
