@@ -5,7 +5,8 @@ connections to them.
 turns live), gives each connection the services of the environment it brought (``services_for``: settings, model
 catalog and providers from that environment, so one client's keys never serve another's sessions) and serves the
 connection until its client has gone (``serve``). On the way out it closes every session (turns settled, MCP
-servers, drivers and commands stopped), the providers and the store, shielded and bounded.
+servers, drivers and commands stopped), then the providers, then the store: shielded, each step bounded, so a
+provider's client or a store that hangs on close cannot hold the process (``close_timeout_s``).
 
 ``run_connection`` is inline mode, what ``transports.stdio`` runs once this module has loaded (in a worker thread,
 while ``initialize`` is already answered): an app with one connection, the process's stdio, and the client leaving
@@ -41,10 +42,13 @@ if TYPE_CHECKING:
     from hermes_acp.sessions import Session
     from hermes_acp.tools.base import AnyTool
 
-__all__ = ["SHUTDOWN_TIMEOUT_S", "App", "load_app_parts", "open_app", "run_connection", "serve_app"]
+__all__ = ["CLOSE_TIMEOUT_S", "SHUTDOWN_TIMEOUT_S", "App", "load_app_parts", "open_app", "run_connection", "serve_app"]
 
 SHUTDOWN_TIMEOUT_S = 1.5
 """Bound on closing every session once the client has gone (turns are already cancelled by then)."""
+CLOSE_TIMEOUT_S = 2.0
+"""Bound on closing the providers, and then on closing the store, once the sessions are closed. (A close that runs
+in a worker thread, as SQLite's, ends when the thread does: cancelling cannot stop it halfway.)"""
 MAX_ENVIRONMENTS = 64
 """Distinct client environments whose services are kept (an app serving more builds them again)."""
 ToolSurface = Callable[["Session"], Sequence["AnyTool"]]
@@ -63,12 +67,14 @@ class App:
         providers: ProviderRegistry | None = None,
         tool_surface: ToolSurface | None = None,
         shared: bool = False,
+        close_timeout_s: float = CLOSE_TIMEOUT_S,
     ):
         self.settings = settings
         self.store = store
         self.shared = shared
         """A session host: connections come and go, turns outlive them, questions wait for an attach."""
         self._tool_surface = tool_surface or derive_tool_surface
+        self._close_timeout_s = close_timeout_s
         own = SessionServices(
             settings=settings,
             store=store,
@@ -145,12 +151,20 @@ class App:
         return any(session.working for session in self.manager.sessions)
 
     async def _close(self) -> None:
+        """The sessions, then the providers, then the store: shielded, each step bounded."""
         with anyio.CancelScope(shield=True):
             with anyio.move_on_after(SHUTDOWN_TIMEOUT_S):
                 await self.manager.aclose()
-            for services in [*self._services.values(), *self._retire]:
-                await services.providers.aclose()
-            await self.store.aclose()
+            with anyio.move_on_after(self._close_timeout_s) as providers:
+                for services in [*self._services.values(), *self._retire]:
+                    await services.providers.aclose()
+            with anyio.move_on_after(self._close_timeout_s) as store:
+                await self.store.aclose()
+        for what, scope in (("the providers", providers), ("the store", store)):
+            if scope.cancelled_caught:
+                get_logger("hermes_acp").warning(
+                    "closing took longer than its bound; left as it was", what=what, bound_s=self._close_timeout_s
+                )
 
 
 def _key(env: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
