@@ -4,10 +4,11 @@ of "the client left".
 Every transport hands the dispatcher a ``Writer``. ``send`` delivers one encoded frame or raises ``ClientGone``:
 the peer closed its end, reset or dropped the link, or the transport was closed under us. Each adapter translates
 its own library's disconnect errors into ``ClientGone`` where it meets them (asyncio's ``OSError`` and
-``RuntimeError`` on a pipe or a socket here; Starlette's ``WebSocketDisconnect`` and an ended Streamable HTTP
-connection in ``host/remote.py``), so the dispatcher knows that one exception and no transport's: a link that drops
-is a client that left, on every transport (invariant 24). Anything else a writer raises is a bug, not a departure.
-The dispatcher adds the one case no writer can see: a client that stops reading (``WRITE_TIMEOUT_S``).
+``RuntimeError`` on a pipe or a socket here; Starlette's ``WebSocketDisconnect`` in ``transports/websocket.py``, an
+ended Streamable HTTP connection in ``transports/http.py``), so the dispatcher knows that one exception and no
+transport's: a link that drops is a client that left, on every transport (invariant 24). Anything else a writer
+raises is a bug, not a departure. The dispatcher adds the one case no writer can see: a client that stops reading
+(``WRITE_TIMEOUT_S``).
 
 ``LineWriter`` is the adapter over an asyncio byte stream (stdio's pipe, the session host's Unix socket). This
 module knows bytes and links; nothing of JSON-RPC.

@@ -1,6 +1,6 @@
-"""The remote door's admission on its own (``host/admission.py``): the one token comparison, constant-time (both
-sides reduced to equal-length digests, compared by ``hmac.compare_digest``), and which ``Host`` and ``Origin``
-headers a door admits."""
+"""The remote door's admission on its own (``transports/admission.py``): the one token comparison, constant-time
+(both sides reduced to equal-length digests, compared by ``hmac.compare_digest``), and which ``Host`` and
+``Origin`` headers a door admits."""
 
 from __future__ import annotations
 
