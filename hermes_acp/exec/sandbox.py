@@ -202,6 +202,8 @@ class Sandbox:
     """A bwrap to use instead of the one on PATH."""
     environ: Mapping[str, str] | None = None
     """The environment commands start from (the session's client's, in a session host); None: this process's."""
+    shell: str | None = None
+    """``[terminal] shell``: the shell commands run in (None: this system's default, ``platform.shells``)."""
 
     @classmethod
     def from_settings(cls, settings: Settings, environ: Mapping[str, str] | None = None) -> Sandbox:
@@ -217,6 +219,7 @@ class Sandbox:
             limits=Limits.from_settings(section.limits),
             home=settings.home,
             environ=environ,
+            shell=settings.terminal.shell,
         )
 
     @classmethod

@@ -327,7 +327,7 @@ def test_bad_arguments_are_input_errors(arguments: dict[str, object], problem: s
 
 
 async def test_a_command_that_cannot_start_is_a_tool_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("shutil.which", lambda name: str(tmp_path / "no-such-shell"))
+    monkeypatch.setattr("shutil.which", lambda name, *_args, **_kwargs: str(tmp_path / "no-such-shell"))
     with pytest.raises(ToolError, match="could not start the command"):
         await call(TerminalTool(), context(tmp_path), command="true")
 
