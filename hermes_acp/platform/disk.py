@@ -23,14 +23,16 @@ def mounted_read_only(path: str | os.PathLike[str]) -> bool | None:
     """Whether the file system holding ``path`` is mounted read-only (None: this system does not say)."""
     if sys.platform == "win32":
         return None
-    return bool(os.statvfs(path).f_flag & os.ST_RDONLY)
+    else:
+        return bool(os.statvfs(path).f_flag & os.ST_RDONLY)
 
 
 def file_size_limit() -> int | None:
     """This process's ``RLIMIT_FSIZE`` in bytes, None when unlimited (or on Windows)."""
     if sys.platform == "win32":
         return None
-    import resource
+    else:
+        import resource
 
-    soft, _hard = resource.getrlimit(resource.RLIMIT_FSIZE)
-    return None if soft == resource.RLIM_INFINITY else soft
+        soft, _hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+        return None if soft == resource.RLIM_INFINITY else soft

@@ -54,16 +54,18 @@ def peer_uid(sock: socket.socket) -> int | None:
     Raises ``OSError`` when the system should tell and does not."""
     if sys.platform == "linux":
         return parse_ucred(sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, UCRED.size))
-    if sys.platform == "win32":
+    elif sys.platform == "win32":
         return None
-    return parse_xucred(sock.getsockopt(SOL_LOCAL, socket.LOCAL_PEERCRED, XUCRED.size))[0]
+    else:
+        return parse_xucred(sock.getsockopt(SOL_LOCAL, socket.LOCAL_PEERCRED, XUCRED.size))[0]
 
 
 def current_uid() -> int | None:
     """This process's uid (None on Windows)."""
     if sys.platform == "win32":
         return None
-    return os.getuid()
+    else:
+        return os.getuid()
 
 
 def owned_by_me(st: os.stat_result) -> bool:
@@ -76,4 +78,5 @@ def is_root() -> bool:
     """Whether this process runs as root (never on Windows)."""
     if sys.platform == "win32":
         return False
-    return os.geteuid() == 0
+    else:
+        return os.geteuid() == 0

@@ -72,14 +72,16 @@ def uses_groups() -> bool:
     """Whether children are ended through their POSIX process group (else through psutil's tree)."""
     if sys.platform == "win32":
         return False
-    return not forced("tree")
+    else:
+        return not forced("tree")
 
 
 def spawn_options() -> dict[str, Any]:
     """What ``subprocess`` / ``anyio.open_process`` need to start a child this module can end as a whole."""
     if sys.platform == "win32":
         return {"creationflags": subprocess.CREATE_NEW_PROCESS_GROUP | subprocess.CREATE_NO_WINDOW}
-    return {"start_new_session": True}
+    else:
+        return {"start_new_session": True}
 
 
 def tree_of(pid: int) -> ProcessTree:
@@ -94,7 +96,8 @@ def resolve_command(command: str, path: str | None) -> str:
         import shutil
 
         return shutil.which(command, path=path) or command
-    return command
+    else:
+        return command
 
 
 def kill_pid(pid: int) -> None:
@@ -140,7 +143,8 @@ class GroupTree:
     def count(self, stop_at: int = 0) -> int:
         if sys.platform == "linux":
             return _group_members_proc(self.pid, stop_at)
-        return _group_members_psutil(self.pid, stop_at)
+        else:
+            return _group_members_psutil(self.pid, stop_at)
 
     def refresh(self) -> None:
         return None
@@ -152,7 +156,7 @@ class GroupTree:
         total = 0
         for process in psutil.process_iter():
             try:
-                if os.getpgid(process.pid) == self.pid:
+                if _pgid(process.pid) == self.pid:
                     total += process.memory_info().rss
             except (psutil.Error, OSError):
                 continue
@@ -189,13 +193,21 @@ def _group_members_proc(pgid: int, stop_at: int) -> int:
     return found
 
 
+def _pgid(pid: int) -> int:
+    """The process group of ``pid`` (never equal to a group id on Windows, which has none)."""
+    if sys.platform == "win32":
+        return -1
+    else:
+        return os.getpgid(pid)
+
+
 def _group_members_psutil(pgid: int, stop_at: int) -> int:
     import psutil
 
     found = 0
     for process in psutil.process_iter():
         try:
-            if os.getpgid(process.pid) == pgid and process.status() != psutil.STATUS_ZOMBIE:
+            if _pgid(process.pid) == pgid and process.status() != psutil.STATUS_ZOMBIE:
                 found += 1
                 if found == stop_at:
                     break

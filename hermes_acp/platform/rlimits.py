@@ -44,17 +44,18 @@ def hard_ceiling(which: Resource) -> int | None:
     """This process's hard limit for ``which`` (None: unlimited, or a system without rlimits)."""
     if sys.platform == "win32":
         return None
-    import resource
+    else:
+        import resource
 
-    number = {
-        "cpu": resource.RLIMIT_CPU,
-        "data": resource.RLIMIT_DATA,
-        "fsize": resource.RLIMIT_FSIZE,
-        "nproc": resource.RLIMIT_NPROC,
-        "core": resource.RLIMIT_CORE,
-    }[which]
-    _soft, hard = resource.getrlimit(number)
-    return None if hard == resource.RLIM_INFINITY else hard
+        number = {
+            "cpu": resource.RLIMIT_CPU,
+            "data": resource.RLIMIT_DATA,
+            "fsize": resource.RLIMIT_FSIZE,
+            "nproc": resource.RLIMIT_NPROC,
+            "core": resource.RLIMIT_CORE,
+        }[which]
+        _soft, hard = resource.getrlimit(number)
+        return None if hard == resource.RLIM_INFINITY else hard
 
 
 def launcher(*, cpu_s: int, file_bytes: int, data_bytes: int, new_session: bool) -> list[str]:

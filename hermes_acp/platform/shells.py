@@ -71,7 +71,8 @@ def shell_for(configured: str | None = None, environ: dict[str, str] | None = No
             return Shell(pwsh, "powershell")
         root = env.get("SYSTEMROOT") or env.get("SystemRoot") or "C:\\Windows"
         return Shell(ntpath.join(root, "System32", "WindowsPowerShell", "v1.0", "powershell.exe"), "powershell")
-    bash = shutil.which("bash", path=env.get("PATH"))
-    if bash is not None:
-        return Shell(bash, "bash")
-    return Shell("/bin/sh" if os.path.exists("/bin/sh") else shutil.which("sh") or "/bin/sh", "posix")
+    else:
+        bash = shutil.which("bash", path=env.get("PATH"))
+        if bash is not None:
+            return Shell(bash, "bash")
+        return Shell("/bin/sh" if os.path.exists("/bin/sh") else shutil.which("sh") or "/bin/sh", "posix")

@@ -56,11 +56,12 @@ def install_shutdown(loop: asyncio.AbstractEventLoop, on_stop: Callable[[str], N
                 signal.signal(number, old)
 
         return restore
-    for number in SHUTDOWN_SIGNALS:
-        loop.add_signal_handler(number, on_stop, number.name)
-
-    def remove() -> None:
+    else:
         for number in SHUTDOWN_SIGNALS:
-            loop.remove_signal_handler(number)
+            loop.add_signal_handler(number, on_stop, number.name)
 
-    return remove
+        def remove() -> None:
+            for number in SHUTDOWN_SIGNALS:
+                loop.remove_signal_handler(number)
+
+        return remove

@@ -65,9 +65,10 @@ WINDOWS_CHILD_NAMES: tuple[str, ...] = (
 def system_name() -> SystemName:
     if sys.platform == "win32":
         return "win32"
-    if sys.platform == "darwin":
+    elif sys.platform == "darwin":
         return "darwin"
-    return "wsl" if _wsl() else "linux"
+    else:
+        return "wsl" if _wsl() else "linux"
 
 
 def _wsl() -> bool:
@@ -111,4 +112,5 @@ def kernel_release() -> str:
     """``uname -r`` (empty on Windows)."""
     if sys.platform == "win32":
         return ""
-    return os.uname().release
+    else:
+        return os.uname().release
