@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
@@ -83,7 +82,7 @@ def seatbelt_rules(policy: SandboxPolicy) -> set[tuple[str, str, str, str]]:
 
 
 @pytest.fixture
-def workspace(tmp_path: Path) -> Iterator[tuple[Path, Path]]:
+def workspace(tmp_path: Path) -> tuple[Path, Path]:
     ws, home = tmp_path / "ws", tmp_path / "home"
     (ws / ".git" / "hooks").mkdir(parents=True)
     (ws / ".git" / "config").write_text("[core]\n")
@@ -97,7 +96,7 @@ def workspace(tmp_path: Path) -> Iterator[tuple[Path, Path]]:
     (home / ".gitconfig").write_text("[user]\n")
     (home / ".ssh").mkdir()
     (home / ".ssh" / "id_rsa").write_text("key")
-    yield ws, home
+    return ws, home
 
 
 def _policy(ws: Path, home: Path, *, mode: str = "default", network: bool = True) -> SandboxPolicy:
