@@ -32,6 +32,7 @@ import errno
 import os
 import secrets
 import stat
+import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path, PurePath
 from typing import BinaryIO, Protocol, TypeVar
@@ -537,14 +538,14 @@ def set_mode(anchor: PurePath, path: PurePath, mode: int) -> bool:
 
 
 def _set_held_mode(held: Folder, mode: int) -> None:
-    if not isinstance(held, _FdFolder):
+    if sys.platform == "win32" or not isinstance(held, _FdFolder):
         os.chmod(held.path, mode)
-        return
-    fd = held.readable()
-    try:
-        os.fchmod(fd, mode)
-    finally:
-        os.close(fd)
+    else:
+        fd = held.readable()
+        try:
+            os.fchmod(fd, mode)
+        finally:
+            os.close(fd)
 
 
 def _held_mode(held: Folder) -> int:

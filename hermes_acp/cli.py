@@ -1,5 +1,5 @@
 """The ``hermes-acp`` command: serve ACP on stdio (default), ``--shared``, ``host [status|stop|token]``, ``--check``,
-``--repair``, ``--version``, ``--setup``.
+``--repair``, ``--version``, ``--setup``, ``sandbox-profile``.
 
 Serving must answer ``initialize`` fast, so this module imports almost nothing; the rest of the server is loaded in
 a worker thread while the dispatcher already answers (``_load_app``). With ``--shared`` or ``[host] mode =
@@ -81,6 +81,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         return
     if argv[0] == "host":
         sys.exit(_host(argv[1:]))
+    if argv[0] == "sandbox-profile":
+        sys.exit(_sandbox_profile(argv[1:]))
     args = _parser().parse_args(argv)
     if args.version:
         print(f"hermes-acp {__version__}")
@@ -162,6 +164,37 @@ def _host(argv: Sequence[str]) -> int:
         sys.stdout.flush()
 
     return run_host(ready=ready)
+
+
+def _sandbox_profile(argv: Sequence[str]) -> int:
+    """``hermes-acp sandbox-profile --os macos|linux [--mode MODE] [--cwd DIR]``: the Seatbelt profile or the
+    bubblewrap line that would wrap a command started in DIR (exec/audit.py)."""
+    import argparse
+    from pathlib import Path
+
+    from hermes_acp.core.modes import MODES
+
+    parser = argparse.ArgumentParser(
+        prog="hermes-acp sandbox-profile", description="Print what would wrap a command started in a folder."
+    )
+    parser.add_argument("--os", choices=["macos", "linux"], required=True, dest="target")
+    parser.add_argument("--mode", choices=[mode.id for mode in MODES], default="default")
+    parser.add_argument("--cwd", default=".", help="the folder the command starts in (default: this one)")
+    args = parser.parse_args(argv)
+    cwd = Path(args.cwd).resolve()
+    if not cwd.is_dir():
+        parser.error(f"--cwd {args.cwd}: not a folder")
+    from hermes_acp.config import load_settings
+    from hermes_acp.errors import ConfigError
+    from hermes_acp.exec.audit import sandbox_profile
+    from hermes_acp.exec.sandbox import Sandbox
+
+    try:
+        settings = load_settings()
+    except ConfigError as exc:
+        _print_err(f"hermes-acp sandbox-profile: {exc}")
+        return 2
+    return sandbox_profile(Sandbox.from_settings(settings), args.target, args.mode, cwd, print)
 
 
 def _print_err(message: str) -> None:

@@ -408,6 +408,14 @@ class LoggingSettings(_Section):
     """What stderr shows (some editors show every stderr line as an error); ``--verbose`` shows everything."""
 
 
+class TerminalSettings(_Section):
+    """``[terminal]``: the shell commands run in."""
+
+    shell: Annotated[str, Field(min_length=1)] | None = None
+    """A shell by name or path (``bash``, ``pwsh``, ``cmd``, ``C:\\Program Files\\Git\\bin\\bash.exe``); unset: bash
+    (else ``sh``) on Linux and macOS, PowerShell on Windows."""
+
+
 class _FileSettings(_Section):
     """The shape of config.toml."""
 
@@ -419,6 +427,7 @@ class _FileSettings(_Section):
     permissions: PermissionSettings = Field(default_factory=PermissionSettings)
     computer_use: ComputerUseSettings = Field(default_factory=ComputerUseSettings)
     sandbox: SandboxSettings = Field(default_factory=SandboxSettings)
+    terminal: TerminalSettings = Field(default_factory=TerminalSettings)
     logging: LoggingSettings = Field(default_factory=LoggingSettings)
     host: HostSettings = Field(default_factory=HostSettings)
 

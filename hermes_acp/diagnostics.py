@@ -27,9 +27,11 @@ from hermes_acp.errors import ConfigError, StorageError
 from hermes_acp.exec.environment import SAFE_NAMES
 from hermes_acp.exec.limits import enforcement
 from hermes_acp.exec.sandbox import Sandbox
-from hermes_acp.exec.secrets import SYSTEM
 from hermes_acp.exec.view import View
 from hermes_acp.home import default_home, make_private
+from hermes_acp.platform.facts import facts
+from hermes_acp.platform.shells import shell_for
+from hermes_acp.platform.system import shared_mode_problem, system_name
 from hermes_acp.providers.catalog import ModelCatalog
 from hermes_acp.storage.repair import repair_store
 from hermes_acp.storage.sqlite import SqliteSessionStore, StoreHealth
@@ -208,15 +210,39 @@ def _check_models(settings: Settings, env: dict[str, str], say: Callable[[str], 
     return 0
 
 
+def _check_platform(say: Callable[[str], None]) -> None:
+    """The README's row for this system (``platform.facts``), and what differs from the row here."""
+    row = facts()
+    say(f"This system: {row.system}")
+    say(f"  contained: {row.contained}")
+    say(f"  asks: {row.asks}")
+    say(f"  not available: {row.missing}")
+    say(f"  tested: {row.tested}")
+    if system_name() == "wsl":
+        say(f"  {_OK} WSL2: Linux rules apply (bubblewrap, cgroups)")
+    shared = shared_mode_problem()
+    if shared is not None:
+        say(f"  {_WARN} --shared and `hermes-acp host`: {shared}")
+    if system_name() == "win32":
+        say("  the editor's terminals start in the editor's own environment (it cannot be cleared there)")
+
+
 def _check_sandbox(settings: Settings, say: Callable[[str], None]) -> None:
+    _check_platform(say)
     sandbox = Sandbox.from_settings(settings)
     availability = sandbox.probe()
     say(f"Commands ([sandbox] mode = {sandbox.mode!r}):")
+    try:
+        shell = shell_for(sandbox.shell)
+        say(f"  shell: {shell.path} ({shell.grammar})")
+    except FileNotFoundError as exc:
+        say(f"  {_WARN} {exc}: commands cannot start")
     if sandbox.mode == "off":
         say(f"  {_WARN} the sandbox is off: commands run unconfined (the session modes alone decide)")
     elif availability.usable:
         network = "on (off in read_only mode)" if sandbox.network else "off"
-        say(f"  {_OK} sandboxed by bubblewrap ({availability.bwrap}); network {network}")
+        name = "Seatbelt" if availability.backend == "seatbelt" else "bubblewrap"
+        say(f"  {_OK} sandboxed by {name} ({availability.tool}); network {network}")
     elif sandbox.mode == "required":
         say(f"  {_WARN} commands are refused: {availability.problem}")
     else:
@@ -242,8 +268,8 @@ def _what_commands_see(sandbox: Sandbox, say: Callable[[str], None]) -> None:
     request = replace(sandbox.view_request([cwd], os.environ), prepare=False)
     view = View.compute(request, empty=Path(os.devnull))
     home = view.home or "(the home is inside the session's directory: visible there, its credential files masked)"
-    say(f"  what a command started in {cwd} sees:")
-    system = ", ".join(path for path in SYSTEM if os.path.lexists(path))
+    say(f"  what a command started in {cwd} sees (`hermes-acp sandbox-profile` prints the whole line):")
+    system = ", ".join(m.path for m in view.mounts if m.kind in ("ro", "symlink") and m.path.count("/") == 1)
     say(f"      system, read-only: {system}, parts of /run; /etc secrets masked")
     say(f"      home: a fresh, empty {home}")
     shown = [m.path for m in view.mounts if m.kind in ("ro", "rw") and view.home and m.path.startswith(view.home + "/")]

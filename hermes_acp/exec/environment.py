@@ -5,7 +5,9 @@ the variables named in ``SAFE_NAMES`` that are set here, plus the names in ``[sa
 else. Names are compared exactly: no pattern, no prefix, no look at the values (a ``DATABASE_URL`` with a password
 in it is withheld because it is not on the list, not because it looks like one). What a child needs beyond that is
 added by whoever starts it: a command's own ``env``, an MCP entry's declared env (kept exactly), the driver's
-desktop variables (``DESKTOP_NAMES``).
+desktop variables (``DESKTOP_NAMES``). On Windows every child also gets the variables Windows programs need to start
+(``platform.system.child_base_names``: ``SYSTEMROOT``, ``PATHEXT``, ``TEMP``, ``APPDATA``…), and names are compared
+as Windows does, without case (``Path`` is ``PATH``).
 
 Pure functions over mappings; no I/O.
 """
@@ -14,6 +16,8 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
+
+from hermes_acp.platform.system import child_base_names, system_name
 
 __all__ = ["DESKTOP_NAMES", "SAFE_NAMES", "EnvPolicy"]
 
@@ -87,11 +91,14 @@ class EnvPolicy:
         return cls(frozenset(pass_env))
 
     def allows(self, name: str) -> bool:
-        return name in self.pass_env or name in SAFE_NAMES
+        return name in self.pass_env or name in SAFE_NAMES or name in child_base_names()
 
     def base(self, env: Mapping[str, str], *, extra_names: Iterable[str] = ()) -> dict[str, str]:
         """The variables of ``env`` a child inherits (``extra_names`` too, for a child that needs more)."""
-        names = (*SAFE_NAMES, *extra_names, *sorted(self.pass_env))
+        names = (*SAFE_NAMES, *child_base_names(), *extra_names, *sorted(self.pass_env))
+        if system_name() == "win32":
+            upper = {name.upper(): value for name, value in env.items()}
+            return {name: upper[name.upper()] for name in dict.fromkeys(names) if name.upper() in upper}
         return {name: env[name] for name in dict.fromkeys(names) if name in env}
 
     def withheld_count(self, env: Mapping[str, str]) -> int:

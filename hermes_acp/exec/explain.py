@@ -80,7 +80,7 @@ def explain(
     if not confined.network and any(phrase in output for phrase in (*_OFFLINE, "Connection refused")):
         notes.append("[Sandbox: commands have no network in this session. Ask the user if it is needed.]")
     refused = [line for line in output.splitlines() if "Read-only file system" in line or "resource busy" in line]
-    if any(".git/" in line or line.rstrip().endswith(".git") for line in refused):
+    if any(".git/" in line.lower() or line.rstrip().lower().endswith(".git") for line in refused):
         notes.append(
             "[Sandbox: a repository's .git/config, .git/hooks and .git/info are read-only to commands (git would"
             " run what they name outside the sandbox). Ask the user to change git settings or hooks.]"

@@ -19,6 +19,12 @@ for a real build (``cargo build``, ``npm install``, ``pytest -n 4``) and stop a 
 - **files**: ``RLIMIT_FSIZE`` (SIGXFSZ) and no core dumps;
 - **tmp**: the size of the tmpfs mounts (the sandbox's ``/tmp``, ``/var/tmp`` and home), which live in memory.
 
+That is Linux. On macOS (``kind = "darwin"``) a small launcher sets ``RLIMIT_CPU``, ``RLIMIT_FSIZE``,
+``RLIMIT_DATA`` and no core dumps by ``setrlimit`` before ``sandbox-exec`` starts (``platform.rlimits``), and the
+runner's watch counts the command's process group and sums its members' resident memory (``exceeded``): macOS
+counts ``RLIMIT_NPROC`` per user, so it is never set, and does not enforce ``RLIMIT_DATA`` for ``mmap``-backed
+``malloc``. Windows has none yet (``kind = "none"``).
+
 The rlimits are set by ``prlimit`` (util-linux) as the first program inside the sandbox (``CommandLimits.inner``);
 joining the cgroup is the first thing the launcher does, before bwrap starts (``CommandLimits.outer``), so nothing
 the command starts is outside it. ``CommandLimits.exceeded`` says when a command reached its process limit (the
@@ -34,11 +40,14 @@ import contextlib
 import itertools
 import os
 import shutil
-import signal
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
+
+from hermes_acp.platform import peers, processes, rlimits
+from hermes_acp.platform.rlimits import CPU_GRACE_S
+from hermes_acp.platform.system import kernel_release, system_name
 
 if TYPE_CHECKING:
     from hermes_acp.config import LimitSettings
@@ -46,11 +55,10 @@ if TYPE_CHECKING:
 __all__ = ["CommandLimits", "Enforcement", "Limits", "enforcement"]
 
 MIB = 1024 * 1024
-CPU_GRACE_S = 10
-"""Between SIGXCPU (the soft CPU limit) and SIGKILL (the hard one)."""
 _PREFIX = "hermes-acp-"
 _AGENT_LEAF = "hermes-acp-agent"
 NprocScope = Literal["sandbox", "user", "root"]
+EnforcementKind = Literal["linux", "darwin", "none"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,9 +122,15 @@ class Enforcement:
     """What ``RLIMIT_NPROC`` counts here: the sandbox's tasks, all of the user's, or nothing (root)."""
     cgroup_problem: str | None = None
     """Why commands get no cgroup of their own, when they do not."""
+    kind: EnforcementKind = "linux"
+    """Which system's mechanisms apply (see the module docstring)."""
 
     def processes_by(self) -> str:
         """Which mechanism bounds the number of processes (for ``--check`` and the docs)."""
+        if self.kind == "darwin":
+            return "the agent's count of the command's process group (RLIMIT_NPROC is per user on macOS)"
+        if self.kind == "none":
+            return "nothing: this system has no limits for commands yet"
         if self.cgroups is not None:
             return f"a pids cgroup per command (cgroup v{self.cgroups.version}, under {self.cgroups.pids})"
         if self.prlimit is None:
@@ -128,6 +142,14 @@ class Enforcement:
         return "the agent's own count of the sandbox's tasks (RLIMIT_NPROC does not apply to root)"
 
     def describe(self) -> list[str]:
+        if self.kind == "darwin":
+            return [
+                f"processes: {self.processes_by()}",
+                "memory: watched (the resident memory of the command's process group), not a kernel limit",
+                "CPU, file size, data, core dumps: setrlimit in a launcher before sandbox-exec",
+            ]
+        if self.kind == "none":
+            return ["processes, memory, CPU, file size: not limited on this system"]
         lines = [f"processes: {self.processes_by()}"]
         if self.cgroups is None and self.cgroup_problem:
             lines.append(f"no cgroup: {self.cgroup_problem}")
@@ -159,14 +181,21 @@ def enforcement(*, prepare: bool = True) -> Enforcement:
 
 
 def _probe(*, prepare: bool) -> Enforcement:
+    match system_name():
+        case "darwin":
+            return Enforcement(None, None, "user", kind="darwin")
+        case "win32":
+            return Enforcement(None, None, "user", "this system has no cgroups", kind="none")
+        case _:
+            pass
     prlimit = shutil.which("prlimit", path=os.environ.get("PATH", "") + ":/usr/bin:/bin")
-    nproc: NprocScope = "root" if os.geteuid() == 0 else ("sandbox" if _kernel_at_least(5, 14) else "user")
+    nproc: NprocScope = "root" if peers.is_root() else ("sandbox" if _kernel_at_least(5, 14) else "user")
     cgroups, problem = _find_cgroups(prepare=prepare)
     return Enforcement(cgroups, prlimit, nproc, problem)
 
 
 def _kernel_at_least(major: int, minor: int) -> bool:
-    release = os.uname().release.split("-")[0].split(".")
+    release = kernel_release().split("-")[0].split(".")
     try:
         return (int(release[0]), int(release[1])) >= (major, minor)
     except (IndexError, ValueError):
@@ -331,13 +360,14 @@ class CommandLimits:
     enforcement: Enforcement
     folders: list[Path] = field(default_factory=list)
     """The command's cgroups (pids first, then memory on cgroup v1)."""
+    for_editor: bool = False
     _namespace: str | None = None
 
     @classmethod
     def make(cls, limits: Limits, found: Enforcement, *, for_editor: bool) -> CommandLimits:
         """The limits of one command, its cgroups made (blocking). The editor's terminals join the cgroup only on
         cgroup v1 (v2 would need the editor's process to be under the agent's cgroup)."""
-        made = cls(limits, found)
+        made = cls(limits, found, for_editor=for_editor)
         cgroups = found.cgroups
         if cgroups is None or (limits.processes == 0 and limits.memory_mib == 0):
             return made
@@ -366,9 +396,17 @@ class CommandLimits:
     def in_cgroup(self) -> bool:
         return bool(self.folders)
 
+    @property
+    def counts_group(self) -> bool:
+        """Whether the watch counts the command's process group (macOS), so it needs the command's pid."""
+        return self.enforcement.kind == "darwin" and bool(self.limits.processes or self.limits.memory_mib)
+
     def outer(self, argv: list[str]) -> list[str]:
         """``argv`` (the bwrap line) started inside the command's cgroups: a shell writes its own pid into each
-        ``cgroup.procs`` and then becomes ``argv``, so everything it starts is counted."""
+        ``cgroup.procs`` and then becomes ``argv``, so everything it starts is counted. On macOS: ``argv`` (the
+        ``sandbox-exec`` line) started by the launcher that sets the per-process limits."""
+        if self.enforcement.kind == "darwin":
+            return self.launcher() + argv
         if not self.folders:
             return argv
         join = (
@@ -383,32 +421,42 @@ class CommandLimits:
         inside a sandbox, whose user namespace has it count the command's tasks: outside, it would count every
         process of the user."""
         prlimit = self.enforcement.prlimit
-        if prlimit is None:
+        if prlimit is None or self.enforcement.kind != "linux":
             return argv
-        import resource
-
         nproc = self.limits.processes if sandboxed else 0
-        wanted: list[tuple[str, int, int | None, int]] = [
-            ("--nproc", nproc, None, resource.RLIMIT_NPROC),
-            ("--data", self.limits.memory_mib * MIB, None, resource.RLIMIT_DATA),
-            ("--cpu", self.limits.cpu_s, self.limits.cpu_s + CPU_GRACE_S, resource.RLIMIT_CPU),
-            ("--fsize", self.limits.file_size_mib * MIB, None, resource.RLIMIT_FSIZE),
+        wanted: list[tuple[str, int, int | None, rlimits.Resource]] = [
+            ("--nproc", nproc, None, "nproc"),
+            ("--data", self.limits.memory_mib * MIB, None, "data"),
+            ("--cpu", self.limits.cpu_s, self.limits.cpu_s + CPU_GRACE_S, "cpu"),
+            ("--fsize", self.limits.file_size_mib * MIB, None, "fsize"),
         ]
         options = ["--core=0"]
         for option, wanted_soft, hard, which in wanted:
             if wanted_soft <= 0:
                 continue
-            _, current_hard = resource.getrlimit(which)
+            current_hard = rlimits.hard_ceiling(which)
             soft, top = wanted_soft, hard if hard is not None else wanted_soft
-            if current_hard != resource.RLIM_INFINITY:
+            if current_hard is not None:
                 soft, top = min(soft, current_hard), min(top, current_hard)
             options.append(f"{option}={soft}:{top}")
         return [prlimit, *options, "--", *argv]
+
+    def launcher(self) -> list[str]:
+        """The launcher that sets the per-process limits by ``setrlimit`` and becomes the command (macOS; an
+        editor's terminal gets a session of its own there)."""
+        return rlimits.launcher(
+            cpu_s=self.limits.cpu_s,
+            file_bytes=self.limits.file_size_mib * MIB,
+            data_bytes=self.limits.memory_mib * MIB,
+            new_session=self.for_editor,
+        )
 
     def exceeded(self, sandbox_pid: int | None) -> str | None:
         """Why the command must end now, if it reached its process limit (blocking). ``sandbox_pid``: the pid of the
         local bwrap (None for the editor's terminals, which only the cgroup can watch)."""
         processes = self.limits.processes
+        if self.enforcement.kind == "darwin":
+            return None if sandbox_pid is None else self._group_exceeded(sandbox_pid)
         if processes == 0:
             return None
         if self.folders:
@@ -419,6 +467,19 @@ class CommandLimits:
             return None
         if self._tasks_in_sandbox(sandbox_pid) >= processes:
             return _process_limit(processes)
+        return None
+
+    def _group_exceeded(self, pid: int) -> str | None:
+        """The watch of a command's process group (macOS): its member count and its resident memory."""
+        most, memory = self.limits.processes, self.limits.memory_mib * MIB
+        group = processes.GroupTree(pid)
+        if most and group.count() >= most:
+            return _process_limit(most)
+        if memory and group.resident_bytes() > memory:
+            return (
+                f"its processes used more than {self.limits.memory_mib:,} MiB of memory together ([sandbox.limits]"
+                " memory_mib) and it was ended, with everything it started"
+            )
         return None
 
     def memory_killed(self) -> bool:
@@ -480,5 +541,5 @@ def _kill_members(folder: Path) -> None:
             (folder / "cgroup.kill").write_text("1")
             return
         for pid in (folder / "cgroup.procs").read_text().split():
-            with contextlib.suppress(OSError, ValueError):
-                os.kill(int(pid), signal.SIGKILL)
+            with contextlib.suppress(ValueError):
+                processes.kill_pid(int(pid))

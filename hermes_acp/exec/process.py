@@ -3,17 +3,14 @@ past a cap), streamed to a callback at most every ``interval`` seconds, a time l
 command that reaches it is ended at once, ``CommandResult.ended_by`` says why), and a process group that is always
 gone when the call returns, whether the command exited, timed out, was ended or the caller was cancelled.
 
-The command runs in its own session (``start_new_session``) so everything it starts shares one process group;
-ending the call signals the whole group (SIGTERM, then SIGKILL after a grace) and waits, bounded, until no member
-is left alive. Background jobs a command leaves behind are ended too: every process belongs to the call that
-started it. POSIX only. Nothing here knows tools, approvals or the editor.
+The command starts as a process tree (``platform.processes``: its own process group on POSIX, psutil's tree on
+Windows); ending the call signals the whole tree (SIGTERM, then SIGKILL after a grace) and waits, bounded, until no
+member is left alive. Background jobs a command leaves behind are ended too: every process belongs to the call that
+started it. Nothing here knows tools, approvals or the editor.
 """
 
 from __future__ import annotations
 
-import contextlib
-import os
-import signal
 import subprocess
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
@@ -22,6 +19,9 @@ from typing import TYPE_CHECKING
 
 import anyio
 from anyio.abc import ByteReceiveStream, Process
+
+from hermes_acp.platform import processes
+from hermes_acp.platform.signals import signal_name
 
 if TYPE_CHECKING:
     from .limits import CommandLimits
@@ -37,13 +37,8 @@ LIMIT_POLL_S = 0.25
 """How often a command's cgroup is asked whether it reached its process limit."""
 LIMIT_COUNT_S = 0.5
 """How often the tasks of a sandbox without a cgroup are counted (a scan of ``/proc``)."""
-
-
-def signal_name(number: int) -> str:
-    try:
-        return signal.Signals(number).name
-    except ValueError:
-        return f"signal {number}"
+TREE_REFRESH_S = 0.1
+"""How often a tree found through parent ids (psutil's) is looked at while its command runs."""
 
 
 @dataclass
@@ -111,81 +106,58 @@ class CommandResult:
     """Why the runner ended the command before it finished (it reached its process limit), if it did."""
 
 
-def _group_exists(pgid: int) -> bool:
-    """One syscall: False when no process (not even a zombie) is left in the group."""
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def _members_alive(pgid: int) -> bool:
-    """Scan ``/proc`` for a member of the group that is not a zombie (blocking; True when ``/proc`` is missing)."""
-    try:
-        names = os.listdir("/proc")
-    except OSError:
-        return True
-    for name in names:
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat", "rb") as handle:
-                stat = handle.read()
-        except OSError:
-            continue
-        fields = stat[stat.rfind(b")") + 2 :].split()
-        if len(fields) > 2 and fields[2] == str(pgid).encode() and fields[0] not in (b"Z", b"X"):
-            return True
-    return False
+def _members_alive(tree: processes.ProcessTree) -> bool:
+    """Whether a member of the tree is alive (blocking: a look at ``/proc`` or psutil)."""
+    return tree.alive()
 
 
 def group_alive(pgid: int) -> bool:
-    """True while a process of the group is alive (zombies do not count). Blocking when the group still exists."""
-    return _group_exists(pgid) and _members_alive(pgid)
+    """True while a process of the group (a child started with ``processes.spawn_options``) is alive; zombies do not
+    count. Blocking when the group still exists."""
+    tree = processes.tree_of(pgid)
+    return tree.exists() and _members_alive(tree)
 
 
-async def _group_alive(pgid: int) -> bool:
-    """``group_alive`` without blocking the event loop: the ``/proc`` scan runs in a worker thread, and only when
-    the group still exists at all."""
-    return _group_exists(pgid) and await anyio.to_thread.run_sync(_members_alive, pgid)
+async def _tree_alive(tree: processes.ProcessTree) -> bool:
+    """``group_alive`` without blocking the event loop: the look runs in a worker thread, and only when the tree
+    still exists at all (one syscall for a process group)."""
+    return tree.exists() and await anyio.to_thread.run_sync(_members_alive, tree)
 
 
-def _signal_group(pgid: int, number: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, number)
-
-
-async def _until_gone(pgid: int, process: Process) -> None:
+async def _until_gone(tree: processes.ProcessTree, process: Process) -> None:
     if process.returncode is None:
         await process.wait()
-    # Members that are not our children cannot be waited for, and there is no event: /proc is polled, soon at
+    # Members that are not our children cannot be waited for, and there is no event: the tree is polled, soon at
     # first (members that are already being ended are gone within a millisecond or two), then every ``_POLL_S``.
     pause = _FIRST_POLL_S
-    while await _group_alive(pgid):
+    while await _tree_alive(tree):
         await anyio.sleep(pause)
         pause = min(pause * 2, _POLL_S)
 
 
-async def _end_group(process: Process) -> None:
-    """Make sure no process of the command's group is left (shielded, bounded).
+async def _end_tree(tree: processes.ProcessTree, process: Process) -> None:
+    """Make sure no process of the command's tree is left (shielded, bounded).
 
     This holds for a sandboxed command too: bwrap reports its command's exit and exits while the kernel may still
     be ending the rest of its PID namespace, so its exit alone does not mean the group is gone. When it is (the
     usual case), the check is one syscall."""
-    pgid = process.pid
     with anyio.CancelScope(shield=True):
-        if process.returncode is not None and not await _group_alive(pgid):
+        if process.returncode is not None and not await _tree_alive(tree):
             return
-        _signal_group(pgid, signal.SIGTERM)
+        tree.terminate()
         with anyio.move_on_after(_TERM_GRACE_S):
-            await _until_gone(pgid, process)
+            await _until_gone(tree, process)
             return
-        _signal_group(pgid, signal.SIGKILL)
+        tree.kill()
         with anyio.move_on_after(_KILL_WAIT_S):
-            await _until_gone(pgid, process)
+            await _until_gone(tree, process)
+
+
+async def _remember(tree: processes.ProcessTree) -> None:
+    """Until cancelled: let a tree found through parent ids see the descendants there are now."""
+    while True:
+        await anyio.to_thread.run_sync(tree.refresh)
+        await anyio.sleep(TREE_REFRESH_S)
 
 
 async def _pump(stream: ByteReceiveStream, buffer: OutputBuffer, changed: _Flag, eof: anyio.Event) -> None:
@@ -225,7 +197,7 @@ async def watch_limits(
 ) -> None:
     """Until cancelled: when the command reaches its process limit, say why in ``why`` and cancel ``scope`` (the
     wait for it). ``sandbox_pid``: the local bwrap's pid, for counting where there is no cgroup."""
-    if limits.limits.processes == 0:
+    if limits.limits.processes == 0 and not limits.counts_group:
         return
     interval = LIMIT_POLL_S if limits.in_cgroup else LIMIT_COUNT_S
     while True:
@@ -257,8 +229,9 @@ async def run_command(
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
-        start_new_session=True,
+        **processes.spawn_options(),
     )
+    tree = processes.tree_of(process.pid)
     timed_out = False
     ended_by: list[str] = []
     try:
@@ -268,20 +241,22 @@ async def run_command(
             assert process.stdout is not None
             tg.start_soon(_pump, process.stdout, buffer, changed, eof)
             tg.start_soon(_publish, changed, lambda: on_output(buffer), interval)
+            if tree.needs_refresh:
+                tg.start_soon(_remember, tree)
             with anyio.move_on_after(timeout_s) as deadline:
                 if limits is not None:
-                    pid = process.pid if own_pid_namespace else None
+                    pid = process.pid if own_pid_namespace or limits.counts_group else None
                     tg.start_soon(watch_limits, limits, pid, deadline, ended_by)
                 await process.wait()
             if deadline.cancelled_caught:
                 timed_out = not ended_by
-                await _end_group(process)
+                await _end_tree(tree, process)
             # Output still in the pipe; a background job holding it open does not keep us waiting.
             with anyio.move_on_after(_EOF_GRACE_S):
                 await eof.wait()
             tg.cancel_scope.cancel()
     finally:
-        await _end_group(process)
+        await _end_tree(tree, process)
         with anyio.CancelScope(shield=True), anyio.move_on_after(_KILL_WAIT_S):
             await process.aclose()
     code = process.returncode

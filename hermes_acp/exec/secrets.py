@@ -17,13 +17,26 @@ Plain data and one predicate; no I/O.
 
 from __future__ import annotations
 
-__all__ = ["ETC_SECRETS", "HOME_SECRETS", "RUN", "SECRET_SUFFIXES", "SYSTEM", "is_secret_name"]
+from hermes_acp.platform.case import fold
+
+__all__ = [
+    "ETC_SECRETS",
+    "HOME_SECRETS",
+    "MACOS_SECRETS",
+    "MACOS_SYSTEM",
+    "RUN",
+    "SECRET_SUFFIXES",
+    "SYSTEM",
+    "is_secret_name",
+]
 
 SECRET_SUFFIXES = (".pem", ".key", ".p12", ".pfx")
 
 
 def is_secret_name(name: str) -> bool:
-    """Whether a file with this name is masked inside the session's directories (see the module docstring)."""
+    """Whether a file with this name is masked inside the session's directories (see the module docstring). Names
+    are compared folded (``platform.case``): ``.ENV`` and ``server.PEM`` are the real files on APFS and NTFS."""
+    name = fold(name)
     if name.startswith(".env"):
         return True
     if name.endswith(SECRET_SUFFIXES):
@@ -136,3 +149,34 @@ RUN: tuple[str, ...] = (
 )
 """What a command sees of ``/run``: where ``/etc/resolv.conf`` may point, and NixOS's system profile. Not the
 user's runtime folder (D-Bus, keyring, gpg-agent), the Docker socket, container secrets or the system bus."""
+
+MACOS_SYSTEM: tuple[str, ...] = (
+    "/System",
+    "/usr",
+    "/bin",
+    "/sbin",
+    "/Library",
+    "/Applications",
+    "/opt",
+    "/nix",
+    "/etc",
+    "/var",
+    "/tmp",
+    "/private/etc",
+    "/private/var/db/timezone",
+    "/private/var/select",
+    "/private/var/db/xcode_select_link",
+)
+"""What a command sees of macOS, read-only (``/etc``, ``/var`` and ``/tmp`` are links into ``/private``: only the
+links themselves, and of ``/private`` only what is named here). No ``/Users``, ``/Volumes`` or the rest of
+``/private/var`` (other users' temporary folders, databases)."""
+
+MACOS_SECRETS: tuple[tuple[str, bool], ...] = (
+    ("/Library/Keychains", True),
+    ("/private/var/db/sudo", True),
+    ("/private/var/root", True),
+    ("/private/etc/master.passwd", False),
+    ("/Library/Preferences/SystemConfiguration/com.apple.airport.preferences.plist", False),
+)
+"""macOS's own secrets inside what ``MACOS_SYSTEM`` shows (path, is a folder): the system keychains, sudo's
+records, root's home, password hashes, Wi-Fi passwords."""

@@ -1,7 +1,8 @@
 """What the sandbox must protect inside one session directory, found at any depth and kept current between commands.
 
 ``TreeIndex(root).refresh()`` answers, for the tree as it is when a command starts: the files whose names are
-secrets (``secrets.is_secret_name``: ``.env*``, keys), every ``.git`` entry (repositories, worktree and submodule
+secrets (``secrets.is_secret_name``: ``.env*``, keys), every ``.git`` entry (named in any case: ``.GIT`` is the
+repository on a case-insensitive volume) (repositories, worktree and submodule
 pointer files), and, on demand, the files that are hard links to given inodes (``linked``). There is no depth or
 count cap: the first refresh walks the whole tree with the one walker (``core.walk``: symlinks not followed,
 ``node_modules`` and every other folder entered, ``.git`` itself not); later ones only ``stat`` each folder they
@@ -25,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from hermes_acp.core.walk import folder_entries, walk
+from hermes_acp.platform.case import fold
 
 from .secrets import is_secret_name
 
@@ -58,7 +60,7 @@ def _listed(path: str, st: os.stat_result, entries: Iterable[os.DirEntry[str]]) 
     for entry in entries:
         name = entry.name
         try:
-            if name == ".git":
+            if fold(name) == ".git":
                 gits.append(name)
             elif entry.is_dir(follow_symlinks=False):
                 subfolders.append(name)
@@ -137,7 +139,7 @@ class TreeIndex:
         stats: dict[str, os.stat_result] = {top: top_stat}
 
         def enter(entry: os.DirEntry[str], _parent: str) -> str | None:
-            if entry.name == ".git":
+            if fold(entry.name) == ".git":
                 return None
             try:
                 stats[entry.path] = entry.stat(follow_symlinks=False)

@@ -26,17 +26,19 @@ from __future__ import annotations
 import contextlib
 import fnmatch
 import os
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
 from hermes_acp import anchored
+from hermes_acp.platform.case import fold
 
-from .secrets import ETC_SECRETS, HOME_SECRETS, RUN, SYSTEM
+from .secrets import ETC_SECRETS, HOME_SECRETS, MACOS_SECRETS, MACOS_SYSTEM, RUN, SYSTEM
 from .tree import index_for
 
-__all__ = ["Mount", "View", "ViewRequest"]
+__all__ = ["Mount", "MountKind", "Target", "View", "ViewRequest"]
 
 _MODULE_DEPTH = 16
 """How deep submodules' git folders are looked for under ``modules/``."""
@@ -47,9 +49,22 @@ what the command wrote itself)."""
 _OWN = ("/proc", "/dev")
 
 
+MountKind = Literal["ro", "rw", "symlink", "socket", "frozen", "pinned", "mask_file", "mask_dir", "tmpfs_home"]
+"""``ro`` / ``rw``: a folder or file shown read-only / writable; ``symlink``: a link of the system's top level;
+``socket``: an allow-listed Unix socket (ssh-agent); ``frozen``: inside a writable root, kept read-only (git's
+configuration, hooks, info, pointer files); ``pinned``: a ``.git`` folder, writable inside but never replaced;
+``mask_file`` / ``mask_dir``: a secret, shown empty; ``tmpfs_home``: the real home, replaced by a fresh one."""
+Target = Literal["linux", "macos"]
+"""Which system's layout the view is for (``sandbox-profile --os`` renders the other's on any machine)."""
+
+
+def _this_target() -> Target:
+    return "macos" if sys.platform == "darwin" else "linux"
+
+
 @dataclass(frozen=True, slots=True)
 class Mount:
-    kind: Literal["ro", "rw", "symlink", "mask_file", "mask_dir", "tmpfs_home"]
+    kind: MountKind
     path: str
     """Where it appears in the sandbox."""
     source: str = ""
@@ -74,6 +89,8 @@ class ViewRequest:
     """The ssh-agent socket to keep reachable (``SSH_AUTH_SOCK`` in ``pass_env``)."""
     prepare: bool = True
     """Create the empty ``hooks`` and ``info`` folders a repository lacks (False: only look, for ``--check``)."""
+    target: Target = field(default_factory=_this_target)
+    """Whose system layout: this machine's by default."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,7 +157,7 @@ class _Builder:
         missing = self._home()
         self._path_folders()
         if self.request.ssh_socket and os.path.exists(self.request.ssh_socket):
-            self.mounts.append(Mount("rw", self.request.ssh_socket, self.request.ssh_socket))
+            self.mounts.append(Mount("socket", self.request.ssh_socket, self.request.ssh_socket))
         for root in self.roots:
             self.mounts.append(Mount("rw", root, root))
             self.visible.append(root)
@@ -162,6 +179,9 @@ class _Builder:
     # -- the system
 
     def _system(self) -> None:
+        if self.request.target == "macos":
+            self._macos_system()
+            return
         for top in SYSTEM:
             try:
                 if os.path.islink(top):
@@ -184,6 +204,23 @@ class _Builder:
             )
         for path in secrets:
             self._mask(path)
+
+    def _macos_system(self) -> None:
+        """macOS's layout; on another system (``sandbox-profile --os macos``) every entry, as macOS has it."""
+        here = sys.platform == "darwin"
+        for top in MACOS_SYSTEM:
+            if here and not os.path.lexists(top):
+                continue
+            if top in ("/etc", "/var", "/tmp") or (here and os.path.islink(top)):
+                self.mounts.append(Mount("symlink", top, os.readlink(top) if here else "private" + top))
+            else:
+                self.mounts.append(Mount("ro", top, top))
+                self.visible.append(top)
+        for path, is_dir in MACOS_SECRETS:
+            if here:
+                self._mask(path)
+            else:
+                self.masked[path] = is_dir
 
     # -- the home
 
@@ -267,8 +304,8 @@ class _Builder:
         frozen: list[str] = []
         for entry in gits:
             _protect_repository(Path(entry), self.roots, pinned, frozen, create=self.request.prepare)
-        self.mounts.extend(Mount("rw", path, path) for path in dict.fromkeys(pinned))
-        self.mounts.extend(Mount("ro", path, path) for path in dict.fromkeys(frozen))
+        self.mounts.extend(Mount("pinned", path, path) for path in dict.fromkeys(pinned))
+        self.mounts.extend(Mount("frozen", path, path) for path in dict.fromkeys(frozen))
         return files, tuple(gits)
 
     def _home_secret_files(self) -> list[str]:
@@ -329,9 +366,11 @@ def _revealed(path: str, root: str, reveal: Sequence[str]) -> bool:
     directory, or against its name."""
     if not reveal:
         return False
-    relative = os.path.relpath(path, root)
-    name = os.path.basename(path)
-    return any(fnmatch.fnmatchcase(relative, pattern) or fnmatch.fnmatchcase(name, pattern) for pattern in reveal)
+    relative = fold(os.path.relpath(path, root))
+    name = fold(os.path.basename(path))
+    return any(
+        fnmatch.fnmatchcase(relative, fold(pattern)) or fnmatch.fnmatchcase(name, fold(pattern)) for pattern in reveal
+    )
 
 
 def _linked_inodes(paths: Sequence[str]) -> set[tuple[int, int]]:

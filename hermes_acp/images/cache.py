@@ -6,20 +6,19 @@ the full element documents of captures. Prompt images are not written: they reac
 content that repeats (an MCP server's images), the content's hash: the same bytes are stored once and written again
 only as a refresh of their date.
 
-One pruning rule: after a write, its folder keeps the newest ``KEEP`` files of the kind written (newest by
-modification time, then name; a write dates its file from the fine clock, so writes are ordered as they happened),
-and every file of that kind younger than ``GRACE_S`` on that same clock (a path just handed to the model or the user
-stays valid however many files other sessions write meanwhile; a clock set back makes files look young, never old).
-Files of other kinds, and files the agent did not write, are never touched, so no writer can delete another's. Each
-write and its prune hold an advisory lock on the folder (``.lock``, ``flock``), and the prune checks each file's date
-again under it before it deletes the file, so the sessions of one process and the processes sharing one home never
-delete a file another has just written or refreshed; the lock is awaited at most ``LOCK_WAIT_S`` (a stalled machine,
-a frozen process holding it), after which the file is written and the prune skipped (nothing is lost; the next write
-prunes). Without the lock a file of content that repeats is written under a fresh id too, never refreshed in place: a
-prune that listed the old file before the refresh would otherwise take the name the write is about to return. Files
-are written whole (a hidden temporary name, then a rename), ``0600`` in folders ``0700``, and the folder is reached
-from the cache folder without following a link (``hermes_acp.anchored``). Everything here blocks: ``save`` runs it
-in a worker thread.
+One pruning rule: after a write, its folder keeps the newest ``KEEP`` files of the kind written (newest by modification
+time, then name; a write dates its file from the fine clock, so writes are ordered as they happened), and every file of
+that kind younger than ``GRACE_S`` on that same clock (a path just handed to the model or the user stays valid however
+many files other sessions write meanwhile; a clock set back makes files look young, never old). Files of other kinds,
+and files the agent did not write, are never touched, so no writer can delete another's. Each write and its prune hold
+an advisory lock on the folder (``.lock``, ``platform.locks``), and the prune checks each file's date again under it
+before it deletes the file, so the sessions of one process and the processes sharing one home never delete a file
+another has just written or refreshed; the lock is awaited at most ``LOCK_WAIT_S`` (a stalled machine, a frozen process
+holding it), after which the file is written and the prune skipped (nothing is lost; the next write prunes). Without the
+lock a file of content that repeats is written under a fresh id too, never refreshed in place: a prune that listed the
+old file before the refresh would otherwise take the name the write is about to return. Files are written whole (a
+hidden temporary name, then a rename), ``0600`` in folders ``0700``, and the folder is reached from the cache folder
+without following a link (``hermes_acp.anchored``). Everything here blocks: ``save`` runs it in a worker thread.
 
 It knows nothing about what the files show.
 """
@@ -27,7 +26,6 @@ It knows nothing about what the files show.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import json
 import os
@@ -43,6 +41,7 @@ from typing import Any, Literal
 import anyio.to_thread
 
 from hermes_acp import anchored
+from hermes_acp.platform import locks
 
 __all__ = ["GRACE_S", "KEEP", "KINDS", "LOCK_WAIT_S", "CacheKind", "save", "save_image", "save_json"]
 
@@ -52,7 +51,6 @@ GRACE_S = 60.0
 """Files of a kind younger than this are never pruned, however many newer ones there are."""
 LOCK_WAIT_S = 2.0
 """How long a write waits for another writer of the same folder before it skips its prune."""
-_LOCK_POLL_S = 0.005
 
 CacheKind = Literal["screenshot", "mcp_image", "elements"]
 
@@ -153,20 +151,7 @@ def _folder_lock(held: anchored.Folder) -> Iterator[bool]:
     """Hold the folder's advisory lock (True), or give up after ``LOCK_WAIT_S`` (False)."""
     fd = held.open(".lock", os.O_RDWR | os.O_CREAT, anchored.PRIVATE_FILE)
     try:
-        deadline = time.monotonic() + LOCK_WAIT_S
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    yield False
-                    return
-                time.sleep(_LOCK_POLL_S)
-                continue
-            try:
-                yield True
-            finally:
-                fcntl.flock(fd, fcntl.LOCK_UN)
-            return
+        with locks.held(fd, wait_s=LOCK_WAIT_S) as locked:
+            yield locked
     finally:
         os.close(fd)

@@ -16,8 +16,6 @@ the group, SIGKILL), shielded and bounded, so a cancelled caller never leaves a 
 from __future__ import annotations
 
 import contextlib
-import os
-import signal
 import subprocess
 from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
@@ -28,6 +26,8 @@ import structlog
 from anyio.abc import Process
 from mcp import types
 from mcp.shared.message import SessionMessage
+
+from hermes_acp.platform import processes
 
 from ._bounded import BoundedLines, Cut, cut_message
 
@@ -72,22 +72,20 @@ async def _exited(process: Process, within_s: float) -> bool:
     return False
 
 
-def _signal_group(process: Process, number: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(process.pid, number)
-
-
 async def _stop(process: Process) -> None:
     """The MCP shutdown sequence (shielded by the caller)."""
     if process.stdin is not None:
         with contextlib.suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
             await process.stdin.aclose()
+    tree = processes.tree_of(process.pid)
+    if tree.needs_refresh:
+        await anyio.to_thread.run_sync(tree.refresh)
     if not await _exited(process, EXIT_GRACE_S):
-        _signal_group(process, signal.SIGTERM)
+        tree.terminate()
         if not await _exited(process, EXIT_GRACE_S):
-            _signal_group(process, signal.SIGKILL)
+            tree.kill()
             await _exited(process, EXIT_GRACE_S)
-    _signal_group(process, signal.SIGKILL)  # anything of its group still there
+    tree.kill()  # anything of its tree still there
     with contextlib.suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
         await process.aclose()
 
@@ -99,13 +97,13 @@ async def stdio_transport(
     """Start the server and yield the (read, write) streams the SDK's client speaks over. Raises ``OSError`` when it
     cannot be started."""
     process = await anyio.open_process(
-        [command, *args],
+        [processes.resolve_command(command, env.get("PATH")), *args],
         env=dict(env),
         cwd=cwd,
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=errlog,
-        start_new_session=True,
+        **processes.spawn_options(),
     )
     read_in, read_out = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     write_in, write_out = anyio.create_memory_object_stream[SessionMessage](0)

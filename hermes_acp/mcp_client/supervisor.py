@@ -42,7 +42,7 @@ import tempfile
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Generic, TextIO, TypeVar
+from typing import Any, Generic, TextIO, TypeVar, cast
 
 import anyio
 import structlog
@@ -285,7 +285,7 @@ class SupervisedConnection(Generic[P]):
         """Where a stdio server's stderr goes: ``stderr_log`` (restarted past ``STDERR_LOG_BYTES``) or a temp file."""
         path = self._stderr_log
         if path is None or not isinstance(self.spec, StdioSpec):
-            return tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace"), 0
+            return cast("TextIO", tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")), 0
         with contextlib.suppress(OSError):
             if path.stat().st_size > STDERR_LOG_BYTES:
                 anchored.remove_file(path.parent, path)

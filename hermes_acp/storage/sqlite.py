@@ -42,6 +42,7 @@ from hermes_acp import anchored
 from hermes_acp.core import SessionEvent, SessionEventAdapter
 from hermes_acp.core.sanitize import clean_text
 from hermes_acp.errors import StorageCause, StorageError
+from hermes_acp.platform import disk
 
 from .base import (
     PAGE_SIZE,
@@ -463,15 +464,15 @@ def _diagnose(path: Path) -> tuple[StorageCause, str] | None:
     if folder_error is not None:
         return "read_only", folder_error
     try:
-        fs = os.statvfs(path.parent)
+        read_only = disk.mounted_read_only(path.parent)
+        free = disk.free_bytes(path.parent)
     except OSError:
         return None
-    if fs.f_flag & os.ST_RDONLY:
+    if read_only:
         return "read_only", f"the file system holding {path.parent} is mounted read-only"
-    free = fs.f_bavail * fs.f_frsize
     if free < _LOW_SPACE:
         return "disk_full", f"{free} bytes free on the file system holding {path.parent}"
-    limit = _file_size_limit()
+    limit = disk.file_size_limit()
     if limit is not None and max(_size(f) for f in _files(path)) + 64 * 1024 >= limit:
         return "disk_full", f"the store cannot grow past this process's file-size limit of {limit} bytes (ulimit -f)"
     return None
@@ -500,16 +501,6 @@ def _size(path: Path) -> int:
         return path.stat().st_size
     except OSError:
         return 0
-
-
-def _file_size_limit() -> int | None:
-    """This process's ``RLIMIT_FSIZE`` in bytes, None when unlimited (or unknown on this platform)."""
-    try:
-        import resource
-    except ImportError:  # not on POSIX
-        return None
-    soft, _hard = resource.getrlimit(resource.RLIMIT_FSIZE)
-    return None if soft == resource.RLIM_INFINITY else soft
 
 
 def _insert_session(db: sqlite3.Connection, record: SessionRecord) -> None:

@@ -19,6 +19,7 @@ from typing import Literal
 
 from hermes_acp.core import ModeId
 from hermes_acp.core.modes import READ_ONLY_MODES
+from hermes_acp.platform.case import fold, fold_parts
 
 from .context import ApprovalRequest, Workspace
 
@@ -40,10 +41,11 @@ class Verdict:
 
 
 def is_sensitive(path: Path) -> bool:
-    """``.git/``, ``.ssh/`` (and similar credential folders), ``.env*`` files and private keys."""
-    if any(part in _SENSITIVE_DIRS for part in path.parts):
+    """``.git/``, ``.ssh/`` (and similar credential folders), ``.env*`` files and private keys; names compared
+    folded on every system (``platform.case``: ``.GIT/hooks/pre-commit`` is the hook on APFS and NTFS)."""
+    if any(part in _SENSITIVE_DIRS for part in fold_parts(path.parts)):
         return True
-    name = path.name
+    name = fold(path.name)
     return name.startswith(".env") or name in _PRIVATE_KEY_NAMES or name.endswith(_PRIVATE_KEY_SUFFIXES)
 
 

@@ -20,7 +20,6 @@ it too. The two runners (``exec.contained`` locally, ``_client_terminal`` in the
 from __future__ import annotations
 
 import re
-import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -33,6 +32,7 @@ from hermes_acp.exec.contained import Contained, run_contained
 from hermes_acp.exec.explain import explain, signal_of
 from hermes_acp.exec.process import CommandResult, OutputBuffer
 from hermes_acp.exec.sandbox import Availability, Sandbox
+from hermes_acp.platform.shells import Shell, shell_for
 
 from ._agent_terminal import TerminalStream, announced, ended
 from ._client_terminal import run_in_client_terminal
@@ -99,16 +99,21 @@ def _code(text: str) -> str:
     return f"`` {text} ``"
 
 
-def _check_command(command: str) -> CommandCheck:
+def _check_command(command: str, shell: Shell) -> CommandCheck:
     """The hard blocks' verdict on ``command`` (a worker thread). The rules and the bash grammar load with the first
     command a session runs, not with the turn machinery: a turn that runs none never pays for them."""
     from hermes_acp.exec.hard_blocks import check_command
 
-    return check_command(command)
+    return check_command(command, shell.grammar)
 
 
-def _shell() -> str:
-    return "bash" if shutil.which("bash") else "sh"
+def _shell(ctx: ToolContext) -> Shell:
+    """The shell commands run in (``[terminal] shell``, else this system's); a missing one is the call's error."""
+    sandbox = ctx.sandbox or Sandbox.default()
+    try:
+        return shell_for(sandbox.shell, dict(sandbox.environment()))
+    except FileNotFoundError as exc:
+        raise ToolError(f"could not start the command: {exc}") from exc
 
 
 def _status(result: CommandResult, timeout_s: float) -> str:
@@ -158,10 +163,10 @@ class TerminalTool(TypedTool[_TerminalInput, dict[str, Any]]):
         return cwd
 
     @staticmethod
-    async def _checked(command: str) -> CommandCheck:
+    async def _checked(command: str, shell: Shell) -> CommandCheck:
         """The hard-block check, in a worker thread (it loads the rules and the grammar the first time, and a long
         command takes up to a few hundred ms); refused commands raise."""
-        check = await anyio.to_thread.run_sync(_check_command, command)
+        check = await anyio.to_thread.run_sync(_check_command, command, shell)
         if check.blocked is not None:
             raise HardBlockedError(
                 f"refused in every mode: {check.blocked}. The command was not run; do not run it or a variant of it."
@@ -180,7 +185,7 @@ class TerminalTool(TypedTool[_TerminalInput, dict[str, Any]]):
         return sandbox, availability
 
     async def approval(self, parsed: _TerminalInput, ctx: ToolContext) -> Approval[dict[str, Any]]:
-        check = await self._checked(parsed.command)
+        check = await self._checked(parsed.command, _shell(ctx))
         sandbox, availability = await self._sandbox(ctx)
         cwd = await self._cwd(parsed, ctx)
         shown = [TextBlock(text=fence(parsed.command.strip(), "sh"))]
@@ -210,11 +215,12 @@ class TerminalTool(TypedTool[_TerminalInput, dict[str, Any]]):
     async def run(
         self, parsed: _TerminalInput, approval: Approval[dict[str, Any]], ctx: ToolContext
     ) -> ToolOutcome[dict[str, Any]]:
-        await self._checked(parsed.command)
+        shell = _shell(ctx)
+        await self._checked(parsed.command, shell)
         sandbox, _ = await self._sandbox(ctx)
         cwd = await self._cwd(parsed, ctx)
         extra_env = {**_QUIET_ENV, **(parsed.env or {})}
-        inner = [shutil.which(_shell()) or "/bin/sh", "-c", parsed.command]
+        inner = shell.argv(parsed.command)
         if ctx.terminals is not None:
             terminals = ctx.terminals
             async with sandbox.contained(

@@ -14,6 +14,7 @@ import pytest
 from hermes_acp.core import AgentTerminalBlock, TerminalBlock, TextBlock
 from hermes_acp.errors import HardBlockedError, ToolError, ToolInputError
 from hermes_acp.exec import process as _process
+from hermes_acp.platform.processes import ProcessTree
 from hermes_acp.tools.approval import Approval
 from hermes_acp.tools.context import TerminalExit
 from hermes_acp.tools.policy import decide
@@ -327,7 +328,7 @@ def test_bad_arguments_are_input_errors(arguments: dict[str, object], problem: s
 
 
 async def test_a_command_that_cannot_start_is_a_tool_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("shutil.which", lambda name: str(tmp_path / "no-such-shell"))
+    monkeypatch.setattr("shutil.which", lambda name, *_args, **_kwargs: str(tmp_path / "no-such-shell"))
     with pytest.raises(ToolError, match="could not start the command"):
         await call(TerminalTool(), context(tmp_path), command="true")
 
@@ -339,9 +340,9 @@ async def test_the_process_group_check_stays_off_the_event_loop(
     scans: list[bool] = []
     scan = _process._members_alive
 
-    def recorded(pgid: int) -> bool:
+    def recorded(tree: ProcessTree) -> bool:
         scans.append(threading.current_thread() is threading.main_thread())
-        return scan(pgid)
+        return scan(tree)
 
     monkeypatch.setattr(_process, "_members_alive", recorded)
     with anyio.fail_after(15):

@@ -39,9 +39,13 @@ knows nothing about modes or approval.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from . import walk
 from .rules import Refused
+
+if TYPE_CHECKING:
+    from hermes_acp.platform.shells import Grammar
 
 __all__ = ["CommandCheck", "check_command", "hard_block_reason"]
 
@@ -54,8 +58,14 @@ class CommandCheck:
     doubt: str | None = None
 
 
-def check_command(command: str) -> CommandCheck:
-    """Whether ``command`` is refused in every mode (and why), or cannot be read and must be asked."""
+def check_command(command: str, grammar: Grammar = "bash") -> CommandCheck:
+    """Whether ``command`` is refused in every mode (and why), or cannot be read and must be asked. ``grammar``:
+    the shell that runs it (PowerShell and cmd get the first line of ``windows``)."""
+    if grammar in ("powershell", "cmd"):
+        from .windows import windows_block_reason
+
+        reason = windows_block_reason(command)
+        return CommandCheck(blocked=reason)
     try:
         return CommandCheck(doubt=walk.check(command))
     except Refused as refused:
