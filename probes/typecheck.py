@@ -3,7 +3,7 @@
 Each platform is a separate run with its own cache folder (they would invalidate each other's). Linux checks
 everything (``[tool.mypy] files``); darwin and win32 check the package, which is what runs there (the test harness
 is POSIX-only for now: NOTES.md). Errors in the files that issue 29 moves into ``transports/`` (``PHASE_2`` of
-tests/unit/test_platform_audit.py, and ``host/control.py``, whose only Windows gap is ``AF_UNIX``) are counted and
+tests/unit/test_platform_audit.py, and ``transports/control.py``, whose only Windows gap is ``AF_UNIX``) are counted and
 printed but do not fail the run until they go through the platform seam; every other error fails it.
 """
 
@@ -15,7 +15,7 @@ from mypy import api
 
 from tests.unit.test_platform_audit import PHASE_2
 
-_WAITING = tuple(f"hermes_acp/{name}:" for name in (*PHASE_2, "host/control.py"))
+_WAITING = tuple(f"hermes_acp/{name}:" for name in (*PHASE_2, "transports/control.py"))
 
 
 def check(platform: str) -> bool:

@@ -17,11 +17,12 @@ BANNED_ATTRIBUTES = {
 BANNED_KEYWORDS = frozenset({"start_new_session", "preexec_fn"})
 PHASE_2 = frozenset(
     {
-        "protocol/stdio.py",
+        "transports/stdio.py",
+        "transports/unix.py",
+        "transports/frontdoor.py",
+        "transports/paths.py",
+        "transports/remote.py",
         "host/server.py",
-        "host/frontdoor.py",
-        "host/paths.py",
-        "host/remote.py",
     }
 )
 """Moving to ``transports/`` (issue 29), which will take the seam's ``signals``, ``peers``, ``locks``,
