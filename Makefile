@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: all venv test lint typecheck layers acp-schema pytest release-check demo bench clean
+.PHONY: all venv test lint typecheck layers workflows acp-schema pytest release-check demo bench clean
 
 all: test
 
@@ -29,6 +29,16 @@ typecheck: $(STAMP)
 layers: $(STAMP)
 	$(VENV)/bin/lint-imports
 
+# Every CI workflow file: those of .github/workflows/ and the examples of docs/examples/ (docs/ci.md). GitHub's are
+# checked against GitHub's workflow schema and by zizmor's audits, GitLab's against GitLab's CI schema; the schemas are
+# check-jsonschema's vendored copies and zizmor runs offline, so nothing is fetched.
+GITLAB_CI        := $(wildcard .gitlab-ci.yml docs/examples/*.gitlab-ci.yml)
+GITHUB_WORKFLOWS := $(filter-out $(GITLAB_CI),$(wildcard .github/workflows/*.yml .github/workflows/*.yaml docs/examples/*.yml))
+workflows: $(STAMP)
+	$(if $(GITHUB_WORKFLOWS),$(VENV)/bin/check-jsonschema --builtin-schema vendor.github-workflows $(GITHUB_WORKFLOWS))
+	$(if $(GITHUB_WORKFLOWS),$(VENV)/bin/zizmor --offline --quiet $(GITHUB_WORKFLOWS))
+	$(if $(GITLAB_CI),$(VENV)/bin/check-jsonschema --builtin-schema vendor.gitlab-ci $(GITLAB_CI))
+
 # The official ACP schema every recorded frame is checked against (fetched with npm; skipped without it).
 acp-schema:
 	@if command -v npm >/dev/null 2>&1; then bash .ci/acp-schema-setup.sh; \
@@ -44,7 +54,7 @@ pytest: $(STAMP)
 release-check: $(STAMP)
 	$(PY) -m registry.release_check
 
-test: lint typecheck layers acp-schema pytest
+test: lint typecheck layers workflows acp-schema pytest
 
 demo: $(STAMP)
 	$(PY) -m probes.demo
