@@ -28,13 +28,18 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(PY) -m probes.typecheck linux darwin win32
 
-# The CI workflow, offline: zizmor's audits and the GitHub-workflow schema (both from PyPI, in the dev extra).
-workflows: $(STAMP)
-	$(VENV)/bin/zizmor --offline --persona regular .github/workflows/
-	$(VENV)/bin/check-jsonschema --builtin-schema vendor.github-workflows .github/workflows/ci.yml
-
 layers: $(STAMP)
 	$(VENV)/bin/lint-imports
+
+# Every CI workflow file: those of .github/workflows/ and the examples of docs/examples/ (docs/ci.md). GitHub's are
+# checked against GitHub's workflow schema and by zizmor's audits, GitLab's against GitLab's CI schema; the schemas are
+# check-jsonschema's vendored copies and zizmor runs offline, so nothing is fetched.
+GITLAB_CI        := $(wildcard .gitlab-ci.yml docs/examples/*.gitlab-ci.yml)
+GITHUB_WORKFLOWS := $(filter-out $(GITLAB_CI),$(wildcard .github/workflows/*.yml .github/workflows/*.yaml docs/examples/*.yml))
+workflows: $(STAMP)
+	$(if $(GITHUB_WORKFLOWS),$(VENV)/bin/check-jsonschema --builtin-schema vendor.github-workflows $(GITHUB_WORKFLOWS))
+	$(if $(GITHUB_WORKFLOWS),$(VENV)/bin/zizmor --offline --persona regular --quiet $(GITHUB_WORKFLOWS))
+	$(if $(GITLAB_CI),$(VENV)/bin/check-jsonschema --builtin-schema vendor.gitlab-ci $(GITLAB_CI))
 
 # The official ACP schema every recorded frame is checked against (fetched with npm; skipped without it).
 acp-schema:

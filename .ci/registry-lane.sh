@@ -25,7 +25,12 @@ python3 -m venv "$work/fresh"
 quietly "$work/fresh/bin/pip" install --disable-pip-version-check "$wheel"
 "$work/fresh/bin/hermes-acp-server" --version
 "$work/fresh/bin/hermes-acp" --version
-HERMES_ACP_HOME="$work/fresh-home" "$work/fresh/bin/hermes-acp-server" --check >/dev/null
+# --check fails while no model can work, and passes with the quick start's provider (not asked: no --probe).
+if HERMES_ACP_HOME="$work/fresh-home" "$work/fresh/bin/hermes-acp-server" --check >/dev/null; then
+    echo "registry-lane: --check passed without any provider"; exit 1
+fi
+HERMES_ACP_HOME="$work/fresh-home" HERMES_ACP_BASE_URL=http://127.0.0.1:9/v1 HERMES_ACP_MODEL=m \
+    "$work/fresh/bin/hermes-acp-server" --check >/dev/null
 
 python3 -m venv "$work/uv"
 quietly "$work/uv/bin/pip" install --disable-pip-version-check "uv==$UV_VERSION"

@@ -1,5 +1,6 @@
-"""The ``hermes-acp`` command: serve ACP on stdio (default), ``--shared``, ``host [status|stop|token]``, ``--check``,
-``--repair``, ``--version``, ``--setup``, ``sandbox-profile``.
+"""The ``hermes-acp`` command: serve ACP on stdio (default), ``--shared``, ``host [status|stop|token]``, ``--check``
+(``--probe``, ``--json``), ``--repair``, ``--version``, ``--setup``, ``sandbox-profile``; ``--config FILE`` for a config
+file other than the home's (every mode reads it: it is passed on as ``HERMES_ACP_CONFIG``).
 
 Serving must answer ``initialize`` fast, so this module imports almost nothing; the rest of the server is loaded in
 a worker thread while the dispatcher already answers (``_load_app``). With ``--shared`` or ``[host] mode =
@@ -36,7 +37,9 @@ def _parser() -> argparse.ArgumentParser:
         epilog="Home folder: $HERMES_ACP_HOME (default ~/.hermes-acp) holds config.toml, state.db, cache/ and logs/.",
     )
     group = parser.add_mutually_exclusive_group()
-    group.add_argument("--check", action="store_true", help="print a readable report and exit 0 if it can serve")
+    group.add_argument(
+        "--check", action="store_true", help="print a report and exit 0 only if a configured model can work"
+    )
     group.add_argument(
         "--repair",
         action="store_true",
@@ -52,6 +55,15 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--verbose", action="store_true", help="log everything to stderr too (by default only warnings and errors)"
     )
+    parser.add_argument(
+        "--config",
+        metavar="FILE",
+        help="read (and let --setup write) this config file instead of $HERMES_ACP_HOME/config.toml",
+    )
+    parser.add_argument(
+        "--probe", action="store_true", help="with --check: ask each provider (its /models and a one-token request)"
+    )
+    parser.add_argument("--json", action="store_true", help="with --check: print the report as one JSON object")
     return parser
 
 
@@ -83,14 +95,21 @@ def main(argv: Sequence[str] | None = None) -> None:
         sys.exit(_host(argv[1:]))
     if argv[0] == "sandbox-profile":
         sys.exit(_sandbox_profile(argv[1:]))
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if (args.probe or args.json) and not args.check:
+        parser.error("--probe and --json go with --check")
+    if args.config is not None:
+        from hermes_acp.home import CONFIG_VARIABLE
+
+        os.environ[CONFIG_VARIABLE] = os.path.abspath(os.path.expanduser(args.config))
     if args.version:
         print(f"hermes-acp {__version__}")
         return
     if args.check:
         from hermes_acp.diagnostics import run_check
 
-        sys.exit(run_check(print))
+        sys.exit(run_check(print, probe=args.probe, as_json=args.json))
     if args.repair:
         from hermes_acp.diagnostics import run_repair
 
@@ -101,7 +120,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         sys.exit(run_setup(print, input))
     if args.verbose:
         os.environ["HERMES_ACP_VERBOSE"] = "1"
-    if args.shared:
+    if args.shared or _configured_shared(os.environ):
         _front_door()
     _serve()
 
@@ -202,9 +221,13 @@ def _print_err(message: str) -> None:
 
 
 def _configured_shared(env: os._Environ[str]) -> bool:
-    """Whether config.toml says ``[host] mode = "shared"``; read raw, and parsed only when it mentions ``[host]``
-    (inline start-up pays one small read)."""
+    """Whether ``HERMES_ACP_HOST__MODE`` or config.toml says ``[host] mode = "shared"``; the file read raw, and parsed
+    only when it mentions ``[host]`` (inline start-up pays one small read)."""
     from hermes_acp.home import config_file
+
+    from_env = env.get("HERMES_ACP_HOST__MODE", "").strip()
+    if from_env:
+        return from_env == "shared"  # any other value is reported by the server (config_env, the settings)
 
     path = config_file(env)
     try:

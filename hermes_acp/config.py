@@ -8,22 +8,25 @@ This module reads files and the environment; it does not know HTTP, ACP or how a
 
 from __future__ import annotations
 
+import copy
 import os
 import re
 import shlex
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from hermes_acp.config_env import EnvProblems, env_values
 from hermes_acp.errors import ConfigError
-from hermes_acp.home import default_home
+from hermes_acp.home import CONFIG_VARIABLE, default_home, named_config
 
 __all__ = [
     "DEFAULT_HOME_READ",
+    "FILE",
     "SEND_BACK_FIELDS",
     "AgentSettings",
     "ComputerUseSettings",
@@ -36,6 +39,7 @@ __all__ = [
     "SendBackField",
     "Settings",
     "load_settings",
+    "origin_of",
 ]
 
 EMBED_MIN_BYTES = 64 * 1024
@@ -446,6 +450,16 @@ class Settings(_FileSettings):
     home: Path
     config_file: Path | None = None
     """The file the settings were read from, when there was one."""
+    sources: dict[str, str] = Field(default_factory=dict, exclude=True, repr=False)
+    """Who set each key that is not at its default: ``"agent.max_turn_requests"`` → ``FILE`` or the variable's name
+    (a whole table for the quick start's providers); see ``origin_of``."""
+
+    def where(self, key: str) -> str:
+        """What a message about ``key`` (dotted) names: the variable that set it, else the config file."""
+        origin = origin_of(key.split("."), self.sources)
+        if origin is not None and origin != FILE:
+            return origin
+        return str(self.config_file) if self.config_file is not None else "environment"
 
     @property
     def state_db(self) -> Path:
@@ -469,10 +483,16 @@ class Settings(_FileSettings):
 def load_settings(
     env: Mapping[str, str] | None = None, *, home: Path | None = None, config_file: Path | None = None
 ) -> Settings:
-    """Read config.toml from the home folder (or ``config_file``), if present, and apply the environment quick start."""
+    """The effective settings: config.toml (the home's, the one ``HERMES_ACP_CONFIG`` names, or ``config_file``) with
+    the environment laid over it, the quick start first, then every ``HERMES_ACP_<SECTION>__<KEY>`` (``config_env``).
+    ``Settings.sources`` says which keys the file and which variables set."""
     env = os.environ if env is None else env
     home = home or default_home(env)
-    config_file = config_file or home / "config.toml"
+    if config_file is None:
+        named = named_config(env)
+        config_file = Path(named) if named else home / "config.toml"
+        if named and not config_file.is_file():
+            raise ConfigError(f"{config_file}: no such file (named by --config or {CONFIG_VARIABLE})")
     raw: dict[str, Any] = {}
     if config_file.is_file():
         try:
@@ -481,68 +501,128 @@ def load_settings(
             raise ConfigError(f"{config_file}: not valid TOML: {exc}") from exc
         except OSError as exc:
             raise ConfigError(f"{config_file}: cannot be read: {exc.strerror or exc}") from exc
+    origins: dict[tuple[str, ...], str] = dict.fromkeys(_leaves(raw), FILE)
+    merged = _quick_start(raw, env, origins)
+    providers = merged.get("providers")
     try:
-        parsed = _FileSettings.model_validate(raw)
+        found = env_values(env, _FileSettings, list(providers) if isinstance(providers, dict) else [])
+    except EnvProblems as exc:
+        raise ConfigError(str(exc)) from exc
+    for value in found:
+        _lay(merged, value.path, value.value, value.variable, origins)
+    try:
+        parsed = _FileSettings.model_validate(merged)
     except ValidationError as exc:
-        raise ConfigError(_describe(exc, config_file)) from exc
-    providers = dict(parsed.providers)
-    _apply_env_providers(providers, env)
-    computer_use = parsed.computer_use
+        raise ConfigError(_describe(exc, config_file, origins)) from exc
+    for key in ("compaction_model", "subagent_model"):
+        where = _where(("agent", key), origins, config_file)
+        _check_model_key(key, getattr(parsed.agent, key), parsed.providers, where)
+    data = parsed.model_dump()
+    data.update(
+        home=home,
+        config_file=config_file if config_file.is_file() else None,
+        sources={".".join(path): origin for path, origin in origins.items() if path[0] != TABLE},
+    )
+    return Settings.model_validate(data)
+
+
+FILE = "file"
+"""``Settings.sources``' word for a key config.toml sets; a variable's name stands for the environment."""
+TABLE = "<table>"
+"""Marks, in the origins ``load_settings`` keeps, a table the environment made rather than a value it set."""
+
+
+def _quick_start(raw: dict[str, Any], env: Mapping[str, str], origins: dict[tuple[str, ...], str]) -> dict[str, Any]:
+    """``raw`` with the quick start laid over it: the environment's providers the file does not define, the default
+    model ``HERMES_ACP_MODEL`` names when the file names none, and ``HERMES_CUA_DRIVER_CMD``."""
+    merged = copy.deepcopy(raw)
+    in_file = raw.get("providers")
+    in_file = in_file if isinstance(in_file, dict) else {}
+    base_url = env.get("HERMES_ACP_BASE_URL", "").strip()
+    model = env.get("HERMES_ACP_MODEL", "").strip()
+    quick: dict[str, tuple[str, dict[str, Any]]] = {}
+    if base_url and model:
+        custom: dict[str, Any] = {"kind": "openai", "base_url": base_url, "models": [{"id": model}]}
+        if env.get("HERMES_ACP_API_KEY"):
+            custom["api_key_env"] = "HERMES_ACP_API_KEY"
+        quick["custom"] = ("HERMES_ACP_BASE_URL", custom)
+    if env.get("OPENAI_API_KEY"):
+        openai_models = [{"id": m, "vision": True} for m in OPENAI_DEFAULT_MODELS]
+        openai = {"kind": "openai", "base_url": OPENAI_BASE_URL, "api_key_env": "OPENAI_API_KEY"}
+        quick["openai"] = ("OPENAI_API_KEY", {**openai, "models": openai_models})
+    if env.get("ANTHROPIC_API_KEY"):
+        anthropic_models = [{"id": m, "vision": True, "context_window": 200_000} for m in ANTHROPIC_DEFAULT_MODELS]
+        anthropic = {"kind": "anthropic", "base_url": ANTHROPIC_BASE_URL, "api_key_env": "ANTHROPIC_API_KEY"}
+        quick["anthropic"] = ("ANTHROPIC_API_KEY", {**anthropic, "models": anthropic_models})
+    for provider_id, (variable, section) in quick.items():
+        if provider_id not in in_file:
+            _lay(merged, ("providers", provider_id), section, variable, origins)
+    file_model = raw.get("model")
+    if base_url and model and not (isinstance(file_model, dict) and file_model.get("default") is not None):
+        _lay(merged, ("model", "default"), f"custom:{model}", "HERMES_ACP_MODEL", origins)
     override = env.get("HERMES_CUA_DRIVER_CMD", "").strip()
     if override:
         try:
             argv = shlex.split(override)
         except ValueError as exc:
             raise ConfigError(f"HERMES_CUA_DRIVER_CMD: cannot be split into a command: {exc}") from exc
-        computer_use = computer_use.model_copy(update={"driver_command": argv})
-    model = parsed.model
-    env_model = env.get("HERMES_ACP_MODEL", "").strip()
-    if model.default is None and env.get("HERMES_ACP_BASE_URL") and env_model:
-        model = ModelSection(default=f"custom:{env_model}")
-    _check_model_key("compaction_model", parsed.agent.compaction_model, providers, config_file)
-    _check_model_key("subagent_model", parsed.agent.subagent_model, providers, config_file)
-    data = parsed.model_dump()
-    data.update(
-        providers=providers,
-        computer_use=computer_use,
-        model=model,
-        home=home,
-        config_file=config_file if config_file.is_file() else None,
-    )
-    return Settings.model_validate(data)
+        _lay(merged, ("computer_use", "driver_command"), argv, "HERMES_CUA_DRIVER_CMD", origins)
+    return merged
 
 
-def _apply_env_providers(providers: dict[str, ProviderSettings], env: Mapping[str, str]) -> None:
-    """The quick start: environment variables define providers the file does not."""
-    base_url = env.get("HERMES_ACP_BASE_URL", "").strip()
-    model = env.get("HERMES_ACP_MODEL", "").strip()
-    if base_url and model and "custom" not in providers:
-        try:
-            providers["custom"] = ProviderSettings(
-                kind="openai",
-                base_url=base_url,
-                api_key_env="HERMES_ACP_API_KEY" if env.get("HERMES_ACP_API_KEY") else None,
-                models=[ModelEntry(id=model)],
-            )
-        except ValidationError as exc:
-            raise ConfigError(_describe(exc, None, prefix="HERMES_ACP_BASE_URL")) from exc
-    if env.get("OPENAI_API_KEY") and "openai" not in providers:
-        providers["openai"] = ProviderSettings(
-            kind="openai",
-            base_url=OPENAI_BASE_URL,
-            api_key_env="OPENAI_API_KEY",
-            models=[ModelEntry(id=m, vision=True) for m in OPENAI_DEFAULT_MODELS],
-        )
-    if env.get("ANTHROPIC_API_KEY") and "anthropic" not in providers:
-        providers["anthropic"] = ProviderSettings(
-            kind="anthropic",
-            base_url=ANTHROPIC_BASE_URL,
-            api_key_env="ANTHROPIC_API_KEY",
-            models=[ModelEntry(id=m, vision=True, context_window=200_000) for m in ANTHROPIC_DEFAULT_MODELS],
-        )
+def _lay(
+    merged: dict[str, Any], path: tuple[str, ...], value: object, origin: str, origins: dict[tuple[str, ...], str]
+) -> None:
+    """Set ``path`` of ``merged`` to ``value`` (making the tables on the way) and remember who set each value of it.
+    A table made on the way is remembered under ``(TABLE, *path)``: an error about a key it lacks (a provider's
+    ``kind``) names who made it, but its other keys keep their defaults."""
+    node = merged
+    for depth, part in enumerate(path[:-1], start=1):
+        child = node.get(part)
+        if not isinstance(child, dict):
+            child = node[part] = {}
+            origins.setdefault((TABLE, *path[:depth]), origin)
+        node = child
+    if isinstance(value, dict) and not isinstance(node.get(path[-1]), dict):
+        origins.setdefault((TABLE, *path), origin)
+    node[path[-1]] = value
+    for known in [p for p in origins if p[: len(path)] == path]:
+        del origins[known]  # a value laid over another replaces it whole (a list, the file's provider)
+    laid = _leaves(value, path) if isinstance(value, dict) and value else [path]
+    origins.update(dict.fromkeys(laid, origin))
 
 
-def _check_model_key(key: str, model_id: str | None, providers: Mapping[str, ProviderSettings], source: Path) -> None:
+def _leaves(table: Mapping[str, Any], prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+    """The path of every value in a TOML table (a list is one value)."""
+    paths: list[tuple[str, ...]] = []
+    for key, value in table.items():
+        if isinstance(value, dict) and value:
+            paths.extend(_leaves(value, (*prefix, key)))
+        else:
+            paths.append((*prefix, key))
+    return paths
+
+
+def origin_of(path: Sequence[str], sources: Mapping[str, str]) -> str | None:
+    """Who set the key at ``path`` (``Settings.sources``): ``FILE``, a variable's name, or None for its default. A
+    key inside a table someone set (a provider of the quick start) is theirs."""
+    for end in range(len(path), 0, -1):
+        origin = sources.get(".".join(path[:end]))
+        if origin is not None:
+            return origin
+    return None
+
+
+def _where(path: tuple[str, ...], origins: Mapping[tuple[str, ...], str], config_file: Path) -> str:
+    """What an error about ``path`` names: the variable that set it (or made the table it is in), else the file."""
+    for end in range(len(path), 0, -1):
+        origin = origins.get(path[:end]) or origins.get((TABLE, *path[:end]))
+        if origin is not None:
+            return origin if origin != FILE else str(config_file)
+    return str(config_file)
+
+
+def _check_model_key(key: str, model_id: str | None, providers: Mapping[str, ProviderSettings], where: str) -> None:
     """``agent.<key>`` names a configured model (of the file's providers or the environment's)."""
     if model_id is None:
         return
@@ -550,20 +630,20 @@ def _check_model_key(key: str, model_id: str | None, providers: Mapping[str, Pro
     provider = providers.get(provider_id)
     if provider is None or provider.model_entry(model) is None:
         known = ", ".join(f"{p}:{m.id}" for p, settings in providers.items() for m in settings.models) or "none"
-        raise ConfigError(f"{source}: agent.{key}: {model_id!r} is not a configured model (models: {known})")
+        raise ConfigError(f"{where}: agent.{key}: {model_id!r} is not a configured model (models: {known})")
 
 
-def _describe(exc: ValidationError, source: Path | None, *, prefix: str = "") -> str:
-    """One line per problem: ``<file>: <dotted key>: <what is wrong>``."""
-    where = str(source) if source else "environment"
+def _describe(exc: ValidationError, config_file: Path, origins: Mapping[tuple[str, ...], str]) -> str:
+    """One line per problem: ``<file or variable>: <dotted key>: <what is wrong>``, the file's wording for both."""
     lines = []
     for error in exc.errors():
-        key = ".".join(str(part) for part in error["loc"] if part not in ("function-before", "function-after"))
-        key = f"{prefix}.{key}" if prefix and key else (prefix or key)
+        path = tuple(str(part) for part in error["loc"] if part not in ("function-before", "function-after"))
+        key = ".".join(path)
+        where = _where(path, origins, config_file)
         if error["type"] == "extra_forbidden":
             lines.append(f"{where}: unknown key {key!r}")
         else:
             got = error.get("input")
-            shown = f" (got {got!r})" if not isinstance(got, dict | list) else ""
+            shown = f" (got {got!r})" if not isinstance(got, dict | list) and repr(got) not in error["msg"] else ""
             lines.append(f"{where}: {key}: {error['msg']}{shown}")
     return "\n".join(lines)

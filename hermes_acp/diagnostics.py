@@ -1,14 +1,18 @@
 """``hermes-acp --check``: a readable report of what the server would run with, and whether it can serve.
 
-It loads the configuration exactly as the server does, lists providers and models (with whether their keys are
-set, never the keys), checks the home folder and the free space of its file system, opens the session store and
-checks its health (``PRAGMA quick_check``, schema version), says whether commands run in the sandbox (probing
-bubblewrap as the server does), and finds the cua-driver and its version. Exit status 0 means the server can serve;
-the report says what to fix otherwise.
+It loads the configuration exactly as the server does and says where each setting not at its default came from (the
+file or an environment variable: ``checks.sources``), lists providers and models (with whether their keys are set,
+never the keys; with ``--probe`` what each provider answers: ``checks.models``), checks the home folder and the free
+space of its file system, opens the session store and checks its health (``PRAGMA quick_check``, schema version),
+says whether commands run in the sandbox (probing bubblewrap as the server does), and finds the cua-driver and its
+version. Exit status 0 means a configured model can work and the server can serve; 1 that the report names a
+problem (each marked ✗). ``--json`` prints the same as one JSON object instead (``ok``, ``problems``, ``warnings``,
+``settings``, ``providers``, ``default_model`` and the report's lines), for scripts.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -17,10 +21,13 @@ from collections.abc import Callable
 from dataclasses import replace
 from importlib import metadata
 from pathlib import Path
+from typing import Any
 
 import anyio
 
 from hermes_acp import anchored
+from hermes_acp.checks.models import check_models
+from hermes_acp.checks.sources import report_sources
 from hermes_acp.computer_use import check_driver
 from hermes_acp.config import Settings, load_settings
 from hermes_acp.errors import ConfigError, StorageError
@@ -32,7 +39,6 @@ from hermes_acp.home import default_home, make_private
 from hermes_acp.platform.facts import facts
 from hermes_acp.platform.shells import shell_for
 from hermes_acp.platform.system import shared_mode_problem, system_name
-from hermes_acp.providers.catalog import ModelCatalog
 from hermes_acp.storage.repair import repair_store
 from hermes_acp.storage.sqlite import SqliteSessionStore, StoreHealth
 from hermes_acp.version import DISTRIBUTION, __version__
@@ -60,9 +66,32 @@ def _dependencies() -> list[str]:
     return names
 
 
-def run_check(say: Callable[[str], None]) -> int:
-    """Report through ``say`` (the command line passes print); 0 when the server can serve."""
+def run_check(say: Callable[[str], None], *, probe: bool = False, as_json: bool = False) -> int:
+    """Report through ``say`` (the command line passes print); 0 when a configured model can work and the server can
+    serve. ``probe``: ask each provider; ``as_json``: one JSON object through ``say`` at the end, nothing before."""
     env = dict(os.environ)
+    lines: list[str] = []
+
+    def tell(line: str) -> None:
+        lines.append(line)
+        if not as_json:
+            say(line)
+
+    data: dict[str, Any] = {"version": __version__, "python": sys.version.split()[0]}
+    problems = _run(env, tell, data, probe=probe)
+    if as_json:
+        marks = [line.strip() for line in lines]
+        data.update(
+            ok=problems == 0,
+            problems=[line[2:] for line in marks if line.startswith(_BAD)],
+            warnings=[line[2:] for line in marks if line.startswith(_WARN)],
+            report=lines,
+        )
+        say(json.dumps(data, indent=2, ensure_ascii=False))
+    return 0 if problems == 0 else 1
+
+
+def _run(env: dict[str, str], say: Callable[[str], None], data: dict[str, Any], *, probe: bool) -> int:
     problems = 0
     say(f"hermes-acp {__version__} on Python {sys.version.split()[0]}")
     for name in _dependencies():
@@ -72,19 +101,26 @@ def run_check(say: Callable[[str], None]) -> int:
             say(f"  {_BAD} {name} is not installed")
             problems += 1
     home = default_home(env)
+    data["home"] = str(home)
     say(f"Home: {home}")
     try:
         settings = load_settings(env)
     except ConfigError as exc:
         say(f"  {_BAD} configuration error:\n" + "\n".join(f"      {line}" for line in str(exc).splitlines()))
+        say("Result: the configuration does not load")
         return 1
+    data["config_file"] = str(settings.config_file) if settings.config_file else None
     say(f"  {_OK} config: {settings.config_file or 'none (defaults and environment)'}")
     problems += _check_home(settings, say)
-    problems += _check_models(settings, env, say)
+    origins = report_sources(settings, say)
+    data["settings"] = [o.as_json(data["config_file"]) for o in origins]
+    models = check_models(settings, env, say, probe=probe)
+    data.update(default_model=models.default_model, providers=models.providers)
+    problems += models.problems
     _check_sandbox(settings, say)
     _check_driver(settings, say)
     say("Result: " + ("ready to serve" if problems == 0 else f"{problems} problem(s) to fix"))
-    return 0 if problems == 0 else 1
+    return problems
 
 
 def _check_privacy(home: Path, say: Callable[[str], None]) -> None:
@@ -183,31 +219,6 @@ def _size(count: int) -> str:
             return f"{size:.1f} {unit}"
         size /= 1024
     return f"{size:.1f} GiB"
-
-
-def _check_models(settings: Settings, env: dict[str, str], say: Callable[[str], None]) -> int:
-    try:
-        catalog = ModelCatalog.from_settings(settings, env)
-    except ConfigError as exc:
-        say(f"  {_BAD} {exc}")
-        return 1
-    say("Providers and models:")
-    if not catalog.models:
-        say(
-            f"  {_WARN} no provider configured: prompts will answer auth_required. Set HERMES_ACP_BASE_URL and"
-            " HERMES_ACP_MODEL, or OPENAI_API_KEY / ANTHROPIC_API_KEY, or run `hermes-acp --setup`"
-        )
-    for provider_id, provider in settings.providers.items():
-        key = provider.api_key_env
-        key_state = "no key needed" if key is None else (f"{key} set" if env.get(key) else f"{key} NOT set")
-        mark = _OK if key is None or env.get(key) else _WARN
-        say(f"  {mark} {provider_id} ({provider.kind}, {provider.base_url}, {key_state})")
-        for model in catalog.models:
-            if model.provider_id == provider_id:
-                flags = ", vision" if model.vision else ""
-                say(f"      - {model.id} (context {model.context_window}{flags})")
-    say(f"  default model: {catalog.default_id or 'none'}")
-    return 0
 
 
 def _check_platform(say: Callable[[str], None]) -> None:

@@ -1,4 +1,5 @@
-"""Where hermes-acp keeps its state: ``$HERMES_ACP_HOME``, else ``~/.hermes-acp``, and keeping it private.
+"""Where hermes-acp keeps its state: ``$HERMES_ACP_HOME``, else ``~/.hermes-acp``, and keeping it private; where its
+config file is (``$HERMES_ACP_CONFIG``, else ``config.toml`` in the home).
 
 A leaf module without pydantic, so the front door's ``initialize`` answer can find ``config.toml`` before the
 settings model is imported. It knows the folder and which of its parts hold user content (``PRIVATE_TREES``: the
@@ -17,7 +18,10 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from pathlib import Path
 
-__all__ = ["PRIVATE_TREES", "config_file", "default_home", "make_private"]
+__all__ = ["CONFIG_VARIABLE", "PRIVATE_TREES", "config_file", "default_home", "make_private", "named_config"]
+
+CONFIG_VARIABLE = "HERMES_ACP_CONFIG"
+"""Names a config file other than the home's (``hermes-acp --config FILE`` sets it for the process it runs)."""
 
 PRIVATE_TREES = ("logs", "cache")
 """Folders of the home whose every file and folder is made private, three levels deep (``cache/images/<file>``)."""
@@ -30,8 +34,15 @@ def default_home(env: Mapping[str, str]) -> Path:
 
 
 def config_file(env: Mapping[str, str]) -> str:
-    """``config.toml`` in the home, as a plain string (``initialize`` needs it before pathlib is worth loading)."""
-    return os.path.join(_home_folder(env), "config.toml")
+    """The config file: the one ``HERMES_ACP_CONFIG`` names, else ``config.toml`` in the home; a plain string
+    (``initialize`` needs it before pathlib is worth loading)."""
+    return named_config(env) or os.path.join(_home_folder(env), "config.toml")
+
+
+def named_config(env: Mapping[str, str]) -> str | None:
+    """The file ``HERMES_ACP_CONFIG`` names (``~`` expanded), if it names one."""
+    raw = env.get(CONFIG_VARIABLE, "").strip()
+    return os.path.expanduser(raw) if raw else None
 
 
 def _home_folder(env: Mapping[str, str]) -> str:

@@ -1,8 +1,9 @@
 """The one way the setup edits config.toml: tomlkit, so the user's comments, layout and other keys stay.
 
 ``write_choice`` puts a ``ProviderChoice`` in: ``[providers.<id>]`` gets the kind, base URL and key variable (never
-a key) and the model in its ``models`` (the provider's other models and keys stay), and ``[model] default`` names
-the new model. The new text is written to a temporary file beside config.toml, ``fsync``-ed, and must load,
+a key), and its ``models`` the chosen model and every other model the server listed (so the model picker can switch
+among them without another setup; the provider's models and keys already there stay), and ``[model] default``
+names the chosen model. The new text is written to a temporary file beside config.toml, ``fsync``-ed, and must load,
 settings and catalog both, before it is renamed over config.toml and the folder is ``fsync``-ed; the previous file
 is kept as ``config.toml.bak``. Both are ``0600`` whatever the umask, reached from the folder without following a
 link (``hermes_acp.anchored``: a config.toml that is a link is refused, not written through). Anything that goes
@@ -37,6 +38,8 @@ class ProviderChoice:
     api_key_env: str | None
     model: str
     vision: bool = False
+    listed: tuple[str, ...] = ()
+    """Every model the server listed: written too, after the chosen one."""
 
     @property
     def model_ref(self) -> str:
@@ -133,13 +136,15 @@ def _put(document: Any, choice: ProviderChoice) -> None:
     entry = tomlkit.inline_table()
     entry.update({"id": choice.model, "vision": choice.vision})
     models = section.get("models")
-    if isinstance(models, list):
-        known = [m if isinstance(m, str) else m.get("id") if isinstance(m, dict) else None for m in models]
-        if choice.model not in known:
-            models.append(entry)
-    else:
-        array = tomlkit.array()
-        array.append(entry)
-        section["models"] = array
+    if not isinstance(models, list):
+        models = tomlkit.array()
+        section["models"] = models
+    known = {m if isinstance(m, str) else m.get("id") if isinstance(m, dict) else None for m in models}
+    new: list[Any] = [] if choice.model in known else [entry]
+    new += [model for model in dict.fromkeys(choice.listed) if model not in known and model != choice.model]
+    for item in new:
+        models.append(item)
+    if len(new) > 1 and isinstance(models, tomlkit.items.Array):
+        models.multiline(True)  # one model a line: a server's list stays readable
     if created:
         section.add(tomlkit.nl())  # a blank line before whatever section follows

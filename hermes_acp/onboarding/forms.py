@@ -7,6 +7,9 @@
 2. **The model**: one of the ids the server listed (its live ``/models``), or typed when it lists none; and
    whether the model takes images.
 
+Both forms start from the provider in use (``Current``: its service, address, key variable and model), so ``/setup``
+changes it rather than starting from empty fields.
+
 Answers come from the editor, so they are read as outside input: every value is checked for its type, length and
 characters, and a problem is told in words (``Invalid``). The schemas follow ACP's elicitation schema (string
 properties with ``oneOf`` titles, ``enum``, ``pattern``, booleans); nothing here sends anything.
@@ -20,12 +23,14 @@ from dataclasses import dataclass
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
+from hermes_acp.config import Settings
 from hermes_acp.exec.environment import EnvPolicy
 
-from .presets import PRESETS, Preset, preset
+from .presets import CUSTOM, PRESETS, Preset, preset
 
 __all__ = [
     "NO_KEY",
+    "Current",
     "Invalid",
     "ModelAnswer",
     "ServiceAnswer",
@@ -49,6 +54,28 @@ class Invalid:
 
 
 @dataclass(frozen=True, slots=True)
+class Current:
+    """The provider of the model in use: what the forms start from."""
+
+    preset_id: str
+    """Its preset (the setup names a provider after its preset), or ``custom`` for any other provider."""
+    kind: Kind
+    base_url: str
+    api_key_env: str | None
+    model: str
+
+    @classmethod
+    def of(cls, settings: Settings, model_id: str | None) -> Current | None:
+        """The provider of ``model_id`` (``<provider id>:<model id>``) in ``settings``; None when it has none."""
+        provider_id, _, model = (model_id or "").partition(":")
+        provider = settings.providers.get(provider_id)
+        if provider is None or not model:
+            return None
+        chosen = preset(provider_id)
+        return cls(chosen.id if chosen else CUSTOM, provider.kind, provider.base_url, provider.api_key_env, model)
+
+
+@dataclass(frozen=True, slots=True)
 class ServiceAnswer:
     preset: Preset
     kind: Kind
@@ -62,12 +89,12 @@ class ModelAnswer:
     vision: bool
 
 
-def service_form() -> tuple[str, dict[str, Any]]:
+def service_form(current: Current | None = None) -> tuple[str, dict[str, Any]]:
     message = (
         "Set up Hermes ACP (1 of 2): where should model requests go? Nothing is written until a test request has "
         "worked. Never type an API key here: name the environment variable that holds it."
     )
-    schema = {
+    schema: dict[str, Any] = {
         "type": "object",
         "title": "Model service",
         "properties": {
@@ -104,6 +131,15 @@ def service_form() -> tuple[str, dict[str, Any]]:
         },
         "required": ["preset"],
     }
+    if current is not None:
+        defaults = {
+            "preset": current.preset_id,
+            "kind": current.kind,
+            "base_url": current.base_url,
+            "api_key_env": current.api_key_env or NO_KEY,
+        }
+        for name, value in defaults.items():
+            schema["properties"][name]["default"] = value
     return message, schema
 
 
@@ -130,7 +166,11 @@ def read_service(content: Mapping[str, object]) -> ServiceAnswer | Invalid:
     return ServiceAnswer(chosen, kind, base_url.rstrip("/"), api_key_env)
 
 
-def model_form(service: str, listed: Sequence[str], why_not_listed: str | None) -> tuple[str, dict[str, Any]]:
+def model_form(
+    service: str, listed: Sequence[str], why_not_listed: str | None, current: str | None = None
+) -> tuple[str, dict[str, Any]]:
+    """``current``: the model in use, chosen by default when the server lists it (or typed already when it lists
+    none)."""
     vision = {"type": "boolean", "title": "The model accepts images", "default": False}
     if listed:
         message = f"Set up Hermes ACP (2 of 2): choose the model of {service} ({len(listed)} listed by the server)."
@@ -138,7 +178,7 @@ def model_form(service: str, listed: Sequence[str], why_not_listed: str | None) 
             "type": "string",
             "title": "Model",
             "oneOf": [{"const": model_id, "title": model_id} for model_id in listed],
-            "default": listed[0],
+            "default": current if current in listed else listed[0],
         }
     else:
         message = (
@@ -146,6 +186,8 @@ def model_form(service: str, listed: Sequence[str], why_not_listed: str | None) 
             f"({why_not_listed or 'no list'}): type its id as the service names it."
         )
         model = {"type": "string", "title": "Model id", "minLength": 1, "maxLength": MAX_MODEL_CHARS}
+        if current:
+            model["default"] = current
     schema = {"type": "object", "properties": {"model": model, "vision": vision}, "required": ["model"]}
     return message, schema
 

@@ -29,7 +29,7 @@ from typing import Any
 from hermes_acp.home import config_file
 from hermes_acp.jsonrpc.boundary import ClientRequestError
 from hermes_acp.jsonrpc.dispatcher import RequestContext, Route
-from hermes_acp.version import __version__
+from hermes_acp.version import DISTRIBUTION, __version__
 
 __all__ = [
     "ENV_METHOD_ID",
@@ -147,7 +147,13 @@ def auth_methods(env: Mapping[str, str], *, terminal_auth: bool, forms: bool = F
 
 
 def _setup_command() -> tuple[str, list[str]]:
-    """The running executable by absolute path, and the arguments that run the setup with it."""
+    """The running executable by absolute path, and the arguments that run the setup with it; run from a cache
+    (``uvx hermes-acp-server``: uv's cache, which ``uv cache prune`` or an upgrade empties), the command that runs
+    this version again through uv instead (``uvx hermes-acp-server==<version> --setup``)."""
+    if _in_a_cache(sys.prefix):
+        through_uv = _uv_command()
+        if through_uv is not None:
+            return through_uv
     launched = sys.argv[0] if sys.argv and sys.argv[0] else ""
     if not launched or launched.endswith(".py") or launched == "-c" or os.path.basename(launched) == "__main__.py":
         return os.path.abspath(sys.executable), ["-m", "hermes_acp", "--setup"]
@@ -160,11 +166,42 @@ def _setup_command() -> tuple[str, list[str]]:
     return os.path.abspath(found or launched), ["--setup"]
 
 
+def _in_a_cache(prefix: str) -> bool:
+    """Whether the environment at ``prefix`` lies in a cache folder (one with a ``CACHEDIR.TAG`` above it, as uv's
+    has): what is there may be gone tomorrow."""
+    folder = os.path.abspath(prefix)
+    while True:
+        if os.path.isfile(os.path.join(folder, "CACHEDIR.TAG")):
+            return True
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return False
+        folder = parent
+
+
+def _uv_command() -> tuple[str, list[str]] | None:
+    """``uvx hermes-acp-server==<version> --setup`` (uvx by absolute path), or uv's own ``tool run``; None without
+    either on PATH."""
+    import shutil
+
+    pinned = f"{DISTRIBUTION}=={__version__}"
+    uvx = shutil.which("uvx")
+    if uvx is not None:
+        return os.path.abspath(uvx), [pinned, "--setup"]
+    uv = shutil.which("uv") or os.environ.get("UV")
+    return (os.path.abspath(uv), ["tool", "run", pinned, "--setup"]) if uv else None
+
+
 def key_variables(env: Mapping[str, str]) -> dict[str, str]:
-    """provider id → the env var holding its key, from config.toml (read raw) and the quick-start variables."""
+    """provider id → the env var holding its key, from config.toml (read raw), the quick-start variables and
+    ``HERMES_ACP_PROVIDERS__<ID>__API_KEY_ENV`` (config_env's rule, read by name here)."""
     variables = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
     if env.get("HERMES_ACP_BASE_URL"):
         variables["custom"] = "HERMES_ACP_API_KEY"
+    for name, value in env.items():
+        parts = name.split("__")
+        if len(parts) == 3 and parts[0] == "HERMES_ACP_PROVIDERS" and parts[2].upper() == "API_KEY_ENV" and value:
+            variables[parts[1].lower()] = value
     path = config_file(env)
     if not os.path.isfile(path):  # as the settings read it: a FIFO or a device would block the answer
         return variables

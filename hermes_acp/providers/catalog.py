@@ -94,9 +94,8 @@ class ModelCatalog:
         ids = {m.id for m in models}
         default = settings.model.default
         if default is not None and default not in ids:
-            where = settings.config_file or "environment"
             raise ConfigError(
-                f"{where}: model.default: {default!r} is not a configured model"
+                f"{settings.where('model.default')}: model.default: {default!r} is not a configured model"
                 f"{_suggest(default, ids) or ' (configure its provider under [providers.<id>])'}"
             )
         if default is None:

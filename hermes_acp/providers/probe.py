@@ -5,7 +5,8 @@ of them works. The in-editor setup and ``providers/set`` ask them; nothing here 
 ``anthropic-version`` (Anthropic), the key sent only to the service's own origin, bounded in time and size. What a
 service lists is outside input: ids that are not short printable text are dropped, the list is cut at
 ``MAX_LISTED``. A service without the route, or one that refuses, gives a ``ModelListing`` with no ids and the
-reason in words. ``try_model`` streams one tiny request through a provider built by the registry's
+reason in words, the HTTP status it answered with, and whether anything answered at all (``answered``: False when
+no connection could be made). ``try_model`` streams one tiny request through a provider built by the registry's
 ``build_provider`` from ``candidate_settings`` (no retries) and raises the provider's own ``ProviderError`` when it
 fails, so the user reads the same explanation a turn would give.
 """
@@ -46,6 +47,10 @@ class ModelListing:
     """The model ids the service listed (empty when it listed none or could not be asked)."""
     problem: str | None = None
     """Why there is no list, in words, when there is none."""
+    status: int | None = None
+    """The HTTP status of an answer other than 200."""
+    answered: bool = True
+    """False when nothing answered: no connection could be made to the server (refused, no such host, timed out)."""
 
 
 async def list_models(
@@ -73,12 +78,14 @@ async def list_models(
             client.stream("GET", url, headers={**sent, "Accept": "application/json"}) as response,
         ):
             if response.status_code != 200:
-                return ModelListing((), f"{url} answered HTTP {response.status_code}")
+                return ModelListing((), f"{url} answered HTTP {response.status_code}", status=response.status_code)
             body = bytearray()
             async for chunk in response.aiter_bytes():
                 body.extend(chunk)
                 if len(body) > MAX_LISTING_BYTES:
                     return ModelListing((), f"{url} answered with more than {MAX_LISTING_BYTES // 1024 // 1024} MB")
+    except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
+        return ModelListing((), f"{url} could not be reached ({type(exc).__name__})", answered=False)
     except httpx.HTTPError as exc:
         return ModelListing((), f"{url} could not be reached ({type(exc).__name__})")
     return _listed(bytes(body), url)

@@ -193,12 +193,14 @@ async def spawn_agent(
     models: str = '["m", "m2"]',
     max_retries: int = 0,
     sandbox: SandboxMode | None = DEFAULT_TEST_SANDBOX,
+    config_at: Path | None = None,
 ) -> AsyncIterator[AgentProcess]:
     """The real agent against a scripted model (``scenario``: the model server's format; default: "Hello." for
     every request). ``config_extra`` is appended to config.toml (e.g. ``[permissions]`` or ``[agent]``);
     ``models`` is the provider's model list in TOML (e.g. to give ``m`` a ``context_window``); ``max_retries`` is
     the provider's (0: a failed request fails the turn at once); ``sandbox`` the ``[sandbox] mode`` pinned unless
-    ``config_extra`` sets one (``tests/fakes/sandbox_pin.py``)."""
+    ``config_extra`` sets one (``tests/fakes/sandbox_pin.py``); ``config_at``: the config is written there instead of
+    the home, and the agent started with ``--config`` naming it."""
     home = home or tmp_path / "home"
     home.mkdir(parents=True, exist_ok=True)
     workspace = tmp_path / "workspace"
@@ -207,7 +209,7 @@ async def spawn_agent(
     scenario = scenario or {"name": "default", "responses": [{"steps": [{"text": "Hello."}], "repeat": True}]}
     async with serve_model_server(scenario) as model:
         config = _config(model.openai_base_url, models, max_retries) + config_extra
-        (home / "config.toml").write_text(pin_sandbox(config, sandbox))
+        (config_at or home / "config.toml").write_text(pin_sandbox(config, sandbox))
         process_env = {
             "PATH": os.environ.get("PATH", ""),
             "HOME": str(tmp_path),
@@ -220,6 +222,7 @@ async def spawn_agent(
                 sys.executable,
                 "-m",
                 "hermes_acp",
+                *(["--config", str(config_at)] if config_at else []),
                 stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=stderr,

@@ -133,8 +133,8 @@ async def test_from_a_fresh_home_to_a_first_streamed_answer_through_forms(tmp_pa
     assert parsed["providers"]["ollama"] == {
         "kind": "openai",
         "base_url": server.openai_base_url,
-        "models": [{"id": "llama3.3", "vision": False}],
-    }
+        "models": [{"id": "llama3.3", "vision": False}, "qwen3"],
+    }, "the chosen model, then every other model the server listed"
     assert parsed["sandbox"]["mode"] == "off", "keys the setup does not touch stay"
     options = [u for u in report["updates"] if u["update"]["sessionUpdate"] == "config_option_update"]
     assert options, "the open session is told its new model options"
@@ -173,7 +173,8 @@ async def test_every_preset_sets_up_and_answers(tmp_path: Path, listing: str) ->
     assert parsed["providers"]["openai"]["api_key_env"] == "FX_OPENAI_API_KEY"
     assert parsed["providers"]["openrouter"]["api_key_env"] == "OPENROUTER_API_KEY"
     assert "api_key_env" not in parsed["providers"]["ollama"]
-    assert parsed["providers"]["vllm"]["models"] == [{"id": "llama3.3", "vision": True}]
+    others = ["qwen3"] if listing == "listed" else []
+    assert parsed["providers"]["vllm"]["models"] == [{"id": "llama3.3", "vision": True}, *others]
     keys = {r.credentials["authorization"].sha256_prefix for r in requests if r.credentials["authorization"].present}
     keys |= {r.credentials["x-api-key"].sha256_prefix for r in requests if r.credentials["x-api-key"].present}
     assert keys == {key_fingerprint(v) for v in env.values()}, "each key reached the server, none was stored"
@@ -232,7 +233,7 @@ async def test_a_cancel_or_decline_at_each_step_writes_nothing(tmp_path: Path) -
         report = await _run(tmp_path, plan)
         posts = [r for r in server.requests() if r.method == "POST"]
     assert [r["error"]["code"] for r in report["results"]] == [-32000] * 4
-    assert all("cancelled" in r["error"]["message"] for r in report["results"])
+    assert [r["error"]["message"] for r in report["results"]] == ["Setup cancelled; nothing was written."] * 4
     assert len(report["elicitations"]) == 6
     assert posts == [], "no test request after a cancel"
     assert (tmp_path / "home" / "config.toml").read_text() == pin_sandbox(COMMENTED)
@@ -334,3 +335,61 @@ async def test_a_client_routes_providers_in_memory_and_a_prompt_follows(tmp_path
     text = (tmp_path / "home" / "config.toml").read_text()
     assert "gateway" not in text and "gw" not in text, "routes are never written to config.toml"
     assert "gateway-secret" not in (tmp_path / "home" / "logs" / "hermes-acp.log").read_text()
+
+
+async def test_a_server_where_nothing_answers_stops_the_setup_after_the_first_form(tmp_path: Path) -> None:
+    async with serve_model_server(_scenario()) as server:
+        url = server.openai_base_url  # closed when the block ends: nothing answers there any more
+    plan = {"steps": [SETUP], "forms": [_service("ollama", url), _model("qwen3")]}
+    report = await _run(tmp_path, plan)
+    [outcome] = report["results"]
+    assert outcome["error"]["code"] == -32000
+    assert outcome["error"]["message"] == (
+        f"Setup stopped: nothing answers at {url} — is Ollama running? `ollama serve`; nothing was written."
+    )
+    assert len(report["elicitations"]) == 1, "no model form for a server nobody answers at"
+    assert (tmp_path / "home" / "config.toml").read_text() == pin_sandbox(COMMENTED)
+
+
+async def test_a_refused_key_stops_the_setup_after_the_first_form(tmp_path: Path) -> None:
+    async with serve_model_server({**_scenario(), "api_key": "the-right-key"}) as server:
+        plan = {"steps": [SETUP], "forms": [_service("openrouter", server.openai_base_url), _model("qwen3")]}
+        report = await _run(tmp_path, plan, env={"OPENROUTER_API_KEY": "a-wrong-key"})
+        requests = server.requests()
+    [outcome] = report["results"]
+    message = outcome["error"]["message"]
+    assert message == (
+        f"Setup stopped: the key in OPENROUTER_API_KEY was refused (HTTP 401 from {server.openai_base_url});"
+        " nothing was written."
+    )
+    assert "a-wrong-key" not in json.dumps(report["results"])
+    assert len(report["elicitations"]) == 1
+    assert [(r.method, r.path) for r in requests] == [("GET", "/v1/models")], "no test request after a refusal"
+    assert (tmp_path / "home" / "config.toml").read_text() == pin_sandbox(COMMENTED)
+
+
+async def test_every_listed_model_is_written_and_the_next_setup_starts_from_the_current_one(tmp_path: Path) -> None:
+    async with serve_model_server(_scenario()) as server:
+        url = server.openai_base_url
+        switch = {"sessionId": "$session", "configId": "model", "value": "lmstudio:llama3.3"}
+        plan = {
+            "steps": [
+                SESSION_NEW,
+                _prompt("/setup"),
+                {"method": "session/set_config_option", "params": switch},
+                _prompt("and now?"),
+                _prompt("/setup"),
+            ],
+            "forms": [_service("lmstudio", url), _model("qwen3"), _service("lmstudio", url), {"action": "cancel"}],
+        }
+        report = await _run(tmp_path, plan)
+        posts = [r.body["model"] for r in server.requests() if r.method == "POST"]
+    assert [r.get("result", r.get("error")) is not None for r in report["results"]] == [True] * 5
+    assert report["results"][2] == {"result": report["results"][2]["result"]}, "the picker switches at once"
+    assert posts == ["qwen3", "llama3.3"], "the test request, then the prompt on the model switched to"
+    assert _config(tmp_path)["providers"]["lmstudio"]["models"] == [{"id": "qwen3", "vision": False}, "llama3.3"]
+    first, _, again, model_again = report["elicitations"]
+    assert "default" not in first["requestedSchema"]["properties"]["base_url"], "a fresh home starts empty"
+    defaults = {name: p.get("default") for name, p in again["requestedSchema"]["properties"].items()}
+    assert defaults == {"preset": "lmstudio", "kind": "openai", "base_url": url, "api_key_env": "-"}
+    assert model_again["requestedSchema"]["properties"]["model"]["default"] == "qwen3", "LISTED[0] is llama3.3"

@@ -1,4 +1,5 @@
-"""``hermes-acp --check`` opens the session store as the server would, and counts one it cannot open as a problem."""
+"""``hermes-acp --check`` opens the session store as the server would, and counts one it cannot open as a problem;
+a home whose default model cannot work (no provider, its key not set) is a problem too."""
 
 from __future__ import annotations
 
@@ -12,11 +13,15 @@ import pytest
 
 from hermes_acp.diagnostics import run_check
 
+LOCAL = '[providers.local]\nkind = "openai"\nbase_url = "http://127.0.0.1:9/v1"\nmodels = ["m"]\n'
+"""A provider that needs no key: the check can pass without asking it (nothing listens on port 9)."""
+
 
 @pytest.fixture
 def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     home = tmp_path / "home"
     home.mkdir()
+    (home / "config.toml").write_text(LOCAL)
     for name in ("HERMES_ACP_BASE_URL", "HERMES_ACP_MODEL", "OPENAI_API_KEY", "ANTHROPIC_API_KEY"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("HERMES_ACP_HOME", str(home))
@@ -78,3 +83,20 @@ def test_a_full_disk_is_a_problem(home: Path, monkeypatch: pytest.MonkeyPatch) -
     lines: list[str] = []
     assert run_check(lines.append) == 1
     assert f"  ✗ 4.0 KiB free on the file system holding {home}: turns cannot be stored" in lines
+
+
+def test_no_provider_at_all_is_a_problem(home: Path) -> None:
+    (home / "config.toml").unlink()
+    lines: list[str] = []
+    assert run_check(lines.append) == 1
+    assert any(line.startswith("  ✗ no model can work: no provider is configured") for line in lines)
+
+
+def test_a_default_model_whose_key_is_not_set_is_a_problem(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (home / "config.toml").write_text(LOCAL.replace('models = ["m"]', 'api_key_env = "LOCAL_KEY"\nmodels = ["m"]'))
+    monkeypatch.delenv("LOCAL_KEY", raising=False)
+    lines: list[str] = []
+    assert run_check(lines.append) == 1
+    assert "  ✗ the default model local:m cannot work: LOCAL_KEY is not set in this environment" in "\n".join(lines)
+    monkeypatch.setenv("LOCAL_KEY", "k")
+    assert run_check(lambda _line: None) == 0
