@@ -48,6 +48,7 @@ UNSET_BY_DEFAULT: dict[str, Any] = {
     "auxiliary.vision.model": "my-server:a",
     "host.idle_exit_s": 60.0,
     "host.token_file": "~/door.token",
+    "terminal.shell": "bash",
 }
 """A value for each key that has none by default (the others are set to the value they have)."""
 
