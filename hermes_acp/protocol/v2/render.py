@@ -108,6 +108,7 @@ __all__ = [
     "live_update",
     "notice",
     "permission_request",
+    "session_status",
     "state_update",
     "thought_id",
     "tool_content",
@@ -299,6 +300,14 @@ def state_update(
     if usage is not None and usage != Usage():
         update["usage"] = usage_json(usage)
     return update
+
+
+def session_status(state: Update | None) -> dict[str, Any]:
+    """The answer to ``session/status`` (unstable): ``open`` with the session's state (a ``state_update`` as this
+    module builds it) for a session open in the host, ``saved`` for one only in the store."""
+    if state is None:
+        return {"status": "saved"}
+    return {"status": "open", "state": {key: value for key, value in state.items() if key != "sessionUpdate"}}
 
 
 def live_update(update: LiveUpdate) -> Update | None:
