@@ -5,6 +5,7 @@ rendered in v1 and v2 naming the same messages and tool calls; live equal to rep
 from __future__ import annotations
 
 import base64
+import difflib
 from typing import Any
 
 import pytest
@@ -432,3 +433,12 @@ def test_a_terminal_that_never_ran_is_opened_then_closed_without_a_reference() -
         event_updates(PermissionResolved(turn_id="t", tool_call_id="c", outcome="cancelled", scope="x"), live=True)
         == []
     )
+
+
+@pytest.mark.parametrize("line", [0, 1, 29, 48, 49])
+def test_the_patch_of_an_edit_deep_in_a_long_file_is_the_one_difflib_writes_for_the_whole_file(line: int) -> None:
+    old = [f"line {i}\n" if i % 3 else "\n" for i in range(50)]
+    new = [*old[:line], "changed\n", *old[line + 1 :]]
+    patch = git_patch(DiffBlock(path="/w/long.py", old_text="".join(old), new_text="".join(new)))
+    whole = difflib.unified_diff(old, new, "/w/long.py", "/w/long.py")
+    assert patch == "diff --git /w/long.py /w/long.py\n" + "".join(whole)

@@ -36,7 +36,8 @@ else varies. No I/O; nothing here knows sessions or connections.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Sequence
+import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, assert_never
 
@@ -394,20 +395,58 @@ def diff_content(block: DiffBlock) -> Update:
 
 def git_patch(block: DiffBlock) -> str:
     """One ``diff --git`` section in Git's patch format, as v2 writes it: absolute paths without ``a/`` / ``b/``,
-    ``/dev/null`` for the missing side of a new file, paths quoted as Git quotes them."""
+    ``/dev/null`` for the missing side of a new file, paths quoted as Git quotes them, three lines of context."""
     path = _git_quoted(block.path)
     old = (block.old_text or "").splitlines(keepends=True)
     new = block.new_text.splitlines(keepends=True)
     out = [f"diff --git {path} {path}\n"]
     if block.old_text is None:
         out.append("new file mode 100644\n")
-    lines = list(difflib.unified_diff(old, new, "/dev/null" if block.old_text is None else path, path))
-    if not lines:
-        return "".join(out)
-    out += lines[:2]  # the ``---`` and ``+++`` lines
-    for line in lines[2:]:
-        out.append(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n")
+    out += _unified(old, new, "/dev/null" if block.old_text is None else path, path)
     return "".join(out)
+
+
+_CONTEXT = 3
+_HUNK = re.compile(r"@@ -(\d+)(,\d+)? \+(\d+)(,\d+)? @@")
+
+
+def _unified(old: list[str], new: list[str], before: str, after: str) -> list[str]:
+    """``difflib.unified_diff`` of ``old`` and ``new``, run on the part between their common first and last lines
+    (and its context): a tool's edit changes a few lines of a file, and difflib's matcher costs far more on the
+    whole file (its repeated lines: blank ones, braces) than the unchanged ends are worth. The hunks' line numbers
+    are moved back to the whole file's."""
+    head = _common(old, new, lambda k: old[:k] == new[:k], min(len(old), len(new)))
+    tail = _common(old, new, lambda k: old[len(old) - k :] == new[len(new) - k :], min(len(old), len(new)) - head)
+    start = max(0, head - _CONTEXT)
+    old_end, new_end = min(len(old), len(old) - tail + _CONTEXT), min(len(new), len(new) - tail + _CONTEXT)
+    lines = list(difflib.unified_diff(old[start:old_end], new[start:new_end], before, after, n=_CONTEXT))
+    if not lines:
+        return []
+    out = lines[:2]  # the ``---`` and ``+++`` lines
+    for line in lines[2:]:
+        moved = _HUNK.sub(_moved(start), line) if start and line.startswith("@@") else line
+        out.append(moved if moved.endswith("\n") else moved + "\n\\ No newline at end of file\n")
+    return out
+
+
+def _common(old: list[str], new: list[str], same: Callable[[int], bool], most: int) -> int:
+    """The largest ``k`` up to ``most`` for which ``same(k)`` holds (it holds up to some ``k`` and not past it),
+    found by halving: list slices compare in C, a loop over lines would not."""
+    low, high = 0, most
+    while low < high:
+        middle = (low + high + 1) // 2
+        if same(middle):
+            low = middle
+        else:
+            high = middle - 1
+    return low
+
+
+def _moved(start: int) -> Callable[[re.Match[str]], str]:
+    def move(hunk: re.Match[str]) -> str:
+        return f"@@ -{int(hunk[1]) + start}{hunk[2] or ''} +{int(hunk[3]) + start}{hunk[4] or ''} @@"
+
+    return move
 
 
 _GIT_ESCAPES = {
