@@ -1280,6 +1280,13 @@ async def subagent_rows(bench: Bench) -> list[Row]:
     return rows
 
 
+async def acp_v2_rows(bench: Bench) -> list[Row]:
+    """ACP v2 beside v1 (``probes/bench_v2.py``): the renderings of one 2,000-event session, a rejoin by cursor."""
+    from .bench_v2 import rendering_rows
+
+    return [Row(**row) for row in await rendering_rows()]
+
+
 ROWS: dict[str, Callable[[Bench], Awaitable[list[Row]]]] = {
     "cold_start": lambda b: cold_start(b, 5),
     "model_switch": lambda b: model_switch(b, 5),
@@ -1310,6 +1317,7 @@ ROWS: dict[str, Callable[[Bench], Awaitable[list[Row]]]] = {
     "subagents": subagent_rows,
     "steering": lambda b: steering_rows(b, Row),
     "rewind": lambda b: rewind_rows(b, Row),
+    "acp_v2": acp_v2_rows,
 }
 
 

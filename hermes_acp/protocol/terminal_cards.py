@@ -117,25 +117,37 @@ def zed_meta(events: list[TerminalEvent]) -> dict[str, Any] | None:
     return meta or None
 
 
-def v2_updates(events: list[TerminalEvent]) -> list[dict[str, Any]]:
+def v2_updates(events: list[TerminalEvent], *, replay: bool = False, cancellable: bool = False) -> list[dict[str, Any]]:
     """The same events as ACP v2 ``session/update`` payloads: ``terminal_update`` (upsert: the command and cwd when
-    it opens, the exit status when it ends) and ``terminal_output_chunk`` (appended bytes, base64)."""
+    it opens, the exit status when it ends) and ``terminal_output_chunk`` (appended bytes, base64).
+
+    ``replay``: what a settlement kept goes out as one ``terminal_update`` with the output as a replacement snapshot
+    (``output.data``) and the exit status, never as appended chunks: a client that rejoins may hold part of it
+    already. ``cancellable``: the server answers ``terminal/cancel``, so an opening terminal advertises
+    ``capabilities.cancel`` and an ending one clears it."""
     updates: list[dict[str, Any]] = []
+    kept: dict[str, str] = {}
     for event in events:
         match event:
             case Opened():
+                opened: dict[str, Any] = {
+                    "sessionUpdate": "terminal_update",
+                    "terminalId": event.terminal_id,
+                    "command": event.command,
+                    "cwd": event.cwd,
+                }
+                if cancellable:
+                    opened["capabilities"] = {"cancel": {}}
+                updates.append(opened)
+            case Output() if replay:
+                kept[event.terminal_id] = kept.get(event.terminal_id, "") + event.data
+            case Output():
                 updates.append(
                     {
-                        "sessionUpdate": "terminal_update",
+                        "sessionUpdate": "terminal_output_chunk",
                         "terminalId": event.terminal_id,
-                        "command": event.command,
-                        "cwd": event.cwd,
+                        "data": _b64(event.data),
                     }
-                )
-            case Output():
-                data = base64.b64encode(event.data.encode("utf-8")).decode("ascii")
-                updates.append(
-                    {"sessionUpdate": "terminal_output_chunk", "terminalId": event.terminal_id, "data": data}
                 )
             case Exited():
                 status: dict[str, Any] = {}
@@ -143,7 +155,19 @@ def v2_updates(events: list[TerminalEvent]) -> list[dict[str, Any]]:
                     status["exitCode"] = event.exit_code
                 if event.signal is not None:
                     status["signal"] = event.signal
-                updates.append(
-                    {"sessionUpdate": "terminal_update", "terminalId": event.terminal_id, "exitStatus": status}
-                )
+                ended: dict[str, Any] = {"sessionUpdate": "terminal_update", "terminalId": event.terminal_id}
+                if event.terminal_id in kept:
+                    ended["output"] = {"data": _b64(kept.pop(event.terminal_id))}
+                ended["exitStatus"] = status
+                if cancellable:
+                    ended["capabilities"] = None
+                updates.append(ended)
+    updates.extend(
+        {"sessionUpdate": "terminal_update", "terminalId": terminal_id, "output": {"data": _b64(data)}}
+        for terminal_id, data in kept.items()
+    )
     return updates
+
+
+def _b64(text: str) -> str:
+    return base64.b64encode(text.encode("utf-8")).decode("ascii")

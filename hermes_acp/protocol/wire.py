@@ -38,9 +38,11 @@ __all__ = [
     "ClientCapabilities",
     "ContentBlock",
     "CreateTerminalResult",
+    "ElicitationCapabilities",
     "ElicitationResult",
     "ForkSessionParams",
     "InitializeParams",
+    "Lenient",
     "ListSessionsParams",
     "LoadSessionParams",
     "NewSessionParams",
@@ -60,13 +62,15 @@ __all__ = [
     "SystemPromptParam",
     "TerminalExitResult",
     "TerminalOutputResult",
+    "WireModel",
+    "default_on_error",
     "parse",
 ]
 
 M = TypeVar("M", bound=BaseModel)
 
 
-def _default_on_error(default: Any) -> WrapValidator:
+def default_on_error(default: Any) -> WrapValidator:
     """For fields the schema marks ``x-deserialize-default-on-error``: a value that cannot be read is ``default``.
 
     A model class as ``default`` means a fresh empty instance of it, made only when needed: building one here,
@@ -82,10 +86,13 @@ def _default_on_error(default: Any) -> WrapValidator:
     return WrapValidator(validate)
 
 
-Lenient = _default_on_error(None)
+Lenient = default_on_error(None)
 
 
-class _Wire(BaseModel):
+class WireModel(BaseModel):
+    """The base of every model we read (the v2 ones beside these too: ``protocol/v2/wire.py``): aliases in the
+    client's spelling, unknown fields ignored, frozen, built on first use."""
+
     model_config = ConfigDict(populate_by_name=True, extra="ignore", frozen=True, defer_build=True)
 
 
@@ -113,46 +120,46 @@ def _problem(error: Any) -> dict[str, str]:
 # -- capabilities ---------------------------------------------------------------------------------------------
 
 
-class _Capability(_Wire):
+class _Capability(WireModel):
     """An object whose presence is the capability (``{}``); its fields are extensions we do not read."""
 
 
-class FileSystemCapabilities(_Wire):
-    read_text_file: Annotated[bool, _default_on_error(False)] = Field(False, alias="readTextFile")
-    write_text_file: Annotated[bool, _default_on_error(False)] = Field(False, alias="writeTextFile")
+class FileSystemCapabilities(WireModel):
+    read_text_file: Annotated[bool, default_on_error(False)] = Field(False, alias="readTextFile")
+    write_text_file: Annotated[bool, default_on_error(False)] = Field(False, alias="writeTextFile")
 
 
-class ConfigOptionsCapabilities(_Wire):
+class ConfigOptionsCapabilities(WireModel):
     boolean: Annotated[_Capability | None, Lenient] = None
 
 
-class ClientSessionCapabilities(_Wire):
+class ClientSessionCapabilities(WireModel):
     compaction: Annotated[_Capability | None, Lenient] = None
     notices: Annotated[_Capability | None, Lenient] = None
     config_options: Annotated[ConfigOptionsCapabilities | None, Lenient] = Field(None, alias="configOptions")
 
 
-class ElicitationCapabilities(_Wire):
+class ElicitationCapabilities(WireModel):
     form: Annotated[_Capability | None, Lenient] = None
     url: Annotated[_Capability | None, Lenient] = None
 
 
-class AuthCapabilities(_Wire):
-    terminal: Annotated[bool, _default_on_error(False)] = False
+class AuthCapabilities(WireModel):
+    terminal: Annotated[bool, default_on_error(False)] = False
 
 
-class ClientCapabilities(_Wire):
-    fs: Annotated[FileSystemCapabilities, _default_on_error(FileSystemCapabilities)] = Field(
+class ClientCapabilities(WireModel):
+    fs: Annotated[FileSystemCapabilities, default_on_error(FileSystemCapabilities)] = Field(
         default_factory=FileSystemCapabilities
     )
-    terminal: Annotated[bool, _default_on_error(False)] = False
-    session: Annotated[ClientSessionCapabilities, _default_on_error(ClientSessionCapabilities)] = Field(
+    terminal: Annotated[bool, default_on_error(False)] = False
+    session: Annotated[ClientSessionCapabilities, default_on_error(ClientSessionCapabilities)] = Field(
         default_factory=ClientSessionCapabilities
     )
-    elicitation: Annotated[ElicitationCapabilities, _default_on_error(ElicitationCapabilities)] = Field(
+    elicitation: Annotated[ElicitationCapabilities, default_on_error(ElicitationCapabilities)] = Field(
         default_factory=ElicitationCapabilities
     )
-    auth: Annotated[AuthCapabilities, _default_on_error(AuthCapabilities)] = Field(default_factory=AuthCapabilities)
+    auth: Annotated[AuthCapabilities, default_on_error(AuthCapabilities)] = Field(default_factory=AuthCapabilities)
     plan: Annotated[_Capability | None, Lenient] = None
     """Unstable: the client takes ``plan_update`` and ``plan_removed`` updates (plans by id)."""
     subagent_sessions: Annotated[_Capability | None, Lenient] = Field(None, alias="subagents")
@@ -192,9 +199,9 @@ class ClientCapabilities(_Wire):
         return self.meta is not None and self.meta.get("terminal_output") is True
 
 
-class InitializeParams(_Wire):
+class InitializeParams(WireModel):
     protocol_version: Any = Field(alias="protocolVersion")
-    client_capabilities: Annotated[ClientCapabilities, _default_on_error(ClientCapabilities)] = Field(
+    client_capabilities: Annotated[ClientCapabilities, default_on_error(ClientCapabilities)] = Field(
         default_factory=ClientCapabilities, alias="clientCapabilities"
     )
 
@@ -202,38 +209,38 @@ class InitializeParams(_Wire):
 # -- prompt content -------------------------------------------------------------------------------------------
 
 
-class TextContent(_Wire):
+class TextContent(WireModel):
     type: Literal["text"]
     text: str
 
 
-class ImageContent(_Wire):
+class ImageContent(WireModel):
     type: Literal["image"]
     data: str
     mime_type: str = Field(alias="mimeType")
     uri: str | None = None
 
 
-class AudioContent(_Wire):
+class AudioContent(WireModel):
     type: Literal["audio"]
     data: str
     mime_type: str = Field(alias="mimeType")
 
 
-class ResourceLinkContent(_Wire):
+class ResourceLinkContent(WireModel):
     type: Literal["resource_link"]
     uri: str
     name: str
     mime_type: str | None = Field(None, alias="mimeType")
 
 
-class TextResource(_Wire):
+class TextResource(WireModel):
     uri: str
     text: str
     mime_type: str | None = Field(None, alias="mimeType")
 
 
-class BlobResource(_Wire):
+class BlobResource(WireModel):
     uri: str
     blob: str
     mime_type: str | None = Field(None, alias="mimeType")
@@ -244,7 +251,7 @@ def _resource_kind(value: Any) -> str:
     return "~text" if has_text else "~blob"
 
 
-class EmbeddedResourceContent(_Wire):
+class EmbeddedResourceContent(WireModel):
     type: Literal["resource"]
     resource: Annotated[
         Annotated[TextResource, Tag("~text")] | Annotated[BlobResource, Tag("~blob")], Discriminator(_resource_kind)
@@ -294,7 +301,7 @@ BoundedPrompt = Annotated[list[ContentBlock], BeforeValidator(_bounded)]
 # -- session methods ------------------------------------------------------------------------------------------
 
 
-class SessionIdParams(_Wire):
+class SessionIdParams(WireModel):
     """``session/close``, ``session/delete``, ``session/cancel``."""
 
     session_id: str = Field(alias="sessionId")
@@ -303,7 +310,7 @@ class SessionIdParams(_Wire):
 CancelParams = SessionIdParams
 
 
-class SystemPromptParam(_Wire):
+class SystemPromptParam(WireModel):
     """The unstable ``systemPrompt`` of the lifecycle requests. Read strictly: a mode or a block we do not support is
     an error, never ignored (``system_prompt`` checks them)."""
 
@@ -311,7 +318,7 @@ class SystemPromptParam(_Wire):
     content: list[ContentBlock]
 
 
-class NewSessionParams(_Wire):
+class NewSessionParams(WireModel):
     cwd: str
     mcp_servers: list[Any] = Field(alias="mcpServers")
     """Raw entries: each is read (or reported as not started) by the MCP client, so a bad one loses only itself."""
@@ -323,7 +330,7 @@ class LoadSessionParams(NewSessionParams):
     session_id: str = Field(alias="sessionId")
 
 
-class ResumeSessionParams(_Wire):
+class ResumeSessionParams(WireModel):
     """``session/resume`` and ``session/fork``: like load, with ``mcpServers`` optional."""
 
     session_id: str = Field(alias="sessionId")
@@ -333,7 +340,7 @@ class ResumeSessionParams(_Wire):
     system_prompt: SystemPromptParam | None = Field(None, alias="systemPrompt")
 
 
-class ForkMeta(_Wire):
+class ForkMeta(WireModel):
     message_id: str | None = Field(None, alias="messageId", min_length=1)
     """Fork at this message (inclusive) instead of the end."""
 
@@ -342,7 +349,7 @@ class ForkSessionParams(ResumeSessionParams):
     meta: ForkMeta | None = Field(None, alias="_meta")
 
 
-class ListSessionsParams(_Wire):
+class ListSessionsParams(WireModel):
     cwd: str | None = None
     cursor: str | None = None
     archived: str | None = None
@@ -357,22 +364,22 @@ class ListSessionsParams(_Wire):
         return isinstance(hermes, dict) and hermes.get("subagents") is True
 
 
-class SetTitleParams(_Wire):
+class SetTitleParams(WireModel):
     session_id: str = Field(alias="sessionId")
     title: str
 
 
-class SteeringIdle(_Wire):
+class SteeringIdle(WireModel):
     model_config = ConfigDict(populate_by_name=True, extra="allow", frozen=True, defer_build=True)
     idle_behavior: Literal["promptRequired"] | None = Field(None, alias="idleBehavior")
 
 
-class SteeringMeta(_Wire):
+class SteeringMeta(WireModel):
     model_config = ConfigDict(populate_by_name=True, extra="allow", frozen=True, defer_build=True)
     steering: SteeringIdle | None = None
 
 
-class SteeringParams(_Wire):
+class SteeringParams(WireModel):
     """``_session/steering``, in the shape claude-agent-acp and codex-acp read: the prompt's content blocks, and
     ``_meta.steering.idleBehavior`` (only ``promptRequired``) to get the message back when no turn runs."""
 
@@ -385,32 +392,32 @@ class SteeringParams(_Wire):
         return self.meta is not None and self.meta.steering is not None and self.meta.steering.idle_behavior is not None
 
 
-class RewindParams(_Wire):
+class RewindParams(WireModel):
     """``_session/rewind``: back to just before the user message ``messageId`` (the session rewind proposal)."""
 
     session_id: str = Field(alias="sessionId")
     message_id: str = Field(alias="messageId", min_length=1)
 
 
-class SetModeParams(_Wire):
+class SetModeParams(WireModel):
     session_id: str = Field(alias="sessionId")
     mode_id: str = Field(alias="modeId")
 
 
-class SetConfigOptionParams(_Wire):
+class SetConfigOptionParams(WireModel):
     session_id: str = Field(alias="sessionId")
     config_id: str = Field(alias="configId")
     value: str | bool
 
 
-class SetModelParams(_Wire):
+class SetModelParams(WireModel):
     """The legacy ``session/set_model`` (gone from the schema; JetBrains still sends it)."""
 
     session_id: str = Field(alias="sessionId")
     model_id: str = Field(alias="modelId")
 
 
-class PromptParams(_Wire):
+class PromptParams(WireModel):
     session_id: str = Field(alias="sessionId")
     prompt: BoundedPrompt
 
@@ -437,11 +444,11 @@ def _prompt_bytes(value: Any) -> int:
     return total
 
 
-class AuthenticateParams(_Wire):
+class AuthenticateParams(WireModel):
     method_id: str = Field(alias="methodId")
 
 
-class SetProviderParams(_Wire):
+class SetProviderParams(WireModel):
     """``providers/set`` (unstable): route one provider to a base URL with these headers (kept in memory only)."""
 
     provider_id: Annotated[str, Field(min_length=1, max_length=64)] = Field(alias="providerId")
@@ -450,7 +457,7 @@ class SetProviderParams(_Wire):
     headers: dict[str, str] = Field(default_factory=dict)
 
 
-class ProviderIdParams(_Wire):
+class ProviderIdParams(WireModel):
     """``providers/disable`` (unstable)."""
 
     provider_id: Annotated[str, Field(min_length=1, max_length=64)] = Field(alias="providerId")
@@ -459,16 +466,16 @@ class ProviderIdParams(_Wire):
 # -- the client's answers to our requests ---------------------------------------------------------------------
 
 
-class SelectedOutcome(_Wire):
+class SelectedOutcome(WireModel):
     outcome: Literal["selected"]
     option_id: str = Field(alias="optionId")
 
 
-class CancelledOutcome(_Wire):
+class CancelledOutcome(WireModel):
     outcome: Literal["cancelled"]
 
 
-class PermissionResult(_Wire):
+class PermissionResult(WireModel):
     outcome: Annotated[
         Annotated[SelectedOutcome, Tag("~selected")] | Annotated[CancelledOutcome, Tag("~cancelled")],
         Discriminator(
@@ -479,26 +486,26 @@ class PermissionResult(_Wire):
     ]
 
 
-class ReadTextFileResult(_Wire):
+class ReadTextFileResult(WireModel):
     content: str
 
 
-class CreateTerminalResult(_Wire):
+class CreateTerminalResult(WireModel):
     terminal_id: str = Field(alias="terminalId")
 
 
-class TerminalExitResult(_Wire):
+class TerminalExitResult(WireModel):
     exit_code: int | None = Field(None, alias="exitCode")
     signal: str | None = None
 
 
-class TerminalOutputResult(_Wire):
+class TerminalOutputResult(WireModel):
     output: str
     truncated: bool = False
     exit_status: TerminalExitResult | None = Field(None, alias="exitStatus")
 
 
-class ElicitationResult(_Wire):
+class ElicitationResult(WireModel):
     action: str
     """``accept`` (with ``content``), ``decline`` or ``cancel``; anything else reads as ``cancel``."""
     content: dict[str, Any] | None = None

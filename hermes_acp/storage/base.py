@@ -185,7 +185,10 @@ class SessionStore(Protocol):
         """Append in one transaction (all or nothing) and bump ``updated_at``; raises ``StorageError``."""
         ...
 
-    async def load_events(self, session_id: str) -> list[StoredEvent]: ...
+    async def load_events(self, session_id: str, *, after: int = 0) -> list[StoredEvent]:
+        """The session's events in order: all of them, or those with a ``seq`` above ``after`` (what a client that
+        saw up to ``after`` missed)."""
+        ...
 
     async def list_sessions(
         self,

@@ -76,8 +76,8 @@ class InMemorySessionStore:
         self.records[session_id] = replace(self.records[session_id], updated_at=now)
         return stored
 
-    async def load_events(self, session_id: str) -> list[StoredEvent]:
-        return list(self.events.get(session_id, []))
+    async def load_events(self, session_id: str, *, after: int = 0) -> list[StoredEvent]:
+        return [stored for stored in self.events.get(session_id, []) if stored.seq > after]
 
     async def list_sessions(
         self,

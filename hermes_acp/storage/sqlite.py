@@ -282,11 +282,11 @@ class SqliteSessionStore:
         await self._checkpoint_now_and_then()
         return stored
 
-    async def load_events(self, session_id: str) -> list[StoredEvent]:
+    async def load_events(self, session_id: str, *, after: int = 0) -> list[StoredEvent]:
         def load(db: sqlite3.Connection) -> list[tuple[int, str, str]]:
             return db.execute(
-                "SELECT seq, created_at, payload_json FROM events WHERE session_id = ? ORDER BY seq",
-                (session_id,),
+                "SELECT seq, created_at, payload_json FROM events WHERE session_id = ? AND seq > ? ORDER BY seq",
+                (session_id, after),
             ).fetchall()
 
         rows = await self._run(load)

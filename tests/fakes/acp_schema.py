@@ -9,6 +9,13 @@ request by id, per direction) or error. Methods only the unstable schema has (``
 ``subagent_update``, ``session_message``); the legacy ``session/set_model`` (gone from the schema, still sent by
 JetBrains) and ``_``-prefixed extensions are not in either and are skipped.
 
+ACP v2 frames (a connection whose ``initialize`` answered ``protocolVersion: 2``, or ``version=2``) are checked
+against ``schema/v2``: each frame against the stable definition where it has one, and against the unstable schema
+(a superset: unstable methods, update kinds and fields such as an idle state's ``usage``) always. The v2 schema is
+open by design (every union has an "other" variant), so a v1 frame leaking onto a v2 connection (a ``tool_call``,
+a v1 diff, ``current_mode_update``) would validate; ``acp_v2_closed`` checks every v2 frame against the closed
+lists of the unions' known variants as well.
+
 ``FrameLog`` is what the harnesses fill (``observe`` fits the acp SDK connection's ``observers``); at teardown they
 call ``check``. Without the schema the check does nothing, except under ``HERMES_REQUIRE_LANES=1`` (CI), where a
 missing schema fails the test.
@@ -28,17 +35,33 @@ import anyio
 import jsonschema
 from referencing import Registry, Resource
 
+from .acp_v2_closed import closed_problems
 from .lanes import REQUIRE_LANES_ENV
 
-__all__ = ["SCHEMA_DIR", "FrameLog", "hidden_from_the_sdk", "read_frame", "schema_problems"]
+__all__ = [
+    "SCHEMA_DIR",
+    "Direction",
+    "FrameLog",
+    "hidden_from_the_sdk",
+    "negotiated_version",
+    "read_frame",
+    "schema_dir",
+    "schema_problems",
+]
 
 REPO = Path(__file__).resolve().parent.parent.parent
 SCHEMA_DIR = Path(
     os.environ.get("HERMES_ACP_SCHEMA_DIR", REPO / ".ci-tools" / "acp-schema" / "package" / "schema" / "v1")
 )
 Direction = Literal["to_agent", "to_client"]
-_NOT_IN_SCHEMA = frozenset({"session/set_model"})
-"""Methods we answer that the schema no longer has (JetBrains still sends ``session/set_model``)."""
+Version = Literal[1, 2]
+_NOT_IN_SCHEMA: dict[int, frozenset[str]] = {1: frozenset({"session/set_model"}), 2: frozenset()}
+"""Methods we answer that the schema no longer has (JetBrains still sends ``session/set_model``, on v1 only)."""
+
+
+def schema_dir(version: int) -> Path:
+    """The folder of ``version``'s schema (beside v1's: ``HERMES_ACP_SCHEMA_DIR`` names v1's)."""
+    return SCHEMA_DIR if version == 1 else SCHEMA_DIR.parent / f"v{version}"
 
 
 SDK_UNKNOWN_UPDATES = frozenset({"subagent_update", "session_message", "session_message_chunk"})
@@ -95,16 +118,32 @@ class FrameLog:
         if getattr(event.direction, "value", "") != "incoming":
             self.add("to_agent", event.message)
 
-    def check(self, *, only: Direction | None = None) -> None:
+    def check(self, *, only: Direction | None = None, version: Version | None = None) -> None:
         """Fail with every frame the schema rejects (``only``: check one direction, e.g. where the test sends
-        malformed frames on purpose)."""
-        if not (SCHEMA_DIR / "schema.json").is_file():
+        malformed frames on purpose), against the schema of ``version`` (None: the one the connection's
+        ``initialize`` chose)."""
+        version = negotiated_version(self.frames) if version is None else version
+        folder = schema_dir(version)
+        if not (folder / "schema.json").is_file():
             if os.environ.get(REQUIRE_LANES_ENV) == "1":
-                raise AssertionError(f"the ACP schema is missing at {SCHEMA_DIR}: run `bash .ci/acp-schema-setup.sh`")
+                raise AssertionError(f"the ACP schema is missing at {folder}: run `bash .ci/acp-schema-setup.sh`")
             return
         frames = [(d, m) for d, m in self.frames if only is None or d == only]
-        problems = schema_problems(frames, pending=_requests(self.frames))
+        problems = schema_problems(frames, pending=_requests(self.frames), version=version)
         assert not problems, "frames that do not validate against the ACP schema:\n" + "\n".join(problems[:20])
+
+
+def negotiated_version(frames: list[tuple[Direction, dict[str, Any]]]) -> Version:
+    """The version the first answered ``initialize`` among ``frames`` chose (1 when there is none)."""
+    asked = {m.get("id") for d, m in frames if d == "to_agent" and m.get("method") == "initialize"}
+    for direction, message in frames:
+        if direction == "to_client" and "method" not in message and message.get("id") in asked:
+            result = message.get("result")
+            if isinstance(result, dict) and result.get("protocolVersion") == 2:
+                return 2
+            if isinstance(result, dict):
+                return 1
+    return 1
 
 
 def _requests(frames: list[tuple[Direction, dict[str, Any]]]) -> dict[tuple[Direction, Any], str]:
@@ -117,59 +156,76 @@ def _requests(frames: list[tuple[Direction, dict[str, Any]]]) -> dict[tuple[Dire
 
 
 def schema_problems(
-    frames: list[tuple[Direction, dict[str, Any]]], *, pending: dict[tuple[Direction, Any], str]
+    frames: list[tuple[Direction, dict[str, Any]]],
+    *,
+    pending: dict[tuple[Direction, Any], str],
+    version: Version = 1,
 ) -> list[str]:
     problems: list[str] = []
     for direction, message in frames:
-        target = _target(direction, message, pending)
+        target = _target(direction, message, pending, version)
         if target is None:
             continue
         definition, instance = target
-        validator = _validator(definition, unstable=_unstable_update(message))
-        if validator is None:
+        validators = _validators(definition, message, version)
+        if not validators:
             problems.append(f"{direction} {_brief(message)}: no schema definition {definition}")
             continue
-        error = jsonschema.exceptions.best_match(validator.iter_errors(instance))
-        if error is not None:
-            where = "/".join(str(p) for p in error.absolute_path) or "(top)"
-            problems.append(f"{direction} {_brief(message)}: {definition} at {where}: {error.message[:300]}")
+        for validator in validators:
+            error = jsonschema.exceptions.best_match(validator.iter_errors(instance))
+            if error is not None:
+                where = "/".join(str(p) for p in error.absolute_path) or "(top)"
+                problems.append(f"{direction} {_brief(message)}: {definition} at {where}: {error.message[:300]}")
+                break
+        else:
+            if version == 2:
+                method = message.get("method")
+                asked = pending.get(("to_client" if direction == "to_agent" else "to_agent", message.get("id")))
+                problems += [
+                    f"{direction} {_brief(message)}: {problem}"
+                    for problem in closed_problems(
+                        method if isinstance(method, str) else asked, definition, instance, _schemas(2)[1]["$defs"]
+                    )
+                ]
     return problems
 
 
 def _target(
-    direction: Direction, message: dict[str, Any], pending: dict[tuple[Direction, Any], str]
+    direction: Direction, message: dict[str, Any], pending: dict[tuple[Direction, Any], str], version: int
 ) -> tuple[str, Any] | None:
     """(definition name, the part of ``message`` it describes), or None for a frame the schema does not cover."""
+    skipped = _NOT_IN_SCHEMA[version]
     method = message.get("method")
     if isinstance(method, str):
-        if method.startswith("_") or method in _NOT_IN_SCHEMA:
+        if method.startswith("_") or method in skipped:
             return None
         kind = "Request" if "id" in message else "Notification"
         side = "protocol" if method.startswith("$/") else ("agent" if direction == "to_agent" else "client")
-        name = _definitions().get((method, side, kind))
+        name = _definitions(version).get((method, side, kind))
         return (name or f"for {method}", message.get("params"))
     if "error" in message:
         return ("Error", message["error"])
     asked = pending.get(("to_client" if direction == "to_agent" else "to_agent", message.get("id")))
-    if asked is None or asked.startswith("_") or asked in _NOT_IN_SCHEMA:
+    if asked is None or asked.startswith("_") or asked in skipped:
         return None
     side = "agent" if direction == "to_client" else "client"
-    name = _definitions().get((asked, side, "Response"))
+    name = _definitions(version).get((asked, side, "Response"))
     return (name or f"for the answer to {asked}", message.get("result"))
 
 
 @functools.cache
-def _schemas() -> tuple[dict[str, Any], dict[str, Any]]:
-    stable = json.loads((SCHEMA_DIR / "schema.json").read_text())
-    unstable = json.loads((SCHEMA_DIR / "schema.unstable.json").read_text())
+def _schemas(version: int = 1) -> tuple[dict[str, Any], dict[str, Any]]:
+    folder = schema_dir(version)
+    stable = json.loads((folder / "schema.json").read_text())
+    unstable = json.loads((folder / "schema.unstable.json").read_text())
     return stable, unstable
 
 
 @functools.cache
-def _definitions() -> dict[tuple[str, str, str], str]:
+def _definitions(version: int = 1) -> dict[tuple[str, str, str], str]:
     """(method, side, Request | Notification | Response) → definition name; stable first, then unstable."""
     found: dict[tuple[str, str, str], str] = {}
-    for root in reversed(_schemas()):
+    for root in reversed(_schemas(version)):
         for name, definition in root["$defs"].items():
             method, side = definition.get("x-method"), definition.get("x-side")
             if not isinstance(method, str) or not isinstance(side, str):
@@ -180,35 +236,49 @@ def _definitions() -> dict[tuple[str, str, str], str]:
     return found
 
 
-def _unstable_update(message: dict[str, Any]) -> bool:
+def _validators(definition: str, message: dict[str, Any], version: int) -> list[jsonschema.protocols.Validator]:
+    """v1: the stable definition, or the unstable one for what only the unstable schema has. v2: the stable one
+    where the frame is stable, and the unstable one always."""
+    stable, unstable = _schemas(version)
+    in_stable = definition in stable["$defs"] and not _unstable_update(message, version)
+    in_unstable = definition in unstable["$defs"]
+    if version == 1:
+        chosen = [_validator(definition, "stable", 1)] if in_stable else []
+        return chosen or ([_validator(definition, "unstable", 1)] if in_unstable else [])
+    roots: list[Literal["stable", "unstable"]] = ["stable"] if in_stable else []
+    return [_validator(definition, root, version) for root in [*roots, *(["unstable"] if in_unstable else [])]]
+
+
+def _unstable_update(message: dict[str, Any], version: int) -> bool:
     """A ``session/update`` whose kind only the unstable schema has."""
     params = message.get("params")
     update = params.get("update") if isinstance(params, dict) else None
     kind = update.get("sessionUpdate") if isinstance(update, dict) else None
-    return message.get("method") == "session/update" and kind in _unstable_update_kinds()
+    return message.get("method") == "session/update" and kind in _unstable_update_kinds(version)
 
 
 @functools.cache
-def _unstable_update_kinds() -> frozenset[str]:
+def _unstable_update_kinds(version: int) -> frozenset[str]:
     def kinds(root: dict[str, Any]) -> set[str]:
-        return {variant["properties"]["sessionUpdate"]["const"] for variant in root["$defs"]["SessionUpdate"]["oneOf"]}
+        union = root["$defs"]["SessionUpdate"]
+        variants = union.get("oneOf") or union.get("anyOf") or []
+        return {
+            v["properties"]["sessionUpdate"]["const"]
+            for v in variants
+            if "const" in v.get("properties", {}).get("sessionUpdate", {})
+        }
 
-    stable, unstable = _schemas()
+    stable, unstable = _schemas(version)
     return frozenset(kinds(unstable) - kinds(stable))
 
 
 @functools.cache
-def _validator(definition: str, *, unstable: bool = False) -> jsonschema.protocols.Validator | None:
-    stable, unstable_root = _schemas()
-    if unstable:
-        root = unstable_root if definition in unstable_root["$defs"] else None
-    else:
-        root = (
-            stable if definition in stable["$defs"] else unstable_root if definition in unstable_root["$defs"] else None
-        )
-    if root is None:
-        return None
-    uri = "urn:acp:stable" if root is stable else "urn:acp:unstable"
+def _validator(
+    definition: str, root_name: Literal["stable", "unstable"], version: int
+) -> jsonschema.protocols.Validator:
+    stable, unstable = _schemas(version)
+    root = stable if root_name == "stable" else unstable
+    uri = f"urn:acp:v{version}:{root_name}"
     registry: Registry[Any] = Registry().with_resource(uri, Resource.from_contents(root))
     schema = {"$ref": f"{uri}#/$defs/{definition}"}
     cls = jsonschema.validators.validator_for(root)
