@@ -45,7 +45,8 @@ from hermes_acp.core import (
     UserPrompted,
 )
 from hermes_acp.errors import SessionNotFoundError
-from hermes_acp.protocol.boundary import ClientRequestError, to_wire
+from hermes_acp.jsonrpc.boundary import ClientRequestError, to_wire
+from hermes_acp.protocol.errors import acp_error
 from hermes_acp.protocol.reliable import meta
 from hermes_acp.protocol.reliable.cursors import Epoch, plan_rejoin
 from hermes_acp.protocol.reliable.operations import OperationKey, OperationLedger, fingerprint
@@ -115,7 +116,7 @@ class Agent:
             result = await self._route(method, params)
         except Exception as exc:
             if request_id is not None:
-                self._send({"id": request_id, "error": to_wire(exc, method)})
+                self._send({"id": request_id, "error": to_wire(exc, method, acp_error)})
             return
         if request_id is not None:
             self._send({"id": request_id, "result": result})

@@ -23,7 +23,7 @@ from hermes_acp.core import (
     UserPrompted,
 )
 from hermes_acp.errors import InvalidParamsError
-from hermes_acp.protocol.boundary import to_wire
+from hermes_acp.jsonrpc.boundary import to_wire
 from hermes_acp.protocol.reliable import meta
 from hermes_acp.protocol.reliable.cursors import Epoch, plan_rejoin, rejoin
 from hermes_acp.protocol.reliable.operations import OperationKey, OperationLedger, fingerprint

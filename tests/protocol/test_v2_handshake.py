@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from hermes_acp.errors import InvalidParamsError
+from hermes_acp.jsonrpc.boundary import ClientRequestError, to_wire
 from hermes_acp.protocol import session_view
-from hermes_acp.protocol.boundary import ClientRequestError, to_wire
 from hermes_acp.protocol.v2 import wire
 from hermes_acp.protocol.v2.handshake import initialize_result
 from hermes_acp.protocol.v2.render import available_commands, config_options, permission_request

@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from hermes_acp.errors import InvalidParamsError
-from hermes_acp.protocol.boundary import ClientRequestError
+from hermes_acp.jsonrpc.boundary import ClientRequestError
 
 __all__ = [
     "INVALID_REQUEST",
