@@ -31,6 +31,7 @@ from hermes_acp.storage.base import PAGE_SIZE, ArchiveFilter, SessionPage, Sessi
 from hermes_acp.tools.context import Workspace
 from hermes_acp.turns.projection import SessionProjection
 from hermes_acp.turns.recorder import Recorder
+from hermes_acp.turns.recovery import recovery_events
 from hermes_acp.turns.system_prompt import ClientSystemPrompt
 from hermes_acp.turns.timeline import effective, fork_point
 
@@ -41,7 +42,6 @@ from .metadata import normalise_title, stored_system_prompt, with_system_prompt
 from .ports import ClientBridge
 from .prompt_files import load_prompt_files
 from .records import derived_record, directories, new_record, normalise_cwd
-from .recovery import recovery_events
 from .services import SessionServices
 from .session import Session
 from .subagents import ParentRelay, SubagentLink

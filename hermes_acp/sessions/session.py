@@ -69,6 +69,7 @@ from hermes_acp.tools.context import Elicitor, Workspace
 from hermes_acp.turns.ports import LiveUsage, PermissionGate, Steer
 from hermes_acp.turns.projection import SessionProjection
 from hermes_acp.turns.recorder import Recorder
+from hermes_acp.turns.recovery import STORE_FAILED_TEXT, recovery_events
 from hermes_acp.turns.settlements import dropped_input
 from hermes_acp.turns.system_prompt import build_system_prompt
 from hermes_acp.turns.timeline import RewindPoint, effective_events, project
@@ -82,7 +83,6 @@ from .instructions import InstructionFile
 from .metadata import normalise_title, stored_system_prompt
 from .ports import ClientBridge
 from .prompt_files import PromptFile, expand, load_prompt_files
-from .recovery import STORE_FAILED_TEXT, recovery_events
 from .rewind import Rewind
 from .services import SessionServices
 from .skills import SkillShelf, skill_roots, skill_text

@@ -67,9 +67,9 @@ from hermes_acp.turns.ports import (
     UpdateSink,
 )
 from hermes_acp.turns.projection import SessionProjection, transcript_events
+from hermes_acp.turns.recovery import recovery_events
 
 from .ports import ClientBridge
-from .recovery import recovery_events
 from .switches import SWITCHES
 
 if TYPE_CHECKING:

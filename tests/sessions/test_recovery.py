@@ -28,7 +28,7 @@ from hermes_acp.core import (
 )
 from hermes_acp.providers.scripted import ScriptedProvider
 from hermes_acp.sessions import Session
-from hermes_acp.sessions.recovery import OUTCOME_UNKNOWN_TEXT
+from hermes_acp.turns.recovery import OUTCOME_UNKNOWN_TEXT
 from hermes_acp.turns.settlements import NOT_RUN
 
 from .support import Bridge, client_of, open_manager
@@ -119,8 +119,8 @@ def _failed(call: ToolCallPart, code: str, text: str) -> ToolCallSettled:
 
 def test_a_subagent_that_was_running_ends_unknown_and_one_that_ended_is_left_alone() -> None:
     from hermes_acp.core import SubagentEnded, SubagentStarted
-    from hermes_acp.sessions.recovery import recovery_events
     from hermes_acp.turns.projection import SessionProjection
+    from hermes_acp.turns.recovery import recovery_events
 
     def started(child: str, call: str) -> SubagentStarted:
         return SubagentStarted(

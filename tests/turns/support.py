@@ -20,7 +20,6 @@ from hermes_acp.core.notice import Notice
 from hermes_acp.errors import StorageError
 from hermes_acp.providers.catalog import CatalogModel
 from hermes_acp.providers.scripted import ScriptedProvider
-from hermes_acp.sessions.recovery import STORE_FAILED_TEXT, recovery_events
 from hermes_acp.storage import InMemorySessionStore, SessionRecord, StoredEvent, utc_now
 from hermes_acp.tools.base import AnyTool
 from hermes_acp.tools.context import Workspace
@@ -37,6 +36,7 @@ from hermes_acp.turns import (
     run_turn,
 )
 from hermes_acp.turns.ports import LiveTextChunk, PermissionChoice
+from hermes_acp.turns.recovery import STORE_FAILED_TEXT, recovery_events
 from hermes_acp.turns.state import CompactionPolicy
 from tests.fakes.server import scripted_model
 
