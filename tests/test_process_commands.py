@@ -13,7 +13,7 @@ import anyio
 import pytest
 
 from fixtures.mcp_server import read_journal, stdio_spec
-from hermes_acp.sessions.builtin_commands import BUILT_INS, INIT_PROMPT
+from hermes_acp.commands.builtins import BUILT_INS, INIT_PROMPT
 from tests.fakes.acp_client import RecordingClient
 from tests.fakes.agent_process import AgentProcess, spawn_agent
 

@@ -22,11 +22,11 @@ from typing import TYPE_CHECKING, Any
 
 import structlog
 
+from hermes_acp.commands.command_set import Command
 from hermes_acp.core import SessionEvent
 from hermes_acp.core.notice import Notice
 from hermes_acp.errors import InvalidParamsError, PermissionDeniedError
 from hermes_acp.sessions import Session
-from hermes_acp.sessions.commands import Command
 from hermes_acp.sessions.switches import SWITCHES, Switch
 from hermes_acp.tools.context import EditorFiles, EditorTerminals, Elicitor
 from hermes_acp.turns.ports import LiveUpdate, PermissionAnswer, PermissionChoice, PermissionQuestion

@@ -14,11 +14,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from hermes_acp.commands.command_set import Command
 from hermes_acp.core import Rewound
 from hermes_acp.core.modes import MODES
 from hermes_acp.providers.catalog import CatalogModel, ModelCatalog
-from hermes_acp.sessions.commands import Command
-from hermes_acp.sessions.effort import PROVIDER_DEFAULT, current_effort, effort_choices
+from hermes_acp.providers.effort import PROVIDER_DEFAULT, current_effort, effort_choices
 from hermes_acp.sessions.switches import Switch
 from hermes_acp.storage.base import SessionRecord
 

@@ -41,6 +41,7 @@ import anyio
 import structlog
 from anyio.abc import TaskGroup
 
+from hermes_acp.commands.command_set import Command
 from hermes_acp.core import (
     AssistantMessageStored,
     AssistantTextCheckpointed,
@@ -66,7 +67,6 @@ from hermes_acp.turns.ports import (
 )
 from hermes_acp.turns.projection import transcript_events
 
-from .commands import Command
 from .ports import ClientBridge
 
 if TYPE_CHECKING:

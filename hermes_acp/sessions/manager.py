@@ -24,6 +24,8 @@ import anyio
 import structlog
 from anyio.abc import TaskGroup
 
+from hermes_acp.commands.instructions import load_instructions
+from hermes_acp.commands.prompt_files import load_prompt_files
 from hermes_acp.core import SessionEvent, TitleSet
 from hermes_acp.errors import InvalidParamsError, SessionNotFoundError, SessionNotOpenError
 from hermes_acp.mcp_client import McpServers
@@ -37,10 +39,8 @@ from hermes_acp.turns.timeline import effective, fork_point
 
 from ._runtime import SessionRuntime
 from .audience import Audience
-from .instructions import load_instructions
 from .metadata import normalise_title, stored_system_prompt, with_system_prompt
 from .ports import ClientBridge
-from .prompt_files import load_prompt_files
 from .records import derived_record, directories, new_record, normalise_cwd
 from .services import SessionServices
 from .session import Session

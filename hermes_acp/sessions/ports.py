@@ -13,10 +13,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
+from hermes_acp.commands.command_set import Command
 from hermes_acp.tools.context import EditorFiles, EditorTerminals, Elicitor
 from hermes_acp.turns.ports import PermissionGate, UpdateSink
 
-from .commands import Command
 from .services import SessionServices
 
 if TYPE_CHECKING:

@@ -18,9 +18,9 @@ import anyio
 from hermes_acp.core.ids import new_session_id
 from hermes_acp.core.modes import DEFAULT_MODE
 from hermes_acp.errors import InvalidParamsError
+from hermes_acp.providers.effort import EFFORT_META_KEY
 from hermes_acp.storage.base import PROVENANCE_KEY, Provenance, SessionRecord, utc_now
 
-from .effort import EFFORT_META_KEY
 from .metadata import SYSTEM_PROMPT_META_KEY
 from .switches import SWITCHES
 

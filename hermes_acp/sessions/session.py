@@ -11,7 +11,7 @@ from them for every model request (docs/architecture.md §4.6).
 The session's ``audience`` is the set of connections attached to it (``sessions.audience``): the update sink and
 permission gate its turns talk to. A prompt that names one of the session's slash commands (``commands``: the
 built-in ones, the prompt files and the skills) runs it: a reply the session stores itself, or a model turn with a
-prompt of the command's own; the commands see the session as a ``CommandHost``. The prompt files and the skills
+prompt of the command's own; the commands see the session as a ``CommandView``. The prompt files and the skills
 (``skills``: found in the background when the session opens) are rescanned when each prompt starts and when it
 ends; the editors are told when the list changed. The system prompt is fixed by the first model request, once the
 first scan of the skills is done (it lists them). No ACP here.
@@ -37,6 +37,12 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import structlog
 
+from hermes_acp.commands.builtins import BUILT_INS
+from hermes_acp.commands.command_set import Ask, Command, CommandSet, Invocation, Reply
+from hermes_acp.commands.instructions import InstructionFile
+from hermes_acp.commands.prompt_files import PromptFile, expand, load_prompt_files
+from hermes_acp.commands.skills import SkillShelf, skill_roots, skill_text
+from hermes_acp.commands.status import session_status
 from hermes_acp.config import Effort, Settings
 from hermes_acp.core import (
     DisplayBlock,
@@ -62,6 +68,7 @@ from hermes_acp.core.sanitize import clean_text
 from hermes_acp.errors import InvalidParamsError, SessionBusyError, StorageError, UnknownModeError
 from hermes_acp.mcp_client import McpServers
 from hermes_acp.providers.catalog import CatalogModel, ModelCatalog
+from hermes_acp.providers.effort import EFFORT_META_KEY, choose_effort, current_effort
 from hermes_acp.providers.registry import ProviderRegistry
 from hermes_acp.storage.base import SessionRecord, SessionStore, utc_now
 from hermes_acp.tools.base import AnyTool
@@ -76,17 +83,10 @@ from hermes_acp.turns.timeline import RewindPoint, effective_events, project
 
 from ._runtime import SessionRuntime
 from .audience import Audience
-from .builtin_commands import BUILT_INS
-from .commands import Ask, Command, CommandSet, Invocation, Reply
-from .effort import EFFORT_META_KEY, choose_effort, current_effort
-from .instructions import InstructionFile
 from .metadata import normalise_title, stored_system_prompt
 from .ports import ClientBridge
-from .prompt_files import PromptFile, expand, load_prompt_files
 from .rewind import Rewind
 from .services import SessionServices
-from .skills import SkillShelf, skill_roots, skill_text
-from .status import session_status
 from .steering import IdleBehavior, SteeringQueue, SteerOutcome
 from .subagents import ChildOpener, SubagentLink, SubagentRunner, subagent_prompt
 from .switches import SANDBOX_NETWORK, SWITCHES, switch_value
@@ -333,7 +333,7 @@ class Session:
 
     @property
     def effort(self) -> Effort | None:
-        """The thinking effort the session's requests get (None: none is sent; see ``sessions.effort``)."""
+        """The thinking effort the session's requests get (None: none is sent; see ``providers.effort``)."""
         return current_effort(self.current_model(), self.chosen_effort)
 
     @property
@@ -853,7 +853,7 @@ class Session:
         self.record = await self.services.store.update_session(self.id, mode_id=mode_id)
 
     async def set_effort(self, value: str) -> None:
-        """Choose the thinking effort (one of ``sessions.effort.effort_choices`` for the current model); stored in
+        """Choose the thinking effort (one of ``providers.effort.effort_choices`` for the current model); stored in
         the record's ``meta``, so a reload and a fork keep it. Takes effect from the next prompt."""
         self._refuse_if_subagent("option changes")
         chosen = choose_effort(self.current_model(), value)

@@ -23,8 +23,10 @@ from typing import TYPE_CHECKING, Literal
 import anyio
 import structlog
 
+from hermes_acp.commands.command_set import Reply
+from hermes_acp.commands.plan_mode import PlanHandOff
 from hermes_acp.computer_use import ComputerUse
-from hermes_acp.core import DisplayBlock
+from hermes_acp.core import DisplayBlock, ModeId
 from hermes_acp.core.ids import new_compaction_id
 from hermes_acp.errors import NoProviderError, ProviderError
 from hermes_acp.exec.sandbox import Sandbox
@@ -45,8 +47,6 @@ from hermes_acp.turns.meter import Meter
 from hermes_acp.turns.ports import LiveCompaction, SteeringInbox
 from hermes_acp.turns.state import MAX_PARALLEL_READS, CompactionPolicy
 
-from .commands import Reply
-from .plan_mode import PlanHandOff
 from .switches import AUTO_COMPACTION, SANDBOX_NETWORK
 from .tool_surface import why_unavailable
 
@@ -131,7 +131,11 @@ class TurnWiring:
 
     @staticmethod
     def plan_hand_off(session: Session) -> tuple[AnyTool, ...]:
-        return (PlanHandOffTool(PlanHandOff(session)),)
+        async def start(mode: ModeId) -> None:
+            await session.set_mode(mode)
+            await session.audience.config_changed(session, mode_changed=True)
+
+        return (PlanHandOffTool(PlanHandOff(session.audience, start)),)
 
     def deps(self, steering: SteeringInbox | None = None) -> TurnDeps:
         """The wiring of one turn (or one ``/compact``): raises ``ProviderAuthError`` when the model lacks its key.

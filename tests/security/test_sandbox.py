@@ -290,7 +290,7 @@ async def test_a_repository_a_command_creates_runs_nothing_afterwards(bwrap: str
 
 
 async def test_the_agents_own_git_runs_nothing_a_repository_names(layout: Layout) -> None:
-    from hermes_acp.sessions.review import Changes, collect_changes
+    from hermes_acp.commands.review import Changes, collect_changes
 
     repo = layout.ws / "planted"
     repo.mkdir()

@@ -13,6 +13,7 @@ from typing import Any
 
 import anyio
 
+from hermes_acp.commands.command_set import Command
 from hermes_acp.config import load_settings
 from hermes_acp.core import SessionEvent
 from hermes_acp.core.notice import Notice
@@ -20,7 +21,6 @@ from hermes_acp.providers.catalog import CatalogModel, ModelCatalog
 from hermes_acp.providers.registry import ProviderRegistry
 from hermes_acp.providers.scripted import ScriptedProvider
 from hermes_acp.sessions import Session, SessionManager, SessionServices, derive_tool_surface
-from hermes_acp.sessions.commands import Command
 from hermes_acp.storage import InMemorySessionStore
 from hermes_acp.tools.context import EditorFiles, EditorTerminals, Elicitor
 from hermes_acp.turns import LiveUpdate, PermissionAnswer, PermissionQuestion

@@ -1,4 +1,4 @@
-"""``CommandHost``: what the built-in slash commands and ``/status`` may use of a session, as one small protocol.
+"""``CommandView``: what the built-in slash commands and ``/status`` may use of a session, as one small protocol.
 
 The commands (``builtin_commands``) and the status text (``status``) are written against this, not against
 ``Session``, so neither imports the session and the session imports them: no import cycle. ``Session``
@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Protocol
 
 from hermes_acp.config import Effort, Settings
-from hermes_acp.core import ModeId
+from hermes_acp.core import InputKind, ModeId
 from hermes_acp.mcp_client import McpServers
 from hermes_acp.providers.catalog import CatalogModel, ModelCatalog
 from hermes_acp.providers.registry import ProviderRegistry
@@ -21,7 +21,7 @@ from hermes_acp.turns.projection import SessionProjection
 from hermes_acp.turns.system_prompt import ClientSystemPrompt
 from hermes_acp.turns.timeline import RewindPoint
 
-from .commands import CommandSet, Reply
+from .command_set import CommandSet, Reply
 from .instructions import InstructionFile
 from .skills import SkillShelf
 
@@ -29,12 +29,20 @@ if TYPE_CHECKING:
     from hermes_acp.exec.environment import EnvPolicy
     from hermes_acp.turns.meter import Meter
 
-    from .session import QueuedInput
-
-__all__ = ["CommandHost"]
+__all__ = ["CommandView", "WaitingInput"]
 
 
-class CommandHost(Protocol):
+class WaitingInput(Protocol):
+    """A prompt or steering message waiting in the session (``/status`` lists them)."""
+
+    @property
+    def input_kind(self) -> InputKind: ...
+
+    @property
+    def text(self) -> str: ...
+
+
+class CommandView(Protocol):
     @property
     def mode(self) -> ModeId: ...
 
@@ -88,7 +96,7 @@ class CommandHost(Protocol):
     @property
     def client_system_prompt(self) -> ClientSystemPrompt | None: ...
 
-    def queue_listing(self) -> list[QueuedInput]:
+    def queue_listing(self) -> Sequence[WaitingInput]:
         """The prompts and steering messages waiting, in order."""
         ...
 

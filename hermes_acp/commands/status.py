@@ -18,12 +18,12 @@ from hermes_acp.providers.catalog import Cost
 if TYPE_CHECKING:
     from hermes_acp.turns.meter import Meter
 
-    from .command_host import CommandHost
+    from .view import CommandView
 
 __all__ = ["session_status"]
 
 
-def session_status(session: CommandHost) -> str:
+def session_status(session: CommandView) -> str:
     model = session.current_model()
     lines = [f"**Model:** {model.id if model is not None else 'none configured'}", f"**Mode:** {session.mode}"]
     if model is not None:
@@ -67,7 +67,7 @@ def session_status(session: CommandHost) -> str:
     return "\n".join(lines)
 
 
-def _context(session: CommandHost, meter: Meter) -> list[str]:
+def _context(session: CommandView, meter: Meter) -> list[str]:
     tools = tuple(session.tools())
     request = meter.request(tools)
     measured = meter.measure(request)
@@ -88,7 +88,7 @@ def _context(session: CommandHost, meter: Meter) -> list[str]:
     ]
 
 
-def _children(session: CommandHost, meter: Meter) -> list[str]:
+def _children(session: CommandView, meter: Meter) -> list[str]:
     children = list(session.projection.children.values())
     if not children:
         return []

@@ -22,17 +22,17 @@ from typing import TYPE_CHECKING
 from hermes_acp.core.modes import MODES
 from hermes_acp.errors import InvalidParamsError
 from hermes_acp.mcp_client import NotConnected
+from hermes_acp.providers.effort import effort_choices
 
-from .commands import Ask, Command, Outcome, Reply
-from .effort import effort_choices
+from .command_set import Ask, Command, Outcome, Reply
 from .review import NothingToReview, collect_changes
 
 if TYPE_CHECKING:
-    from .command_host import CommandHost
+    from .view import CommandView
 
 __all__ = ["BUILT_INS", "INIT_PROMPT", "BuiltIn"]
 
-Handler = Callable[["CommandHost", str], Awaitable[Outcome]]
+Handler = Callable[["CommandView", str], Awaitable[Outcome]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,12 +54,12 @@ exact commands); where things live; the conventions the code actually follows; a
 invented commands; aim for under 60 lines."""
 
 
-async def _help(session: CommandHost, argument: str) -> Reply:
+async def _help(session: CommandView, argument: str) -> Reply:
     modes = "Modes: " + ", ".join(f"{m.id} ({m.description})" for m in MODES)
     return Reply(session.commands.help_text([modes]))
 
 
-async def _mode(session: CommandHost, argument: str) -> Reply:
+async def _mode(session: CommandView, argument: str) -> Reply:
     if not argument:
         return Reply(f"Mode: {session.mode}. Modes: " + ", ".join(m.id for m in MODES))
     try:
@@ -69,7 +69,7 @@ async def _mode(session: CommandHost, argument: str) -> Reply:
     return Reply(f"Mode set to {session.mode}.", mode_changed=True, config_changed=True)
 
 
-async def _model(session: CommandHost, argument: str) -> Reply:
+async def _model(session: CommandView, argument: str) -> Reply:
     catalog = session.catalog
     if not argument:
         current = session.current_model()
@@ -87,12 +87,12 @@ async def _model(session: CommandHost, argument: str) -> Reply:
     return Reply(f"Model set to {argument}{_effort_note(session)}.", config_changed=True)
 
 
-def _effort_note(session: CommandHost) -> str:
+def _effort_note(session: CommandView) -> str:
     effort = session.effort
     return f", thinking effort {effort}" if effort is not None else ""
 
 
-async def _title(session: CommandHost, argument: str) -> Reply:
+async def _title(session: CommandView, argument: str) -> Reply:
     if not argument:
         return Reply(f"Title: {session.projection.title or '(none yet)'}")
     try:
@@ -106,7 +106,7 @@ REWIND_LISTED = 20
 """How many recent prompts ``/rewind`` offers."""
 
 
-async def _rewind(session: CommandHost, argument: str) -> Reply:
+async def _rewind(session: CommandView, argument: str) -> Reply:
     recent = list(reversed(await session.rewind_points()))[:REWIND_LISTED]
     if not recent:
         return Reply("Nothing to rewind to yet: this session has no prompt the model answered.")
@@ -147,7 +147,7 @@ async def _rewind(session: CommandHost, argument: str) -> Reply:
     return await session.rewind_reply(picked)
 
 
-async def _undo(session: CommandHost, argument: str) -> Reply:
+async def _undo(session: CommandView, argument: str) -> Reply:
     points = await session.rewind_points()
     if not points:
         return Reply("Nothing to undo yet: this session has no prompt the model answered.")
@@ -159,29 +159,29 @@ def _brief(text: str) -> str:
     return words if len(words) <= 80 else words[:79] + "…"
 
 
-async def _compact(session: CommandHost, argument: str) -> Reply:
+async def _compact(session: CommandView, argument: str) -> Reply:
     turn_id = session.turn_id
     assert turn_id is not None, "commands run inside the session's command turn"
     return await session.compact(argument, turn_id=turn_id)
 
 
-async def _status(session: CommandHost, argument: str) -> Reply:
+async def _status(session: CommandView, argument: str) -> Reply:
     return Reply(session.status())
 
 
-async def _init(session: CommandHost, argument: str) -> Ask:
+async def _init(session: CommandView, argument: str) -> Ask:
     extra = f"\n\nAlso: {argument}" if argument else ""
     return Ask(INIT_PROMPT + extra)
 
 
-async def _review(session: CommandHost, argument: str) -> Outcome:
+async def _review(session: CommandView, argument: str) -> Outcome:
     changes = await collect_changes(session.workspace.cwd, session.env_policy)
     if isinstance(changes, NothingToReview):
         return Reply(changes.reason)
     return Ask(changes.prompt(argument))
 
 
-async def _mcp(session: CommandHost, argument: str) -> Reply:
+async def _mcp(session: CommandView, argument: str) -> Reply:
     servers = session.mcp
     action, _, name = argument.partition(" ")
     if not argument:
@@ -202,7 +202,7 @@ async def _mcp(session: CommandHost, argument: str) -> Reply:
     return Reply(f"Reconnected MCP server {name!r}: {status.state}, {len(status.tools)} tools.")
 
 
-async def _setup(session: CommandHost, argument: str) -> Reply:
+async def _setup(session: CommandView, argument: str) -> Reply:
     if session.elicitor is None:
         return Reply(
             'This editor cannot show forms, so the setup runs in a terminal: choose "Set up Hermes ACP" among the'
@@ -218,7 +218,7 @@ async def _setup(session: CommandHost, argument: str) -> Reply:
     return Reply(result.describe(), config_changed=True)
 
 
-def _listing(session: CommandHost) -> str:
+def _listing(session: CommandView) -> str:
     statuses = session.mcp.status()
     if not statuses:
         return "This session has no MCP servers (the editor passes them when it opens the session)."
