@@ -22,7 +22,7 @@ audience is the session's ``UpdateSink`` and ``PermissionGate`` (the ports the t
   then the backlog drains, in order, and the questions still open are put to it.
 - **Files and terminals** of a turn are those of the connection whose prompt it runs (``origin``); when that
   connection leaves, the turn goes on with the host's own disk and (sandboxed) terminal, and the user is told.
-- **A subagent's** audience has a ``relay`` to its parent's (``sessions.subagents.ParentRelay``): its updates and
+- **A subagent's** audience has a ``relay`` to its parent's (``subagents.relay.ParentRelay``): its updates and
   questions also go to the parent's connections, each shaped for what that connection shows (``deliver_each``,
   ``ask_each``: through each member's own backlog and stall, so a connection catching up with the parent gets the
   child's traffic in order too). A catch-up history may hold a child's log in place (a ``Replayed`` item).
@@ -53,6 +53,7 @@ from hermes_acp.core import (
 )
 from hermes_acp.core.notice import Notice
 from hermes_acp.errors import PermissionDeniedError, ToolError
+from hermes_acp.subagents.view import Relay, Viewer
 from hermes_acp.tools.context import EditorFiles, EditorTerminals, ElicitationAnswer, Elicitor
 from hermes_acp.turns.ports import (
     LiveTerminalOutput,
@@ -72,7 +73,7 @@ from .ports import ClientBridge
 if TYPE_CHECKING:
     from .session import Session
 
-__all__ = ["MEMBER_SEND_S", "Audience", "Relay", "Replayed"]
+__all__ = ["MEMBER_SEND_S", "Audience", "Replayed"]
 
 T = TypeVar("T")
 MEMBER_SEND_S = 5.0
@@ -90,22 +91,6 @@ class Replayed(Protocol):
     async def replay(self, client: ClientBridge, sink: UpdateSink) -> None:
         """Render it to ``client`` (``sink``: the client's sink for this session)."""
         ...
-
-
-class Relay(Protocol):
-    """Where a subagent's traffic goes beside its own members: its parent's connections."""
-
-    def has(self, client: ClientBridge) -> bool: ...
-
-    async def emit_event(self, event: SessionEvent, *, live: bool) -> None: ...
-
-    async def emit_live(self, update: LiveUpdate) -> None: ...
-
-    async def ask(self, question: PermissionQuestion) -> PermissionAnswer: ...
-
-    async def choose(
-        self, question: PermissionQuestion, choices: Sequence[PermissionChoice], *, refusal: str
-    ) -> str | None: ...
 
 
 @dataclass(eq=False)
@@ -275,7 +260,7 @@ class Audience:
     def __len__(self) -> int:
         return len(self._members)
 
-    def has(self, client: ClientBridge) -> bool:
+    def has(self, client: Viewer) -> bool:
         """Attached (or, for a subagent, attached to its parent and shown child sessions)."""
         if any(member.client is client for member in self._members):
             return True

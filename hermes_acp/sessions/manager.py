@@ -1,6 +1,6 @@
 """``SessionManager``: the lifecycle of sessions — new, load, resume, fork, list, close, delete, status —, the
 metadata a client sets on any stored session (title, archive), and the live children of ``delegate`` calls
-(``open_child``, ``close_child``: the ``ChildOpener`` of ``sessions.subagents``).
+(``child_record``, ``open_child``, ``close_child``: the ``ChildOpener`` of ``subagents.lineage``).
 
 It keeps the live sessions of this process (the host's: every connection shares them), opens stored ones
 (repairing what a crash left open), and attaches the connection that asked: ``session/load`` with catch-up (the
@@ -29,7 +29,10 @@ from hermes_acp.commands.prompt_files import load_prompt_files
 from hermes_acp.core import SessionEvent, TitleSet
 from hermes_acp.errors import InvalidParamsError, SessionNotFoundError, SessionNotOpenError
 from hermes_acp.mcp_client import McpServers
+from hermes_acp.providers.catalog import CatalogModel
 from hermes_acp.storage.base import PAGE_SIZE, ArchiveFilter, SessionPage, SessionRecord, StoredEvent
+from hermes_acp.subagents.lineage import ChildView, ParentView, SubagentLink
+from hermes_acp.subagents.view import Relay
 from hermes_acp.tools.context import Workspace
 from hermes_acp.turns.projection import SessionProjection
 from hermes_acp.turns.recorder import Recorder
@@ -41,10 +44,9 @@ from ._runtime import SessionRuntime
 from .audience import Audience
 from .metadata import normalise_title, stored_system_prompt, with_system_prompt
 from .ports import ClientBridge
-from .records import derived_record, directories, new_record, normalise_cwd
+from .records import child_record, derived_record, directories, new_record, normalise_cwd
 from .services import SessionServices
 from .session import Session
-from .subagents import ParentRelay, SubagentLink
 from .turn_imports import warm_up_turn_modules
 
 __all__ = ["SessionManager"]
@@ -316,11 +318,26 @@ class SessionManager:
                 for session in sessions:
                     group.start_soon(session.close, name=f"close session {session.id}")
 
-    async def open_child(self, record: SessionRecord, link: SubagentLink, relay: ParentRelay) -> Session:
+    def child_record(self, parent: ParentView, link: SubagentLink, model: CatalogModel | None) -> SessionRecord:
+        """The record of a subagent of ``parent`` (``records.child_record``)."""
+        return child_record(
+            parent.record,
+            parent.workspace.additional,
+            tool_call_id=link.tool_call_id,
+            mode_id=link.mode(),
+            model_id=model.id if model is not None else None,
+            title=link.title,
+            role=link.role,
+            depth=link.depth,
+        )
+
+    async def open_child(self, record: SessionRecord, link: SubagentLink, relay: Relay) -> Session:
         """A subagent's session (its record is stored already): live like any other, with its parent's
-        directories, MCP connections (the same ones: nothing new starts), instruction files, skills and services,
-        its traffic relayed to its parent's connections."""
-        parent = link.parent
+        directories, MCP connections (the same ones: nothing new starts), instruction files and services, its
+        traffic relayed to its parent's connections."""
+        parent = self._live.get(link.parent.id)
+        if parent is None:
+            raise RuntimeError(f"session {link.parent.id} is not open, so it cannot start a subagent")
         runtime, spawn = await self._start_runtime(record.id)
         try:
             audience = Audience(
@@ -340,7 +357,6 @@ class SessionManager:
                 instructions=parent.instructions,
                 link=link,
                 children=self,
-                skills=parent.skills,
             )
         except BaseException:
             with anyio.CancelScope(shield=True):
@@ -349,7 +365,7 @@ class SessionManager:
         self._live[record.id] = session
         return session
 
-    async def close_child(self, child: Session) -> None:
+    async def close_child(self, child: ChildView) -> None:
         """A subagent's work is over: its turn settled (cancelled first if it still runs), it leaves the live
         sessions. Its log stays: a client may load it, and its parent's replay shows it."""
         if self._live.get(child.id) is child:

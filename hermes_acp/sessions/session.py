@@ -20,15 +20,14 @@ What a turn needs is built by ``TurnWiring`` (``wiring``), which is also where t
 and the sandbox are imported: ``session/new`` does not wait for them, and the manager warms them up in the
 background as soon as a session opens (``turn_imports``).
 
-A session's ``delegate`` calls run children (``subagents``, ``sessions.subagents``). A child is a ``Session`` too,
+A session's ``delegate`` calls run children (``subagents``, ``hermes_acp.subagents``). A child is a ``Session`` too,
 with a ``link`` to its parent: it takes ``task``s from the parent only (a client's prompt, mode or model change is
 refused), runs with the parent's rights or fewer, and shows no slash commands.
 """
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
@@ -71,6 +70,8 @@ from hermes_acp.providers.catalog import CatalogModel, ModelCatalog
 from hermes_acp.providers.effort import EFFORT_META_KEY, choose_effort, current_effort
 from hermes_acp.providers.registry import ProviderRegistry
 from hermes_acp.storage.base import SessionRecord, SessionStore, utc_now
+from hermes_acp.subagents.lineage import ChildOpener, Lineage, SubagentLink
+from hermes_acp.subagents.runner import SubagentRunner
 from hermes_acp.tools.base import AnyTool
 from hermes_acp.tools.context import Elicitor, Workspace
 from hermes_acp.turns.ports import LiveUsage, PermissionGate, Steer
@@ -88,7 +89,6 @@ from .ports import ClientBridge
 from .rewind import Rewind
 from .services import SessionServices
 from .steering import IdleBehavior, SteeringQueue, SteerOutcome
-from .subagents import ChildOpener, SubagentLink, SubagentRunner, subagent_prompt
 from .switches import SANDBOX_NETWORK, SWITCHES, switch_value
 from .titles import title_from_prompt, title_with_model
 from .waiting import QUEUED_PROMPTS
@@ -188,11 +188,7 @@ class Session:
         prompt_files: Sequence[PromptFile] = (),
         link: SubagentLink | None = None,
         children: ChildOpener | None = None,
-        skills: SkillShelf | None = None,
     ):
-        self.link = link
-        """A subagent's tie to its parent (None for a session a client opened)."""
-        self._children = children
         self.record = record
         self.recorder = recorder
         self.runtime = runtime
@@ -210,6 +206,8 @@ class Session:
         """The project instruction files read when the session opened (``/status`` lists them)."""
         self.client_system_prompt = stored_system_prompt(record.meta)
         """The system prompt the client gave the session (stored with it), if any."""
+        self.lineage = Lineage(record, recorder, services.settings, link=link, children=children)
+        """Where the session stands among delegations (a subagent's tie to its parent)."""
         self.skills = SkillShelf(skill_roots(workspace, services.settings.home))
         """The session's skills: found in the background when it opens, rescanned around every prompt."""
         self._system_prompt: str | None = None
@@ -271,44 +269,20 @@ class Session:
     def _build_system_prompt(self) -> str:
         """The project's prompt; a subagent's adds what its role is and that it ends with a report."""
         prompt = build_system_prompt(self.workspace, self.instructions, self.skills.skills, self.client_system_prompt)
-        if self.link is not None:
-            prompt += subagent_prompt(self.link.role, may_delegate=self.may_delegate)
-        return prompt
+        return prompt + self.lineage.prompt()
 
     @property
     def mode(self) -> ModeId:
-        if self.link is not None:
-            return self.link.mode()
+        link = self.lineage.link
+        if link is not None:
+            return link.mode()
         mode = self.record.mode_id
         return mode if is_mode_id(mode) else "default"  # type: ignore[return-value]
-
-    @property
-    def depth(self) -> int:
-        """0 for a session a client opened; a child's is its parent's plus one."""
-        return self.link.depth if self.link is not None else 0
-
-    @property
-    def may_delegate(self) -> bool:
-        """The ``delegate`` tool is offered (``[agent] subagent_depth``; never while a child writes its report)."""
-        if self.link is not None and self.link.reporting:
-            return False
-        return self._children is not None and self.depth < self.services.settings.agent.subagent_depth
-
-    @property
-    def is_subagent(self) -> bool:
-        """A child session (live with its parent, or loaded from the store on its own)."""
-        provenance = self.record.provenance
-        return self.link is not None or (provenance is not None and provenance.kind == "subagent")
 
     @cached_property
     def subagents(self) -> SubagentRunner:
         """Runs the children of this session's ``delegate`` calls."""
-        return SubagentRunner(self, self._children)
-
-    @property
-    def rules_recorder(self) -> Recorder:
-        """Whose "always" rules this session's permission questions follow: a child's are its parent's."""
-        return self.link.parent.rules_recorder if self.link is not None else self.recorder
+        return SubagentRunner(self, self.lineage.children)
 
     @property
     def model_id(self) -> str | None:
@@ -389,13 +363,7 @@ class Session:
                 events = effective_events([s.event for s in await self.services.store.load_events(self.id)])
             return await self.subagents.expand(events)
 
-        await self.audience.attach(client, history=history, quiet=self.hold_writes)
-
-    @contextlib.asynccontextmanager
-    async def hold_writes(self) -> AsyncIterator[None]:
-        """The session's writes held, and its running children's (their logs are read with its own)."""
-        async with self.recorder.quiet(), self.subagents.quiet():
-            yield
+        await self.audience.attach(client, history=history, quiet=self.subagents.held)
 
     async def detach(self, client: ClientBridge, *, cancel_turns: bool = False) -> bool:
         """Detach ``client`` (it left, or closed the session); with ``cancel_turns`` its prompts are cancelled
@@ -423,7 +391,7 @@ class Session:
         started does not run). The turn runs in a task of the session's: a caller that stops waiting (its
         connection left) leaves it running. ``/status`` while the session works is answered at once, and
         ``/rewind`` / ``/undo`` are refused at once (they need an idle session), without waiting in the queue."""
-        self._refuse_if_subagent("prompts")
+        self.lineage.refuse("prompts")
         invocation = self.commands.find(display)
         if self._queue and invocation is not None and invocation.command.name in _AT_ONCE:
             return await self._at_once(invocation, display)
@@ -507,7 +475,7 @@ class Session:
                     finally:
                         self.audience.origin = None
                         self.audience.origin_shows_prompt = True
-            titled = self.projection.title is not None or self.link is not None
+            titled = self.projection.title is not None or self.lineage.link is not None
             if queued.result is not None and not titled and self.projection.first_prompt:
                 self.runtime.submit(self._write_title, "title")
         except Exception as exc:  # answered to the prompt's caller by the one error boundary
@@ -548,7 +516,7 @@ class Session:
             await self.fix_system_prompt()
             wiring = self.wiring
             texts: list[str] = []
-            if self.link is None:  # a child's parent was told about its MCP servers, skills and sandbox
+            if self.lineage.link is None:  # a child's parent was told about its MCP servers, skills and sandbox
                 # Bounded: MCP servers still starting are reported, not awaited.
                 mcp = [Notice("warning", text.removeprefix("⚠ ")) for text in await self.mcp.prepare_turn()]
                 skills = [Notice("warning", problem.text()) for problem in self.skills.new_problems()]
@@ -758,15 +726,6 @@ class Session:
         if "subagents" in self.__dict__:  # a runner was made: it may have children running
             self.subagents.cancel_all()
 
-    def _refuse_if_subagent(self, what: str) -> None:
-        if self.is_subagent:
-            parent = self.link.parent.id if self.link is not None else self.record.parent_id
-            raise InvalidParamsError(
-                f"sessionId: {self.id} is a subagent of session {parent}; it takes tasks from its parent only, not"
-                f" {what} from a client",
-                field="sessionId",
-            )
-
     async def repair(self) -> None:
         """Settle what an earlier turn left open when it stopped on a failed write, as a reload would."""
         repairs = recovery_events(self.projection, text=STORE_FAILED_TEXT, inputs=False)
@@ -846,7 +805,7 @@ class Session:
         return stored
 
     async def set_mode(self, mode_id: str) -> None:
-        self._refuse_if_subagent("mode changes")
+        self.lineage.refuse("mode changes")
         if not is_mode_id(mode_id):
             valid = ", ".join(m.id for m in MODES)
             raise UnknownModeError(f"unknown mode {mode_id!r}; valid modes: {valid}", field="modeId")
@@ -855,7 +814,7 @@ class Session:
     async def set_effort(self, value: str) -> None:
         """Choose the thinking effort (one of ``providers.effort.effort_choices`` for the current model); stored in
         the record's ``meta``, so a reload and a fork keep it. Takes effect from the next prompt."""
-        self._refuse_if_subagent("option changes")
+        self.lineage.refuse("option changes")
         chosen = choose_effort(self.current_model(), value)
         meta = {key: item for key, item in self.record.meta.items() if key != EFFORT_META_KEY}
         if chosen is not None:
@@ -869,7 +828,7 @@ class Session:
 
     async def set_switch(self, switch_id: str, value: bool) -> None:
         """Turn a switch on or off; stored in the record's ``meta``. Takes effect from the next command or request."""
-        self._refuse_if_subagent("option changes")
+        self.lineage.refuse("option changes")
         if all(s.id != switch_id for s in SWITCHES):
             raise InvalidParamsError(f"configId: unknown option {switch_id!r}", field="configId")
         self.record = await self.services.store.update_session(self.id, meta={**self.record.meta, switch_id: value})
@@ -877,7 +836,7 @@ class Session:
             self.wiring.forget_sandbox()  # the next command gets a sandbox with the new setting
 
     async def set_model(self, model_id: str) -> None:
-        self._refuse_if_subagent("model changes")
+        self.lineage.refuse("model changes")
         self.services.catalog.get(model_id)
         if self._running:
             raise SessionBusyError(

@@ -27,7 +27,7 @@ __all__ = ["derive_tool_surface", "why_unavailable"]
 
 def derive_tool_surface(session: Session) -> Sequence[AnyTool]:
     wiring = session.wiring
-    link = session.link
+    link = session.lineage.link
     if link is not None and link.reporting:
         return []  # a subagent past its budget writes its report without tools
     mode = session.mode
@@ -44,11 +44,12 @@ def derive_tool_surface(session: Session) -> Sequence[AnyTool]:
 def why_unavailable(session: Session, name: str) -> str:
     """Why the model cannot call ``name`` now, in words it can act on (the error of a call to it)."""
     mode = session.mode
-    if name == "delegate" and not session.may_delegate:
-        if session.link is not None:
+    link = session.lineage.link
+    if name == "delegate" and not session.lineage.may_delegate:
+        if link is not None:
             return "a subagent cannot delegate further: do the work yourself, or say in your report what is left"
         return "delegation is off in this configuration ([agent] subagent_depth = 0)"
-    if name == "ask_user" and session.link is not None:
+    if name == "ask_user" and link is not None:
         return "a subagent cannot ask the user: decide yourself, or say in your report what needs an answer"
     if name == "ask_user" and session.elicitor is None:
         return "the editor cannot show questions to the user: decide yourself, or ask in your answer and stop there"

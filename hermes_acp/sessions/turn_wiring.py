@@ -77,8 +77,9 @@ class TurnWiring:
         """How the session's commands are contained (``[sandbox]``), starting from the session's environment, with
         the network the session's switch says; a subagent's are its parent's."""
         session = self._session
-        if session.link is not None:
-            return session.link.parent.wiring.sandbox
+        link = session.lineage.link
+        if link is not None:
+            return link.parent.wiring.sandbox
         services = session.services
         sandbox = Sandbox.from_settings(services.settings, environ=services.env)
         return replace(sandbox, network=session.switch(SANDBOX_NETWORK))
@@ -106,8 +107,9 @@ class TurnWiring:
         """The session's computer_use tool (offered when the driver command resolves; the driver starts lazily in
         the owner task at the first call, with the session's environment)."""
         session = self._session
-        if session.link is not None:  # the parent's, with its one driver
-            return session.link.parent.wiring.computer_use
+        link = session.lineage.link
+        if link is not None:  # the parent's, with its one driver
+            return link.parent.wiring.computer_use
         services = session.services
         return ComputerUse.for_session(
             session.runtime, services.settings, gate=self.image_gate, env=services.env or None
@@ -123,7 +125,7 @@ class TurnWiring:
 
     def delegate(self) -> tuple[AnyTool, ...]:
         """``delegate``, while the session may start children (``[agent] subagent_depth``)."""
-        return (_DELEGATE,) if self._session.may_delegate else ()
+        return (_DELEGATE,) if self._session.lineage.may_delegate else ()
 
     @staticmethod
     def load_skill(book: SkillBook) -> tuple[AnyTool, ...]:
@@ -149,7 +151,8 @@ class TurnWiring:
         agent = services.settings.agent
         model = self._model_or_raise()
         audience = session.audience
-        link = session.link
+        lineage = session.lineage
+        link = lineage.link
         max_requests = agent.max_turn_requests
         if link is not None:
             max_requests = 1 if link.reporting else link.max_requests
@@ -174,10 +177,10 @@ class TurnWiring:
             compaction=self._compaction_policy(),
             models=session.configured_model,
             effort=session.effort,
-            subagents=session.subagents if session.may_delegate else None,
+            subagents=session.subagents if lineage.may_delegate else None,
             parallel_calls=max(MAX_PARALLEL_READS, agent.max_subagents),
             sender_session_id=link.parent.id if link is not None else None,
-            rules=session.rules_recorder if link is not None else None,
+            rules=lineage.rules_recorder if link is not None else None,
             unavailable=lambda name: why_unavailable(session, name),
             steering=steering,
         )

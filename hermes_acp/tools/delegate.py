@@ -91,7 +91,7 @@ class DelegationResult:
 
 
 class Subagents(Protocol):
-    """Runs a child session for a ``delegate`` call (``hermes_acp.sessions.subagents`` implements it)."""
+    """Runs a child session for a ``delegate`` call (``hermes_acp.subagents.runner`` implements it)."""
 
     async def delegate(self, delegation: Delegation) -> DelegationResult:
         """Run the child to its end; a cancel of the caller stops the child first (then propagates)."""
