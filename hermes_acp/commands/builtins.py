@@ -61,18 +61,18 @@ async def _help(session: CommandView, argument: str) -> Reply:
 
 async def _mode(session: CommandView, argument: str) -> Reply:
     if not argument:
-        return Reply(f"Mode: {session.mode}. Modes: " + ", ".join(m.id for m in MODES))
+        return Reply(f"Mode: {session.options.mode}. Modes: " + ", ".join(m.id for m in MODES))
     try:
-        await session.set_mode(argument)
+        await session.options.set_mode(argument)
     except InvalidParamsError as exc:
         return Reply(str(exc))
-    return Reply(f"Mode set to {session.mode}.", mode_changed=True, config_changed=True)
+    return Reply(f"Mode set to {session.options.mode}.", mode_changed=True, config_changed=True)
 
 
 async def _model(session: CommandView, argument: str) -> Reply:
-    catalog = session.catalog
+    catalog = session.options.catalog
     if not argument:
-        current = session.current_model()
+        current = session.options.current_model()
         lines = [f"Model: {current.id if current else 'none'}" + _effort_note(session)]
         for m in catalog.models:
             notes = [] if m.usable else [f"needs {m.api_key_env}"]
@@ -81,14 +81,14 @@ async def _model(session: CommandView, argument: str) -> Reply:
             lines.append(f"- `{m.id}`" + (f" ({'; '.join(notes)})" if notes else ""))
         return Reply("\n".join(lines))
     try:
-        await session.set_model(argument)
+        await session.options.set_model(argument)
     except InvalidParamsError as exc:
         return Reply(str(exc))
     return Reply(f"Model set to {argument}{_effort_note(session)}.", config_changed=True)
 
 
 def _effort_note(session: CommandView) -> str:
-    effort = session.effort
+    effort = session.options.effort
     return f", thinking effort {effort}" if effort is not None else ""
 
 
@@ -96,7 +96,7 @@ async def _title(session: CommandView, argument: str) -> Reply:
     if not argument:
         return Reply(f"Title: {session.projection.title or '(none yet)'}")
     try:
-        title = await session.set_title(argument)
+        title = await session.options.set_title(argument)
     except InvalidParamsError as exc:
         return Reply(str(exc))
     return Reply(f"Session renamed to “{title}”.")
@@ -211,10 +211,10 @@ async def _setup(session: CommandView, argument: str) -> Reply:
         )
     from hermes_acp.onboarding.flow import SetupDone, run_setup_form  # loaded with the first /setup
 
-    result = await run_setup_form(session.elicitor, session.providers, session.catalog)
+    result = await run_setup_form(session.elicitor, session.providers, session.options.catalog)
     if not isinstance(result, SetupDone):
         return Reply(result.describe())
-    await session.set_model(result.model_id)
+    await session.options.set_model(result.model_id)
     return Reply(result.describe(), config_changed=True)
 
 

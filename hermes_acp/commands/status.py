@@ -24,8 +24,9 @@ __all__ = ["session_status"]
 
 
 def session_status(session: CommandView) -> str:
-    model = session.current_model()
-    lines = [f"**Model:** {model.id if model is not None else 'none configured'}", f"**Mode:** {session.mode}"]
+    options = session.options
+    model = options.current_model()
+    lines = [f"**Model:** {model.id if model is not None else 'none configured'}", f"**Mode:** {options.mode}"]
     if model is not None:
         if not model.usable:
             lines[0] += f" (needs {model.api_key_env})"
@@ -51,7 +52,7 @@ def session_status(session: CommandView) -> str:
     lines.append("**Skills:**" + ("" if skills.skills or skills.problems else " none"))
     lines.extend(f"- `/{skill.name}` ({skill.origin}, {skill.path}): {skill.description}" for skill in skills.skills)
     lines.extend(f"- skipped: {problem.text()}" for problem in skills.problems)
-    client = session.client_system_prompt
+    client = options.client_system_prompt
     if client is None:
         lines.append("**System prompt:** the agent's own")
     else:

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from hermes_acp.exec.environment import EnvPolicy
     from hermes_acp.turns.meter import Meter
 
-__all__ = ["CommandView", "WaitingInput"]
+__all__ = ["CommandOptions", "CommandView", "WaitingInput"]
 
 
 class WaitingInput(Protocol):
@@ -42,12 +42,35 @@ class WaitingInput(Protocol):
     def text(self) -> str: ...
 
 
-class CommandView(Protocol):
+class CommandOptions(Protocol):
+    """The session's options as the commands show and change them."""
+
     @property
     def mode(self) -> ModeId: ...
 
     @property
     def effort(self) -> Effort | None: ...
+
+    @property
+    def catalog(self) -> ModelCatalog: ...
+
+    @property
+    def client_system_prompt(self) -> ClientSystemPrompt | None: ...
+
+    def current_model(self) -> CatalogModel | None: ...
+
+    async def set_mode(self, mode_id: str) -> None: ...
+
+    async def set_model(self, model_id: str) -> None: ...
+
+    async def set_title(self, title: str) -> str:
+        """Returns the title as stored (normalised)."""
+        ...
+
+
+class CommandView(Protocol):
+    @property
+    def options(self) -> CommandOptions: ...
 
     @property
     def turn_id(self) -> str | None:
@@ -73,9 +96,6 @@ class CommandView(Protocol):
     def skills(self) -> SkillShelf: ...
 
     @property
-    def catalog(self) -> ModelCatalog: ...
-
-    @property
     def providers(self) -> ProviderRegistry:
         """The registry serving ``catalog``'s models (the setup reloads it)."""
         ...
@@ -93,14 +113,9 @@ class CommandView(Protocol):
         """Which variables the session's child processes (the agent's own git calls too) may inherit."""
         ...
 
-    @property
-    def client_system_prompt(self) -> ClientSystemPrompt | None: ...
-
     def queue_listing(self) -> Sequence[WaitingInput]:
         """The prompts and steering messages waiting, in order."""
         ...
-
-    def current_model(self) -> CatalogModel | None: ...
 
     def meter(self, model: CatalogModel) -> Meter: ...
 
@@ -109,14 +124,6 @@ class CommandView(Protocol):
         ...
 
     def status(self) -> str: ...
-
-    async def set_mode(self, mode_id: str) -> None: ...
-
-    async def set_model(self, model_id: str) -> None: ...
-
-    async def set_title(self, title: str) -> str:
-        """Returns the title as stored (normalised)."""
-        ...
 
     async def compact(self, instructions: str, *, turn_id: str) -> Reply: ...
 

@@ -214,7 +214,7 @@ class HermesAgent:
             message_id=message_id,
         )
         self._announce_commands(ctx, session)
-        hermes: dict[str, Any] = {"parentSessionId": params.session_id, "forkedAt": session.record.created_at}
+        hermes: dict[str, Any] = {"parentSessionId": params.session_id, "forkedAt": session.options.record.created_at}
         if message_id is not None:
             hermes["messageId"] = message_id
         meta = {"hermes": hermes}
@@ -305,7 +305,7 @@ class HermesAgent:
     async def set_mode(self, ctx: RequestContext, raw: Any) -> dict[str, Any]:
         params = parse(SetModeParams, raw)
         session = await self._session(params.session_id)
-        await session.set_mode(params.mode_id)
+        await session.options.set_mode(params.mode_id)
         await self._announce_config(session, mode_changed=True)
         return {}
 
@@ -321,18 +321,18 @@ class HermesAgent:
         if any(switch.id == params.config_id for switch in SWITCHES):
             if not isinstance(params.value, bool):
                 raise InvalidParamsError(f"value: option {params.config_id!r} takes true or false", field="value")
-            await session.set_switch(params.config_id, params.value)
+            await session.options.set_switch(params.config_id, params.value)
             await self._announce_config(session, mode_changed=False)
             return {"configOptions": self._options(session)}
         if not isinstance(params.value, str):
             raise InvalidParamsError(f"value: option {params.config_id!r} takes a string value", field="value")
         if params.config_id == MODE_OPTION_ID:
-            await session.set_mode(params.value)
+            await session.options.set_mode(params.value)
         elif params.config_id == MODEL_OPTION_ID:
-            await session.set_model(params.value)
+            await session.options.set_model(params.value)
         else:
             assert params.config_id == EFFORT_OPTION_ID
-            await session.set_effort(params.value)
+            await session.options.set_effort(params.value)
         await self._announce_config(session, mode_changed=params.config_id == MODE_OPTION_ID)
         return {"configOptions": self._options(session)}
 
@@ -340,7 +340,7 @@ class HermesAgent:
         """The legacy ``session/set_model`` (removed from the schema; JetBrains and older Zed still send it)."""
         params = parse(SetModelParams, raw)
         session = await self._session(params.session_id)
-        await session.set_model(params.model_id)
+        await session.options.set_model(params.model_id)
         await self._announce_config(session, mode_changed=False)
         return {}
 
@@ -379,10 +379,10 @@ class HermesAgent:
     # -- notifications outside turns ----------------------------------------------------------------------------
 
     def _view(self, session: Session) -> dict[str, Any]:
-        return self._bridge.view(session)
+        return self._bridge.view(session.options)
 
     def _options(self, session: Session) -> list[dict[str, Any]]:
-        return self._bridge.options(session)
+        return self._bridge.options(session.options)
 
     def _announce_commands(self, ctx: RequestContext, session: Session) -> None:
         async def send() -> None:  # the first listing has the skills (the scan is off the response's path)
@@ -409,12 +409,12 @@ class HermesAgent:
     async def _announce_all(self, catalog: ModelCatalog) -> None:
         """``catalog``'s models changed (setup, ``providers/*``): every open session using it gets its options."""
         for session in self.manager.sessions:
-            if session.catalog is catalog:
+            if session.options.catalog is catalog:
                 await self._announce_config(session, mode_changed=False)
 
     async def _announce_config(self, session: Session, *, mode_changed: bool) -> None:
         """Every attached connection is told, each as it can show the options (``AcpClientBridge.config_changed``)."""
-        await session.audience.config_changed(session, mode_changed=mode_changed)
+        await session.audience.config_changed(session.options, mode_changed=mode_changed)
 
 
 def _server_entries(raw: list[Any]) -> list[dict[str, object]]:

@@ -71,7 +71,7 @@ from hermes_acp.turns.projection import transcript_events
 from .ports import ClientBridge
 
 if TYPE_CHECKING:
-    from .session import Session
+    from .options import SessionOptions
 
 __all__ = ["MEMBER_SEND_S", "Audience", "Replayed"]
 
@@ -420,11 +420,11 @@ class Audience:
             with anyio.move_on_after(MEMBER_SEND_S):
                 await member.client.commands_changed(self._session_id, commands)
 
-    async def config_changed(self, session: Session, *, mode_changed: bool) -> None:
+    async def config_changed(self, options: SessionOptions, *, mode_changed: bool) -> None:
         """The session's options changed (its mode too): each connection is told as it can show them."""
         for member in list(self._members):
             with anyio.move_on_after(MEMBER_SEND_S):
-                await member.client.config_changed(session, mode_changed=mode_changed)
+                await member.client.config_changed(self._session_id, options, mode_changed=mode_changed)
 
     # -- PermissionGate and Elicitor: the first answer wins ------------------------------------------------
 

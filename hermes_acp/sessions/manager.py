@@ -146,7 +146,7 @@ class SessionManager:
         extra = directories(additional)
         live = self._live.get(session_id)
         if live is not None:
-            if system_prompt is not None and system_prompt != live.client_system_prompt:
+            if system_prompt is not None and system_prompt != live.options.client_system_prompt:
                 raise InvalidParamsError(
                     "systemPrompt: this session is open with another system prompt, which stays byte for byte"
                     " while it is open; send the same one, or none, or close the session first",
@@ -201,7 +201,7 @@ class SessionManager:
         that message (an agent message with its calls' results), as the fork-at-message proposal has it."""
         real = normalise_cwd(cwd)
         parent = self._live.get(session_id)
-        source = parent.record if parent is not None else await self.services.store.get_session(session_id)
+        source = parent.options.record if parent is not None else await self.services.store.get_session(session_id)
         if source is None:
             raise SessionNotFoundError(session_id)
         provenance = source.provenance
@@ -261,7 +261,7 @@ class SessionManager:
         ``TitleSet`` in its log, and the attached connections told. Returns the title as stored."""
         live = self._live.get(session_id)
         if live is not None:
-            return await live.set_title(title)
+            return await live.options.set_title(title)
         await self._listable(session_id)
         title = normalise_title(title)
         record = await self.services.store.update_session(session_id, title=title)
@@ -321,7 +321,7 @@ class SessionManager:
     def child_record(self, parent: ParentView, link: SubagentLink, model: CatalogModel | None) -> SessionRecord:
         """The record of a subagent of ``parent`` (``records.child_record``)."""
         return child_record(
-            parent.record,
+            parent.options.record,
             parent.workspace.additional,
             tool_call_id=link.tool_call_id,
             mode_id=link.mode(),
@@ -438,7 +438,7 @@ class SessionManager:
     def _warm_up(self, session: Session) -> None:
         """Find the session's skills, then load the turn machinery and the session's model provider (its HTTP stack
         costs ~0.1 s to import) in the background, so the first prompt does not wait for them."""
-        model = session.current_model()
+        model = session.options.current_model()
         providers = session.services.providers
 
         async def warm_up() -> None:  # one after the other: two threads importing at once could wait on each other

@@ -20,7 +20,7 @@ from hermes_acp.turns.ports import PermissionGate, UpdateSink
 from .services import SessionServices
 
 if TYPE_CHECKING:
-    from .session import Session
+    from .options import SessionOptions
 
 __all__ = ["ClientBridge"]
 
@@ -67,6 +67,6 @@ class ClientBridge(Protocol):
         """Tell the editor the session's slash commands are now ``commands``."""
         ...
 
-    async def config_changed(self, session: Session, *, mode_changed: bool) -> None:
+    async def config_changed(self, session_id: str, options: SessionOptions, *, mode_changed: bool) -> None:
         """Tell the editor the session's options changed (its mode too, when ``mode_changed``)."""
         ...

@@ -30,7 +30,6 @@ from __future__ import annotations
 from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -42,39 +41,34 @@ from hermes_acp.commands.instructions import InstructionFile
 from hermes_acp.commands.prompt_files import PromptFile, expand, load_prompt_files
 from hermes_acp.commands.skills import SkillShelf, skill_roots, skill_text
 from hermes_acp.commands.status import session_status
-from hermes_acp.config import Effort, Settings
+from hermes_acp.config import Settings
 from hermes_acp.core import (
     DisplayBlock,
     InputKind,
     InputQueued,
-    ModeId,
     NoticeAdded,
     Rewound,
     StopReason,
     TextBlock,
     TextPart,
-    TitleSet,
     TurnEnded,
     Usage,
     UserMessage,
     UserPrompted,
-    is_mode_id,
 )
 from hermes_acp.core.ids import new_input_id, new_message_id, new_turn_id
-from hermes_acp.core.modes import MODES
 from hermes_acp.core.notice import Notice
 from hermes_acp.core.sanitize import clean_text
-from hermes_acp.errors import InvalidParamsError, SessionBusyError, StorageError, UnknownModeError
+from hermes_acp.errors import InvalidParamsError, SessionBusyError, StorageError
 from hermes_acp.mcp_client import McpServers
-from hermes_acp.providers.catalog import CatalogModel, ModelCatalog
-from hermes_acp.providers.effort import EFFORT_META_KEY, choose_effort, current_effort
+from hermes_acp.providers.catalog import CatalogModel
 from hermes_acp.providers.registry import ProviderRegistry
-from hermes_acp.storage.base import SessionRecord, SessionStore, utc_now
+from hermes_acp.storage.base import SessionRecord
 from hermes_acp.subagents.lineage import ChildOpener, Lineage, SubagentLink
 from hermes_acp.subagents.runner import SubagentRunner
 from hermes_acp.tools.base import AnyTool
 from hermes_acp.tools.context import Elicitor, Workspace
-from hermes_acp.turns.ports import LiveUsage, PermissionGate, Steer
+from hermes_acp.turns.ports import LiveUsage, Steer
 from hermes_acp.turns.projection import SessionProjection
 from hermes_acp.turns.recorder import Recorder
 from hermes_acp.turns.recovery import STORE_FAILED_TEXT, recovery_events
@@ -84,13 +78,11 @@ from hermes_acp.turns.timeline import RewindPoint, effective_events, project
 
 from ._runtime import SessionRuntime
 from .audience import Audience
-from .metadata import normalise_title, stored_system_prompt
+from .options import SessionOptions
 from .ports import ClientBridge
 from .rewind import Rewind
 from .services import SessionServices
 from .steering import IdleBehavior, SteeringQueue, SteerOutcome
-from .switches import SANDBOX_NETWORK, SWITCHES, switch_value
-from .titles import title_from_prompt, title_with_model
 from .waiting import QUEUED_PROMPTS
 
 if TYPE_CHECKING:
@@ -189,7 +181,7 @@ class Session:
         link: SubagentLink | None = None,
         children: ChildOpener | None = None,
     ):
-        self.record = record
+        self.id = record.id
         self.recorder = recorder
         self.runtime = runtime
         self.services = services
@@ -204,10 +196,10 @@ class Session:
         """The live connections to those servers (started by the manager in the owner task)."""
         self.instructions = tuple(instructions)
         """The project instruction files read when the session opened (``/status`` lists them)."""
-        self.client_system_prompt = stored_system_prompt(record.meta)
-        """The system prompt the client gave the session (stored with it), if any."""
         self.lineage = Lineage(record, recorder, services.settings, link=link, children=children)
         """Where the session stands among delegations (a subagent's tie to its parent)."""
+        self.options = SessionOptions(record, services, recorder, self.lineage, busy=lambda: self._running)
+        """Its mode, model, thinking effort, switches and title (and its stored record)."""
         self.skills = SkillShelf(skill_roots(workspace, services.settings.home))
         """The session's skills: found in the background when it opens, rescanned around every prompt."""
         self._system_prompt: str | None = None
@@ -219,7 +211,6 @@ class Session:
         self._turn_lock = anyio.Lock()
         self._queue: list[_Queued] = []
         """Every prompt queued or running, in order."""
-        self._title_lock = anyio.Lock()
         self.steering = SteeringQueue()
         """Steering messages for the running model turn (opened for each turn, closed when it ends)."""
         self._running = False
@@ -248,10 +239,6 @@ class Session:
         return self.wiring.sandbox.env_policy
 
     @property
-    def id(self) -> str:
-        return self.record.id
-
-    @property
     def system_prompt(self) -> str:
         """Fixed by the session's first model request, for its life in this process: byte-identical for every
         request (until then, what it would be now: for the context meter)."""
@@ -268,29 +255,14 @@ class Session:
 
     def _build_system_prompt(self) -> str:
         """The project's prompt; a subagent's adds what its role is and that it ends with a report."""
-        prompt = build_system_prompt(self.workspace, self.instructions, self.skills.skills, self.client_system_prompt)
+        client = self.options.client_system_prompt
+        prompt = build_system_prompt(self.workspace, self.instructions, self.skills.skills, client)
         return prompt + self.lineage.prompt()
-
-    @property
-    def mode(self) -> ModeId:
-        link = self.lineage.link
-        if link is not None:
-            return link.mode()
-        mode = self.record.mode_id
-        return mode if is_mode_id(mode) else "default"  # type: ignore[return-value]
 
     @cached_property
     def subagents(self) -> SubagentRunner:
         """Runs the children of this session's ``delegate`` calls."""
         return SubagentRunner(self, self.lineage.children)
-
-    @property
-    def model_id(self) -> str | None:
-        return self.record.model_id
-
-    @property
-    def catalog(self) -> ModelCatalog:
-        return self.services.catalog
 
     @property
     def settings(self) -> Settings:
@@ -304,27 +276,6 @@ class Session:
     def elicitor(self) -> Elicitor | None:
         """Questions to the user through the attached editors (the ``ask_user`` tool), when one can ask them."""
         return self.audience.elicitor()
-
-    @property
-    def effort(self) -> Effort | None:
-        """The thinking effort the session's requests get (None: none is sent; see ``providers.effort``)."""
-        return current_effort(self.current_model(), self.chosen_effort)
-
-    @property
-    def chosen_effort(self) -> str | None:
-        """The thinking effort chosen for the session, if any (kept even while the model does not take it)."""
-        chosen = self.record.meta.get(EFFORT_META_KEY)
-        return chosen if isinstance(chosen, str) else None
-
-    def current_model(self) -> CatalogModel | None:
-        """The session's model; the catalog's default when none is stored or the stored one left the catalog."""
-        catalog = self.services.catalog
-        model_id = self.model_id if self.model_id in catalog else catalog.default_id
-        return catalog.get(model_id) if model_id is not None else None
-
-    def configured_model(self, model_id: str) -> CatalogModel | None:
-        catalog = self.services.catalog
-        return catalog.get(model_id) if model_id in catalog else None
 
     @property
     def busy(self) -> bool:
@@ -477,7 +428,7 @@ class Session:
                         self.audience.origin_shows_prompt = True
             titled = self.projection.title is not None or self.lineage.link is not None
             if queued.result is not None and not titled and self.projection.first_prompt:
-                self.runtime.submit(self._write_title, "title")
+                self.runtime.submit(self.options.write_title, "title")
         except Exception as exc:  # answered to the prompt's caller by the one error boundary
             queued.error = exc
         finally:
@@ -626,18 +577,6 @@ class Session:
 
     # -- rewind -------------------------------------------------------------------------------------------------
 
-    @property
-    def gate(self) -> PermissionGate:
-        return self.audience
-
-    @property
-    def cwd(self) -> Path:
-        return self.workspace.cwd
-
-    @property
-    def store(self) -> SessionStore:
-        return self.services.store
-
     async def rewind_points(self) -> list[RewindPoint]:
         """The prompts a rewind can go back to, oldest first."""
         return await Rewind(self, turn_id=self._turn_id or new_turn_id()).points()
@@ -744,7 +683,7 @@ class Session:
 
     def usage(self) -> LiveUsage | None:
         """The context meter now (tokens in the context, the window, the cost so far); None without a model."""
-        model = self.current_model()
+        model = self.options.current_model()
         if model is None:
             return None
         return self.meter(model).usage(tuple(self.tools()))
@@ -774,75 +713,6 @@ class Session:
         """A warning that arises during a turn (an image downgraded to text): live, or stored in the turn."""
         if self._turn_id is not None:
             await self.recorder.notice(notice, turn_id=self._turn_id)
-
-    async def _write_title(self) -> None:
-        """After the first turn, off the prompt's path: from the prompt text, or by ``agent.title_model``."""
-        first = self.projection.first_prompt
-        if self.projection.title is not None or not first:
-            return
-        title = None
-        title_model = self.services.settings.agent.title_model
-        if title_model is not None:
-            model = self.services.catalog.get(title_model)
-            title = await title_with_model(self.services.providers.provider_for(model), model.model, first)
-        title = title or title_from_prompt(first)
-        if title:
-            await self.set_title(title, automatic=True)
-
-    async def set_title(self, title: str, *, automatic: bool = False) -> str:
-        """Set the title (``normalise_title``: the one rule for titles); the record first, then the event that
-        tells the editors: once they have the update, ``session/list`` agrees. Returns the title as stored. An
-        ``automatic`` one is dropped when the session got a title meanwhile (a client's, set while the model wrote
-        this one): titles are set one at a time, so the check and the write cannot be split."""
-        title = normalise_title(title)
-        async with self._title_lock:
-            if automatic and self.projection.title is not None:
-                return self.projection.title
-            updated = await self.services.store.update_session(self.id, title=title)
-            self.record = updated
-            stored = updated.title or title
-            await self.recorder.record(TitleSet(title=stored, updated_at=utc_now()))
-        return stored
-
-    async def set_mode(self, mode_id: str) -> None:
-        self.lineage.refuse("mode changes")
-        if not is_mode_id(mode_id):
-            valid = ", ".join(m.id for m in MODES)
-            raise UnknownModeError(f"unknown mode {mode_id!r}; valid modes: {valid}", field="modeId")
-        self.record = await self.services.store.update_session(self.id, mode_id=mode_id)
-
-    async def set_effort(self, value: str) -> None:
-        """Choose the thinking effort (one of ``providers.effort.effort_choices`` for the current model); stored in
-        the record's ``meta``, so a reload and a fork keep it. Takes effect from the next prompt."""
-        self.lineage.refuse("option changes")
-        chosen = choose_effort(self.current_model(), value)
-        meta = {key: item for key, item in self.record.meta.items() if key != EFFORT_META_KEY}
-        if chosen is not None:
-            meta[EFFORT_META_KEY] = chosen
-        self.record = await self.services.store.update_session(self.id, meta=meta)
-
-    def switch(self, switch_id: str) -> bool:
-        """The value of one of ``switches.SWITCHES`` in this session."""
-        switch = next(s for s in SWITCHES if s.id == switch_id)
-        return switch_value(switch, self.record.meta, self.services.settings)
-
-    async def set_switch(self, switch_id: str, value: bool) -> None:
-        """Turn a switch on or off; stored in the record's ``meta``. Takes effect from the next command or request."""
-        self.lineage.refuse("option changes")
-        if all(s.id != switch_id for s in SWITCHES):
-            raise InvalidParamsError(f"configId: unknown option {switch_id!r}", field="configId")
-        self.record = await self.services.store.update_session(self.id, meta={**self.record.meta, switch_id: value})
-        if switch_id == SANDBOX_NETWORK and "wiring" in self.__dict__:
-            self.wiring.forget_sandbox()  # the next command gets a sandbox with the new setting
-
-    async def set_model(self, model_id: str) -> None:
-        self.lineage.refuse("model changes")
-        self.services.catalog.get(model_id)
-        if self._running:
-            raise SessionBusyError(
-                f"session {self.id} is running a turn; switch models when it has finished (or cancel it first)"
-            )
-        self.record = await self.services.store.update_session(self.id, model_id=model_id)
 
     async def close(self) -> None:
         """Cancel whatever runs, then release everything the session holds (bounded)."""

@@ -30,7 +30,7 @@ def derive_tool_surface(session: Session) -> Sequence[AnyTool]:
     link = session.lineage.link
     if link is not None and link.reporting:
         return []  # a subagent past its budget writes its report without tools
-    mode = session.mode
+    mode = session.options.mode
     asking = wiring.ask_user(session.elicitor) if link is None else ()  # a subagent cannot ask the user
     skills = wiring.load_skill(session.skills)
     handing_off = wiring.plan_hand_off(session) if mode == "plan" else ()
@@ -43,7 +43,7 @@ def derive_tool_surface(session: Session) -> Sequence[AnyTool]:
 
 def why_unavailable(session: Session, name: str) -> str:
     """Why the model cannot call ``name`` now, in words it can act on (the error of a call to it)."""
-    mode = session.mode
+    mode = session.options.mode
     link = session.lineage.link
     if name == "delegate" and not session.lineage.may_delegate:
         if link is not None:

@@ -71,22 +71,21 @@ class TurnWiring:
         self._session = session
         self.echo = EchoMemory()
         """What the session learned about the reasoning fields its providers' servers take back (in memory)."""
+        self._sandbox: Sandbox | None = None
 
-    @cached_property
+    @property
     def sandbox(self) -> Sandbox:
         """How the session's commands are contained (``[sandbox]``), starting from the session's environment, with
-        the network the session's switch says; a subagent's are its parent's."""
+        the network the session's switch says (made anew when the switch changed); a subagent's are its parent's."""
         session = self._session
         link = session.lineage.link
         if link is not None:
             return link.parent.wiring.sandbox
-        services = session.services
-        sandbox = Sandbox.from_settings(services.settings, environ=services.env)
-        return replace(sandbox, network=session.switch(SANDBOX_NETWORK))
-
-    def forget_sandbox(self) -> None:
-        """The network switch changed: the next command gets a sandbox made anew."""
-        self.__dict__.pop("sandbox", None)
+        network = session.options.switch(SANDBOX_NETWORK)
+        if self._sandbox is None or self._sandbox.network != network:
+            services = session.services
+            self._sandbox = replace(Sandbox.from_settings(services.settings, environ=services.env), network=network)
+        return self._sandbox
 
     @cached_property
     def image_gate(self) -> SessionImageGate:
@@ -96,7 +95,7 @@ class TurnWiring:
         services = session.services
         gate = SessionImageGate(
             services.settings,
-            model=session.current_model,
+            model=session.options.current_model,
             describer=describer_for(services.settings, services.catalog, services.providers),
         )
         gate.notify = session.notify
@@ -134,8 +133,8 @@ class TurnWiring:
     @staticmethod
     def plan_hand_off(session: Session) -> tuple[AnyTool, ...]:
         async def start(mode: ModeId) -> None:
-            await session.set_mode(mode)
-            await session.audience.config_changed(session, mode_changed=True)
+            await session.options.set_mode(mode)
+            await session.audience.config_changed(session.options, mode_changed=True)
 
         return (PlanHandOffTool(PlanHandOff(session.audience, start)),)
 
@@ -151,6 +150,7 @@ class TurnWiring:
         agent = services.settings.agent
         model = self._model_or_raise()
         audience = session.audience
+        options = session.options
         lineage = session.lineage
         link = lineage.link
         max_requests = agent.max_turn_requests
@@ -165,7 +165,7 @@ class TurnWiring:
             recorder=session.recorder,
             gate=audience,
             workspace=session.workspace,
-            mode=lambda: session.mode,
+            mode=lambda: options.mode,
             max_requests=max_requests,
             permission_timeout_s=services.settings.permissions.timeout_s,
             cache_dir=services.settings.cache_dir,
@@ -175,8 +175,8 @@ class TurnWiring:
             images=self.image_gate,
             sandbox=self.sandbox,
             compaction=self._compaction_policy(),
-            models=session.configured_model,
-            effort=session.effort,
+            models=options.configured_model,
+            effort=options.effort,
             subagents=session.subagents if lineage.may_delegate else None,
             parallel_calls=max(MAX_PARALLEL_READS, agent.max_subagents),
             sender_session_id=link.parent.id if link is not None else None,
@@ -203,7 +203,7 @@ class TurnWiring:
         )
 
     def _model_or_raise(self) -> CatalogModel:
-        model = self._session.current_model()
+        model = self._session.options.current_model()
         if model is None:
             raise NoProviderError(
                 "no model provider is configured: set HERMES_ACP_BASE_URL and HERMES_ACP_MODEL (any"
@@ -217,8 +217,9 @@ class TurnWiring:
         that one is unset or its provider cannot be used)."""
         services = self._session.services
         agent = services.settings.agent
-        automatic = self._session.switch(AUTO_COMPACTION)
-        model = self._session.configured_model(agent.compaction_model) if agent.compaction_model else None
+        options = self._session.options
+        automatic = options.switch(AUTO_COMPACTION)
+        model = options.configured_model(agent.compaction_model) if agent.compaction_model else None
         if model is None:
             return CompactionPolicy(threshold=agent.compaction_threshold, automatic=automatic)
         try:
@@ -234,7 +235,8 @@ class TurnWiring:
         """The context meter of this session with ``model``."""
         session = self._session
         native = self.image_gate.route() == "native"
-        return Meter(model, session.system_prompt, session.projection, native, session.configured_model, session.effort)
+        options = session.options
+        return Meter(model, session.system_prompt, session.projection, native, options.configured_model, options.effort)
 
     async def compact(self, instructions: str, *, turn_id: str) -> Reply:
         """``/compact [instructions]``: compact the whole history now, the summary focused by ``instructions``.

@@ -75,6 +75,20 @@ class Inherited(Protocol):
     def computer_use(self) -> ComputerUse: ...
 
 
+class ParentOptions(Protocol):
+    @property
+    def record(self) -> SessionRecord:
+        """As last stored (a child's record takes its directories and switches)."""
+        ...
+
+    @property
+    def mode(self) -> ModeId: ...
+
+    def current_model(self) -> CatalogModel | None: ...
+
+    def configured_model(self, model_id: str) -> CatalogModel | None: ...
+
+
 class ParentView(Protocol):
     """What a child and its runner need of the session that delegated to it."""
 
@@ -82,13 +96,10 @@ class ParentView(Protocol):
     def id(self) -> str: ...
 
     @property
-    def record(self) -> SessionRecord: ...
-
-    @property
     def lineage(self) -> Lineage: ...
 
     @property
-    def mode(self) -> ModeId: ...
+    def options(self) -> ParentOptions: ...
 
     @property
     def audience(self) -> Fanout: ...
@@ -104,10 +115,6 @@ class ParentView(Protocol):
 
     @property
     def wiring(self) -> Inherited: ...
-
-    def current_model(self) -> CatalogModel | None: ...
-
-    def configured_model(self, model_id: str) -> CatalogModel | None: ...
 
 
 class TaskEnd(Protocol):
@@ -199,7 +206,7 @@ class SubagentLink:
     def mode(self) -> ModeId:
         """``explore`` reads only; ``general`` follows the parent's mode as it is now (never more; a parent that
         plans gives ``read_only``: a child cannot hand the plan off)."""
-        mode = self.parent.mode
+        mode = self.parent.options.mode
         return "read_only" if self.role == "explore" or mode in READ_ONLY_MODES else mode
 
     @property

@@ -256,8 +256,8 @@ class SubagentRunner:
     def _child_model(self) -> CatalogModel | None:
         parent = self._session
         chosen = parent.services.settings.agent.subagent_model
-        model = parent.configured_model(chosen) if chosen else None
-        return model or parent.current_model()
+        model = parent.options.configured_model(chosen) if chosen else None
+        return model or parent.options.current_model()
 
 
 def report_of(projection: SessionProjection) -> str:

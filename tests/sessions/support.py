@@ -20,7 +20,8 @@ from hermes_acp.core.notice import Notice
 from hermes_acp.providers.catalog import CatalogModel, ModelCatalog
 from hermes_acp.providers.registry import ProviderRegistry
 from hermes_acp.providers.scripted import ScriptedProvider
-from hermes_acp.sessions import Session, SessionManager, SessionServices, derive_tool_surface
+from hermes_acp.sessions import SessionManager, SessionServices, derive_tool_surface
+from hermes_acp.sessions.options import SessionOptions
 from hermes_acp.storage import InMemorySessionStore
 from hermes_acp.tools.context import EditorFiles, EditorTerminals, Elicitor
 from hermes_acp.turns import LiveUpdate, PermissionAnswer, PermissionQuestion
@@ -96,8 +97,8 @@ class Bridge:
     async def commands_changed(self, session_id: str, commands: Sequence[Command]) -> None:
         self.commands.setdefault(session_id, []).append([c.name for c in commands])
 
-    async def config_changed(self, session: Session, *, mode_changed: bool) -> None:
-        self.modes.setdefault(session.id, []).append(session.mode)
+    async def config_changed(self, session_id: str, options: SessionOptions, *, mode_changed: bool) -> None:
+        self.modes.setdefault(session_id, []).append(options.mode)
 
 
 _CLIENTS: weakref.WeakKeyDictionary[SessionManager, Bridge] = weakref.WeakKeyDictionary()

@@ -42,7 +42,7 @@ async def test_cancel_answers_a_queued_command_cancelled_and_it_never_runs(tmp_p
                 session.cancel()
     assert results["turn"].stop_reason == "cancelled"
     assert results["command"].stop_reason == "cancelled"
-    assert session.mode == "default"
+    assert session.options.mode == "default"
 
 
 class _NoSinkBridge(Bridge):
