@@ -26,6 +26,7 @@ from hermes_acp.providers.effort import effort_choices
 
 from .command_set import Ask, Command, Outcome, Reply
 from .review import NothingToReview, collect_changes
+from .status import session_status
 
 if TYPE_CHECKING:
     from .view import CommandView
@@ -56,7 +57,7 @@ invented commands; aim for under 60 lines."""
 
 async def _help(session: CommandView, argument: str) -> Reply:
     modes = "Modes: " + ", ".join(f"{m.id} ({m.description})" for m in MODES)
-    return Reply(session.commands.help_text([modes]))
+    return Reply(session.commands.set.help_text([modes]))
 
 
 async def _mode(session: CommandView, argument: str) -> Reply:
@@ -94,7 +95,7 @@ def _effort_note(session: CommandView) -> str:
 
 async def _title(session: CommandView, argument: str) -> Reply:
     if not argument:
-        return Reply(f"Title: {session.projection.title or '(none yet)'}")
+        return Reply(f"Title: {session.recorder.projection.title or '(none yet)'}")
     try:
         title = await session.options.set_title(argument)
     except InvalidParamsError as exc:
@@ -107,7 +108,7 @@ REWIND_LISTED = 20
 
 
 async def _rewind(session: CommandView, argument: str) -> Reply:
-    recent = list(reversed(await session.rewind_points()))[:REWIND_LISTED]
+    recent = list(reversed(await session.rewinds.points()))[:REWIND_LISTED]
     if not recent:
         return Reply("Nothing to rewind to yet: this session has no prompt the model answered.")
     if argument:
@@ -116,9 +117,9 @@ async def _rewind(session: CommandView, argument: str) -> Reply:
             return Reply(
                 f"`/rewind N` takes the number of a prompt, 1 to {len(recent)} (1 is the latest); `/rewind` lists them."
             )
-        return await session.rewind_reply(recent[number - 1].message_id)
+        return await _rewound(session, recent[number - 1].message_id)
     choices = [(point.message_id, f"{n}. {_brief(point.text)}") for n, point in enumerate(recent, start=1)]
-    elicitor = session.elicitor
+    elicitor = session.audience.elicitor()
     if elicitor is None:
         lines = ["Prompts to rewind to, latest first (the session goes back to just before the one you pick):"]
         lines.extend(f"- {title}" for _, title in choices)
@@ -144,14 +145,20 @@ async def _rewind(session: CommandView, argument: str) -> Reply:
     picked = (answer.content or {}).get("prompt") if answer.action == "accept" else None
     if not isinstance(picked, str) or picked not in {message_id for message_id, _ in choices}:
         return Reply("Not rewound.")
-    return await session.rewind_reply(picked)
+    return await _rewound(session, picked)
 
 
 async def _undo(session: CommandView, argument: str) -> Reply:
-    points = await session.rewind_points()
+    points = await session.rewinds.points()
     if not points:
         return Reply("Nothing to undo yet: this session has no prompt the model answered.")
-    return await session.rewind_reply(points[-1].message_id)
+    return await _rewound(session, points[-1].message_id)
+
+
+async def _rewound(session: CommandView, message_id: str) -> Reply:
+    turn_id = session.turn_id
+    assert turn_id is not None, "commands run inside the session's command turn"
+    return await session.rewinds.reply(message_id, turn_id=turn_id)
 
 
 def _brief(text: str) -> str:
@@ -162,11 +169,11 @@ def _brief(text: str) -> str:
 async def _compact(session: CommandView, argument: str) -> Reply:
     turn_id = session.turn_id
     assert turn_id is not None, "commands run inside the session's command turn"
-    return await session.compact(argument, turn_id=turn_id)
+    return await session.wiring.compact(argument, turn_id=turn_id)
 
 
 async def _status(session: CommandView, argument: str) -> Reply:
-    return Reply(session.status())
+    return Reply(session_status(session))
 
 
 async def _init(session: CommandView, argument: str) -> Ask:
@@ -175,7 +182,7 @@ async def _init(session: CommandView, argument: str) -> Ask:
 
 
 async def _review(session: CommandView, argument: str) -> Outcome:
-    changes = await collect_changes(session.workspace.cwd, session.env_policy)
+    changes = await collect_changes(session.workspace.cwd, session.wiring.sandbox.env_policy)
     if isinstance(changes, NothingToReview):
         return Reply(changes.reason)
     return Ask(changes.prompt(argument))
@@ -203,7 +210,8 @@ async def _mcp(session: CommandView, argument: str) -> Reply:
 
 
 async def _setup(session: CommandView, argument: str) -> Reply:
-    if session.elicitor is None:
+    elicitor = session.audience.elicitor()
+    if elicitor is None:
         return Reply(
             'This editor cannot show forms, so the setup runs in a terminal: choose "Set up Hermes ACP" among the'
             " agent's authentication methods, or run `hermes-acp --setup`; or set a provider's key in the agent's"
@@ -211,7 +219,7 @@ async def _setup(session: CommandView, argument: str) -> Reply:
         )
     from hermes_acp.onboarding.flow import SetupDone, run_setup_form  # loaded with the first /setup
 
-    result = await run_setup_form(session.elicitor, session.providers, session.options.catalog)
+    result = await run_setup_form(elicitor, session.services.providers, session.options.catalog)
     if not isinstance(result, SetupDone):
         return Reply(result.describe())
     await session.options.set_model(result.model_id)

@@ -30,7 +30,7 @@ def session_status(session: CommandView) -> str:
     if model is not None:
         if not model.usable:
             lines[0] += f" (needs {model.api_key_env})"
-        meter = session.meter(model)
+        meter = session.wiring.meter(model)
         lines.extend(_context(session, meter))
         lines.extend(_children(session, meter))
     lines.append("**MCP servers:**" + ("" if session.mcp else " none"))
@@ -48,7 +48,7 @@ def session_status(session: CommandView) -> str:
     for item in session.instructions:
         cut = f", {item.cut:,} bytes left out" if item.cut else ""
         lines.append(f"- {item.path} ({item.size:,} bytes{cut})")
-    skills = session.skills
+    skills = session.commands.skills
     lines.append("**Skills:**" + ("" if skills.skills or skills.problems else " none"))
     lines.extend(f"- `/{skill.name}` ({skill.origin}, {skill.path}): {skill.description}" for skill in skills.skills)
     lines.extend(f"- skipped: {problem.text()}" for problem in skills.problems)
@@ -69,13 +69,13 @@ def session_status(session: CommandView) -> str:
 
 
 def _context(session: CommandView, meter: Meter) -> list[str]:
-    tools = tuple(session.tools())
+    tools = tuple(session.wiring.tools())
     request = meter.request(tools)
     measured = meter.measure(request)
     parts = measured.parts
     window = meter.window
-    threshold = session.settings.agent.compaction_threshold
-    projection = session.projection
+    threshold = session.services.settings.agent.compaction_threshold
+    projection = session.recorder.projection
     share = measured.used / window if window else 0.0
     cost = meter.cost()
     return [
@@ -90,7 +90,8 @@ def _context(session: CommandView, meter: Meter) -> list[str]:
 
 
 def _children(session: CommandView, meter: Meter) -> list[str]:
-    children = list(session.projection.children.values())
+    projection = session.recorder.projection
+    children = list(projection.children.values())
     if not children:
         return []
     lines = [f"**Subagents:** {len(children)}"]
@@ -99,9 +100,7 @@ def _children(session: CommandView, meter: Meter) -> list[str]:
         cost = _cost(meter.cost_of(child.usage_by_model))
         lines.append(f"- {child.title} ({outcome}, {child.model_id}): {_tokens(child.usage)}, {cost}")
     total = sum((child.usage for child in children), Usage())
-    lines.append(
-        f"- all subagents: {_tokens(total)}, {_cost(meter.cost_of(session.projection.children_usage_by_model()))}"
-    )
+    lines.append(f"- all subagents: {_tokens(total)}, {_cost(meter.cost_of(projection.children_usage_by_model()))}")
     return lines
 
 

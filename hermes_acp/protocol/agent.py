@@ -386,7 +386,7 @@ class HermesAgent:
 
     def _announce_commands(self, ctx: RequestContext, session: Session) -> None:
         async def send() -> None:  # the first listing has the skills (the scan is off the response's path)
-            await self._bridge.send(session.id, commands_update(await session.command_listing()))
+            await self._bridge.send(session.id, commands_update(await session.commands.listing()))
             session.runtime.submit(session.report_servers, "report MCP servers")
 
         ctx.after_response(send)
@@ -394,7 +394,7 @@ class HermesAgent:
     def _announce_usage(self, ctx: RequestContext, session: Session) -> None:
         async def send() -> None:
             await warm_up_turn_modules()  # off the event loop: a request right behind the load need not wait
-            meter = session.usage()
+            meter = session.wiring.usage()
             if meter is not None:
                 await self._bridge.sink(session.id).emit_live(meter)
 

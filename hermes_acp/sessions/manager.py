@@ -442,7 +442,7 @@ class SessionManager:
         providers = session.services.providers
 
         async def warm_up() -> None:  # one after the other: two threads importing at once could wait on each other
-            await session.skills.ensure()
+            await session.commands.skills.ensure()
             await warm_up_turn_modules()
             if model is not None:
                 await providers.warm_up(model)

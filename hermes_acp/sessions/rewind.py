@@ -1,7 +1,9 @@
 """Rewind: take a session back to just before one of its user prompts, put the agent's file changes back, and keep
 what was cut as a session of its own.
 
-``Rewind`` runs one (``Session.rewind``: ``/rewind``, ``/undo``, ``_session/rewind``), on an idle session:
+``Rewind`` runs one, on an idle session; ``Rewinds`` is a session's way in (``Session.rewind`` for
+``_session/rewind``; ``/rewind`` and ``/undo`` inside their command turn, through the commands' view; the prompts a
+rewind can go back to; the projection built again from the log once a rewind is stored):
 
 1. The timeline (``turns.timeline``) is read from the store; the point is a prompt of it the model got.
 2. ``plan_files`` folds the file changes of the cut part (the ``FileChange`` records of each ``ToolCallRunning``,
@@ -39,6 +41,7 @@ import anyio
 import structlog
 
 from hermes_acp import anchored
+from hermes_acp.commands.command_set import Reply
 from hermes_acp.core import (
     FileNotRestored,
     ModeId,
@@ -57,11 +60,11 @@ from hermes_acp.tools._disk import write_atomically
 from hermes_acp.tools.context import Workspace
 from hermes_acp.turns.ports import PermissionGate, PermissionQuestion
 from hermes_acp.turns.recorder import Recorder
-from hermes_acp.turns.timeline import RewindPoint, effective, user_prompts
+from hermes_acp.turns.timeline import RewindPoint, effective, project, user_prompts
 
 from .records import derived_record
 
-__all__ = ["FileRestore", "Rewind", "RewindView", "check", "commands_run", "plan_files", "restore"]
+__all__ = ["FileRestore", "Rewind", "RewindView", "Rewinds", "check", "commands_run", "plan_files", "restore"]
 
 _log = structlog.get_logger("hermes_acp.sessions")
 ASK_TIMEOUT_S = 600.0
@@ -222,17 +225,39 @@ class _Outcome:
     not_restored: list[FileNotRestored] = field(default_factory=list)
 
 
+class Rewinds:
+    """A session's rewinds (see the module docstring)."""
+
+    def __init__(self, view: RewindView):
+        self._view = view
+
+    async def points(self) -> list[RewindPoint]:
+        """The prompts a rewind can go back to, oldest first."""
+        stored = await self._view.services.store.load_events(self._view.id)
+        return user_prompts([s.event for s in effective(stored, _event)])
+
+    async def run(self, message_id: str, *, turn_id: str, field_name: str = "messageId") -> Rewound:
+        """A rewind of its own (``_session/rewind``), stored in ``turn_id``; ``refold`` once it is."""
+        rewound = await Rewind(self._view, turn_id=turn_id).run(message_id, field_name=field_name)
+        await self._view.recorder.record(rewound)
+        return rewound
+
+    async def reply(self, message_id: str, *, turn_id: str) -> Reply:
+        """``/rewind`` and ``/undo``, inside their command turn: the rewind, to be stored with the command."""
+        return Reply("", events=(await Rewind(self._view, turn_id=turn_id).run(message_id, field_name="argument"),))
+
+    async def refold(self) -> None:
+        """After a rewind: the projection built again from the log's timeline (what the model and ``/status`` see)."""
+        events = [stored.event for stored in await self._view.services.store.load_events(self._view.id)]
+        self._view.recorder.projection = project(events)
+
+
 class Rewind:
     """One rewind of ``host`` (see the module docstring)."""
 
     def __init__(self, host: RewindView, *, turn_id: str):
         self._host = host
         self._turn_id = turn_id
-
-    async def points(self) -> list[RewindPoint]:
-        """The prompts a rewind can go back to, oldest first."""
-        stored = await self._host.services.store.load_events(self._host.id)
-        return user_prompts([s.event for s in effective(stored, _event)])
 
     async def run(self, message_id: str, *, field_name: str = "messageId") -> Rewound:
         host = self._host

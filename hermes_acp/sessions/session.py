@@ -28,20 +28,18 @@ refused), runs with the parent's rights or fewer, and shows no slash commands.
 from __future__ import annotations
 
 from collections.abc import Callable, Coroutine, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 import anyio
 import structlog
 
-from hermes_acp.commands.builtins import BUILT_INS
-from hermes_acp.commands.command_set import Ask, Command, CommandSet, Invocation, Reply
+from hermes_acp.commands.command_set import Reply
 from hermes_acp.commands.instructions import InstructionFile
-from hermes_acp.commands.prompt_files import PromptFile, expand, load_prompt_files
-from hermes_acp.commands.skills import SkillShelf, skill_roots, skill_text
-from hermes_acp.commands.status import session_status
-from hermes_acp.config import Settings
+from hermes_acp.commands.prompt_files import PromptFile
+from hermes_acp.commands.runner import BUSY_REWIND, CommandRunner
+from hermes_acp.commands.skills import SkillShelf, skill_roots
 from hermes_acp.core import (
     DisplayBlock,
     InputKind,
@@ -50,58 +48,38 @@ from hermes_acp.core import (
     Rewound,
     StopReason,
     TextBlock,
-    TextPart,
     TurnEnded,
     Usage,
-    UserMessage,
-    UserPrompted,
 )
 from hermes_acp.core.ids import new_input_id, new_message_id, new_turn_id
 from hermes_acp.core.notice import Notice
-from hermes_acp.core.sanitize import clean_text
 from hermes_acp.errors import InvalidParamsError, SessionBusyError, StorageError
 from hermes_acp.mcp_client import McpServers
-from hermes_acp.providers.catalog import CatalogModel
-from hermes_acp.providers.registry import ProviderRegistry
 from hermes_acp.storage.base import SessionRecord
 from hermes_acp.subagents.lineage import ChildOpener, Lineage, SubagentLink
 from hermes_acp.subagents.runner import SubagentRunner
-from hermes_acp.tools.base import AnyTool
-from hermes_acp.tools.context import Elicitor, Workspace
-from hermes_acp.turns.ports import LiveUsage, Steer
-from hermes_acp.turns.projection import SessionProjection
+from hermes_acp.tools.context import Workspace
+from hermes_acp.turns.ports import Steer
 from hermes_acp.turns.recorder import Recorder
 from hermes_acp.turns.recovery import STORE_FAILED_TEXT, recovery_events
 from hermes_acp.turns.settlements import dropped_input
 from hermes_acp.turns.system_prompt import build_system_prompt
-from hermes_acp.turns.timeline import RewindPoint, effective_events, project
+from hermes_acp.turns.timeline import effective_events
 
 from ._runtime import SessionRuntime
 from .audience import Audience
 from .options import SessionOptions
 from .ports import ClientBridge
-from .rewind import Rewind
+from .rewind import Rewinds
 from .services import SessionServices
 from .steering import IdleBehavior, SteeringQueue, SteerOutcome
 from .waiting import QUEUED_PROMPTS
 
 if TYPE_CHECKING:
-    from hermes_acp.computer_use import ComputerUse
-    from hermes_acp.exec.environment import EnvPolicy
-    from hermes_acp.exec.sandbox import Sandbox
-    from hermes_acp.images.gate import SessionImageGate
-    from hermes_acp.turns.meter import Meter
-
     from .turn_wiring import TurnWiring
 
 __all__ = ["PromptResult", "QueuedInput", "Session", "SessionServices"]
 
-_HANDLERS = {built_in.command.name: built_in.run for built_in in BUILT_INS}
-_AT_ONCE = frozenset({"status", "rewind", "undo"})
-"""Commands answered without waiting for the running turn (a rewind needs an idle session: refused at once)."""
-BUSY_REWIND = (
-    "Cannot rewind while a turn runs or prompts wait: wait for the turn to end, or cancel it first, then rewind."
-)
 _log = structlog.get_logger("hermes_acp.sessions")
 LEFT_NOTICE = Notice(
     "warning",
@@ -198,13 +176,15 @@ class Session:
         """The project instruction files read when the session opened (``/status`` lists them)."""
         self.lineage = Lineage(record, recorder, services.settings, link=link, children=children)
         """Where the session stands among delegations (a subagent's tie to its parent)."""
+        self._running = False
+        """A model turn runs."""
         self.options = SessionOptions(record, services, recorder, self.lineage, busy=lambda: self._running)
         """Its mode, model, thinking effort, switches and title (and its stored record)."""
-        self.skills = SkillShelf(skill_roots(workspace, services.settings.home))
-        """The session's skills: found in the background when it opens, rescanned around every prompt."""
         self._system_prompt: str | None = None
-        self.commands = CommandSet([built_in.command for built_in in BUILT_INS], prompt_files)
-        """The slash commands: the built-in ones, the prompt files, the skills (rescanned around every prompt)."""
+        self.commands = CommandRunner(self, prompt_files, SkillShelf(skill_roots(workspace, services.settings.home)))
+        """The slash commands: the built-in ones, the prompt files, the skills (looked at around every prompt)."""
+        self.rewinds = Rewinds(self)
+        """The prompts a rewind can go back to, and the rewinds the commands run."""
         self._told_once = False
         self._turn_id: str | None = None
         """The turn running now (a notice during it is stored in it for clients without notices)."""
@@ -213,7 +193,6 @@ class Session:
         """Every prompt queued or running, in order."""
         self.steering = SteeringQueue()
         """Steering messages for the running model turn (opened for each turn, closed when it ends)."""
-        self._running = False
 
     @cached_property
     def wiring(self) -> TurnWiring:
@@ -221,22 +200,6 @@ class Session:
         from .turn_wiring import TurnWiring
 
         return TurnWiring(self)
-
-    @property
-    def computer_use(self) -> ComputerUse:
-        return self.wiring.computer_use
-
-    @property
-    def image_gate(self) -> SessionImageGate:
-        return self.wiring.image_gate
-
-    @property
-    def sandbox(self) -> Sandbox:
-        return self.wiring.sandbox
-
-    @property
-    def env_policy(self) -> EnvPolicy:
-        return self.wiring.sandbox.env_policy
 
     @property
     def system_prompt(self) -> str:
@@ -249,33 +212,19 @@ class Session:
     async def fix_system_prompt(self) -> None:
         """Wait for the first scan of the skills (they are listed in it), then fix the system prompt."""
         if self._system_prompt is None:
-            await self.skills.ensure()
-            self._took_skills()
+            await self.commands.ensure()
             self._system_prompt = self._build_system_prompt()
 
     def _build_system_prompt(self) -> str:
         """The project's prompt; a subagent's adds what its role is and that it ends with a report."""
         client = self.options.client_system_prompt
-        prompt = build_system_prompt(self.workspace, self.instructions, self.skills.skills, client)
+        prompt = build_system_prompt(self.workspace, self.instructions, self.commands.skills.skills, client)
         return prompt + self.lineage.prompt()
 
     @cached_property
     def subagents(self) -> SubagentRunner:
         """Runs the children of this session's ``delegate`` calls."""
         return SubagentRunner(self, self.lineage.children)
-
-    @property
-    def settings(self) -> Settings:
-        return self.services.settings
-
-    @property
-    def providers(self) -> ProviderRegistry:
-        return self.services.providers
-
-    @property
-    def elicitor(self) -> Elicitor | None:
-        """Questions to the user through the attached editors (the ``ask_user`` tool), when one can ask them."""
-        return self.audience.elicitor()
 
     @property
     def busy(self) -> bool:
@@ -288,13 +237,9 @@ class Session:
         return bool(self._queue)
 
     @property
-    def projection(self) -> SessionProjection:
-        return self.recorder.projection
-
-    @property
     def turn_id(self) -> str | None:
         """The turn or command running now (what a notice, or a command's own events, are stored in)."""
-        return self._turn_id
+        return self._turn_id if self._turn_id is not None else self.commands.turn_id
 
     # -- connections --------------------------------------------------------------------------------------------
 
@@ -321,16 +266,16 @@ class Session:
         (``[host] on_leave = "cancel"``). When it lent the running turn its files or terminal, the turn is told it
         goes on with the host's own. True when it was attached."""
         lent = client.files(self.id) is not None or client.terminals(self.id) is not None
-        was_origin = self.audience.origin is client and self._turn_id is not None and lent
+        was_origin = self.audience.origin is client and self.turn_id is not None and lent
         if not self.audience.detach(client):
             return False
         if cancel_turns:
             for queued in list(self._queue):
                 if queued.origin is client:
                     queued.scope.cancel()
-        elif was_origin and self._turn_id is not None:
+        elif was_origin and (turn_id := self.turn_id) is not None:
             with anyio.move_on_after(5):
-                await self.recorder.notice(LEFT_NOTICE, turn_id=self._turn_id)
+                await self.recorder.notice(LEFT_NOTICE, turn_id=turn_id)
         return True
 
     # -- prompts ------------------------------------------------------------------------------------------------
@@ -343,9 +288,11 @@ class Session:
         connection left) leaves it running. ``/status`` while the session works is answered at once, and
         ``/rewind`` / ``/undo`` are refused at once (they need an idle session), without waiting in the queue."""
         self.lineage.refuse("prompts")
-        invocation = self.commands.find(display)
-        if self._queue and invocation is not None and invocation.command.name in _AT_ONCE:
-            return await self._at_once(invocation, display)
+        if self._queue:
+            invocation = self.commands.at_once(display)
+            if invocation is not None:
+                await self.commands.answer_at_once(invocation, display)
+                return PromptResult("end_turn")
         self._room_for(display)
         return await self._answer(self._enqueue(display, origin, waits=bool(self._queue)))
 
@@ -426,8 +373,8 @@ class Session:
                     finally:
                         self.audience.origin = None
                         self.audience.origin_shows_prompt = True
-            titled = self.projection.title is not None or self.lineage.link is not None
-            if queued.result is not None and not titled and self.projection.first_prompt:
+            titled = self.recorder.projection.title is not None or self.lineage.link is not None
+            if queued.result is not None and not titled and self.recorder.projection.first_prompt:
                 self.runtime.submit(self.options.write_title, "title")
         except Exception as exc:  # answered to the prompt's caller by the one error boundary
             queued.error = exc
@@ -449,13 +396,15 @@ class Session:
                     _log.warning("a cancelled queued prompt could not be marked as not run", session_id=self.id)
 
     async def _prompt(self, display: list[DisplayBlock], input_id: str | None = None) -> PromptResult:
-        await self.refresh_commands()
+        await self.commands.refresh()
         invocation = self.commands.find(display)
-        if invocation is None:
-            result = await self._turn(display, input_id=input_id)
+        outcome = await self.commands.run(invocation, display, input_id) if invocation is not None else None
+        if isinstance(outcome, Reply):
+            result = PromptResult("end_turn", mode_changed=outcome.mode_changed, config_changed=outcome.config_changed)
         else:
-            result = await self._command(invocation, display, input_id)
-        await self.refresh_commands()
+            prompt = outcome.prompt if outcome is not None else None
+            result = await self._turn(display, prompt, input_id=input_id)
+        await self.commands.refresh()
         return result
 
     async def _turn(
@@ -470,7 +419,7 @@ class Session:
             if self.lineage.link is None:  # a child's parent was told about its MCP servers, skills and sandbox
                 # Bounded: MCP servers still starting are reported, not awaited.
                 mcp = [Notice("warning", text.removeprefix("⚠ ")) for text in await self.mcp.prepare_turn()]
-                skills = [Notice("warning", problem.text()) for problem in self.skills.new_problems()]
+                skills = [Notice("warning", problem.text()) for problem in self.commands.skills.new_problems()]
                 texts = await self._show_notices([*await self._once_notices(), *mcp, *skills])
             turn_id = self._turn_id = new_turn_id()
             steering = self.steering.open(turn_id)
@@ -491,56 +440,9 @@ class Session:
                     _log.warning("a steering message outlived its turn", session_id=self.id, input_id=left.input_id)
         finally:
             self._running = False
-        children = [child.usage for child in self.projection.children.values() if child.turn_id == turn_id]
+        children = [child.usage for child in self.recorder.projection.children.values() if child.turn_id == turn_id]
         usage = sum(children, turn.usage)  # what the prompt cost, its subagents' work included
         return PromptResult(stop_reason=turn.stop_reason, usage=usage, failure=turn.failure, user_message_id=message_id)
-
-    async def _command(self, invocation: Invocation, display: list[DisplayBlock], input_id: str | None) -> PromptResult:
-        """A slash command: a prompt file's text (its arguments in) or a built-in command's outcome."""
-        if invocation.file is not None:
-            outcome: Ask | Reply = Ask(expand(invocation.file.template, invocation.argument))
-        elif invocation.skill is not None:
-            text = await anyio.to_thread.run_sync(skill_text, invocation.skill)
-            outcome = Ask(expand(f"Use this skill for the request.\n\n{text}", invocation.argument))
-        else:
-            self._turn_id = new_turn_id()
-            try:
-                outcome = await _HANDLERS[invocation.command.name](self, invocation.argument)
-                if isinstance(outcome, Reply):
-                    await self._reply(display, outcome, self._turn_id, input_id)
-                    if any(isinstance(event, Rewound) for event in outcome.events):
-                        await self._refold()
-            finally:
-                self._turn_id = None
-        if isinstance(outcome, Ask):
-            return await self._turn(display, outcome.prompt, input_id=input_id)
-        return PromptResult("end_turn", mode_changed=outcome.mode_changed, config_changed=outcome.config_changed)
-
-    async def _at_once(self, invocation: Invocation, display: list[DisplayBlock]) -> PromptResult:
-        """A command answered without waiting for the running turn: ``/status``, or the refusal of a rewind."""
-        reply = Reply(self.status()) if invocation.command.name == "status" else Reply(BUSY_REWIND)
-        await self._reply(display, reply, new_turn_id(), None)
-        return PromptResult("end_turn")
-
-    async def _reply(self, display: list[DisplayBlock], reply: Reply, turn_id: str, input_id: str | None) -> None:
-        """Store a command the session answered itself like a turn the model never sees, in one write: the user's
-        line, the answer (which may quote servers' and files' words: it passes the sanitizer), what the command
-        itself did that the log keeps (a compaction), the turn's end."""
-        typed = "".join(b.text for b in display if isinstance(b, TextBlock))
-        answer = [NoticeAdded(turn_id=turn_id, message_id=new_message_id(), text=clean_text(reply.text))]
-        await self.recorder.record(
-            UserPrompted(
-                turn_id=turn_id,
-                message_id=new_message_id(),
-                display=display,
-                message=UserMessage(parts=[TextPart(text=typed)]),
-                for_model=False,
-                input_id=input_id,
-            ),
-            *(answer if reply.text else []),
-            *reply.events,
-            TurnEnded(turn_id=turn_id, stop_reason="end_turn"),
-        )
 
     # -- steering -----------------------------------------------------------------------------------------------
 
@@ -577,10 +479,6 @@ class Session:
 
     # -- rewind -------------------------------------------------------------------------------------------------
 
-    async def rewind_points(self) -> list[RewindPoint]:
-        """The prompts a rewind can go back to, oldest first."""
-        return await Rewind(self, turn_id=self._turn_id or new_turn_id()).points()
-
     async def rewind(self, message_id: str, *, field_name: str = "messageId") -> Rewound:
         """``_session/rewind``: back to just before the prompt ``message_id`` (``sessions.rewind``). Refused while a
         turn runs or prompts wait (``SessionBusyError``); prompts that arrive meanwhile wait for it."""
@@ -589,22 +487,11 @@ class Session:
         async with self._turn_lock:
             self._turn_id = new_turn_id()
             try:
-                rewound = await Rewind(self, turn_id=self._turn_id).run(message_id, field_name=field_name)
-                await self.recorder.record(rewound)
+                rewound = await self.rewinds.run(message_id, turn_id=self._turn_id, field_name=field_name)
             finally:
                 self._turn_id = None
-        await self._refold()
+        await self.rewinds.refold()
         return rewound
-
-    async def rewind_reply(self, message_id: str) -> Reply:
-        """``/rewind`` and ``/undo``, inside their command turn: the rewind, stored with the command."""
-        assert self._turn_id is not None, "commands run inside the session's command turn"
-        return Reply("", events=(await Rewind(self, turn_id=self._turn_id).run(message_id, field_name="argument"),))
-
-    async def _refold(self) -> None:
-        """After a rewind: the projection built again from the log's timeline (what the model and ``/status`` see)."""
-        events = [stored.event for stored in await self.services.store.load_events(self.id)]
-        self.recorder.projection = project(events)
 
     def queue_listing(self) -> list[QueuedInput]:
         """What waits: the queued prompts (stored as queued, in order), then the steering messages for the running
@@ -616,32 +503,10 @@ class Session:
         ]
         listed.extend(
             QueuedInput(input_id, "steering", pending.display)
-            for input_id, pending in self.projection.pending_inputs.items()
+            for input_id, pending in self.recorder.projection.pending_inputs.items()
             if pending.input_kind == "steering"
         )
         return listed
-
-    async def refresh_commands(self) -> None:
-        """Read the prompt files and the skills again; tell the editors (bounded) when the list of commands
-        changed."""
-        files = await load_prompt_files(self.workspace.cwd, self.services.settings.home)
-        if self.skills.scanned:
-            await self.skills.rescan()
-        before = self.commands.listing
-        self._took_skills(files)
-        if self.commands.listing != before:
-            await self.audience.commands_changed(self.commands.listing)
-
-    async def command_listing(self) -> Sequence[Command]:
-        """The commands once the first scan of the skills is done (what an editor is first told)."""
-        await self.skills.ensure()
-        self._took_skills()
-        return self.commands.listing
-
-    def _took_skills(self, files: Sequence[PromptFile] | None = None) -> None:
-        """The commands and the readable folders after a scan of the skills (and of the prompt files)."""
-        self.commands = self.commands.with_files(self.commands.files if files is None else files, self.skills.skills)
-        self.workspace = replace(self.workspace, readable=self.skills.global_folders())
 
     async def report_servers(self) -> None:
         """Once the session is open: its MCP servers that could not start (or be used), told at once instead of
@@ -667,34 +532,9 @@ class Session:
 
     async def repair(self) -> None:
         """Settle what an earlier turn left open when it stopped on a failed write, as a reload would."""
-        repairs = recovery_events(self.projection, text=STORE_FAILED_TEXT, inputs=False)
+        repairs = recovery_events(self.recorder.projection, text=STORE_FAILED_TEXT, inputs=False)
         if repairs:
             await self.recorder.record(*repairs)
-
-    # -- what the commands and the editor ask of the session ------------------------------------------------
-
-    def meter(self, model: CatalogModel) -> Meter:
-        """The context meter of this session with ``model``."""
-        return self.wiring.meter(model)
-
-    def tools(self) -> Sequence[AnyTool]:
-        """The tool surface a model request would get now (docs/architecture.md §4.6)."""
-        return self.services.tool_surface(self)
-
-    def usage(self) -> LiveUsage | None:
-        """The context meter now (tokens in the context, the window, the cost so far); None without a model."""
-        model = self.options.current_model()
-        if model is None:
-            return None
-        return self.meter(model).usage(tuple(self.tools()))
-
-    async def compact(self, instructions: str, *, turn_id: str) -> Reply:
-        """``/compact [instructions]`` (``TurnWiring.compact``)."""
-        return await self.wiring.compact(instructions, turn_id=turn_id)
-
-    def status(self) -> str:
-        """``/status``: what the session runs on and how full its context is; no model call."""
-        return session_status(self)
 
     async def _show_notices(self, notices: Sequence[Notice]) -> list[str]:
         """Show each notice live where the clients take notices; the texts of the others, to store with the turn."""
@@ -706,13 +546,14 @@ class Session:
         if self._told_once:
             return []
         self._told_once = True
-        found = [self.sandbox.notice(await self.sandbox.availability()), self.computer_use.notice()]
+        sandbox = self.wiring.sandbox
+        found = [sandbox.notice(await sandbox.availability()), self.wiring.computer_use.notice()]
         return [notice for notice in found if notice is not None]
 
     async def notify(self, notice: Notice) -> None:
         """A warning that arises during a turn (an image downgraded to text): live, or stored in the turn."""
-        if self._turn_id is not None:
-            await self.recorder.notice(notice, turn_id=self._turn_id)
+        if (turn_id := self.turn_id) is not None:
+            await self.recorder.notice(notice, turn_id=turn_id)
 
     async def close(self) -> None:
         """Cancel whatever runs, then release everything the session holds (bounded)."""

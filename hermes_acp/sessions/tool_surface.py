@@ -31,8 +31,8 @@ def derive_tool_surface(session: Session) -> Sequence[AnyTool]:
     if link is not None and link.reporting:
         return []  # a subagent past its budget writes its report without tools
     mode = session.options.mode
-    asking = wiring.ask_user(session.elicitor) if link is None else ()  # a subagent cannot ask the user
-    skills = wiring.load_skill(session.skills)
+    asking = wiring.ask_user(session.audience.elicitor()) if link is None else ()  # a subagent cannot ask the user
+    skills = wiring.load_skill(session.commands.skills)
     handing_off = wiring.plan_hand_off(session) if mode == "plan" else ()
     offered = (*wiring.builtin_tools, *wiring.delegate(), *asking, *skills, *handing_off, *session.mcp.tools())
     tools = [tool for tool in offered if mode not in READ_ONLY_MODES or tool.read_only]
@@ -51,7 +51,7 @@ def why_unavailable(session: Session, name: str) -> str:
         return "delegation is off in this configuration ([agent] subagent_depth = 0)"
     if name == "ask_user" and link is not None:
         return "a subagent cannot ask the user: decide yourself, or say in your report what needs an answer"
-    if name == "ask_user" and session.elicitor is None:
+    if name == "ask_user" and session.audience.elicitor() is None:
         return "the editor cannot show questions to the user: decide yourself, or ask in your answer and stop there"
     if name == "exit_plan_mode":
         return f"the session is in {mode} mode, not in plan mode"

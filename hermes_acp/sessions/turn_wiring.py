@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import time
+from collections.abc import Sequence
 from dataclasses import replace
 from functools import cached_property
 from typing import TYPE_CHECKING, Literal
@@ -44,7 +45,7 @@ from hermes_acp.tools.plan_handoff import PlanHandOffTool
 from hermes_acp.turns.compaction import compact, log_compaction
 from hermes_acp.turns.loop import TurnDeps, TurnResult, TurnState, run_turn
 from hermes_acp.turns.meter import Meter
-from hermes_acp.turns.ports import LiveCompaction, SteeringInbox
+from hermes_acp.turns.ports import LiveCompaction, LiveUsage, SteeringInbox
 from hermes_acp.turns.state import MAX_PARALLEL_READS, CompactionPolicy
 
 from .switches import AUTO_COMPACTION, SANDBOX_NETWORK
@@ -161,10 +162,10 @@ class TurnWiring:
             model=model,
             provider=self.echo.provider(services.providers.provider_for(model)),
             system_prompt=session.system_prompt,
-            tool_surface=lambda: services.tool_surface(session),
+            tool_surface=self.tools,
             recorder=session.recorder,
             gate=audience,
-            workspace=session.workspace,
+            workspace=replace(session.workspace, readable=session.commands.skills.global_folders()),
             mode=lambda: options.mode,
             max_requests=max_requests,
             permission_timeout_s=services.settings.permissions.timeout_s,
@@ -236,7 +237,19 @@ class TurnWiring:
         session = self._session
         native = self.image_gate.route() == "native"
         options = session.options
-        return Meter(model, session.system_prompt, session.projection, native, options.configured_model, options.effort)
+        projection = session.recorder.projection
+        return Meter(model, session.system_prompt, projection, native, options.configured_model, options.effort)
+
+    def tools(self) -> Sequence[AnyTool]:
+        """The tool surface a model request would get now (docs/architecture.md §4.6)."""
+        return self._session.services.tool_surface(self._session)
+
+    def usage(self) -> LiveUsage | None:
+        """The context meter now (tokens in the context, the window, the cost so far); None without a model."""
+        model = self._session.options.current_model()
+        if model is None:
+            return None
+        return self.meter(model).usage(tuple(self.tools()))
 
     async def compact(self, instructions: str, *, turn_id: str) -> Reply:
         """``/compact [instructions]``: compact the whole history now, the summary focused by ``instructions``.

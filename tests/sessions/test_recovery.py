@@ -75,7 +75,7 @@ async def test_checkpointed_text_of_a_killed_stream_is_stored_as_interrupted_and
     assert stored == [PROMPT, *checkpoints, repaired, ended]
     (replayed,) = bridge.sinks.values()
     assert replayed.events == [PROMPT, repaired, ended], "the checkpoints are superseded by the repaired message"
-    assert session.projection.history == [
+    assert session.recorder.projection.history == [
         UserMessage(parts=[TextPart(text="go")]),
         AssistantMessage(parts=[TextPart(text="Half of the answer")]),
     ]
@@ -103,7 +103,7 @@ async def test_a_running_call_is_outcome_unknown_and_one_never_started_is_not_ru
         _failed(second, *NOT_RUN),
         TurnEnded(turn_id="t1", stop_reason="cancelled"),
     ]
-    assert session.projection.open_calls == {}
+    assert session.recorder.projection.open_calls == {}
 
 
 def _failed(call: ToolCallPart, code: str, text: str) -> ToolCallSettled:
