@@ -37,7 +37,7 @@ from hermes_acp.version import __version__
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from hermes_acp.sessions import Session
+    from hermes_acp.sessions.tool_surface import SurfaceView
     from hermes_acp.tools.base import AnyTool
 
 __all__ = ["SHUTDOWN_TIMEOUT_S", "Host", "open_host", "run_connection", "serve_app"]
@@ -46,7 +46,7 @@ SHUTDOWN_TIMEOUT_S = 1.5
 """Bound on closing every session once the client has gone (turns are already cancelled by then)."""
 MAX_ENVIRONMENTS = 64
 """Distinct client environments whose services are kept (a host serving more builds them again)."""
-ToolSurface = Callable[["Session"], Sequence["AnyTool"]]
+ToolSurface = Callable[["SurfaceView"], Sequence["AnyTool"]]
 
 
 class Host:
@@ -141,7 +141,7 @@ class Host:
     @property
     def working(self) -> bool:
         """A prompt runs or waits in one of the live sessions."""
-        return any(session.working for session in self.manager.sessions)
+        return any(session.queue.working for session in self.manager.sessions)
 
     async def _close(self) -> None:
         with anyio.CancelScope(shield=True):

@@ -171,7 +171,7 @@ async def test_mcp_lists_the_servers_and_reconnects_one_without_a_model_call(tmp
         session_id = await agent.new_session([spec])
         listing = ""
         with anyio.fail_after(60):
-            while "ready" not in listing:  # the server starts in the background
+            while "(stdio): ready" not in listing:  # the server starts in the background (a notice may say so)
                 listing = await reply(agent, session_id, "/mcp")
         reconnected = await reply(agent, session_id, "/mcp reconnect fixture")
         unknown = await reply(agent, session_id, "/mcp reconnect nope")

@@ -58,7 +58,7 @@ def session_status(session: CommandView) -> str:
     else:
         how = "added to the agent's own" if client.mode == "append" else "in place of the agent's own instructions"
         lines.append(f"**System prompt:** the editor's ({len(client.text):,} characters, {how})")
-    waiting = session.queue_listing()
+    waiting = session.queue.listing()
     lines.append("**Queue:**" + ("" if waiting else " empty"))
     for n, waiting_input in enumerate(waiting, start=1):
         kind = waiting_input.input_kind

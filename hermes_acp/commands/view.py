@@ -1,10 +1,10 @@
 """``CommandView``: what the slash commands may use of a session, as one small protocol (twelve members, most of them
-the session's own collaborators seen through a narrow protocol of their own).
+the session's own collaborators, each seen through a narrow protocol of its own).
 
 The built-in commands (``builtins``), ``/status``'s text (``status``) and the runner (``runner``) are written against
 this, never against the session: nothing in ``hermes_acp.commands`` imports ``hermes_acp.sessions``, which sits
 above it. The session meets it with what it is (its options, services, workspace, MCP servers, instruction files,
-recorder, audience, turn wiring, commands, rewinds); the tests meet it with a fake. No ACP here.
+recorder, audience, turn wiring, commands, rewinds, queue); the tests meet it with a fake. No ACP here.
 """
 
 from __future__ import annotations
@@ -39,6 +39,7 @@ __all__ = [
     "CommandTurns",
     "CommandView",
     "Offered",
+    "Waiting",
     "WaitingInput",
 ]
 
@@ -51,6 +52,12 @@ class WaitingInput(Protocol):
 
     @property
     def text(self) -> str: ...
+
+
+class Waiting(Protocol):
+    def listing(self) -> Sequence[WaitingInput]:
+        """The prompts and steering messages waiting, in order."""
+        ...
 
 
 class CommandOptions(Protocol):
@@ -180,6 +187,5 @@ class CommandView(Protocol):
         """The command turn running now."""
         ...
 
-    def queue_listing(self) -> Sequence[WaitingInput]:
-        """The prompts and steering messages waiting, in order."""
-        ...
+    @property
+    def queue(self) -> Waiting: ...

@@ -268,7 +268,7 @@ class _Door:
     def status(self) -> dict[str, Any]:
         host = self._host
         sessions = [
-            {"sessionId": s.id, "cwd": s.options.record.cwd, "running": s.working, "attached": len(s.audience)}
+            {"sessionId": s.id, "cwd": s.options.record.cwd, "running": s.queue.working, "attached": len(s.audience)}
             for s in host.manager.sessions
         ]
         return {

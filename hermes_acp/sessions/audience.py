@@ -68,7 +68,7 @@ from hermes_acp.turns.ports import (
 )
 from hermes_acp.turns.projection import transcript_events
 
-from .ports import ClientBridge
+from .views import ClientBridge
 
 if TYPE_CHECKING:
     from .options import SessionOptions

@@ -43,11 +43,11 @@ from hermes_acp.turns.timeline import effective, fork_point
 from ._runtime import SessionRuntime
 from .audience import Audience
 from .metadata import normalise_title, stored_system_prompt, with_system_prompt
-from .ports import ClientBridge
 from .records import child_record, derived_record, directories, new_record, normalise_cwd
 from .services import SessionServices
 from .session import Session
 from .turn_imports import warm_up_turn_modules
+from .views import ClientBridge
 
 __all__ = ["SessionManager"]
 

@@ -13,7 +13,7 @@ It does not know the prompt queue, the audience, the turn wiring or ACP: whoever
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 import anyio
 
@@ -45,6 +45,7 @@ class SessionOptions:
         lineage: Lineage,
         *,
         busy: Callable[[], bool],
+        jobs: Callable[[Callable[[], Awaitable[None]], str], None],
     ):
         self.record = record
         """The session's record as last stored."""
@@ -54,6 +55,7 @@ class SessionOptions:
         self._recorder = recorder
         self._lineage = lineage
         self._busy = busy
+        self._jobs = jobs
         self._title_lock = anyio.Lock()
 
     @property
@@ -149,6 +151,13 @@ class SessionOptions:
             stored = updated.title or title
             await self._recorder.record(TitleSet(title=stored, updated_at=utc_now()))
         return stored
+
+    def answered(self) -> None:
+        """A prompt was answered: a session a client opened that has no title yet gets one written, off the
+        prompt's path (a job of the session's owner task)."""
+        projection = self._recorder.projection
+        if projection.title is None and self._lineage.link is None and projection.first_prompt:
+            self._jobs(self.write_title, "title")
 
     async def write_title(self) -> None:
         """After the first turn, off the prompt's path: from the prompt text, or by ``agent.title_model``."""

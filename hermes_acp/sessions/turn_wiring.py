@@ -46,13 +46,15 @@ from hermes_acp.turns.compaction import compact, log_compaction
 from hermes_acp.turns.loop import TurnDeps, TurnResult, TurnState, run_turn
 from hermes_acp.turns.meter import Meter
 from hermes_acp.turns.ports import LiveCompaction, LiveUsage, SteeringInbox
+from hermes_acp.turns.recovery import STORE_FAILED_TEXT, recovery_events
 from hermes_acp.turns.state import MAX_PARALLEL_READS, CompactionPolicy
+from hermes_acp.turns.system_prompt import build_system_prompt
 
 from .switches import AUTO_COMPACTION, SANDBOX_NETWORK
 from .tool_surface import why_unavailable
 
 if TYPE_CHECKING:
-    from .session import Session
+    from .views import WiringView
 
 __all__ = ["TurnWiring"]
 
@@ -68,11 +70,39 @@ _DELEGATE = DelegateTool()
 
 
 class TurnWiring:
-    def __init__(self, session: Session):
+    def __init__(self, session: WiringView):
         self._session = session
         self.echo = EchoMemory()
         """What the session learned about the reasoning fields its providers' servers take back (in memory)."""
         self._sandbox: Sandbox | None = None
+        self._system_prompt: str | None = None
+
+    @property
+    def system_prompt(self) -> str:
+        """Fixed by the session's first model request, for its life in this process: byte-identical for every
+        request (until then, what it would be now: for the context meter)."""
+        if self._system_prompt is not None:
+            return self._system_prompt
+        return self._build_system_prompt()
+
+    async def prepare(self) -> None:
+        """Before a model turn (or ``/compact``): what an earlier turn left open when it stopped on a failed write
+        is settled, as a reload would; the first time, the system prompt is fixed once the first scan of the
+        skills is done (they are listed in it)."""
+        session = self._session
+        repairs = recovery_events(session.recorder.projection, text=STORE_FAILED_TEXT, inputs=False)
+        if repairs:
+            await session.recorder.record(*repairs)
+        if self._system_prompt is None:
+            await session.commands.ensure()
+            self._system_prompt = self._build_system_prompt()
+
+    def _build_system_prompt(self) -> str:
+        """The project's prompt; a subagent's adds what its role is and that it ends with a report."""
+        session = self._session
+        client = session.options.client_system_prompt
+        prompt = build_system_prompt(session.workspace, session.instructions, session.commands.skills.skills, client)
+        return prompt + session.lineage.prompt()
 
     @property
     def sandbox(self) -> Sandbox:
@@ -99,7 +129,7 @@ class TurnWiring:
             model=session.options.current_model,
             describer=describer_for(services.settings, services.catalog, services.providers),
         )
-        gate.notify = session.notify
+        gate.notify = session.notices.notify
         return gate
 
     @cached_property
@@ -131,8 +161,9 @@ class TurnWiring:
     def load_skill(book: SkillBook) -> tuple[AnyTool, ...]:
         return (LoadSkillTool(book),) if book.names() else ()
 
-    @staticmethod
-    def plan_hand_off(session: Session) -> tuple[AnyTool, ...]:
+    def plan_hand_off(self) -> tuple[AnyTool, ...]:
+        session = self._session
+
         async def start(mode: ModeId) -> None:
             await session.options.set_mode(mode)
             await session.audience.config_changed(session.options, mode_changed=True)
@@ -161,7 +192,7 @@ class TurnWiring:
             session_id=session.id,
             model=model,
             provider=self.echo.provider(services.providers.provider_for(model)),
-            system_prompt=session.system_prompt,
+            system_prompt=self.system_prompt,
             tool_surface=self.tools,
             recorder=session.recorder,
             gate=audience,
@@ -238,7 +269,7 @@ class TurnWiring:
         native = self.image_gate.route() == "native"
         options = session.options
         projection = session.recorder.projection
-        return Meter(model, session.system_prompt, projection, native, options.configured_model, options.effort)
+        return Meter(model, self.system_prompt, projection, native, options.configured_model, options.effort)
 
     def tools(self) -> Sequence[AnyTool]:
         """The tool surface a model request would get now (docs/architecture.md §4.6)."""
@@ -258,8 +289,7 @@ class TurnWiring:
         summary is written leaves the history as it was (the editor is told it was cancelled)."""
         session = self._session
         started = time.perf_counter()
-        await session.repair()
-        await session.fix_system_prompt()
+        await self.prepare()
         deps = self.deps()
         compaction_id = new_compaction_id()
         try:

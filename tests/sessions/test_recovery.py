@@ -27,7 +27,7 @@ from hermes_acp.core import (
     UserPrompted,
 )
 from hermes_acp.providers.scripted import ScriptedProvider
-from hermes_acp.sessions import Session
+from hermes_acp.sessions.session import Session
 from hermes_acp.turns.recovery import OUTCOME_UNKNOWN_TEXT
 from hermes_acp.turns.settlements import NOT_RUN
 
