@@ -38,7 +38,7 @@ from hermes_acp.providers.echo import EchoMemory
 from hermes_acp.tools import builtin_tools
 from hermes_acp.tools.ask_user import AskUserTool
 from hermes_acp.tools.base import AnyTool
-from hermes_acp.tools.context import Elicitor
+from hermes_acp.tools.context import Elicitor, ToolEnvironment
 from hermes_acp.tools.delegate import DelegateTool
 from hermes_acp.tools.load_skill import LoadSkillTool, SkillBook
 from hermes_acp.tools.plan_handoff import PlanHandOffTool
@@ -189,31 +189,21 @@ class TurnWiring:
         if link is not None:
             max_requests = 1 if link.reporting else link.max_requests
         return TurnDeps(
-            session_id=session.id,
             model=model,
             provider=self.echo.provider(services.providers.provider_for(model)),
             system_prompt=self.system_prompt,
-            tool_surface=self.tools,
+            surface=self,
             recorder=session.recorder,
             gate=audience,
-            workspace=replace(session.workspace, readable=session.commands.skills.global_folders()),
-            mode=lambda: options.mode,
+            env=self._environment(),
             max_requests=max_requests,
             permission_timeout_s=services.settings.permissions.timeout_s,
-            cache_dir=services.settings.cache_dir,
-            files=audience.origin_files(),
-            terminals=audience.origin_terminals(),
-            client_present=lambda: audience.origin is not None,
-            images=self.image_gate,
-            sandbox=self.sandbox,
             compaction=self._compaction_policy(),
             models=options.configured_model,
             effort=options.effort,
-            subagents=session.subagents if lineage.may_delegate else None,
             parallel_calls=max(MAX_PARALLEL_READS, agent.max_subagents),
             sender_session_id=link.parent.id if link is not None else None,
             rules=lineage.rules_recorder if link is not None else None,
-            unavailable=lambda name: why_unavailable(session, name),
             steering=steering,
         )
 
@@ -232,6 +222,23 @@ class TurnWiring:
         state = TurnState(turn_id=turn_id)
         return await run_turn(
             state, deps, display, notices=notices, prompt=prompt, input_id=input_id, message_id=message_id
+        )
+
+    def _environment(self) -> ToolEnvironment:
+        """What the turn's tool calls share: the session's directories (and its global skills' folders, which the
+        file tools may read), cache, image gate, sandbox and subagent runner, and the editor whose prompt it runs."""
+        session = self._session
+        audience = session.audience
+        return ToolEnvironment(
+            session_id=session.id,
+            workspace=replace(session.workspace, readable=session.commands.skills.global_folders()),
+            cache_dir=session.services.settings.cache_dir,
+            images=self.image_gate,
+            sandbox=self.sandbox,
+            subagents=session.subagents if session.lineage.may_delegate else None,
+            editor_files=audience.origin_files(),
+            editor_terminals=audience.origin_terminals(),
+            client_present=lambda: audience.origin is not None,
         )
 
     def _model_or_raise(self) -> CatalogModel:
@@ -271,9 +278,18 @@ class TurnWiring:
         projection = session.recorder.projection
         return Meter(model, self.system_prompt, projection, native, options.configured_model, options.effort)
 
+    # -- the ToolSurface of the session's turns ------------------------------------------------------------------
+
+    @property
+    def mode(self) -> ModeId:
+        return self._session.options.mode
+
     def tools(self) -> Sequence[AnyTool]:
         """The tool surface a model request would get now (docs/architecture.md §4.6)."""
         return self._session.services.tool_surface(self._session)
+
+    def why_unavailable(self, name: str) -> str:
+        return why_unavailable(self._session, name)
 
     def usage(self) -> LiveUsage | None:
         """The context meter now (tokens in the context, the window, the cost so far); None without a model."""
@@ -298,7 +314,7 @@ class TurnWiring:
                 turn_id=turn_id,
                 compaction_id=compaction_id,
                 trigger="manual",
-                tools=tuple(deps.tool_surface()),
+                tools=tuple(deps.surface.tools()),
                 instructions=instructions or None,
             )
         except BaseException as exc:

@@ -42,7 +42,7 @@ from hermes_acp.core import (
 )
 from hermes_acp.errors import ToolError
 from hermes_acp.providers.catalog import CatalogModel
-from hermes_acp.tools.delegate import Delegation, DelegationResult
+from hermes_acp.tools.delegation import Delegation, DelegationResult
 from hermes_acp.turns.projection import SessionProjection
 
 from .lineage import ChildOpener, ChildView, ParentView, SubagentLink
