@@ -436,15 +436,7 @@ class Audience:
 
     async def ask_each(self, ask: Callable[[ClientBridge], Awaitable[PermissionAnswer]]) -> PermissionAnswer:
         """A permission question put to every attached connection as ``ask`` puts it to each; the first answer."""
-        try:
-            return await self._first_answer(ask, lambda _: True)
-        except ConnectionError:
-            return "cancelled"  # the one client went away: its turn is being cancelled
-        except TimeoutError as exc:
-            raise PermissionDeniedError(
-                f"nobody attached to answer the permission request within {self._unattended_wait_s:g} s;"
-                " this call was not run"
-            ) from exc
+        return await self._each(ask, gone="cancelled", what="the permission request")
 
     async def choose(
         self, question: PermissionQuestion, choices: Sequence[PermissionChoice], *, refusal: str
@@ -457,13 +449,19 @@ class Audience:
     async def choose_each(self, choose: Callable[[ClientBridge], Awaitable[str | None]]) -> str | None:
         """A question with choices put to every attached connection as ``choose`` puts it to each; the first
         answer (None: the user cancelled the turn)."""
+        return await self._each(choose, gone=None, what="the question")
+
+    async def _each(self, call: Callable[[ClientBridge], Awaitable[T]], *, gone: T, what: str) -> T:
+        """The one way a question of a turn (this session's, or a child's through its relay) is put: to every
+        attached connection, the first answer counts; ``gone`` when the one client went away (its turn is being
+        cancelled); refused when nobody attached to answer in time."""
         try:
-            return await self._first_answer(choose, lambda _: True)
+            return await self._first_answer(call, lambda _: True)
         except ConnectionError:
-            return None  # the one client went away: its turn is being cancelled
+            return gone
         except TimeoutError as exc:
             raise PermissionDeniedError(
-                f"nobody attached to answer the question within {self._unattended_wait_s:g} s; this call was not run"
+                f"nobody attached to answer {what} within {self._unattended_wait_s:g} s; this call was not run"
             ) from exc
 
     def elicitor(self) -> Elicitor | None:

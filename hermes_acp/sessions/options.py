@@ -69,7 +69,7 @@ class SessionOptions:
         if link is not None:
             return link.mode()
         mode = self.record.mode_id
-        return mode if is_mode_id(mode) else "default"  # type: ignore[return-value]
+        return mode if is_mode_id(mode) else "default"
 
     @property
     def model_id(self) -> str | None:
