@@ -495,16 +495,22 @@ class Audience:
         ``TimeoutError`` when nobody attached within ``unattended_wait_s``."""
         question: _Question[T] = _Question(call, can_answer)
         self._questions.append(question)
+        unanswered: ConnectionError | TimeoutError | None = None
         try:
             async with anyio.create_task_group() as group:
                 question.group = group
                 for member in list(self._members):
                     if member.backlog is None:
                         question.put(member)
-                await self._settled(question)
+                try:
+                    await self._settled(question)
+                except (ConnectionError, TimeoutError) as exc:  # raised out of the group, not as a group of one
+                    unanswered = exc
                 group.cancel_scope.cancel()  # the requests to the others are withdrawn
         finally:
             self._questions.remove(question)
+        if unanswered is not None:
+            raise unanswered
         if question.error is not None:
             raise question.error
         return question.result  # type: ignore[return-value]
