@@ -15,7 +15,7 @@ hides it for good (its log stays, loadable by id). No ACP here.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal
@@ -63,11 +63,20 @@ SessionStatus = Literal["open", "saved"]
 
 
 class SessionManager:
-    def __init__(self, services: SessionServices, *, wait_for_attach: bool = False, unattended_wait_s: float = 0.0):
+    def __init__(
+        self,
+        services: SessionServices,
+        *,
+        wait_for_attach: bool = False,
+        unattended_wait_s: float = 0.0,
+        warm_up: Callable[[], Awaitable[None]] = warm_up_turn_modules,
+    ):
         """``services``: the host's own (its store and home). ``wait_for_attach``: a question nobody is attached
         to answer waits for the next connection (a session host), bounded by ``unattended_wait_s`` (0: as long as
-        the turn lives); otherwise it fails at once (inline mode: the one client has gone)."""
+        the turn lives); otherwise it fails at once (inline mode: the one client has gone). ``warm_up``: loads the
+        turn machinery in the background once a session opened (``turn_imports``)."""
         self.services = services
+        self._warm_up_turns = warm_up
         self._wait_for_attach = wait_for_attach
         self._unattended_wait_s = unattended_wait_s
         self._live: dict[str, Session] = {}
@@ -443,7 +452,7 @@ class SessionManager:
 
         async def warm_up() -> None:  # one after the other: two threads importing at once could wait on each other
             await session.commands.skills.ensure()
-            await warm_up_turn_modules()
+            await self._warm_up_turns()
             if model is not None:
                 await providers.warm_up(model)
 

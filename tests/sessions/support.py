@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import weakref
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -111,7 +111,12 @@ def client_of(manager: SessionManager) -> Bridge:
 
 @contextlib.asynccontextmanager
 async def open_manager(
-    tmp_path: Path, provider: ScriptedProvider, *, bridge: Bridge | None = None, model: CatalogModel | None = None
+    tmp_path: Path,
+    provider: ScriptedProvider,
+    *,
+    bridge: Bridge | None = None,
+    model: CatalogModel | None = None,
+    warm_up: Callable[[], Awaitable[None]] | None = None,
 ) -> AsyncIterator[SessionManager]:
     """A manager attached to a task group that ends only when every owner task has ended (a leak hangs it)."""
     settings = load_settings({"HERMES_ACP_HOME": str(tmp_path / "home")})
@@ -125,7 +130,7 @@ async def open_manager(
     )
     bridge = bridge or Bridge()
     bridge.services_ = services
-    manager = SessionManager(services)
+    manager = SessionManager(services) if warm_up is None else SessionManager(services, warm_up=warm_up)
     _CLIENTS[manager] = bridge
     async with anyio.create_task_group() as group:
         manager.attach(group)
