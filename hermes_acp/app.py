@@ -39,7 +39,7 @@ from hermes_acp.version import __version__
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from hermes_acp.sessions import Session
+    from hermes_acp.sessions.tool_surface import SurfaceView
     from hermes_acp.tools.base import AnyTool
 
 __all__ = ["CLOSE_TIMEOUT_S", "SHUTDOWN_TIMEOUT_S", "App", "load_app_parts", "open_app", "run_connection", "serve_app"]
@@ -51,7 +51,7 @@ CLOSE_TIMEOUT_S = 2.0
 in a worker thread, as SQLite's, ends when the thread does: cancelling cannot stop it halfway.)"""
 MAX_ENVIRONMENTS = 64
 """Distinct client environments whose services are kept (an app serving more builds them again)."""
-ToolSurface = Callable[["Session"], Sequence["AnyTool"]]
+ToolSurface = Callable[["SurfaceView"], Sequence["AnyTool"]]
 
 
 class App:
@@ -148,7 +148,7 @@ class App:
     @property
     def working(self) -> bool:
         """A prompt runs or waits in one of the live sessions."""
-        return any(session.working for session in self.manager.sessions)
+        return any(session.queue.working for session in self.manager.sessions)
 
     async def _close(self) -> None:
         """The sessions, then the providers, then the store: shielded, each step bounded."""

@@ -232,7 +232,7 @@ async def skill_discovery(bench: Bench, runs: int) -> list[Row]:
     """Finding a project's 200 skills: the first scan and a rescan, in this process (the files in the page cache;
     PyYAML loaded, as it is after the first scan of a server), and what the real server's session/new costs with
     them: the scan runs after the answer, before the first command listing."""
-    from hermes_acp.sessions.skills import SkillShelf, skill_roots
+    from hermes_acp.commands.skills import SkillShelf, skill_roots
     from hermes_acp.tools.context import Workspace
 
     with tempfile.TemporaryDirectory(prefix="hermes-skills-") as tmp:

@@ -13,7 +13,7 @@ import anyio
 import pytest
 
 from fixtures.mcp_server import read_journal, stdio_spec
-from hermes_acp.sessions.builtin_commands import BUILT_INS, INIT_PROMPT
+from hermes_acp.commands.builtins import BUILT_INS, INIT_PROMPT
 from tests.fakes.acp_client import RecordingClient
 from tests.fakes.agent_process import AgentProcess, spawn_agent
 
@@ -171,7 +171,7 @@ async def test_mcp_lists_the_servers_and_reconnects_one_without_a_model_call(tmp
         session_id = await agent.new_session([spec])
         listing = ""
         with anyio.fail_after(60):
-            while "ready" not in listing:  # the server starts in the background
+            while "(stdio): ready" not in listing:  # the server starts in the background (a notice may say so)
                 listing = await reply(agent, session_id, "/mcp")
         reconnected = await reply(agent, session_id, "/mcp reconnect fixture")
         unknown = await reply(agent, session_id, "/mcp reconnect nope")

@@ -11,8 +11,8 @@ from typing import Any
 import anyio
 import pytest
 
+from tests.commands.test_skills import write_skill
 from tests.fakes.agent_process import spawn_agent
-from tests.sessions.test_skills import write_skill
 
 pytestmark = pytest.mark.anyio
 

@@ -22,7 +22,7 @@ import anyio
 import pytest
 from acp import RequestError
 
-from hermes_acp.sessions.recovery import STORE_FAILED_TEXT
+from hermes_acp.turns.recovery import STORE_FAILED_TEXT
 from tests.fakes.agent_process import AgentProcess, spawn_agent
 from tests.fakes.store_faults import immutable, limit_file_size
 

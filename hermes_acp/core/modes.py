@@ -6,7 +6,7 @@ The mode decides what needs the user's permission; the decision itself is made i
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Final, Literal, get_args
+from typing import Final, Literal, TypeGuard, get_args
 
 __all__ = ["DEFAULT_MODE", "MODES", "READ_ONLY_MODES", "ModeId", "ModeInfo", "is_mode_id"]
 
@@ -48,5 +48,5 @@ READ_ONLY_MODES: Final[frozenset[ModeId]] = frozenset({"plan", "read_only"})
 """The modes in which nothing may change: only read-only tools are offered, anything mutating is refused."""
 
 
-def is_mode_id(value: str) -> bool:
+def is_mode_id(value: str) -> TypeGuard[ModeId]:
     return value in get_args(ModeId)

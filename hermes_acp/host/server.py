@@ -195,7 +195,7 @@ class _HostProcess:
     def status(self) -> dict[str, Any]:
         app = self._app
         sessions = [
-            {"sessionId": s.id, "cwd": s.record.cwd, "running": s.working, "attached": len(s.audience)}
+            {"sessionId": s.id, "cwd": s.options.record.cwd, "running": s.queue.working, "attached": len(s.audience)}
             for s in app.manager.sessions
         ]
         return {

@@ -131,7 +131,7 @@ class McpTool:
     async def run(self, parsed: dict[str, Any], approval: Approval[Any], ctx: ToolContext) -> ToolOutcome[Any]:
         call = self._connection.call_tool(self.remote_name, parsed, read_only=self.read_only)
         result = await _answer(call, self.server, f"tools/call {self.title}")
-        return await outcome_from_result(result, cache_dir=ctx.cache_dir, gate=ctx.images)
+        return await outcome_from_result(result, cache_dir=ctx.env.cache_dir, gate=ctx.env.images)
 
 
 _UTILITY_SPECS: dict[Utility, tuple[str, dict[str, Any]]] = {
@@ -231,12 +231,14 @@ class UtilityTool:
             uri = str(parsed["uri"])
             read = conn.read(lambda wire: wire.read_resource(uri), "resources/read")
             result = await _answer(read, conn.name, "resources/read")
-            return await outcome_from_result(_resource_content(result), cache_dir=ctx.cache_dir, gate=ctx.images)
+            return await outcome_from_result(
+                _resource_content(result), cache_dir=ctx.env.cache_dir, gate=ctx.env.images
+            )
         name = str(parsed["name"])
         arguments = {str(k): str(v) for k, v in (parsed.get("arguments") or {}).items()}
         got = conn.read(lambda wire: wire.get_prompt(name, arguments), "prompts/get")
         result = await _answer(got, conn.name, "prompts/get")
-        return await outcome_from_result(_prompt_content(result), cache_dir=ctx.cache_dir, gate=ctx.images)
+        return await outcome_from_result(_prompt_content(result), cache_dir=ctx.env.cache_dir, gate=ctx.env.images)
 
 
 def _listing(title: str, lines: list[str]) -> str:

@@ -3,10 +3,10 @@ dispatcher.
 
 Every connection has its own agent (its own ``initialize``, capabilities and environment, in its ``bridge``); all of
 them share the host's ``SessionManager``. Handlers are thin: they read their params (``wire.parse``), call the
-manager or the ``Session``, and build the JSON result (``session_view``). Errors propagate to the dispatcher's
-single exception → wire boundary. A session is used through a connection attached to it (one that created, loaded
-or resumed it); ``session/status`` answers for any (``open`` / ``saved``, no side effect) and ``session/list``
-says in ``_meta`` which sessions are open and running.
+manager or the session (a ``LiveSession``), and build the JSON result (``session_view``). Errors propagate to the
+dispatcher's single exception → wire boundary. A session is used through a connection attached to it (one that
+created, loaded or resumed it); ``session/status`` answers for any (``open`` / ``saved``, no side effect) and
+``session/list`` says in ``_meta`` which sessions are open and running.
 Notifications a session sends outside a turn come from here: ``available_commands_update`` once the response that
 opened the session is on the wire (``RequestContext.after_response``; JetBrains needs the session id first; it
 waits for the session's first scan of its skills, which the response does not; then the session tells, in the
@@ -17,7 +17,7 @@ the response), ``current_mode_update`` after a mode switch, ``config_option_upda
 model, thinking effort; through ``session/set_config_option``, the legacy methods or a slash command). A session
 sends ``available_commands_update`` itself when its prompt files change (through the client bridge).
 
-A prompt handler calls ``Session.prompt`` without awaiting anything first, so its turn is queued (and cancellable)
+A prompt handler calls ``LiveSession.prompt`` without awaiting anything first, so its turn is queued (and cancellable)
 before the next frame — a ``session/cancel`` right behind it — is handled.
 """
 
@@ -37,9 +37,10 @@ from hermes_acp.errors import (
 from hermes_acp.jsonrpc.dispatcher import RequestContext, Route
 from hermes_acp.mcp_client.specs import unreadable_entry
 from hermes_acp.providers.catalog import ModelCatalog
-from hermes_acp.sessions import Session, SessionManager, SessionServices
+from hermes_acp.sessions import SessionManager, SessionServices
 from hermes_acp.sessions.switches import SWITCHES
 from hermes_acp.sessions.turn_imports import warm_up_turn_modules
+from hermes_acp.sessions.views import LiveSession
 
 from .client_bridge import AcpClientBridge
 from .convert import prompt_to_display, usage_json
@@ -127,7 +128,7 @@ class HermesAgent:
         assert self._manager is not None
         return self._manager
 
-    async def _session(self, session_id: str) -> Session:
+    async def _session(self, session_id: str) -> LiveSession:
         """A live session this connection is attached to (one it created, loaded or resumed); else the error that
         says why (``SessionManager.attached``)."""
         return await self.manager.attached(session_id, self._bridge)
@@ -214,7 +215,7 @@ class HermesAgent:
             message_id=message_id,
         )
         self._announce_commands(ctx, session)
-        hermes: dict[str, Any] = {"parentSessionId": params.session_id, "forkedAt": session.record.created_at}
+        hermes: dict[str, Any] = {"parentSessionId": params.session_id, "forkedAt": session.options.record.created_at}
         if message_id is not None:
             hermes["messageId"] = message_id
         meta = {"hermes": hermes}
@@ -305,7 +306,7 @@ class HermesAgent:
     async def set_mode(self, ctx: RequestContext, raw: Any) -> dict[str, Any]:
         params = parse(SetModeParams, raw)
         session = await self._session(params.session_id)
-        await session.set_mode(params.mode_id)
+        await session.options.set_mode(params.mode_id)
         await self._announce_config(session, mode_changed=True)
         return {}
 
@@ -321,18 +322,18 @@ class HermesAgent:
         if any(switch.id == params.config_id for switch in SWITCHES):
             if not isinstance(params.value, bool):
                 raise InvalidParamsError(f"value: option {params.config_id!r} takes true or false", field="value")
-            await session.set_switch(params.config_id, params.value)
+            await session.options.set_switch(params.config_id, params.value)
             await self._announce_config(session, mode_changed=False)
             return {"configOptions": self._options(session)}
         if not isinstance(params.value, str):
             raise InvalidParamsError(f"value: option {params.config_id!r} takes a string value", field="value")
         if params.config_id == MODE_OPTION_ID:
-            await session.set_mode(params.value)
+            await session.options.set_mode(params.value)
         elif params.config_id == MODEL_OPTION_ID:
-            await session.set_model(params.value)
+            await session.options.set_model(params.value)
         else:
             assert params.config_id == EFFORT_OPTION_ID
-            await session.set_effort(params.value)
+            await session.options.set_effort(params.value)
         await self._announce_config(session, mode_changed=params.config_id == MODE_OPTION_ID)
         return {"configOptions": self._options(session)}
 
@@ -340,7 +341,7 @@ class HermesAgent:
         """The legacy ``session/set_model`` (removed from the schema; JetBrains and older Zed still send it)."""
         params = parse(SetModelParams, raw)
         session = await self._session(params.session_id)
-        await session.set_model(params.model_id)
+        await session.options.set_model(params.model_id)
         await self._announce_config(session, mode_changed=False)
         return {}
 
@@ -378,23 +379,23 @@ class HermesAgent:
 
     # -- notifications outside turns ----------------------------------------------------------------------------
 
-    def _view(self, session: Session) -> dict[str, Any]:
-        return self._bridge.view(session)
+    def _view(self, session: LiveSession) -> dict[str, Any]:
+        return self._bridge.view(session.options)
 
-    def _options(self, session: Session) -> list[dict[str, Any]]:
-        return self._bridge.options(session)
+    def _options(self, session: LiveSession) -> list[dict[str, Any]]:
+        return self._bridge.options(session.options)
 
-    def _announce_commands(self, ctx: RequestContext, session: Session) -> None:
+    def _announce_commands(self, ctx: RequestContext, session: LiveSession) -> None:
         async def send() -> None:  # the first listing has the skills (the scan is off the response's path)
-            await self._bridge.send(session.id, commands_update(await session.command_listing()))
-            session.runtime.submit(session.report_servers, "report MCP servers")
+            await self._bridge.send(session.id, commands_update(await session.commands.listing()))
+            session.runtime.submit(session.notices.report_servers, "report MCP servers")
 
         ctx.after_response(send)
 
-    def _announce_usage(self, ctx: RequestContext, session: Session) -> None:
+    def _announce_usage(self, ctx: RequestContext, session: LiveSession) -> None:
         async def send() -> None:
             await warm_up_turn_modules()  # off the event loop: a request right behind the load need not wait
-            meter = session.usage()
+            meter = session.wiring.usage()
             if meter is not None:
                 await self._bridge.sink(session.id).emit_live(meter)
 
@@ -409,12 +410,12 @@ class HermesAgent:
     async def _announce_all(self, catalog: ModelCatalog) -> None:
         """``catalog``'s models changed (setup, ``providers/*``): every open session using it gets its options."""
         for session in self.manager.sessions:
-            if session.catalog is catalog:
+            if session.options.catalog is catalog:
                 await self._announce_config(session, mode_changed=False)
 
-    async def _announce_config(self, session: Session, *, mode_changed: bool) -> None:
+    async def _announce_config(self, session: LiveSession, *, mode_changed: bool) -> None:
         """Every attached connection is told, each as it can show the options (``AcpClientBridge.config_changed``)."""
-        await session.audience.config_changed(session, mode_changed=mode_changed)
+        await session.audience.config_changed(session.options, mode_changed=mode_changed)
 
 
 def _server_entries(raw: list[Any]) -> list[dict[str, object]]:

@@ -22,13 +22,13 @@ from typing import TYPE_CHECKING, Any
 
 import structlog
 
+from hermes_acp.commands.command_set import Command
 from hermes_acp.core import SessionEvent
 from hermes_acp.core.notice import Notice
 from hermes_acp.errors import InvalidParamsError, PermissionDeniedError
 from hermes_acp.jsonrpc.boundary import ClientRequestError
 from hermes_acp.jsonrpc.dispatcher import Dispatcher
-from hermes_acp.sessions import Session
-from hermes_acp.sessions.commands import Command
+from hermes_acp.sessions.options import SessionOptions
 from hermes_acp.sessions.switches import SWITCHES, Switch
 from hermes_acp.tools.context import EditorFiles, EditorTerminals, Elicitor
 from hermes_acp.turns.ports import LiveUpdate, PermissionAnswer, PermissionChoice, PermissionQuestion
@@ -240,25 +240,27 @@ class AcpClientBridge:
         """The session's slash commands changed (a prompt file came, went or was edited)."""
         await self.send(session_id, commands_update(commands))
 
-    def options(self, session: Session) -> list[dict[str, Any]]:
+    def options(self, options: SessionOptions) -> list[dict[str, Any]]:
         """The session's config options as this client can show them."""
-        catalog = session.services.catalog
-        return config_options(session.mode, session.model_id, catalog, session.chosen_effort, self._switches(session))
+        return config_options(
+            options.mode, options.model_id, options.catalog, options.chosen_effort, self._switches(options)
+        )
 
-    def view(self, session: Session) -> dict[str, Any]:
+    def view(self, options: SessionOptions) -> dict[str, Any]:
         """What every response that opens a session carries: modes, config options, models."""
-        catalog = session.services.catalog
-        return session_view(session.mode, session.model_id, catalog, session.chosen_effort, self._switches(session))
+        return session_view(
+            options.mode, options.model_id, options.catalog, options.chosen_effort, self._switches(options)
+        )
 
-    def _switches(self, session: Session) -> list[tuple[Switch, bool]]:
+    def _switches(self, options: SessionOptions) -> list[tuple[Switch, bool]]:
         """The session's on/off switches, for a client that takes boolean options (none for any other)."""
         if not self.capabilities.boolean_options:
             return []
-        return [(switch, session.switch(switch.id)) for switch in SWITCHES]
+        return [(switch, options.switch(switch.id)) for switch in SWITCHES]
 
-    async def config_changed(self, session: Session, *, mode_changed: bool) -> None:
+    async def config_changed(self, session_id: str, options: SessionOptions, *, mode_changed: bool) -> None:
         """A mode switch sends ``current_mode_update`` (for clients that read ``modes``); every change sends the
         full ``config_option_update``. A model switch leaves the mode alone, so it sends no mode update."""
         if mode_changed:
-            await self.send(session.id, {"sessionUpdate": "current_mode_update", "currentModeId": session.mode})
-        await self.send(session.id, {"sessionUpdate": "config_option_update", "configOptions": self.options(session)})
+            await self.send(session_id, {"sessionUpdate": "current_mode_update", "currentModeId": options.mode})
+        await self.send(session_id, {"sessionUpdate": "config_option_update", "configOptions": self.options(options)})

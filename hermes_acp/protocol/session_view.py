@@ -14,16 +14,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from hermes_acp.commands.command_set import Command
 from hermes_acp.core import Rewound
 from hermes_acp.core.modes import MODES
 from hermes_acp.providers.catalog import CatalogModel, ModelCatalog
-from hermes_acp.sessions.commands import Command
-from hermes_acp.sessions.effort import PROVIDER_DEFAULT, current_effort, effort_choices
+from hermes_acp.providers.effort import PROVIDER_DEFAULT, current_effort, effort_choices
 from hermes_acp.sessions.switches import Switch
 from hermes_acp.storage.base import SessionRecord
 
 if TYPE_CHECKING:
-    from hermes_acp.sessions import Session
+    from hermes_acp.sessions.views import LiveSession
 
 __all__ = [
     "EFFORT_OPTION_ID",
@@ -62,8 +62,9 @@ def config_options(
     effort: str | None = None,
     switches: Sequence[tuple[Switch, bool]] = (),
 ) -> list[dict[str, Any]]:
-    """The session's options; ``effort`` is the thinking effort chosen for the session (``Session.chosen_effort``),
-    ``switches`` the on/off switches with their values (for a client that takes boolean options)."""
+    """The session's options; ``effort`` is the thinking effort chosen for the session
+    (``SessionOptions.chosen_effort``), ``switches`` the on/off switches with their values (for a client that takes
+    boolean options)."""
     options: list[dict[str, Any]] = [
         {
             "type": "select",
@@ -178,7 +179,7 @@ QUEUE_TEXT_CHARS = 200
 """How much of a waiting prompt's text ``session_meta`` shows."""
 
 
-def session_meta(record: SessionRecord, live: Session | None) -> dict[str, Any]:
+def session_meta(record: SessionRecord, live: LiveSession | None) -> dict[str, Any]:
     """What ``session/list`` says of a session under ``_meta.hermes``: where it came from (a subagent's parent and
     call; a fork's or a rewind's provenance), and for an open one whether it works, how many connections are
     attached, and what waits in its queue."""
@@ -189,10 +190,10 @@ def session_meta(record: SessionRecord, live: Session | None) -> dict[str, Any]:
     elif provenance is not None:
         meta["provenance"] = provenance.as_meta()
     if live is not None:
-        meta.update(status="open", running=live.working, attached=len(live.audience))
+        meta.update(status="open", running=live.queue.working, attached=len(live.audience))
         meta["queue"] = [
             {"inputId": item.input_id, "kind": item.input_kind, "text": item.text[:QUEUE_TEXT_CHARS]}
-            for item in live.queue_listing()
+            for item in live.queue.listing()
         ]
     return meta
 

@@ -1,4 +1,5 @@
-"""Session lifecycle and concurrency: the manager, live sessions, their owner tasks and crash recovery.
+"""Session lifecycle and concurrency: the manager, live sessions (seen as a ``LiveSession``: only the manager, which
+builds them, names the ``Session`` class), their prompt queues, audiences, options and owner tasks.
 
 The names below load on first use (PEP 562), so a module that needs one part (``sessions.records``) does not pull
 in the turn loop, MCP and computer_use.
@@ -11,22 +12,21 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .manager import SessionManager
-    from .ports import ClientBridge
     from .services import SessionServices
-    from .session import Session
     from .tool_surface import derive_tool_surface
+    from .views import ClientBridge, LiveSession
 
 __all__ = [
     "ClientBridge",
-    "Session",
+    "LiveSession",
     "SessionManager",
     "SessionServices",
     "derive_tool_surface",
 ]
 
 _HOMES = {
-    "ClientBridge": ".ports",
-    "Session": ".session",
+    "ClientBridge": ".views",
+    "LiveSession": ".views",
     "SessionManager": ".manager",
     "SessionServices": ".services",
     "derive_tool_surface": ".tool_surface",

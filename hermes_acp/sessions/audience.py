@@ -22,7 +22,7 @@ audience is the session's ``UpdateSink`` and ``PermissionGate`` (the ports the t
   then the backlog drains, in order, and the questions still open are put to it.
 - **Files and terminals** of a turn are those of the connection whose prompt it runs (``origin``); when that
   connection leaves, the turn goes on with the host's own disk and (sandboxed) terminal, and the user is told.
-- **A subagent's** audience has a ``relay`` to its parent's (``sessions.subagents.ParentRelay``): its updates and
+- **A subagent's** audience has a ``relay`` to its parent's (``subagents.relay.ParentRelay``): its updates and
   questions also go to the parent's connections, each shaped for what that connection shows (``deliver_each``,
   ``ask_each``: through each member's own backlog and stall, so a connection catching up with the parent gets the
   child's traffic in order too). A catch-up history may hold a child's log in place (a ``Replayed`` item).
@@ -41,6 +41,7 @@ import anyio
 import structlog
 from anyio.abc import TaskGroup
 
+from hermes_acp.commands.command_set import Command
 from hermes_acp.core import (
     AssistantMessageStored,
     AssistantTextCheckpointed,
@@ -52,6 +53,7 @@ from hermes_acp.core import (
 )
 from hermes_acp.core.notice import Notice
 from hermes_acp.errors import PermissionDeniedError, ToolError
+from hermes_acp.subagents.view import Relay, Viewer
 from hermes_acp.tools.context import EditorFiles, EditorTerminals, ElicitationAnswer, Elicitor
 from hermes_acp.turns.ports import (
     LiveTerminalOutput,
@@ -66,13 +68,12 @@ from hermes_acp.turns.ports import (
 )
 from hermes_acp.turns.projection import transcript_events
 
-from .commands import Command
-from .ports import ClientBridge
+from .views import ClientBridge
 
 if TYPE_CHECKING:
-    from .session import Session
+    from .options import SessionOptions
 
-__all__ = ["MEMBER_SEND_S", "Audience", "Relay", "Replayed"]
+__all__ = ["MEMBER_SEND_S", "Audience", "Replayed"]
 
 T = TypeVar("T")
 MEMBER_SEND_S = 5.0
@@ -90,22 +91,6 @@ class Replayed(Protocol):
     async def replay(self, client: ClientBridge, sink: UpdateSink) -> None:
         """Render it to ``client`` (``sink``: the client's sink for this session)."""
         ...
-
-
-class Relay(Protocol):
-    """Where a subagent's traffic goes beside its own members: its parent's connections."""
-
-    def has(self, client: ClientBridge) -> bool: ...
-
-    async def emit_event(self, event: SessionEvent, *, live: bool) -> None: ...
-
-    async def emit_live(self, update: LiveUpdate) -> None: ...
-
-    async def ask(self, question: PermissionQuestion) -> PermissionAnswer: ...
-
-    async def choose(
-        self, question: PermissionQuestion, choices: Sequence[PermissionChoice], *, refusal: str
-    ) -> str | None: ...
 
 
 @dataclass(eq=False)
@@ -275,7 +260,7 @@ class Audience:
     def __len__(self) -> int:
         return len(self._members)
 
-    def has(self, client: ClientBridge) -> bool:
+    def has(self, client: Viewer) -> bool:
         """Attached (or, for a subagent, attached to its parent and shown child sessions)."""
         if any(member.client is client for member in self._members):
             return True
@@ -435,11 +420,11 @@ class Audience:
             with anyio.move_on_after(MEMBER_SEND_S):
                 await member.client.commands_changed(self._session_id, commands)
 
-    async def config_changed(self, session: Session, *, mode_changed: bool) -> None:
+    async def config_changed(self, options: SessionOptions, *, mode_changed: bool) -> None:
         """The session's options changed (its mode too): each connection is told as it can show them."""
         for member in list(self._members):
             with anyio.move_on_after(MEMBER_SEND_S):
-                await member.client.config_changed(session, mode_changed=mode_changed)
+                await member.client.config_changed(self._session_id, options, mode_changed=mode_changed)
 
     # -- PermissionGate and Elicitor: the first answer wins ------------------------------------------------
 
@@ -451,15 +436,7 @@ class Audience:
 
     async def ask_each(self, ask: Callable[[ClientBridge], Awaitable[PermissionAnswer]]) -> PermissionAnswer:
         """A permission question put to every attached connection as ``ask`` puts it to each; the first answer."""
-        try:
-            return await self._first_answer(ask, lambda _: True)
-        except ConnectionError:
-            return "cancelled"  # the one client went away: its turn is being cancelled
-        except TimeoutError as exc:
-            raise PermissionDeniedError(
-                f"nobody attached to answer the permission request within {self._unattended_wait_s:g} s;"
-                " this call was not run"
-            ) from exc
+        return await self._each(ask, gone="cancelled", what="the permission request")
 
     async def choose(
         self, question: PermissionQuestion, choices: Sequence[PermissionChoice], *, refusal: str
@@ -472,13 +449,19 @@ class Audience:
     async def choose_each(self, choose: Callable[[ClientBridge], Awaitable[str | None]]) -> str | None:
         """A question with choices put to every attached connection as ``choose`` puts it to each; the first
         answer (None: the user cancelled the turn)."""
+        return await self._each(choose, gone=None, what="the question")
+
+    async def _each(self, call: Callable[[ClientBridge], Awaitable[T]], *, gone: T, what: str) -> T:
+        """The one way a question of a turn (this session's, or a child's through its relay) is put: to every
+        attached connection, the first answer counts; ``gone`` when the one client went away (its turn is being
+        cancelled); refused when nobody attached to answer in time."""
         try:
-            return await self._first_answer(choose, lambda _: True)
+            return await self._first_answer(call, lambda _: True)
         except ConnectionError:
-            return None  # the one client went away: its turn is being cancelled
+            return gone
         except TimeoutError as exc:
             raise PermissionDeniedError(
-                f"nobody attached to answer the question within {self._unattended_wait_s:g} s; this call was not run"
+                f"nobody attached to answer {what} within {self._unattended_wait_s:g} s; this call was not run"
             ) from exc
 
     def elicitor(self) -> Elicitor | None:
@@ -512,16 +495,22 @@ class Audience:
         ``TimeoutError`` when nobody attached within ``unattended_wait_s``."""
         question: _Question[T] = _Question(call, can_answer)
         self._questions.append(question)
+        unanswered: ConnectionError | TimeoutError | None = None
         try:
             async with anyio.create_task_group() as group:
                 question.group = group
                 for member in list(self._members):
                     if member.backlog is None:
                         question.put(member)
-                await self._settled(question)
+                try:
+                    await self._settled(question)
+                except (ConnectionError, TimeoutError) as exc:  # raised out of the group, not as a group of one
+                    unanswered = exc
                 group.cancel_scope.cancel()  # the requests to the others are withdrawn
         finally:
             self._questions.remove(question)
+        if unanswered is not None:
+            raise unanswered
         if question.error is not None:
             raise question.error
         return question.result  # type: ignore[return-value]

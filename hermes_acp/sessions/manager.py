@@ -1,6 +1,6 @@
 """``SessionManager``: the lifecycle of sessions — new, load, resume, fork, list, close, delete, status —, the
 metadata a client sets on any stored session (title, archive), and the live children of ``delegate`` calls
-(``open_child``, ``close_child``: the ``ChildOpener`` of ``sessions.subagents``).
+(``child_record``, ``open_child``, ``close_child``: the ``ChildOpener`` of ``subagents.lineage``).
 
 It keeps the live sessions of this process (the host's: every connection shares them), opens stored ones
 (repairing what a crash left open), and attaches the connection that asked: ``session/load`` with catch-up (the
@@ -15,7 +15,7 @@ hides it for good (its log stays, loadable by id). No ACP here.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal
@@ -24,28 +24,30 @@ import anyio
 import structlog
 from anyio.abc import TaskGroup
 
+from hermes_acp.commands.instructions import load_instructions
+from hermes_acp.commands.prompt_files import load_prompt_files
 from hermes_acp.core import SessionEvent, TitleSet
 from hermes_acp.errors import InvalidParamsError, SessionNotFoundError, SessionNotOpenError
 from hermes_acp.mcp_client import McpServers
+from hermes_acp.providers.catalog import CatalogModel
 from hermes_acp.storage.base import PAGE_SIZE, ArchiveFilter, SessionPage, SessionRecord, StoredEvent
+from hermes_acp.subagents.lineage import ChildView, ParentView, SubagentLink
+from hermes_acp.subagents.view import Relay
 from hermes_acp.tools.context import Workspace
 from hermes_acp.turns.projection import SessionProjection
 from hermes_acp.turns.recorder import Recorder
+from hermes_acp.turns.recovery import recovery_events
 from hermes_acp.turns.system_prompt import ClientSystemPrompt
 from hermes_acp.turns.timeline import effective, fork_point
 
 from ._runtime import SessionRuntime
 from .audience import Audience
-from .instructions import load_instructions
 from .metadata import normalise_title, stored_system_prompt, with_system_prompt
-from .ports import ClientBridge
-from .prompt_files import load_prompt_files
-from .records import derived_record, directories, new_record, normalise_cwd
-from .recovery import recovery_events
+from .records import child_record, derived_record, directories, new_record, normalise_cwd
 from .services import SessionServices
 from .session import Session
-from .subagents import ParentRelay, SubagentLink
 from .turn_imports import warm_up_turn_modules
+from .views import ClientBridge
 
 __all__ = ["SessionManager"]
 
@@ -61,11 +63,20 @@ SessionStatus = Literal["open", "saved"]
 
 
 class SessionManager:
-    def __init__(self, services: SessionServices, *, wait_for_attach: bool = False, unattended_wait_s: float = 0.0):
+    def __init__(
+        self,
+        services: SessionServices,
+        *,
+        wait_for_attach: bool = False,
+        unattended_wait_s: float = 0.0,
+        warm_up: Callable[[], Awaitable[None]] = warm_up_turn_modules,
+    ):
         """``services``: the host's own (its store and home). ``wait_for_attach``: a question nobody is attached
         to answer waits for the next connection (a session host), bounded by ``unattended_wait_s`` (0: as long as
-        the turn lives); otherwise it fails at once (inline mode: the one client has gone)."""
+        the turn lives); otherwise it fails at once (inline mode: the one client has gone). ``warm_up``: loads the
+        turn machinery in the background once a session opened (``turn_imports``)."""
         self.services = services
+        self._warm_up_turns = warm_up
         self._wait_for_attach = wait_for_attach
         self._unattended_wait_s = unattended_wait_s
         self._live: dict[str, Session] = {}
@@ -144,7 +155,7 @@ class SessionManager:
         extra = directories(additional)
         live = self._live.get(session_id)
         if live is not None:
-            if system_prompt is not None and system_prompt != live.client_system_prompt:
+            if system_prompt is not None and system_prompt != live.options.client_system_prompt:
                 raise InvalidParamsError(
                     "systemPrompt: this session is open with another system prompt, which stays byte for byte"
                     " while it is open; send the same one, or none, or close the session first",
@@ -199,7 +210,7 @@ class SessionManager:
         that message (an agent message with its calls' results), as the fork-at-message proposal has it."""
         real = normalise_cwd(cwd)
         parent = self._live.get(session_id)
-        source = parent.record if parent is not None else await self.services.store.get_session(session_id)
+        source = parent.options.record if parent is not None else await self.services.store.get_session(session_id)
         if source is None:
             raise SessionNotFoundError(session_id)
         provenance = source.provenance
@@ -259,7 +270,7 @@ class SessionManager:
         ``TitleSet`` in its log, and the attached connections told. Returns the title as stored."""
         live = self._live.get(session_id)
         if live is not None:
-            return await live.set_title(title)
+            return await live.options.set_title(title)
         await self._listable(session_id)
         title = normalise_title(title)
         record = await self.services.store.update_session(session_id, title=title)
@@ -316,11 +327,26 @@ class SessionManager:
                 for session in sessions:
                     group.start_soon(session.close, name=f"close session {session.id}")
 
-    async def open_child(self, record: SessionRecord, link: SubagentLink, relay: ParentRelay) -> Session:
+    def child_record(self, parent: ParentView, link: SubagentLink, model: CatalogModel | None) -> SessionRecord:
+        """The record of a subagent of ``parent`` (``records.child_record``)."""
+        return child_record(
+            parent.options.record,
+            parent.workspace.additional,
+            tool_call_id=link.tool_call_id,
+            mode_id=link.mode(),
+            model_id=model.id if model is not None else None,
+            title=link.title,
+            role=link.role,
+            depth=link.depth,
+        )
+
+    async def open_child(self, record: SessionRecord, link: SubagentLink, relay: Relay) -> Session:
         """A subagent's session (its record is stored already): live like any other, with its parent's
-        directories, MCP connections (the same ones: nothing new starts), instruction files, skills and services,
-        its traffic relayed to its parent's connections."""
-        parent = link.parent
+        directories, MCP connections (the same ones: nothing new starts), instruction files and services, its
+        traffic relayed to its parent's connections."""
+        parent = self._live.get(link.parent.id)
+        if parent is None:
+            raise RuntimeError(f"session {link.parent.id} is not open, so it cannot start a subagent")
         runtime, spawn = await self._start_runtime(record.id)
         try:
             audience = Audience(
@@ -340,7 +366,6 @@ class SessionManager:
                 instructions=parent.instructions,
                 link=link,
                 children=self,
-                skills=parent.skills,
             )
         except BaseException:
             with anyio.CancelScope(shield=True):
@@ -349,7 +374,7 @@ class SessionManager:
         self._live[record.id] = session
         return session
 
-    async def close_child(self, child: Session) -> None:
+    async def close_child(self, child: ChildView) -> None:
         """A subagent's work is over: its turn settled (cancelled first if it still runs), it leaves the live
         sessions. Its log stays: a client may load it, and its parent's replay shows it."""
         if self._live.get(child.id) is child:
@@ -422,12 +447,12 @@ class SessionManager:
     def _warm_up(self, session: Session) -> None:
         """Find the session's skills, then load the turn machinery and the session's model provider (its HTTP stack
         costs ~0.1 s to import) in the background, so the first prompt does not wait for them."""
-        model = session.current_model()
+        model = session.options.current_model()
         providers = session.services.providers
 
         async def warm_up() -> None:  # one after the other: two threads importing at once could wait on each other
-            await session.skills.ensure()
-            await warm_up_turn_modules()
+            await session.commands.skills.ensure()
+            await self._warm_up_turns()
             if model is not None:
                 await providers.warm_up(model)
 

@@ -1,30 +1,32 @@
 """Checking a client's paths, and creating the record of a new session or of one made from another.
 
-Used by ``SessionManager`` (new, fork) and by a rewind (the session that keeps what it cut); the paths' checks name
-the field in their error (``cwd``, ``additionalDirectories[0]``). A session made from another records where it
-came from in the one shape the store knows (``Provenance``, in ``meta["provenance"]``: kind ``fork`` or ``rewind``,
-the source's id, the message it was cut at when there is one, when), beside ``parent_id``. It knows the store's
-record type, nothing else about sessions.
+Used by ``SessionManager`` (new, fork, a subagent's child) and by a rewind (the session that keeps what it cut); the
+paths' checks name the field in their error (``cwd``, ``additionalDirectories[0]``). A session made from another
+records where it came from in the one shape the store knows (``Provenance``, in ``meta["provenance"]``: kind
+``fork``, ``rewind`` or ``subagent``, the source's id, the message it was cut at or the call that made it when there
+is one, when), beside ``parent_id``. It knows the store's record type, nothing else about sessions.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, Literal
 
 import anyio
 
+from hermes_acp.core import ModeId, SubagentRole
 from hermes_acp.core.ids import new_session_id
 from hermes_acp.core.modes import DEFAULT_MODE
 from hermes_acp.errors import InvalidParamsError
+from hermes_acp.providers.effort import EFFORT_META_KEY
 from hermes_acp.storage.base import PROVENANCE_KEY, Provenance, SessionRecord, utc_now
 
-from .effort import EFFORT_META_KEY
 from .metadata import SYSTEM_PROMPT_META_KEY
 from .switches import SWITCHES
 
-__all__ = ["CARRIED_META", "derived_record", "directories", "new_record", "normalise_cwd"]
+__all__ = ["CARRIED_META", "child_record", "derived_record", "directories", "new_record", "normalise_cwd"]
 
 CARRIED_META = (EFFORT_META_KEY, SYSTEM_PROMPT_META_KEY, *(switch.id for switch in SWITCHES))
 """What a session made from another takes over from its record's ``meta`` (beside the directories): the thinking
@@ -100,6 +102,39 @@ def derived_record(
             PROVENANCE_KEY: provenance.as_meta(),
             **{key: source.meta[key] for key in CARRIED_META if key in source.meta},
             **(meta or {}),
+        },
+    )
+
+
+def child_record(
+    parent: SessionRecord,
+    additional: Sequence[Path],
+    *,
+    tool_call_id: str,
+    mode_id: ModeId,
+    model_id: str | None,
+    title: str,
+    role: SubagentRole,
+    depth: int,
+) -> SessionRecord:
+    """The record of a subagent of ``parent`` (made by its ``delegate`` call ``tool_call_id``): the parent's
+    directories and switches, its own mode, model, title, role and depth."""
+    now = utc_now()
+    provenance = Provenance(kind="subagent", session_id=parent.id, at=now, tool_call_id=tool_call_id)
+    return SessionRecord(
+        id=new_session_id(),
+        cwd=parent.cwd,
+        created_at=now,
+        updated_at=now,
+        mode_id=mode_id,
+        model_id=model_id,
+        title=title,
+        parent_id=parent.id,
+        meta={
+            "additional_directories": [str(p) for p in additional],
+            PROVENANCE_KEY: provenance.as_meta(),
+            "subagent": {"role": role, "depth": depth},
+            **{switch.id: parent.meta[switch.id] for switch in SWITCHES if switch.id in parent.meta},
         },
     )
 

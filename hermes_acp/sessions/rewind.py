@@ -1,7 +1,9 @@
 """Rewind: take a session back to just before one of its user prompts, put the agent's file changes back, and keep
 what was cut as a session of its own.
 
-``Rewind`` runs one (``Session.rewind``: ``/rewind``, ``/undo``, ``_session/rewind``), on an idle session:
+``Rewind`` runs one, on an idle session; ``Rewinds`` is a session's way in (``Session.rewind`` for
+``_session/rewind``; ``/rewind`` and ``/undo`` inside their command turn, through the commands' view; the prompts a
+rewind can go back to; the projection built again from the log once a rewind is stored):
 
 1. The timeline (``turns.timeline``) is read from the store; the point is a prompt of it the model got.
 2. ``plan_files`` folds the file changes of the cut part (the ``FileChange`` records of each ``ToolCallRunning``,
@@ -24,7 +26,7 @@ what was cut as a session of its own.
    first: a rewind killed half-way leaves the conversation as it was, and a second one finds the files already put
    back ("nothing to do") and finishes.
 
-It knows the session through ``RewindHost``, not ACP.
+It knows the session through ``RewindView``, not ACP.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ import anyio
 import structlog
 
 from hermes_acp import anchored
+from hermes_acp.commands.command_set import Reply
 from hermes_acp.core import (
     FileNotRestored,
     ModeId,
@@ -57,11 +60,11 @@ from hermes_acp.tools._disk import write_atomically
 from hermes_acp.tools.context import Workspace
 from hermes_acp.turns.ports import PermissionGate, PermissionQuestion
 from hermes_acp.turns.recorder import Recorder
-from hermes_acp.turns.timeline import RewindPoint, effective, user_prompts
+from hermes_acp.turns.timeline import RewindPoint, effective, project, user_prompts
 
 from .records import derived_record
 
-__all__ = ["FileRestore", "Rewind", "RewindHost", "check", "commands_run", "plan_files", "restore"]
+__all__ = ["FileRestore", "Rewind", "RewindView", "Rewinds", "check", "commands_run", "plan_files", "restore"]
 
 _log = structlog.get_logger("hermes_acp.sessions")
 ASK_TIMEOUT_S = 600.0
@@ -177,29 +180,40 @@ async def restore(plan: FileRestore, roots: Sequence[Path] = (), shown: Callable
     return None
 
 
-class RewindHost(Protocol):
+class RewindOptions(Protocol):
+    @property
+    def record(self) -> SessionRecord: ...
+
+    @property
+    def mode(self) -> ModeId: ...
+
+
+class RewindServices(Protocol):
+    @property
+    def store(self) -> SessionStore: ...
+
+
+class RewindView(Protocol):
     """What a rewind uses of its session."""
 
     @property
     def id(self) -> str: ...
 
     @property
-    def record(self) -> SessionRecord: ...
+    def options(self) -> RewindOptions:
+        """The session's record (what the cut part is kept from) and mode (``read_only`` writes no file)."""
+        ...
 
     @property
     def recorder(self) -> Recorder: ...
 
     @property
-    def gate(self) -> PermissionGate: ...
+    def audience(self) -> PermissionGate:
+        """Who is asked about files someone else changed."""
+        ...
 
     @property
-    def mode(self) -> ModeId: ...
-
-    @property
-    def cwd(self) -> Path: ...
-
-    @property
-    def store(self) -> SessionStore: ...
+    def services(self) -> RewindServices: ...
 
     @property
     def workspace(self) -> Workspace: ...
@@ -211,21 +225,43 @@ class _Outcome:
     not_restored: list[FileNotRestored] = field(default_factory=list)
 
 
-class Rewind:
-    """One rewind of ``host`` (see the module docstring)."""
+class Rewinds:
+    """A session's rewinds (see the module docstring)."""
 
-    def __init__(self, host: RewindHost, *, turn_id: str):
-        self._host = host
-        self._turn_id = turn_id
+    def __init__(self, view: RewindView):
+        self._view = view
 
     async def points(self) -> list[RewindPoint]:
         """The prompts a rewind can go back to, oldest first."""
-        stored = await self._host.store.load_events(self._host.id)
+        stored = await self._view.services.store.load_events(self._view.id)
         return user_prompts([s.event for s in effective(stored, _event)])
+
+    async def run(self, message_id: str, *, turn_id: str, field_name: str = "messageId") -> Rewound:
+        """A rewind of its own (``_session/rewind``), stored in ``turn_id``; ``refold`` once it is."""
+        rewound = await Rewind(self._view, turn_id=turn_id).run(message_id, field_name=field_name)
+        await self._view.recorder.record(rewound)
+        return rewound
+
+    async def reply(self, message_id: str, *, turn_id: str) -> Reply:
+        """``/rewind`` and ``/undo``, inside their command turn: the rewind, to be stored with the command."""
+        return Reply("", events=(await Rewind(self._view, turn_id=turn_id).run(message_id, field_name="argument"),))
+
+    async def refold(self) -> None:
+        """After a rewind: the projection built again from the log's timeline (what the model and ``/status`` see)."""
+        events = [stored.event for stored in await self._view.services.store.load_events(self._view.id)]
+        self._view.recorder.projection = project(events)
+
+
+class Rewind:
+    """One rewind of ``host`` (see the module docstring)."""
+
+    def __init__(self, host: RewindView, *, turn_id: str):
+        self._host = host
+        self._turn_id = turn_id
 
     async def run(self, message_id: str, *, field_name: str = "messageId") -> Rewound:
         host = self._host
-        stored = await host.store.load_events(host.id)
+        stored = await host.services.store.load_events(host.id)
         timeline = effective(stored, _event)
         events = [s.event for s in timeline]
         point = next((p for p in user_prompts(events) if p.message_id == message_id), None)
@@ -261,7 +297,7 @@ class Rewind:
         roots = self._roots()
         states = [(plan, await check(plan, roots)) for plan in plans]
         left: list[FileNotRestored] = []
-        if self._host.mode == "read_only":
+        if self._host.options.mode == "read_only":
             why = "the session is in read_only mode, so no file is written (switch mode and rewind again)"
             return [], [FileNotRestored(path=plan.path, reason=why) for plan, now in states if now != "unchanged"]
         changed = [plan for plan, now in states if now == "changed"]
@@ -315,7 +351,7 @@ class Rewind:
         answer = "cancelled"
         with anyio.move_on_after(ASK_TIMEOUT_S):
             try:
-                answer = await host.gate.ask(question)
+                answer = await host.audience.ask(question)
             except PermissionDeniedError as exc:
                 _log.info("nobody could answer the rewind's question; the changed files are kept", error=str(exc))
         allowed = answer in ("allow_once", "allow_always")
@@ -336,7 +372,7 @@ class Rewind:
         """The session as it stood, kept whole as "<title> (before rewind)", or "… (before rewind N)" when an
         earlier rewind of this log already kept one with that title."""
         host = self._host
-        source = host.record
+        source = host.options.record
         base = f"{host.recorder.projection.title or source.title or 'Session'} (before rewind"
         taken = await self._titles_kept_before(stored)
         title = f"{base})"
@@ -346,22 +382,22 @@ class Rewind:
             title = f"{base} {number})"
         record = derived_record(source, kind="rewind", title=title, message_id=message_id)
         until = stored[-1].seq if stored else 0
-        await host.store.fork_session(source.id, record, until_seq=until)
-        await host.store.append_events(record.id, [TitleSet(title=title)])
+        await host.services.store.fork_session(source.id, record, until_seq=until)
+        await host.services.store.append_events(record.id, [TitleSet(title=title)])
         return record
 
     async def _titles_kept_before(self, stored: list[StoredEvent]) -> set[str]:
         """The titles of the sessions earlier rewinds in this log moved their cut part to (those still stored)."""
         titles: set[str] = set()
         for moved in {s.event.moved_to for s in stored if isinstance(s.event, Rewound) and s.event.moved_to}:
-            record = await self._host.store.get_session(moved)
+            record = await self._host.services.store.get_session(moved)
             if record is not None and record.title:
                 titles.add(record.title)
         return titles
 
     def _shown(self, path: str) -> str:
         try:
-            return str(Path(path).relative_to(self._host.cwd))
+            return str(Path(path).relative_to(self._host.workspace.cwd))
         except ValueError:
             return path
 

@@ -19,7 +19,7 @@ from hermes_acp.storage.base import SessionStore
 from hermes_acp.tools.base import AnyTool
 
 if TYPE_CHECKING:
-    from .session import Session
+    from .tool_surface import SurfaceView
 
 __all__ = ["SessionServices"]
 
@@ -30,6 +30,7 @@ class SessionServices:
     store: SessionStore
     catalog: ModelCatalog
     providers: ProviderRegistry
-    tool_surface: Callable[[Session], Sequence[AnyTool]]
+    tool_surface: Callable[[SurfaceView], Sequence[AnyTool]]
+    """Derives the tool surface of a session from its state (``tool_surface.derive_tool_surface``, or a test's)."""
     env: Mapping[str, str] = field(default_factory=dict)
     """The environment the session's child processes start from (filtered by the sandbox's policy)."""

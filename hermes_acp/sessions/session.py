@@ -1,174 +1,74 @@
-"""``Session``: one live conversation — its state, its prompt queue, its cancel scopes and the connections attached.
+"""``Session``: one live conversation — its prompt queue and cancel, who is attached to it, and steering; the rest of
+what it is lives in collaborators it holds, each seeing it through a narrow view.
 
-Prompts and slash commands are serialised (docs/architecture.md §4.11): each is queued with its cancel scope
-before the caller's first await (or refused, past the limits on what waits: ``sessions.waiting``), and runs in a
-task of the session's own (in the host's task group, not in the request that sent it), in turn, on a FIFO lock;
-so a second prompt is answered when its own turn ends, and a turn goes on when the connection that sent it leaves (a
-session host). ``cancel`` cancels the running turn and everything queued (docs/architecture.md §4.10); the next
-prompt is accepted at once. Mode, model and thinking effort live here and in the store; the tool surface is derived
-from them for every model request (docs/architecture.md §4.6).
+- ``queue`` (``sessions.prompt_queue``): prompts and slash commands run one at a time, each in a task of the
+  session's own (docs/architecture.md §4.11); ``cancel`` cancels the running one and everything queued, and the
+  work of every child (docs/architecture.md §4.10).
+- ``audience`` (``sessions.audience``): the connections attached, the update sink and permission gate its turns
+  talk to; ``attach`` with catch-up gives a connection the log so far (each child's in its place), then live.
+- ``steering`` (``sessions.steering``): messages for the running model turn (``steer``).
+- ``options`` (``sessions.options``): mode, model, thinking effort, switches, title, and the stored record.
+- ``commands`` (``commands.runner``): the slash commands a prompt may name, looked at around every prompt; they see
+  the session as a ``CommandView``. ``rewinds`` (``sessions.rewind``): ``_session/rewind``, ``/rewind``, ``/undo``.
+- ``lineage`` (``subagents.lineage``): a child's tie to its parent (a child takes ``task``s from its parent only);
+  ``subagents`` (``subagents.runner``) runs the children of its ``delegate`` calls.
+- ``notices`` (``sessions.notices``): its own warnings for the user. ``wiring`` (``sessions.turn_wiring``): what a
+  model turn needs, and the one place the turn machinery, ``computer_use`` and the sandbox are imported, so
+  ``session/new`` does not wait for them (the manager warms them up in the background: ``turn_imports``).
 
-The session's ``audience`` is the set of connections attached to it (``sessions.audience``): the update sink and
-permission gate its turns talk to. A prompt that names one of the session's slash commands (``commands``: the
-built-in ones, the prompt files and the skills) runs it: a reply the session stores itself, or a model turn with a
-prompt of the command's own; the commands see the session as a ``CommandHost``. The prompt files and the skills
-(``skills``: found in the background when the session opens) are rescanned when each prompt starts and when it
-ends; the editors are told when the list changed. The system prompt is fixed by the first model request, once the
-first scan of the skills is done (it lists them). No ACP here.
-
-What a turn needs is built by ``TurnWiring`` (``wiring``), which is also where the turn machinery, ``computer_use``
-and the sandbox are imported: ``session/new`` does not wait for them, and the manager warms them up in the
-background as soon as a session opens (``turn_imports``).
-
-A session's ``delegate`` calls run children (``subagents``, ``sessions.subagents``). A child is a ``Session`` too,
-with a ``link`` to its parent: it takes ``task``s from the parent only (a client's prompt, mode or model change is
-refused), runs with the parent's rights or fewer, and shows no slash commands.
+Only the session manager, which builds it, names this class; everything else sees a ``LiveSession`` or a narrower
+view (``sessions.views``). No ACP here.
 """
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Coroutine, Sequence
 from functools import cached_property
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import anyio
 import structlog
 
-from hermes_acp.config import Effort, Settings
-from hermes_acp.core import (
-    DisplayBlock,
-    InputKind,
-    InputQueued,
-    ModeId,
-    NoticeAdded,
-    Rewound,
-    StopReason,
-    TextBlock,
-    TextPart,
-    TitleSet,
-    TurnEnded,
-    Usage,
-    UserMessage,
-    UserPrompted,
-    is_mode_id,
-)
+from hermes_acp.commands.command_set import Reply
+from hermes_acp.commands.instructions import InstructionFile
+from hermes_acp.commands.prompt_files import PromptFile
+from hermes_acp.commands.runner import BUSY_REWIND, CommandRunner
+from hermes_acp.commands.skills import SkillShelf, skill_roots
+from hermes_acp.core import DisplayBlock, InputQueued, Rewound
 from hermes_acp.core.ids import new_input_id, new_message_id, new_turn_id
-from hermes_acp.core.modes import MODES
 from hermes_acp.core.notice import Notice
-from hermes_acp.core.sanitize import clean_text
-from hermes_acp.errors import InvalidParamsError, SessionBusyError, StorageError, UnknownModeError
+from hermes_acp.errors import InvalidParamsError, SessionBusyError
 from hermes_acp.mcp_client import McpServers
-from hermes_acp.providers.catalog import CatalogModel, ModelCatalog
-from hermes_acp.providers.registry import ProviderRegistry
-from hermes_acp.storage.base import SessionRecord, SessionStore, utc_now
-from hermes_acp.tools.base import AnyTool
-from hermes_acp.tools.context import Elicitor, Workspace
-from hermes_acp.turns.ports import LiveUsage, PermissionGate, Steer
-from hermes_acp.turns.projection import SessionProjection
+from hermes_acp.storage.base import SessionRecord
+from hermes_acp.subagents.lineage import ChildOpener, Lineage, SubagentLink
+from hermes_acp.subagents.runner import SubagentRunner
+from hermes_acp.tools.context import Workspace
+from hermes_acp.turns.ports import Steer
 from hermes_acp.turns.recorder import Recorder
 from hermes_acp.turns.settlements import dropped_input
-from hermes_acp.turns.system_prompt import build_system_prompt
-from hermes_acp.turns.timeline import RewindPoint, effective_events, project
+from hermes_acp.turns.timeline import effective_events
 
 from ._runtime import SessionRuntime
 from .audience import Audience
-from .builtin_commands import BUILT_INS
-from .commands import Ask, Command, CommandSet, Invocation, Reply
-from .effort import EFFORT_META_KEY, choose_effort, current_effort
-from .instructions import InstructionFile
-from .metadata import normalise_title, stored_system_prompt
-from .ports import ClientBridge
-from .prompt_files import PromptFile, expand, load_prompt_files
-from .recovery import STORE_FAILED_TEXT, recovery_events
-from .rewind import Rewind
+from .notices import SessionNotices
+from .options import SessionOptions
+from .prompt_queue import PromptQueue, Spawn
+from .rewind import Rewinds
 from .services import SessionServices
-from .skills import SkillShelf, skill_roots, skill_text
-from .status import session_status
 from .steering import IdleBehavior, SteeringQueue, SteerOutcome
-from .subagents import ChildOpener, SubagentLink, SubagentRunner, subagent_prompt
-from .switches import SANDBOX_NETWORK, SWITCHES, switch_value
-from .titles import title_from_prompt, title_with_model
-from .waiting import QUEUED_PROMPTS
+from .views import ClientBridge, PromptResult
 
 if TYPE_CHECKING:
-    from hermes_acp.computer_use import ComputerUse
-    from hermes_acp.exec.environment import EnvPolicy
-    from hermes_acp.exec.sandbox import Sandbox
-    from hermes_acp.images.gate import SessionImageGate
-    from hermes_acp.turns.meter import Meter
-
     from .turn_wiring import TurnWiring
 
-__all__ = ["PromptResult", "QueuedInput", "Session", "SessionServices"]
+__all__ = ["Session"]
 
-_HANDLERS = {built_in.command.name: built_in.run for built_in in BUILT_INS}
-_AT_ONCE = frozenset({"status", "rewind", "undo"})
-"""Commands answered without waiting for the running turn (a rewind needs an idle session: refused at once)."""
-BUSY_REWIND = (
-    "Cannot rewind while a turn runs or prompts wait: wait for the turn to end, or cancel it first, then rewind."
-)
 _log = structlog.get_logger("hermes_acp.sessions")
 LEFT_NOTICE = Notice(
     "warning",
     "The editor that started this turn left",
     "the turn goes on; its files and commands now use the host's own disk and sandboxed terminal",
 )
-
-
-@dataclass(frozen=True, slots=True)
-class PromptResult:
-    """How one prompt ended, and what the editor should be told again."""
-
-    stop_reason: StopReason
-    usage: Usage | None = None
-    """None when no model was asked (a command the session answered itself, or a cancel before the turn began)."""
-    mode_changed: bool = False
-    config_changed: bool = False
-    """The mode, model or thinking effort changed (a command did it)."""
-    failure: str | None = None
-    """Why the model request failed, when that ended the turn."""
-    user_message_id: str | None = None
-    """The id the prompt is stored with (what ``_session/rewind`` and a fork at a message name)."""
-
-
-_Work = Callable[[str | None], Coroutine[Any, Any, "PromptResult"]]
-"""What a queued prompt runs once its turn comes, given the id it was stored as queued with."""
-
-
-@dataclass(frozen=True, slots=True)
-class QueuedInput:
-    """A prompt or steering message waiting in a session (``/status`` and ``session/list``'s ``_meta`` list them)."""
-
-    input_id: str
-    input_kind: InputKind
-    display: list[DisplayBlock]
-
-    @property
-    def text(self) -> str:
-        return "".join(b.text for b in self.display if isinstance(b, TextBlock))
-
-
-@dataclass(eq=False)
-class _Queued:
-    """One prompt in the session's queue: its cancel scope, the connection that sent it, and how it ended."""
-
-    origin: ClientBridge | None
-    display: list[DisplayBlock]
-    input_id: str | None = None
-    """Set when it is (or is being) stored as queued (``InputQueued``)."""
-    stored: anyio.Event = field(default_factory=anyio.Event)
-    """Set once it may start: stored as queued, or never needed to be."""
-    queued_in_log: bool = False
-    started: bool = False
-    shown_by_origin: bool = True
-    """False for a prompt its connection did not send as one (a steering message that started a turn)."""
-    scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
-    done: anyio.Event = field(default_factory=anyio.Event)
-    result: PromptResult | None = None
-    error: Exception | None = None
 
 
 class Session:
@@ -180,7 +80,7 @@ class Session:
         services: SessionServices,
         *,
         audience: Audience,
-        spawn: Callable[[Callable[[], Coroutine[Any, Any, None]], str], None],
+        spawn: Spawn,
         workspace: Workspace,
         mcp_servers: list[dict[str, object]],
         mcp: McpServers,
@@ -188,19 +88,14 @@ class Session:
         prompt_files: Sequence[PromptFile] = (),
         link: SubagentLink | None = None,
         children: ChildOpener | None = None,
-        skills: SkillShelf | None = None,
     ):
-        self.link = link
-        """A subagent's tie to its parent (None for a session a client opened)."""
-        self._children = children
-        self.record = record
+        self.id = record.id
         self.recorder = recorder
         self.runtime = runtime
+        """The session's owner task: its resources and background jobs."""
         self.services = services
         self.audience = audience
         """The connections attached to the session: where its updates and questions go."""
-        self._spawn = spawn
-        """Starts a task in the host's task group (the session's turns run there)."""
         self.workspace = workspace
         self.mcp_servers = mcp_servers
         """The editor's MCP server specs for this session (kept in memory only: they may carry secrets)."""
@@ -208,23 +103,26 @@ class Session:
         """The live connections to those servers (started by the manager in the owner task)."""
         self.instructions = tuple(instructions)
         """The project instruction files read when the session opened (``/status`` lists them)."""
-        self.client_system_prompt = stored_system_prompt(record.meta)
-        """The system prompt the client gave the session (stored with it), if any."""
-        self.skills = SkillShelf(skill_roots(workspace, services.settings.home))
-        """The session's skills: found in the background when it opens, rescanned around every prompt."""
-        self._system_prompt: str | None = None
-        self.commands = CommandSet([built_in.command for built_in in BUILT_INS], prompt_files)
-        """The slash commands: the built-in ones, the prompt files, the skills (rescanned around every prompt)."""
-        self._told_once = False
+        self.lineage = Lineage(record, recorder, services.settings, link=link, children=children)
+        """Where the session stands among delegations (a subagent's tie to its parent)."""
+        self._running = False
+        """A model turn runs."""
         self._turn_id: str | None = None
-        """The turn running now (a notice during it is stored in it for clients without notices)."""
-        self._turn_lock = anyio.Lock()
-        self._queue: list[_Queued] = []
-        """Every prompt queued or running, in order."""
-        self._title_lock = anyio.Lock()
+        """The model turn (or rewind) running now."""
+        self.options = SessionOptions(
+            record, services, recorder, self.lineage, busy=lambda: self._running, jobs=runtime.submit
+        )
+        """Its mode, model, thinking effort, switches and title (and its stored record)."""
+        self.queue = PromptQueue(self.id, recorder, audience, spawn, self.options.answered)
+        """Every prompt queued or running, in order; one runs at a time."""
         self.steering = SteeringQueue()
         """Steering messages for the running model turn (opened for each turn, closed when it ends)."""
-        self._running = False
+        self.commands = CommandRunner(self, prompt_files, SkillShelf(skill_roots(workspace, services.settings.home)))
+        """The slash commands: the built-in ones, the prompt files, the skills (looked at around every prompt)."""
+        self.rewinds = Rewinds(self)
+        """The prompts a rewind can go back to, and the rewinds the commands run."""
+        self.notices = SessionNotices(self)
+        """Its own warnings for the user (MCP servers, skills, the sandbox, a driver not found)."""
 
     @cached_property
     def wiring(self) -> TurnWiring:
@@ -233,124 +131,10 @@ class Session:
 
         return TurnWiring(self)
 
-    @property
-    def computer_use(self) -> ComputerUse:
-        return self.wiring.computer_use
-
-    @property
-    def image_gate(self) -> SessionImageGate:
-        return self.wiring.image_gate
-
-    @property
-    def sandbox(self) -> Sandbox:
-        return self.wiring.sandbox
-
-    @property
-    def env_policy(self) -> EnvPolicy:
-        return self.wiring.sandbox.env_policy
-
-    @property
-    def id(self) -> str:
-        return self.record.id
-
-    @property
-    def system_prompt(self) -> str:
-        """Fixed by the session's first model request, for its life in this process: byte-identical for every
-        request (until then, what it would be now: for the context meter)."""
-        if self._system_prompt is not None:
-            return self._system_prompt
-        return self._build_system_prompt()
-
-    async def fix_system_prompt(self) -> None:
-        """Wait for the first scan of the skills (they are listed in it), then fix the system prompt."""
-        if self._system_prompt is None:
-            await self.skills.ensure()
-            self._took_skills()
-            self._system_prompt = self._build_system_prompt()
-
-    def _build_system_prompt(self) -> str:
-        """The project's prompt; a subagent's adds what its role is and that it ends with a report."""
-        prompt = build_system_prompt(self.workspace, self.instructions, self.skills.skills, self.client_system_prompt)
-        if self.link is not None:
-            prompt += subagent_prompt(self.link.role, may_delegate=self.may_delegate)
-        return prompt
-
-    @property
-    def mode(self) -> ModeId:
-        if self.link is not None:
-            return self.link.mode()
-        mode = self.record.mode_id
-        return mode if is_mode_id(mode) else "default"  # type: ignore[return-value]
-
-    @property
-    def depth(self) -> int:
-        """0 for a session a client opened; a child's is its parent's plus one."""
-        return self.link.depth if self.link is not None else 0
-
-    @property
-    def may_delegate(self) -> bool:
-        """The ``delegate`` tool is offered (``[agent] subagent_depth``; never while a child writes its report)."""
-        if self.link is not None and self.link.reporting:
-            return False
-        return self._children is not None and self.depth < self.services.settings.agent.subagent_depth
-
-    @property
-    def is_subagent(self) -> bool:
-        """A child session (live with its parent, or loaded from the store on its own)."""
-        provenance = self.record.provenance
-        return self.link is not None or (provenance is not None and provenance.kind == "subagent")
-
     @cached_property
     def subagents(self) -> SubagentRunner:
         """Runs the children of this session's ``delegate`` calls."""
-        return SubagentRunner(self, self._children)
-
-    @property
-    def rules_recorder(self) -> Recorder:
-        """Whose "always" rules this session's permission questions follow: a child's are its parent's."""
-        return self.link.parent.rules_recorder if self.link is not None else self.recorder
-
-    @property
-    def model_id(self) -> str | None:
-        return self.record.model_id
-
-    @property
-    def catalog(self) -> ModelCatalog:
-        return self.services.catalog
-
-    @property
-    def settings(self) -> Settings:
-        return self.services.settings
-
-    @property
-    def providers(self) -> ProviderRegistry:
-        return self.services.providers
-
-    @property
-    def elicitor(self) -> Elicitor | None:
-        """Questions to the user through the attached editors (the ``ask_user`` tool), when one can ask them."""
-        return self.audience.elicitor()
-
-    @property
-    def effort(self) -> Effort | None:
-        """The thinking effort the session's requests get (None: none is sent; see ``sessions.effort``)."""
-        return current_effort(self.current_model(), self.chosen_effort)
-
-    @property
-    def chosen_effort(self) -> str | None:
-        """The thinking effort chosen for the session, if any (kept even while the model does not take it)."""
-        chosen = self.record.meta.get(EFFORT_META_KEY)
-        return chosen if isinstance(chosen, str) else None
-
-    def current_model(self) -> CatalogModel | None:
-        """The session's model; the catalog's default when none is stored or the stored one left the catalog."""
-        catalog = self.services.catalog
-        model_id = self.model_id if self.model_id in catalog else catalog.default_id
-        return catalog.get(model_id) if model_id is not None else None
-
-    def configured_model(self, model_id: str) -> CatalogModel | None:
-        catalog = self.services.catalog
-        return catalog.get(model_id) if model_id in catalog else None
+        return SubagentRunner(self, self.lineage.children)
 
     @property
     def busy(self) -> bool:
@@ -358,18 +142,9 @@ class Session:
         return self._running
 
     @property
-    def working(self) -> bool:
-        """A prompt (a turn or a command) is running or queued."""
-        return bool(self._queue)
-
-    @property
-    def projection(self) -> SessionProjection:
-        return self.recorder.projection
-
-    @property
     def turn_id(self) -> str | None:
         """The turn or command running now (what a notice, or a command's own events, are stored in)."""
-        return self._turn_id
+        return self._turn_id if self._turn_id is not None else self.commands.turn_id
 
     # -- connections --------------------------------------------------------------------------------------------
 
@@ -389,29 +164,21 @@ class Session:
                 events = effective_events([s.event for s in await self.services.store.load_events(self.id)])
             return await self.subagents.expand(events)
 
-        await self.audience.attach(client, history=history, quiet=self.hold_writes)
-
-    @contextlib.asynccontextmanager
-    async def hold_writes(self) -> AsyncIterator[None]:
-        """The session's writes held, and its running children's (their logs are read with its own)."""
-        async with self.recorder.quiet(), self.subagents.quiet():
-            yield
+        await self.audience.attach(client, history=history, quiet=self.subagents.held)
 
     async def detach(self, client: ClientBridge, *, cancel_turns: bool = False) -> bool:
         """Detach ``client`` (it left, or closed the session); with ``cancel_turns`` its prompts are cancelled
         (``[host] on_leave = "cancel"``). When it lent the running turn its files or terminal, the turn is told it
         goes on with the host's own. True when it was attached."""
         lent = client.files(self.id) is not None or client.terminals(self.id) is not None
-        was_origin = self.audience.origin is client and self._turn_id is not None and lent
+        was_origin = self.audience.origin is client and self.turn_id is not None and lent
         if not self.audience.detach(client):
             return False
         if cancel_turns:
-            for queued in list(self._queue):
-                if queued.origin is client:
-                    queued.scope.cancel()
-        elif was_origin and self._turn_id is not None:
+            self.queue.cancel(client)
+        elif was_origin and (turn_id := self.turn_id) is not None:
             with anyio.move_on_after(5):
-                await self.recorder.notice(LEFT_NOTICE, turn_id=self._turn_id)
+                await self.recorder.notice(LEFT_NOTICE, turn_id=turn_id)
         return True
 
     # -- prompts ------------------------------------------------------------------------------------------------
@@ -423,120 +190,28 @@ class Session:
         started does not run). The turn runs in a task of the session's: a caller that stops waiting (its
         connection left) leaves it running. ``/status`` while the session works is answered at once, and
         ``/rewind`` / ``/undo`` are refused at once (they need an idle session), without waiting in the queue."""
-        self._refuse_if_subagent("prompts")
-        invocation = self.commands.find(display)
-        if self._queue and invocation is not None and invocation.command.name in _AT_ONCE:
-            return await self._at_once(invocation, display)
-        self._room_for(display)
-        return await self._answer(self._enqueue(display, origin, waits=bool(self._queue)))
+        self.lineage.refuse("prompts")
+        if self.queue.working and (invocation := self.commands.at_once(display)) is not None:
+            await self.commands.answer_at_once(invocation, display)
+            return PromptResult("end_turn")
+        return await self.queue.run(display, origin, lambda input_id: self._prompt(display, input_id))
 
     async def task(self, display: list[DisplayBlock]) -> PromptResult:
         """A subagent's task from its parent: queued like a prompt (``cancel`` stops it), always a model turn."""
-        queued = self._enqueue(
-            display, None, waits=bool(self._queue), work=lambda input_id: self._turn(display, input_id=input_id)
-        )
-        return await self._answer(queued)
-
-    async def _answer(self, queued: _Queued) -> PromptResult:
-        await self._store_queued(queued)
-        await queued.done.wait()
-        if queued.error is not None:
-            raise queued.error
-        return queued.result or PromptResult(stop_reason="cancelled")
-
-    def submit(self, display: list[DisplayBlock], *, origin: ClientBridge | None, input_id: str | None) -> None:
-        """Queue a prompt nobody waits for (a steering message that found no turn to join starts one); ``input_id``:
-        it is already stored as queued."""
-        self._room_for(display)
-        queued = self._enqueue(display, origin, waits=False, input_id=input_id)
-        queued.shown_by_origin = False
-        self.runtime.submit(lambda: self._store_queued(queued), "queued prompt")
-
-    def _room_for(self, display: list[DisplayBlock]) -> None:
-        """A prompt that would wait for others is refused past the queue's limit (``sessions.waiting``)."""
-        if self._queue:
-            QUEUED_PROMPTS.check([q.display for q in self._queue if not q.started], display)
-
-    def _enqueue(
-        self,
-        display: list[DisplayBlock],
-        origin: ClientBridge | None,
-        *,
-        waits: bool,
-        input_id: str | None = None,
-        work: _Work | None = None,
-    ) -> _Queued:
-        """Queue ``work`` (default: the prompt, a turn or the command it names), given the queued input's id."""
-        queued = _Queued(origin, display, input_id=new_input_id() if waits else input_id)
-        if not waits:
-            queued.stored.set()
-        self._queue.append(queued)
-        run = work or (lambda queued_as: self._prompt(display, queued_as))
-        self._spawn(lambda: self._serve(queued, run), f"session {self.id} prompt")
-        return queued
-
-    async def _store_queued(self, queued: _Queued) -> None:
-        """Store a prompt that waits as queued, before its turn may start (``_serve`` waits for it)."""
-        if queued.stored.is_set():
-            return
-        assert queued.input_id is not None
-        try:
-            await self.recorder.record(
-                InputQueued(input_id=queued.input_id, input_kind="prompt", display=queued.display)
-            )
-            queued.queued_in_log = True
-        except StorageError as exc:
-            queued.error = exc  # the prompt does not run: it could not be kept
-            queued.scope.cancel()
-        finally:
-            queued.stored.set()
-
-    async def _serve(self, queued: _Queued, work: _Work) -> None:
-        """Run one queued prompt when the ones before it have ended (docs/architecture.md §4.11)."""
-        try:
-            with queued.scope:
-                async with self._turn_lock:
-                    await queued.stored.wait()
-                    queued.started = True
-                    self.audience.origin = (
-                        queued.origin if queued.origin is not None and queued.origin.present else None
-                    )
-                    self.audience.origin_shows_prompt = queued.shown_by_origin
-                    try:
-                        queued.result = await work(queued.input_id)
-                    finally:
-                        self.audience.origin = None
-                        self.audience.origin_shows_prompt = True
-            titled = self.projection.title is not None or self.link is not None
-            if queued.result is not None and not titled and self.projection.first_prompt:
-                self.runtime.submit(self._write_title, "title")
-        except Exception as exc:  # answered to the prompt's caller by the one error boundary
-            queued.error = exc
-        finally:
-            self._queue.remove(queued)
-            if not queued.started:
-                await self._drop_unstarted(queued)
-            queued.done.set()
-
-    async def _drop_unstarted(self, queued: _Queued) -> None:
-        """A prompt stored as queued that was cancelled before its turn came: the log says it did not run."""
-        with anyio.CancelScope(shield=True), anyio.move_on_after(5):
-            await queued.stored.wait()
-            if queued.queued_in_log and queued.input_id is not None:
-                why = "it was cancelled before its turn came"
-                try:
-                    await self.recorder.record(dropped_input(queued.input_id, "prompt", queued.display, why))
-                except StorageError:
-                    _log.warning("a cancelled queued prompt could not be marked as not run", session_id=self.id)
+        return await self.queue.run_task(display, lambda input_id: self._turn(display, input_id=input_id))
 
     async def _prompt(self, display: list[DisplayBlock], input_id: str | None = None) -> PromptResult:
-        await self.refresh_commands()
+        """A prompt's turn in the queue: the slash command it names (looked up once the commands were looked at
+        again), or a model turn."""
+        await self.commands.refresh()
         invocation = self.commands.find(display)
-        if invocation is None:
-            result = await self._turn(display, input_id=input_id)
+        outcome = await self.commands.run(invocation, display, input_id) if invocation is not None else None
+        if isinstance(outcome, Reply):
+            result = PromptResult("end_turn", mode_changed=outcome.mode_changed, config_changed=outcome.config_changed)
         else:
-            result = await self._command(invocation, display, input_id)
-        await self.refresh_commands()
+            prompt = outcome.prompt if outcome is not None else None
+            result = await self._turn(display, prompt, input_id=input_id)
+        await self.commands.refresh()
         return result
 
     async def _turn(
@@ -544,15 +219,9 @@ class Session:
     ) -> PromptResult:
         self._running = True
         try:
-            await self.repair()
-            await self.fix_system_prompt()
             wiring = self.wiring
-            texts: list[str] = []
-            if self.link is None:  # a child's parent was told about its MCP servers, skills and sandbox
-                # Bounded: MCP servers still starting are reported, not awaited.
-                mcp = [Notice("warning", text.removeprefix("⚠ ")) for text in await self.mcp.prepare_turn()]
-                skills = [Notice("warning", problem.text()) for problem in self.skills.new_problems()]
-                texts = await self._show_notices([*await self._once_notices(), *mcp, *skills])
+            await wiring.prepare()
+            texts = await self.notices.at_turn()
             turn_id = self._turn_id = new_turn_id()
             steering = self.steering.open(turn_id)
             message_id = new_message_id()
@@ -572,56 +241,9 @@ class Session:
                     _log.warning("a steering message outlived its turn", session_id=self.id, input_id=left.input_id)
         finally:
             self._running = False
-        children = [child.usage for child in self.projection.children.values() if child.turn_id == turn_id]
+        children = [child.usage for child in self.recorder.projection.children.values() if child.turn_id == turn_id]
         usage = sum(children, turn.usage)  # what the prompt cost, its subagents' work included
         return PromptResult(stop_reason=turn.stop_reason, usage=usage, failure=turn.failure, user_message_id=message_id)
-
-    async def _command(self, invocation: Invocation, display: list[DisplayBlock], input_id: str | None) -> PromptResult:
-        """A slash command: a prompt file's text (its arguments in) or a built-in command's outcome."""
-        if invocation.file is not None:
-            outcome: Ask | Reply = Ask(expand(invocation.file.template, invocation.argument))
-        elif invocation.skill is not None:
-            text = await anyio.to_thread.run_sync(skill_text, invocation.skill)
-            outcome = Ask(expand(f"Use this skill for the request.\n\n{text}", invocation.argument))
-        else:
-            self._turn_id = new_turn_id()
-            try:
-                outcome = await _HANDLERS[invocation.command.name](self, invocation.argument)
-                if isinstance(outcome, Reply):
-                    await self._reply(display, outcome, self._turn_id, input_id)
-                    if any(isinstance(event, Rewound) for event in outcome.events):
-                        await self._refold()
-            finally:
-                self._turn_id = None
-        if isinstance(outcome, Ask):
-            return await self._turn(display, outcome.prompt, input_id=input_id)
-        return PromptResult("end_turn", mode_changed=outcome.mode_changed, config_changed=outcome.config_changed)
-
-    async def _at_once(self, invocation: Invocation, display: list[DisplayBlock]) -> PromptResult:
-        """A command answered without waiting for the running turn: ``/status``, or the refusal of a rewind."""
-        reply = Reply(self.status()) if invocation.command.name == "status" else Reply(BUSY_REWIND)
-        await self._reply(display, reply, new_turn_id(), None)
-        return PromptResult("end_turn")
-
-    async def _reply(self, display: list[DisplayBlock], reply: Reply, turn_id: str, input_id: str | None) -> None:
-        """Store a command the session answered itself like a turn the model never sees, in one write: the user's
-        line, the answer (which may quote servers' and files' words: it passes the sanitizer), what the command
-        itself did that the log keeps (a compaction), the turn's end."""
-        typed = "".join(b.text for b in display if isinstance(b, TextBlock))
-        answer = [NoticeAdded(turn_id=turn_id, message_id=new_message_id(), text=clean_text(reply.text))]
-        await self.recorder.record(
-            UserPrompted(
-                turn_id=turn_id,
-                message_id=new_message_id(),
-                display=display,
-                message=UserMessage(parts=[TextPart(text=typed)]),
-                for_model=False,
-                input_id=input_id,
-            ),
-            *(answer if reply.text else []),
-            *reply.events,
-            TurnEnded(turn_id=turn_id, stop_reason="end_turn"),
-        )
 
     # -- steering -----------------------------------------------------------------------------------------------
 
@@ -631,11 +253,15 @@ class Session:
         """A steering message (``_session/steering``): stored as queued for the running model turn, which applies it
         at its next safe point (``injected``). Without a turn taking steering, ``idle`` decides: start a new turn
         with it (``startedNewTurn``, queued like a prompt) or hand it back (``promptRequired``)."""
+
+        def work(queued_as: str | None) -> Coroutine[Any, Any, PromptResult]:
+            return self._prompt(display, queued_as)
+
         turn_id = self.steering.turn_id
         if turn_id is None:
             if idle == "promptRequired":
                 return "promptRequired"
-            self.submit(display, origin=origin, input_id=None)
+            self.queue.submit(display, origin, work, input_id=None)
             return "startedNewTurn"
         input_id = new_input_id()
         with self.steering.admitting(display):  # refused past the limit, before anything is stored
@@ -649,246 +275,39 @@ class Session:
             await self.recorder.record(dropped_input(input_id, "steering", display, why, turn_id=turn_id))
             return "promptRequired"
         try:
-            self.submit(display, origin=origin, input_id=input_id)
+            self.queue.submit(display, origin, work, input_id=input_id)
         except InvalidParamsError:  # the turn ended while it was stored, and the prompt queue is full
             why = "the turn it was sent to ended first, and too many prompts wait to start one with it"
             await self.recorder.record(dropped_input(input_id, "steering", display, why, turn_id=turn_id))
             raise
         return "startedNewTurn"
 
-    # -- rewind -------------------------------------------------------------------------------------------------
-
-    @property
-    def gate(self) -> PermissionGate:
-        return self.audience
-
-    @property
-    def cwd(self) -> Path:
-        return self.workspace.cwd
-
-    @property
-    def store(self) -> SessionStore:
-        return self.services.store
-
-    async def rewind_points(self) -> list[RewindPoint]:
-        """The prompts a rewind can go back to, oldest first."""
-        return await Rewind(self, turn_id=self._turn_id or new_turn_id()).points()
+    # -- rewind, cancel, close ----------------------------------------------------------------------------------
 
     async def rewind(self, message_id: str, *, field_name: str = "messageId") -> Rewound:
         """``_session/rewind``: back to just before the prompt ``message_id`` (``sessions.rewind``). Refused while a
         turn runs or prompts wait (``SessionBusyError``); prompts that arrive meanwhile wait for it."""
-        if self._queue or self._turn_lock.locked():
+        if self.queue.working or self.queue.lock.locked():
             raise SessionBusyError(f"session {self.id}: {BUSY_REWIND}")
-        async with self._turn_lock:
+        async with self.queue.lock:
             self._turn_id = new_turn_id()
             try:
-                rewound = await Rewind(self, turn_id=self._turn_id).run(message_id, field_name=field_name)
-                await self.recorder.record(rewound)
+                rewound = await self.rewinds.run(message_id, turn_id=self._turn_id, field_name=field_name)
             finally:
                 self._turn_id = None
-        await self._refold()
+        await self.rewinds.refold()
         return rewound
-
-    async def rewind_reply(self, message_id: str) -> Reply:
-        """``/rewind`` and ``/undo``, inside their command turn: the rewind, stored with the command."""
-        assert self._turn_id is not None, "commands run inside the session's command turn"
-        return Reply("", events=(await Rewind(self, turn_id=self._turn_id).run(message_id, field_name="argument"),))
-
-    async def _refold(self) -> None:
-        """After a rewind: the projection built again from the log's timeline (what the model and ``/status`` see)."""
-        events = [stored.event for stored in await self.services.store.load_events(self.id)]
-        self.recorder.projection = project(events)
-
-    def queue_listing(self) -> list[QueuedInput]:
-        """What waits: the queued prompts (stored as queued, in order), then the steering messages for the running
-        turn not yet applied."""
-        listed = [
-            QueuedInput(q.input_id, "prompt", q.display)
-            for q in self._queue
-            if q.input_id is not None and not q.started
-        ]
-        listed.extend(
-            QueuedInput(input_id, "steering", pending.display)
-            for input_id, pending in self.projection.pending_inputs.items()
-            if pending.input_kind == "steering"
-        )
-        return listed
-
-    async def refresh_commands(self) -> None:
-        """Read the prompt files and the skills again; tell the editors (bounded) when the list of commands
-        changed."""
-        files = await load_prompt_files(self.workspace.cwd, self.services.settings.home)
-        if self.skills.scanned:
-            await self.skills.rescan()
-        before = self.commands.listing
-        self._took_skills(files)
-        if self.commands.listing != before:
-            await self.audience.commands_changed(self.commands.listing)
-
-    async def command_listing(self) -> Sequence[Command]:
-        """The commands once the first scan of the skills is done (what an editor is first told)."""
-        await self.skills.ensure()
-        self._took_skills()
-        return self.commands.listing
-
-    def _took_skills(self, files: Sequence[PromptFile] | None = None) -> None:
-        """The commands and the readable folders after a scan of the skills (and of the prompt files)."""
-        self.commands = self.commands.with_files(self.commands.files if files is None else files, self.skills.skills)
-        self.workspace = replace(self.workspace, readable=self.skills.global_folders())
-
-    async def report_servers(self) -> None:
-        """Once the session is open: its MCP servers that could not start (or be used), told at once instead of
-        with the first prompt. Waits (bounded) for them to settle, then tells in the prompt queue (a turn that ran
-        meanwhile told them itself; nothing is told twice), so commands are not held up by a slow server."""
-        if not self.mcp:
-            return
-        await self.mcp.settled()
-        async with self._turn_lock:  # between turns: never inside another turn's text
-            notices = [Notice("warning", text.removeprefix("⚠ ")) for text in await self.mcp.prepare_turn(0)]
-            texts = await self._show_notices(notices)
-            if texts:  # a client without notices: agent text, stored like a command's answer (a replay shows it)
-                turn_id = new_turn_id()
-                added = [NoticeAdded(turn_id=turn_id, message_id=new_message_id(), text=text) for text in texts]
-                await self.recorder.record(*added, TurnEnded(turn_id=turn_id, stop_reason="end_turn"))
 
     def cancel(self) -> None:
         """Cancel the running turn and every queued prompt, and the work of every child it runs."""
-        for queued in list(self._queue):
-            queued.scope.cancel()
+        self.queue.cancel()
         if "subagents" in self.__dict__:  # a runner was made: it may have children running
             self.subagents.cancel_all()
-
-    def _refuse_if_subagent(self, what: str) -> None:
-        if self.is_subagent:
-            parent = self.link.parent.id if self.link is not None else self.record.parent_id
-            raise InvalidParamsError(
-                f"sessionId: {self.id} is a subagent of session {parent}; it takes tasks from its parent only, not"
-                f" {what} from a client",
-                field="sessionId",
-            )
-
-    async def repair(self) -> None:
-        """Settle what an earlier turn left open when it stopped on a failed write, as a reload would."""
-        repairs = recovery_events(self.projection, text=STORE_FAILED_TEXT, inputs=False)
-        if repairs:
-            await self.recorder.record(*repairs)
-
-    # -- what the commands and the editor ask of the session ------------------------------------------------
-
-    def meter(self, model: CatalogModel) -> Meter:
-        """The context meter of this session with ``model``."""
-        return self.wiring.meter(model)
-
-    def tools(self) -> Sequence[AnyTool]:
-        """The tool surface a model request would get now (docs/architecture.md §4.6)."""
-        return self.services.tool_surface(self)
-
-    def usage(self) -> LiveUsage | None:
-        """The context meter now (tokens in the context, the window, the cost so far); None without a model."""
-        model = self.current_model()
-        if model is None:
-            return None
-        return self.meter(model).usage(tuple(self.tools()))
-
-    async def compact(self, instructions: str, *, turn_id: str) -> Reply:
-        """``/compact [instructions]`` (``TurnWiring.compact``)."""
-        return await self.wiring.compact(instructions, turn_id=turn_id)
-
-    def status(self) -> str:
-        """``/status``: what the session runs on and how full its context is; no model call."""
-        return session_status(self)
-
-    async def _show_notices(self, notices: Sequence[Notice]) -> list[str]:
-        """Show each notice live where the clients take notices; the texts of the others, to store with the turn."""
-        return [notice.as_text() for notice in notices if not await self.recorder.sink.notice(notice)]
-
-    async def _once_notices(self) -> list[Notice]:
-        """Once per session, at its first turn: commands not sandboxed although ``[sandbox]`` wants them to be, and
-        a configured cua-driver that cannot be found."""
-        if self._told_once:
-            return []
-        self._told_once = True
-        found = [self.sandbox.notice(await self.sandbox.availability()), self.computer_use.notice()]
-        return [notice for notice in found if notice is not None]
-
-    async def notify(self, notice: Notice) -> None:
-        """A warning that arises during a turn (an image downgraded to text): live, or stored in the turn."""
-        if self._turn_id is not None:
-            await self.recorder.notice(notice, turn_id=self._turn_id)
-
-    async def _write_title(self) -> None:
-        """After the first turn, off the prompt's path: from the prompt text, or by ``agent.title_model``."""
-        first = self.projection.first_prompt
-        if self.projection.title is not None or not first:
-            return
-        title = None
-        title_model = self.services.settings.agent.title_model
-        if title_model is not None:
-            model = self.services.catalog.get(title_model)
-            title = await title_with_model(self.services.providers.provider_for(model), model.model, first)
-        title = title or title_from_prompt(first)
-        if title:
-            await self.set_title(title, automatic=True)
-
-    async def set_title(self, title: str, *, automatic: bool = False) -> str:
-        """Set the title (``normalise_title``: the one rule for titles); the record first, then the event that
-        tells the editors: once they have the update, ``session/list`` agrees. Returns the title as stored. An
-        ``automatic`` one is dropped when the session got a title meanwhile (a client's, set while the model wrote
-        this one): titles are set one at a time, so the check and the write cannot be split."""
-        title = normalise_title(title)
-        async with self._title_lock:
-            if automatic and self.projection.title is not None:
-                return self.projection.title
-            updated = await self.services.store.update_session(self.id, title=title)
-            self.record = updated
-            stored = updated.title or title
-            await self.recorder.record(TitleSet(title=stored, updated_at=utc_now()))
-        return stored
-
-    async def set_mode(self, mode_id: str) -> None:
-        self._refuse_if_subagent("mode changes")
-        if not is_mode_id(mode_id):
-            valid = ", ".join(m.id for m in MODES)
-            raise UnknownModeError(f"unknown mode {mode_id!r}; valid modes: {valid}", field="modeId")
-        self.record = await self.services.store.update_session(self.id, mode_id=mode_id)
-
-    async def set_effort(self, value: str) -> None:
-        """Choose the thinking effort (one of ``sessions.effort.effort_choices`` for the current model); stored in
-        the record's ``meta``, so a reload and a fork keep it. Takes effect from the next prompt."""
-        self._refuse_if_subagent("option changes")
-        chosen = choose_effort(self.current_model(), value)
-        meta = {key: item for key, item in self.record.meta.items() if key != EFFORT_META_KEY}
-        if chosen is not None:
-            meta[EFFORT_META_KEY] = chosen
-        self.record = await self.services.store.update_session(self.id, meta=meta)
-
-    def switch(self, switch_id: str) -> bool:
-        """The value of one of ``switches.SWITCHES`` in this session."""
-        switch = next(s for s in SWITCHES if s.id == switch_id)
-        return switch_value(switch, self.record.meta, self.services.settings)
-
-    async def set_switch(self, switch_id: str, value: bool) -> None:
-        """Turn a switch on or off; stored in the record's ``meta``. Takes effect from the next command or request."""
-        self._refuse_if_subagent("option changes")
-        if all(s.id != switch_id for s in SWITCHES):
-            raise InvalidParamsError(f"configId: unknown option {switch_id!r}", field="configId")
-        self.record = await self.services.store.update_session(self.id, meta={**self.record.meta, switch_id: value})
-        if switch_id == SANDBOX_NETWORK and "wiring" in self.__dict__:
-            self.wiring.forget_sandbox()  # the next command gets a sandbox with the new setting
-
-    async def set_model(self, model_id: str) -> None:
-        self._refuse_if_subagent("model changes")
-        self.services.catalog.get(model_id)
-        if self._running:
-            raise SessionBusyError(
-                f"session {self.id} is running a turn; switch models when it has finished (or cancel it first)"
-            )
-        self.record = await self.services.store.update_session(self.id, model_id=model_id)
 
     async def close(self) -> None:
         """Cancel whatever runs, then release everything the session holds (bounded)."""
         self.cancel()
         with anyio.move_on_after(5):
-            async with self._turn_lock:
+            async with self.queue.lock:
                 pass
         await self.runtime.aclose()

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import time
+from collections.abc import Sequence
 from dataclasses import replace
 from functools import cached_property
 from typing import TYPE_CHECKING, Literal
@@ -23,8 +24,10 @@ from typing import TYPE_CHECKING, Literal
 import anyio
 import structlog
 
+from hermes_acp.commands.command_set import Reply
+from hermes_acp.commands.plan_mode import PlanHandOff
 from hermes_acp.computer_use import ComputerUse
-from hermes_acp.core import DisplayBlock
+from hermes_acp.core import DisplayBlock, ModeId
 from hermes_acp.core.ids import new_compaction_id
 from hermes_acp.errors import NoProviderError, ProviderError
 from hermes_acp.exec.sandbox import Sandbox
@@ -35,23 +38,23 @@ from hermes_acp.providers.echo import EchoMemory
 from hermes_acp.tools import builtin_tools
 from hermes_acp.tools.ask_user import AskUserTool
 from hermes_acp.tools.base import AnyTool
-from hermes_acp.tools.context import Elicitor
+from hermes_acp.tools.context import Elicitor, ToolEnvironment
 from hermes_acp.tools.delegate import DelegateTool
 from hermes_acp.tools.load_skill import LoadSkillTool, SkillBook
 from hermes_acp.tools.plan_handoff import PlanHandOffTool
 from hermes_acp.turns.compaction import compact, log_compaction
 from hermes_acp.turns.loop import TurnDeps, TurnResult, TurnState, run_turn
 from hermes_acp.turns.meter import Meter
-from hermes_acp.turns.ports import LiveCompaction, SteeringInbox
+from hermes_acp.turns.ports import LiveCompaction, LiveUsage, SteeringInbox
+from hermes_acp.turns.recovery import STORE_FAILED_TEXT, recovery_events
 from hermes_acp.turns.state import MAX_PARALLEL_READS, CompactionPolicy
+from hermes_acp.turns.system_prompt import build_system_prompt
 
-from .commands import Reply
-from .plan_mode import PlanHandOff
 from .switches import AUTO_COMPACTION, SANDBOX_NETWORK
 from .tool_surface import why_unavailable
 
 if TYPE_CHECKING:
-    from .session import Session
+    from .views import WiringView
 
 __all__ = ["TurnWiring"]
 
@@ -67,25 +70,53 @@ _DELEGATE = DelegateTool()
 
 
 class TurnWiring:
-    def __init__(self, session: Session):
+    def __init__(self, session: WiringView):
         self._session = session
         self.echo = EchoMemory()
         """What the session learned about the reasoning fields its providers' servers take back (in memory)."""
+        self._sandbox: Sandbox | None = None
+        self._system_prompt: str | None = None
 
-    @cached_property
+    @property
+    def system_prompt(self) -> str:
+        """Fixed by the session's first model request, for its life in this process: byte-identical for every
+        request (until then, what it would be now: for the context meter)."""
+        if self._system_prompt is not None:
+            return self._system_prompt
+        return self._build_system_prompt()
+
+    async def prepare(self) -> None:
+        """Before a model turn (or ``/compact``): what an earlier turn left open when it stopped on a failed write
+        is settled, as a reload would; the first time, the system prompt is fixed once the first scan of the
+        skills is done (they are listed in it)."""
+        session = self._session
+        repairs = recovery_events(session.recorder.projection, text=STORE_FAILED_TEXT, inputs=False)
+        if repairs:
+            await session.recorder.record(*repairs)
+        if self._system_prompt is None:
+            await session.commands.ensure()
+            self._system_prompt = self._build_system_prompt()
+
+    def _build_system_prompt(self) -> str:
+        """The project's prompt; a subagent's adds what its role is and that it ends with a report."""
+        session = self._session
+        client = session.options.client_system_prompt
+        prompt = build_system_prompt(session.workspace, session.instructions, session.commands.skills.skills, client)
+        return prompt + session.lineage.prompt()
+
+    @property
     def sandbox(self) -> Sandbox:
         """How the session's commands are contained (``[sandbox]``), starting from the session's environment, with
-        the network the session's switch says; a subagent's are its parent's."""
+        the network the session's switch says (made anew when the switch changed); a subagent's are its parent's."""
         session = self._session
-        if session.link is not None:
-            return session.link.parent.wiring.sandbox
-        services = session.services
-        sandbox = Sandbox.from_settings(services.settings, environ=services.env)
-        return replace(sandbox, network=session.switch(SANDBOX_NETWORK))
-
-    def forget_sandbox(self) -> None:
-        """The network switch changed: the next command gets a sandbox made anew."""
-        self.__dict__.pop("sandbox", None)
+        link = session.lineage.link
+        if link is not None:
+            return link.parent.wiring.sandbox
+        network = session.options.switch(SANDBOX_NETWORK)
+        if self._sandbox is None or self._sandbox.network != network:
+            services = session.services
+            self._sandbox = replace(Sandbox.from_settings(services.settings, environ=services.env), network=network)
+        return self._sandbox
 
     @cached_property
     def image_gate(self) -> SessionImageGate:
@@ -95,10 +126,10 @@ class TurnWiring:
         services = session.services
         gate = SessionImageGate(
             services.settings,
-            model=session.current_model,
+            model=session.options.current_model,
             describer=describer_for(services.settings, services.catalog, services.providers),
         )
-        gate.notify = session.notify
+        gate.notify = session.notices.notify
         return gate
 
     @cached_property
@@ -106,8 +137,9 @@ class TurnWiring:
         """The session's computer_use tool (offered when the driver command resolves; the driver starts lazily in
         the owner task at the first call, with the session's environment)."""
         session = self._session
-        if session.link is not None:  # the parent's, with its one driver
-            return session.link.parent.wiring.computer_use
+        link = session.lineage.link
+        if link is not None:  # the parent's, with its one driver
+            return link.parent.wiring.computer_use
         services = session.services
         return ComputerUse.for_session(
             session.runtime, services.settings, gate=self.image_gate, env=services.env or None
@@ -123,15 +155,20 @@ class TurnWiring:
 
     def delegate(self) -> tuple[AnyTool, ...]:
         """``delegate``, while the session may start children (``[agent] subagent_depth``)."""
-        return (_DELEGATE,) if self._session.may_delegate else ()
+        return (_DELEGATE,) if self._session.lineage.may_delegate else ()
 
     @staticmethod
     def load_skill(book: SkillBook) -> tuple[AnyTool, ...]:
         return (LoadSkillTool(book),) if book.names() else ()
 
-    @staticmethod
-    def plan_hand_off(session: Session) -> tuple[AnyTool, ...]:
-        return (PlanHandOffTool(PlanHandOff(session)),)
+    def plan_hand_off(self) -> tuple[AnyTool, ...]:
+        session = self._session
+
+        async def start(mode: ModeId) -> None:
+            await session.options.set_mode(mode)
+            await session.audience.config_changed(session.options, mode_changed=True)
+
+        return (PlanHandOffTool(PlanHandOff(session.audience, start)),)
 
     def deps(self, steering: SteeringInbox | None = None) -> TurnDeps:
         """The wiring of one turn (or one ``/compact``): raises ``ProviderAuthError`` when the model lacks its key.
@@ -145,36 +182,28 @@ class TurnWiring:
         agent = services.settings.agent
         model = self._model_or_raise()
         audience = session.audience
-        link = session.link
+        options = session.options
+        lineage = session.lineage
+        link = lineage.link
         max_requests = agent.max_turn_requests
         if link is not None:
             max_requests = 1 if link.reporting else link.max_requests
         return TurnDeps(
-            session_id=session.id,
             model=model,
             provider=self.echo.provider(services.providers.provider_for(model)),
-            system_prompt=session.system_prompt,
-            tool_surface=lambda: services.tool_surface(session),
+            system_prompt=self.system_prompt,
+            surface=self,
             recorder=session.recorder,
             gate=audience,
-            workspace=session.workspace,
-            mode=lambda: session.mode,
+            env=self._environment(),
             max_requests=max_requests,
             permission_timeout_s=services.settings.permissions.timeout_s,
-            cache_dir=services.settings.cache_dir,
-            files=audience.origin_files(),
-            terminals=audience.origin_terminals(),
-            client_present=lambda: audience.origin is not None,
-            images=self.image_gate,
-            sandbox=self.sandbox,
             compaction=self._compaction_policy(),
-            models=session.configured_model,
-            effort=session.effort,
-            subagents=session.subagents if session.may_delegate else None,
+            models=options.configured_model,
+            effort=options.effort,
             parallel_calls=max(MAX_PARALLEL_READS, agent.max_subagents),
             sender_session_id=link.parent.id if link is not None else None,
-            rules=session.rules_recorder if link is not None else None,
-            unavailable=lambda name: why_unavailable(session, name),
+            rules=lineage.rules_recorder if link is not None else None,
             steering=steering,
         )
 
@@ -195,8 +224,25 @@ class TurnWiring:
             state, deps, display, notices=notices, prompt=prompt, input_id=input_id, message_id=message_id
         )
 
+    def _environment(self) -> ToolEnvironment:
+        """What the turn's tool calls share: the session's directories (and its global skills' folders, which the
+        file tools may read), cache, image gate, sandbox and subagent runner, and the editor whose prompt it runs."""
+        session = self._session
+        audience = session.audience
+        return ToolEnvironment(
+            session_id=session.id,
+            workspace=replace(session.workspace, readable=session.commands.skills.global_folders()),
+            cache_dir=session.services.settings.cache_dir,
+            images=self.image_gate,
+            sandbox=self.sandbox,
+            subagents=session.subagents if session.lineage.may_delegate else None,
+            editor_files=audience.origin_files(),
+            editor_terminals=audience.origin_terminals(),
+            client_present=lambda: audience.origin is not None,
+        )
+
     def _model_or_raise(self) -> CatalogModel:
-        model = self._session.current_model()
+        model = self._session.options.current_model()
         if model is None:
             raise NoProviderError(
                 "no model provider is configured: set HERMES_ACP_BASE_URL and HERMES_ACP_MODEL (any"
@@ -210,8 +256,9 @@ class TurnWiring:
         that one is unset or its provider cannot be used)."""
         services = self._session.services
         agent = services.settings.agent
-        automatic = self._session.switch(AUTO_COMPACTION)
-        model = self._session.configured_model(agent.compaction_model) if agent.compaction_model else None
+        options = self._session.options
+        automatic = options.switch(AUTO_COMPACTION)
+        model = options.configured_model(agent.compaction_model) if agent.compaction_model else None
         if model is None:
             return CompactionPolicy(threshold=agent.compaction_threshold, automatic=automatic)
         try:
@@ -227,7 +274,29 @@ class TurnWiring:
         """The context meter of this session with ``model``."""
         session = self._session
         native = self.image_gate.route() == "native"
-        return Meter(model, session.system_prompt, session.projection, native, session.configured_model, session.effort)
+        options = session.options
+        projection = session.recorder.projection
+        return Meter(model, self.system_prompt, projection, native, options.configured_model, options.effort)
+
+    # -- the ToolSurface of the session's turns ------------------------------------------------------------------
+
+    @property
+    def mode(self) -> ModeId:
+        return self._session.options.mode
+
+    def tools(self) -> Sequence[AnyTool]:
+        """The tool surface a model request would get now (docs/architecture.md §4.6)."""
+        return self._session.services.tool_surface(self._session)
+
+    def why_unavailable(self, name: str) -> str:
+        return why_unavailable(self._session, name)
+
+    def usage(self) -> LiveUsage | None:
+        """The context meter now (tokens in the context, the window, the cost so far); None without a model."""
+        model = self._session.options.current_model()
+        if model is None:
+            return None
+        return self.meter(model).usage(tuple(self.tools()))
 
     async def compact(self, instructions: str, *, turn_id: str) -> Reply:
         """``/compact [instructions]``: compact the whole history now, the summary focused by ``instructions``.
@@ -236,8 +305,7 @@ class TurnWiring:
         summary is written leaves the history as it was (the editor is told it was cancelled)."""
         session = self._session
         started = time.perf_counter()
-        await session.repair()
-        await session.fix_system_prompt()
+        await self.prepare()
         deps = self.deps()
         compaction_id = new_compaction_id()
         try:
@@ -246,7 +314,7 @@ class TurnWiring:
                 turn_id=turn_id,
                 compaction_id=compaction_id,
                 trigger="manual",
-                tools=tuple(deps.tool_surface()),
+                tools=tuple(deps.surface.tools()),
                 instructions=instructions or None,
             )
         except BaseException as exc:

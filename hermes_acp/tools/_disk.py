@@ -164,6 +164,6 @@ DISK = DiskFiles()
 
 def files_for(ctx: ToolContext, path: Path) -> EditorFiles:
     """The editor's ``fs/*`` for paths inside the session's directories when it offers them; else the disk."""
-    if ctx.files is not None and ctx.workspace.contains(path):
+    if ctx.files is not None and ctx.env.workspace.contains(path):
         return ctx.files
     return DISK

@@ -129,7 +129,7 @@ def plan_change(
 ) -> Approval[Out]:
     """The approval of writing ``after`` over ``before``: the ``edit`` question showing the diff, the change, and the
     result the tool reports once it is written (``planned``)."""
-    shown = display_path(before.path, ctx.workspace)
+    shown = display_path(before.path, ctx.env.workspace)
     try:
         after_data = after.encode("utf-8")
     except UnicodeEncodeError as exc:
@@ -161,7 +161,7 @@ async def commit_change(ctx: ToolContext, approval: Approval[Any], *, action: st
         raise ToolError(f"{action} ran without its own approval; nothing was written")
     change = approval.changes[0]
     path = change.before.path
-    shown = display_path(path, ctx.workspace)
+    shown = display_path(path, ctx.env.workspace)
     now = await take_snapshot(ctx, path, shown, action=action, need_utf8=False)
     if now.digest != change.before.digest:
         what = "was created" if not change.before.exists else ("was deleted" if not now.exists else "changed")

@@ -1,7 +1,9 @@
-"""What a running tool may use: its call's identity, the session's workspace and mode, a progress channel for live
-output and one for its agent-owned terminal, the editor's file system and terminals when the client offers them,
-the session's image gate and sandbox, and who runs its subagents; and ``ApprovalRequest``, the question a call's
-``Approval`` (``approval``) puts to the policy: what the call will do, in the editor's terms.
+"""What a running tool may use: ``ToolEnvironment``, what every call of one turn shares (built once per turn by the
+session's turn wiring: the session's workspace, cache, image gate and sandbox, who runs its subagents, and the
+editor whose prompt the turn serves), and ``ToolContext``, one call's own (its identity, the session's mode, a
+progress channel for live output and one for its agent-owned terminal, the editor's file system and terminals when
+the client offers them and is still there); and ``ApprovalRequest``, the question a call's ``Approval``
+(``approval``) puts to the policy: what the call will do, in the editor's terms.
 
 These are ports (Protocols) and plain data; the turn loop and the protocol layer supply the implementations.
 Nothing here knows ACP.
@@ -21,7 +23,7 @@ if TYPE_CHECKING:
     from hermes_acp.exec.sandbox import Sandbox
     from hermes_acp.images.gate import ImageGate
 
-    from .delegate import Subagents
+    from .delegation import Subagents
 
 __all__ = [
     "ApprovalRequest",
@@ -31,6 +33,7 @@ __all__ = [
     "Elicitor",
     "TerminalExit",
     "ToolContext",
+    "ToolEnvironment",
     "Workspace",
 ]
 
@@ -140,26 +143,41 @@ class Elicitor(Protocol):
         ...
 
 
-@dataclass(slots=True)
-class ToolContext:
-    """Everything one tool call may use. Built by the turn loop for each call."""
+@dataclass(frozen=True, slots=True)
+class ToolEnvironment:
+    """What every tool call of one turn shares, built once per turn."""
 
     session_id: str
-    turn_id: str
-    tool_call_id: str
     workspace: Workspace
-    mode: ModeId
-    progress: Callable[[list[DisplayBlock]], Awaitable[None]]
-    """Replace the call's live content while it runs (transient: not stored, the final result is)."""
     cache_dir: Path
-    terminal_output: Callable[[str, list[DisplayBlock]], Awaitable[None]] | None = None
-    """Append text to the call's agent-owned terminal (its ``AgentTerminalBlock``, the id the call's), with the live
-    content a client without such terminals shows instead (transient, like ``progress``). None: only ``progress``."""
-    files: EditorFiles | None = None
-    terminals: EditorTerminals | None = None
     images: ImageGate | None = None
     """The session's image gate; every image a tool hands the model should pass through it."""
     sandbox: Sandbox | None = None
     """How commands are contained (``[sandbox]``); None: the defaults (``Sandbox.default()``)."""
     subagents: Subagents | None = None
     """Runs the children of ``delegate`` calls; None where the session may not delegate."""
+    editor_files: EditorFiles | None = None
+    """The file system of the editor whose prompt the turn serves, when it offers one."""
+    editor_terminals: EditorTerminals | None = None
+    client_present: Callable[[], bool] | None = None
+    """Whether that editor's client is still there; once it is not, each call uses this machine's disk and
+    terminal instead (None: the client never goes away during the turn)."""
+
+
+@dataclass(slots=True)
+class ToolContext:
+    """One tool call's own, with its turn's ``env``. Built by the turn loop for each call."""
+
+    env: ToolEnvironment
+    turn_id: str
+    tool_call_id: str
+    mode: ModeId
+    progress: Callable[[list[DisplayBlock]], Awaitable[None]]
+    """Replace the call's live content while it runs (transient: not stored, the final result is)."""
+    terminal_output: Callable[[str, list[DisplayBlock]], Awaitable[None]] | None = None
+    """Append text to the call's agent-owned terminal (its ``AgentTerminalBlock``, the id the call's), with the live
+    content a client without such terminals shows instead (transient, like ``progress``). None: only ``progress``."""
+    files: EditorFiles | None = None
+    """The editor's file system, when its client offers one and was there when the call started."""
+    terminals: EditorTerminals | None = None
+    """The editor's terminals, likewise."""

@@ -2,8 +2,8 @@
 
 The call names the task, a short title, a role (``explore``: read-only tools, the default; ``general``: the parent's
 tools under the parent's mode) and optional files or folders to focus on, which must lie inside the session's
-directories. What runs the child is the session layer, behind the ``Subagents`` port this module defines
-(``ToolContext.subagents``): the child is a session of its own, with the parent's rights or fewer, a budget of
+directories. What runs the child is the session layer, behind the ``Subagents`` port (``delegation``,
+``ToolEnvironment.subagents``): the child is a session of its own, with the parent's rights or fewer, a budget of
 requests, tokens and time, and its own cards and questions. A delegation runs beside the other such calls of its
 response (``reads_only``): everything its child does is approved and settled in the child's session, so nothing in
 the parent's turn waits on its order; how many children run at once is the port's business
@@ -16,20 +16,19 @@ This module knows the tool seam and the port; not sessions, not ACP.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Literal, Protocol
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from hermes_acp.core import Location, SubagentOutcome, SubagentRole, TextBlock, TextPart, Usage
+from hermes_acp.core import Location, SubagentOutcome, TextBlock, TextPart
 from hermes_acp.errors import ErrorCode, ToolError, ToolInputError
 
 from .approval import Approval
 from .base import Presentation, ToolOutcome, TypedTool
 from .context import ToolContext
+from .delegation import Delegation
 
-__all__ = ["DELEGATE_TOOL", "DelegateOutput", "DelegateTool", "Delegation", "DelegationResult", "Subagents"]
+__all__ = ["DELEGATE_TOOL", "DelegateOutput", "DelegateTool"]
 
 DELEGATE_TOOL = "delegate"
 MAX_TASK_CHARS = 20_000
@@ -66,38 +65,6 @@ class _Input(BaseModel):
     )
 
 
-@dataclass(frozen=True, slots=True)
-class Delegation:
-    """One ``delegate`` call as the session layer runs it."""
-
-    task: str
-    title: str
-    role: SubagentRole
-    focus: tuple[Path, ...]
-    tool_call_id: str
-    turn_id: str
-
-
-@dataclass(frozen=True, slots=True)
-class DelegationResult:
-    """How a child's work ended: its ``report`` (or, when it did not finish, what it found so far) and why."""
-
-    session_id: str
-    outcome: SubagentOutcome
-    report: str
-    detail: str | None = None
-    """Why it did not complete (its provider's error, the budget it reached, who cancelled it)."""
-    usage: Usage = field(default_factory=Usage)
-
-
-class Subagents(Protocol):
-    """Runs a child session for a ``delegate`` call (``hermes_acp.sessions.subagents`` implements it)."""
-
-    async def delegate(self, delegation: Delegation) -> DelegationResult:
-        """Run the child to its end; a cancel of the caller stops the child first (then propagates)."""
-        ...
-
-
 class DelegateOutput(BaseModel):
     """What the call's record keeps: the child, how it ended, and what it used."""
 
@@ -126,31 +93,31 @@ class DelegateTool(TypedTool[_Input, DelegateOutput]):
         return True
 
     def present(self, parsed: _Input, ctx: ToolContext) -> Presentation:
-        locations = [Location(path=str(ctx.workspace.resolve(p))) for p in parsed.focus]
+        locations = [Location(path=str(ctx.env.workspace.resolve(p))) for p in parsed.focus]
         return Presentation(title=f"Delegate ({parsed.role}): {title_of(parsed)}", kind="think", locations=locations)
 
     async def approval(self, parsed: _Input, ctx: ToolContext) -> Approval[DelegateOutput]:
         """Nothing to ask: the child's own calls ask in its session, under the parent's mode or a stricter one. A
         focus outside the session's directories is refused (a child has no more rights than its parent)."""
         for raw in parsed.focus:
-            if not ctx.workspace.contains(ctx.workspace.resolve(raw)):
+            if not ctx.env.workspace.contains(ctx.env.workspace.resolve(raw)):
                 raise ToolInputError(f"focus {raw!r} is outside the session's directories; a subagent cannot go there")
         return Approval(ctx.tool_call_id)
 
     async def run(
         self, parsed: _Input, approval: Approval[DelegateOutput], ctx: ToolContext
     ) -> ToolOutcome[DelegateOutput]:
-        if ctx.subagents is None:
+        if ctx.env.subagents is None:
             raise ToolError("delegation is not available in this session")
         delegation = Delegation(
             task=parsed.task,
             title=title_of(parsed),
             role=parsed.role,
-            focus=tuple(ctx.workspace.resolve(p) for p in parsed.focus),
+            focus=tuple(ctx.env.workspace.resolve(p) for p in parsed.focus),
             tool_call_id=ctx.tool_call_id,
             turn_id=ctx.turn_id,
         )
-        result = await ctx.subagents.delegate(delegation)
+        result = await ctx.env.subagents.delegate(delegation)
         output = DelegateOutput(
             session_id=result.session_id,
             outcome=result.outcome,

@@ -149,14 +149,14 @@ class EditFileTool(TypedTool[_EditInput, EditOutput]):
     read_only = False
 
     def present(self, parsed: _EditInput, ctx: ToolContext) -> Presentation:
-        path = ctx.workspace.resolve(parsed.path)
+        path = ctx.env.workspace.resolve(parsed.path)
         return Presentation(
-            title=f"Edit {display_path(path, ctx.workspace)}", kind="edit", locations=[Location(path=str(path))]
+            title=f"Edit {display_path(path, ctx.env.workspace)}", kind="edit", locations=[Location(path=str(path))]
         )
 
     async def approval(self, parsed: _EditInput, ctx: ToolContext) -> Approval[EditOutput]:
-        path = ctx.workspace.resolve(parsed.path)
-        shown = display_path(path, ctx.workspace)
+        path = ctx.env.workspace.resolve(parsed.path)
+        shown = display_path(path, ctx.env.workspace)
         before = await take_snapshot(ctx, path, shown, action="edit_file", need_utf8=True)
         if before.text is None:
             raise await missing_path_error(path, shown, hint="; use write_file to create a new file")
@@ -176,7 +176,7 @@ class EditFileTool(TypedTool[_EditInput, EditOutput]):
         if report is None:
             raise ToolError("edit_file ran without the edits its approval computed; nothing was written")
         change = await commit_change(ctx, approval, action="edit_file")
-        shown = display_path(change.before.path, ctx.workspace)
+        shown = display_path(change.before.path, ctx.env.workspace)
         text = (
             f"Edited {shown}: {plural(report.edits, 'edit')}, {plural(report.replacements, 'replacement')};"
             f" the first change is at line {report.first_line}."

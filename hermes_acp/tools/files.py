@@ -83,19 +83,19 @@ class ReadFileTool(TypedTool[_ReadInput, dict[str, Any]]):
         return True
 
     def present(self, parsed: _ReadInput, ctx: ToolContext) -> Presentation:
-        path = ctx.workspace.resolve(parsed.path)
-        title = _read_title(parsed, display_path(path, ctx.workspace))
+        path = ctx.env.workspace.resolve(parsed.path)
+        title = _read_title(parsed, display_path(path, ctx.env.workspace))
         return Presentation(title=title, kind="read", locations=[Location(path=str(path), line=parsed.line)])
 
     async def approval(self, parsed: _ReadInput, ctx: ToolContext) -> Approval[dict[str, Any]]:
-        path = ctx.workspace.resolve(parsed.path)
-        return read_approval(ctx, path, _read_title(parsed, display_path(path, ctx.workspace)), parsed)
+        path = ctx.env.workspace.resolve(parsed.path)
+        return read_approval(ctx, path, _read_title(parsed, display_path(path, ctx.env.workspace)), parsed)
 
     async def run(
         self, parsed: _ReadInput, approval: Approval[dict[str, Any]], ctx: ToolContext
     ) -> ToolOutcome[dict[str, Any]]:
-        path = ctx.workspace.resolve(parsed.path)
-        shown = display_path(path, ctx.workspace)
+        path = ctx.env.workspace.resolve(parsed.path)
+        shown = display_path(path, ctx.env.workspace)
         facts = await inspect(path, shown)
         if not facts.exists:
             raise await missing_path_error(path, shown)
@@ -175,14 +175,14 @@ class WriteFileTool(TypedTool[_WriteInput, WriteOutput]):
     read_only = False
 
     def present(self, parsed: _WriteInput, ctx: ToolContext) -> Presentation:
-        path = ctx.workspace.resolve(parsed.path)
+        path = ctx.env.workspace.resolve(parsed.path)
         return Presentation(
-            title=f"Write {display_path(path, ctx.workspace)}", kind="edit", locations=[Location(path=str(path))]
+            title=f"Write {display_path(path, ctx.env.workspace)}", kind="edit", locations=[Location(path=str(path))]
         )
 
     async def approval(self, parsed: _WriteInput, ctx: ToolContext) -> Approval[WriteOutput]:
-        path = ctx.workspace.resolve(parsed.path)
-        shown = display_path(path, ctx.workspace)
+        path = ctx.env.workspace.resolve(parsed.path)
+        shown = display_path(path, ctx.env.workspace)
         before = await take_snapshot(ctx, path, shown, action="write_file", need_utf8=False)
         return plan_change(
             ctx, before, parsed.content, title=f"Write {shown}", action="write_file", raw_input=parsed.model_dump()
@@ -193,7 +193,7 @@ class WriteFileTool(TypedTool[_WriteInput, WriteOutput]):
     ) -> ToolOutcome[WriteOutput]:
         change = await commit_change(ctx, approval, action="write_file")
         before = change.before
-        shown = display_path(before.path, ctx.workspace)
+        shown = display_path(before.path, ctx.env.workspace)
         new_lines = len(split_lines(change.after))
         if not change.changes_anything:
             text = f"{shown} already has this content; nothing changed."

@@ -87,22 +87,22 @@ class ListFilesTool(TypedTool[_ListInput, dict[str, Any]]):
         self._finder = Finder(ripgrep, timeout_s=timeout_s)
 
     def _title(self, parsed: _ListInput, ctx: ToolContext) -> str:
-        shown = display_path(ctx.workspace.resolve(parsed.path), ctx.workspace)
+        shown = display_path(ctx.env.workspace.resolve(parsed.path), ctx.env.workspace)
         return f"Find {parsed.glob} in {shown}" if parsed.glob else f"List {shown}"
 
     def present(self, parsed: _ListInput, ctx: ToolContext) -> Presentation:
-        path = ctx.workspace.resolve(parsed.path)
+        path = ctx.env.workspace.resolve(parsed.path)
         kind: ToolKind = "search" if parsed.glob else "read"
         return Presentation(title=self._title(parsed, ctx), kind=kind, locations=[Location(path=str(path))])
 
     async def approval(self, parsed: _ListInput, ctx: ToolContext) -> Approval[dict[str, Any]]:
-        return read_approval(ctx, ctx.workspace.resolve(parsed.path), self._title(parsed, ctx), parsed)
+        return read_approval(ctx, ctx.env.workspace.resolve(parsed.path), self._title(parsed, ctx), parsed)
 
     async def run(
         self, parsed: _ListInput, approval: Approval[dict[str, Any]], ctx: ToolContext
     ) -> ToolOutcome[dict[str, Any]]:
-        path = ctx.workspace.resolve(parsed.path)
-        shown = display_path(path, ctx.workspace)
+        path = ctx.env.workspace.resolve(parsed.path)
+        shown = display_path(path, ctx.env.workspace)
         if not await anyio.to_thread.run_sync(path.exists):
             raise await missing_path_error(path, shown)
         if not await anyio.to_thread.run_sync(path.is_dir):
@@ -135,7 +135,7 @@ class ListFilesTool(TypedTool[_ListInput, dict[str, Any]]):
     ) -> ToolOutcome[dict[str, Any]]:
         found, more, stopped_early = await self._finder.files(path, glob, cap=_COUNT_CAP)
         found.sort(key=str)
-        lines = [display_path(p, ctx.workspace) for p in found[: parsed.limit]]
+        lines = [display_path(p, ctx.env.workspace) for p in found[: parsed.limit]]
         escapes = any(shown_name(str(p)) != str(p) for p in found[: parsed.limit])
         total = f"more than {len(found)}" if more else (f"at least {len(found)}" if stopped_early else str(len(found)))
         notes: list[str] = []

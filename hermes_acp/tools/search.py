@@ -84,16 +84,16 @@ class SearchFilesTool(TypedTool[_SearchInput, dict[str, Any]]):
         self._finder = Finder(ripgrep, timeout_s=timeout_s)
 
     def _title(self, parsed: _SearchInput, ctx: ToolContext) -> str:
-        shown = display_path(ctx.workspace.resolve(parsed.path), ctx.workspace)
+        shown = display_path(ctx.env.workspace.resolve(parsed.path), ctx.env.workspace)
         where = f" in {shown}" + (f" ({parsed.glob})" if parsed.glob else "")
         return f"Search `{one_line(parsed.pattern, 60)}`{where}"
 
     def present(self, parsed: _SearchInput, ctx: ToolContext) -> Presentation:
-        path = ctx.workspace.resolve(parsed.path)
+        path = ctx.env.workspace.resolve(parsed.path)
         return Presentation(title=self._title(parsed, ctx), kind="search", locations=[Location(path=str(path))])
 
     async def approval(self, parsed: _SearchInput, ctx: ToolContext) -> Approval[dict[str, Any]]:
-        return read_approval(ctx, ctx.workspace.resolve(parsed.path), self._title(parsed, ctx), parsed)
+        return read_approval(ctx, ctx.env.workspace.resolve(parsed.path), self._title(parsed, ctx), parsed)
 
     async def _find(self, parsed: _SearchInput, path: Path, regex: re.Pattern[str]) -> Found[FileMatch]:
         if await anyio.to_thread.run_sync(path.is_dir):
@@ -113,8 +113,8 @@ class SearchFilesTool(TypedTool[_SearchInput, dict[str, Any]]):
         self, parsed: _SearchInput, approval: Approval[dict[str, Any]], ctx: ToolContext
     ) -> ToolOutcome[dict[str, Any]]:
         regex = compile_search(parsed.pattern, literal=parsed.literal, ignore_case=parsed.ignore_case)
-        path = ctx.workspace.resolve(parsed.path)
-        shown = display_path(path, ctx.workspace)
+        path = ctx.env.workspace.resolve(parsed.path)
+        shown = display_path(path, ctx.env.workspace)
         if not await anyio.to_thread.run_sync(path.exists):
             raise await missing_path_error(path, shown)
         found, more, stopped_early = await self._find(parsed, path, regex)
@@ -127,7 +127,7 @@ class SearchFilesTool(TypedTool[_SearchInput, dict[str, Any]]):
         lines: list[str] = []
         used = 0
         for match in visible[: parsed.limit]:
-            line = f"{display_path(match.path, ctx.workspace)}:{match.line}: {_line_text(match.text)}"
+            line = f"{display_path(match.path, ctx.env.workspace)}:{match.line}: {_line_text(match.text)}"
             if used + len(line) > _MAX_OUTPUT_CHARS:
                 break
             lines.append(line)

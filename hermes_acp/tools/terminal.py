@@ -109,7 +109,7 @@ def _check_command(command: str, shell: Shell) -> CommandCheck:
 
 def _shell(ctx: ToolContext) -> Shell:
     """The shell commands run in (``[terminal] shell``, else this system's); a missing one is the call's error."""
-    sandbox = ctx.sandbox or Sandbox.default()
+    sandbox = ctx.env.sandbox or Sandbox.default()
     try:
         return shell_for(sandbox.shell, dict(sandbox.environment()))
     except FileNotFoundError as exc:
@@ -149,14 +149,14 @@ class TerminalTool(TypedTool[_TerminalInput, dict[str, Any]]):
             shown.append(TextBlock(text=fence(command, "sh")))
         content: list[DisplayBlock] = [*shown]
         if ctx.terminals is None:
-            cwd = ctx.workspace.resolve(parsed.cwd) if parsed.cwd else ctx.workspace.cwd
+            cwd = ctx.env.workspace.resolve(parsed.cwd) if parsed.cwd else ctx.env.workspace.cwd
             content = [announced(ctx, command, cwd, shown)]
         return Presentation(title=self._title(parsed), kind="execute", content=content)
 
     async def _cwd(self, parsed: _TerminalInput, ctx: ToolContext) -> Path:
-        cwd = ctx.workspace.resolve(parsed.cwd) if parsed.cwd else ctx.workspace.cwd
+        cwd = ctx.env.workspace.resolve(parsed.cwd) if parsed.cwd else ctx.env.workspace.cwd
         if not await anyio.to_thread.run_sync(cwd.is_dir):
-            shown = display_path(cwd, ctx.workspace)
+            shown = display_path(cwd, ctx.env.workspace)
             if await anyio.to_thread.run_sync(cwd.exists):
                 raise ToolInputError(f"cwd {shown} is a file, not a folder")
             raise await missing_path_error(cwd, f"cwd {shown}")
@@ -175,7 +175,7 @@ class TerminalTool(TypedTool[_TerminalInput, dict[str, Any]]):
 
     @staticmethod
     async def _sandbox(ctx: ToolContext) -> tuple[Sandbox, Availability]:
-        sandbox = ctx.sandbox or Sandbox.default()
+        sandbox = ctx.env.sandbox or Sandbox.default()
         availability = await sandbox.availability()
         if sandbox.mode == "required" and not availability.usable:
             raise PermissionDeniedError(
@@ -224,7 +224,7 @@ class TerminalTool(TypedTool[_TerminalInput, dict[str, Any]]):
         if ctx.terminals is not None:
             terminals = ctx.terminals
             async with sandbox.contained(
-                inner, roots=ctx.workspace.roots, cwd=cwd, mode=ctx.mode, extra_env=extra_env, for_editor=True
+                inner, roots=ctx.env.workspace.roots, cwd=cwd, mode=ctx.mode, extra_env=extra_env, for_editor=True
             ) as confined:
                 terminal_id, result = await run_in_client_terminal(
                     terminals,
@@ -248,7 +248,7 @@ class TerminalTool(TypedTool[_TerminalInput, dict[str, Any]]):
                 sandbox,
                 inner,
                 command=parsed.command,
-                roots=ctx.workspace.roots,
+                roots=ctx.env.workspace.roots,
                 cwd=cwd,
                 mode=ctx.mode,
                 extra_env=extra_env,

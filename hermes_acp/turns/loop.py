@@ -231,9 +231,9 @@ async def _convert(phase: Converting, state: TurnState, deps: TurnDeps) -> Phase
 async def _converted(display: list[DisplayBlock], state: TurnState, deps: TurnDeps) -> ConvertedPrompt:
     return await convert_prompt(
         display,
-        workspace=deps.workspace,
+        workspace=deps.env.workspace,
         ask_outside=lambda path, request: ask_attachment(deps, state, path, request),
-        images=deps.images,
+        images=deps.env.images,
     )
 
 
@@ -267,7 +267,7 @@ async def _apply_steering(state: TurnState, deps: TurnDeps) -> None:
 
 
 def _next_request(state: TurnState, deps: TurnDeps) -> Phase | Ended:
-    tools = tuple(deps.tool_surface())
+    tools = tuple(deps.surface.tools())
     state.requests += 1
     meter = Meter.of(deps)
     request = meter.request(tools)
@@ -296,7 +296,7 @@ async def _compact(phase: Compacting, state: TurnState, deps: TurnDeps) -> Phase
         if event.usage is not None:  # the summary request is one of the turn's model calls
             state.usage = state.usage + event.usage
         await deps.recorder.live(meter.usage(phase.tools))
-        log_compaction(event, session_id=deps.session_id, started=started)
+        log_compaction(event, session_id=deps.env.session_id, started=started)
     return _streaming(deps, meter.request(phase.tools), phase.tools, retry=phase.trigger == "overflow")
 
 
@@ -315,7 +315,7 @@ async def _stream(phase: Streaming, state: TurnState, deps: TurnDeps) -> Phase |
         if phase.retry or phase.partial.text or phase.partial.thinking or not deps.compaction.automatic:
             raise
         _log.info(
-            "the provider refused the request as too long; compacting", session_id=deps.session_id, error=str(exc)
+            "the provider refused the request as too long; compacting", session_id=deps.env.session_id, error=str(exc)
         )
         return Compacting(tools=phase.tools, trigger="overflow", compaction_id=new_compaction_id())
     if done.usage is not None:
@@ -387,10 +387,10 @@ async def _finish(phase: Phase, exc: BaseException, ending: Ending, state: TurnS
     Returns the result for an ending that does not propagate; raises ``StorageError`` when the settlement itself
     could not be stored (the open calls are then settled in the editor only)."""
     if ending.log:
-        _log.exception("turn failed", session_id=deps.session_id)
+        _log.exception("turn failed", session_id=deps.env.session_id)
     then: list[SessionEvent] = _steers_not_taken(state, deps, _NOT_TAKEN[ending.settle])
     if ending.notice:
-        _log.warning("model request failed", session_id=deps.session_id, error=str(exc))
+        _log.warning("model request failed", session_id=deps.env.session_id, error=str(exc))
         text = f"⚠ The model request failed: {exc}{ending.advice}"
         then.append(NoticeAdded(turn_id=state.turn_id, message_id=new_message_id(), text=text))
     refused: StorageError | None = None

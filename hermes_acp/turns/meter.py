@@ -42,7 +42,8 @@ class Meter:
 
     @classmethod
     def of(cls, deps: TurnDeps) -> Meter:
-        native = deps.images.route() == "native" if deps.images is not None else None
+        images = deps.env.images
+        native = images.route() == "native" if images is not None else None
         return cls(deps.model, deps.system_prompt, deps.recorder.projection, native, deps.models, deps.effort)
 
     @property

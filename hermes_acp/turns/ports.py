@@ -12,11 +12,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
-from hermes_acp.core import DisplayBlock, Location, SessionEvent, ToolKind
+from hermes_acp.core import DisplayBlock, Location, ModeId, SessionEvent, ToolKind
 from hermes_acp.core.notice import Notice
 from hermes_acp.providers.catalog import Cost
+
+if TYPE_CHECKING:
+    from hermes_acp.tools.base import AnyTool
 
 __all__ = [
     "LiveCompaction",
@@ -36,6 +39,7 @@ __all__ = [
     "PermissionQuestion",
     "Steer",
     "SteeringInbox",
+    "ToolSurface",
     "UpdateSink",
 ]
 
@@ -193,4 +197,22 @@ class SteeringInbox(Protocol):
 
     def close(self) -> list[Steer]:
         """Accept nothing more; the messages still waiting (the turn ends without them)."""
+        ...
+
+
+class ToolSurface(Protocol):
+    """The tools a session offers its model, derived from the session's state before each request, so a mode
+    switch cannot lose a tool (docs/architecture.md §4.6); the session's turn wiring builds it."""
+
+    @property
+    def mode(self) -> ModeId:
+        """The session's mode now (what each call's approval follows)."""
+        ...
+
+    def tools(self) -> Sequence[AnyTool]:
+        """The tools to offer in the next request."""
+        ...
+
+    def why_unavailable(self, name: str) -> str:
+        """Why the model cannot call ``name`` now, in words it can act on (the error of a call to it)."""
         ...

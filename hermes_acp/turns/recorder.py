@@ -76,14 +76,20 @@ class Recorder:
         if emitting.cancelled_caught:
             self._stall()
 
+    async def show(self, notice: Notice) -> bool:
+        """Show a warning live where the client takes notices (bounded; never to a stalled client): True when it
+        was, and then it is never stored; False when the caller is to store its text. The one place that decides
+        between the two."""
+        if self._stalled:
+            return False
+        with anyio.move_on_after(EMIT_TIMEOUT_S):
+            return await self.sink.notice(notice)
+        return False
+
     async def notice(self, notice: Notice, *, turn_id: str) -> None:
-        """A warning for the user: a live ``notice`` where the client takes them (never stored), else stored as a
-        line of agent text in ``turn_id`` (raises ``StorageError`` like ``record``)."""
-        shown = False
-        if not self._stalled:
-            with anyio.move_on_after(EMIT_TIMEOUT_S):
-                shown = await self.sink.notice(notice)
-        if not shown:
+        """A warning for the user: a live ``notice`` where the client takes them (``show``), else stored as a line
+        of agent text in ``turn_id`` (raises ``StorageError`` like ``record``)."""
+        if not await self.show(notice):
             await self.record(NoticeAdded(turn_id=turn_id, message_id=new_message_id(), text=notice.as_text()))
 
     async def live(self, update: LiveUpdate) -> None:

@@ -7,26 +7,18 @@ Where the turn is (its phase) is neither: it is the value the loop passes from s
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import TYPE_CHECKING
 
 from hermes_acp.config import Effort
-from hermes_acp.core import ModeId, StopReason, Usage
-from hermes_acp.exec.sandbox import Sandbox
+from hermes_acp.core import StopReason, Usage
 from hermes_acp.providers.base import ModelProvider
 from hermes_acp.providers.catalog import CatalogModel
-from hermes_acp.tools.base import AnyTool
-from hermes_acp.tools.context import EditorFiles, EditorTerminals, Workspace
+from hermes_acp.tools.context import ToolEnvironment
 
-from .ports import PermissionGate, SteeringInbox
+from .ports import PermissionGate, SteeringInbox, ToolSurface
 from .recorder import Recorder
 from .streaming import CHECKPOINTS, CheckpointPolicy
-
-if TYPE_CHECKING:
-    from hermes_acp.images.gate import ImageGate
-    from hermes_acp.tools.delegate import Subagents
 
 __all__ = ["MAX_PARALLEL_READS", "CompactionPolicy", "TurnDeps", "TurnResult", "TurnState"]
 
@@ -53,28 +45,18 @@ class CompactionPolicy:
 class TurnDeps:
     """Immutable wiring of one turn."""
 
-    session_id: str
     model: CatalogModel
     provider: ModelProvider
     system_prompt: str
-    tool_surface: Callable[[], Sequence[AnyTool]]
-    """Derived before every request from session state, never remembered."""
+    surface: ToolSurface
+    """The session's mode and the tools each request offers, derived from its state, never remembered."""
     recorder: Recorder
     gate: PermissionGate
-    workspace: Workspace
-    mode: Callable[[], ModeId]
+    env: ToolEnvironment
+    """What the turn's tool calls share (the session's id, workspace, cache, image gate, sandbox, subagents, the
+    editor whose prompt the turn serves); prompt images pass its image gate too."""
     max_requests: int
     permission_timeout_s: float
-    cache_dir: Path
-    files: EditorFiles | None = None
-    terminals: EditorTerminals | None = None
-    client_present: Callable[[], bool] | None = None
-    """Whether the client whose ``files`` and ``terminals`` these are is still there; once it is not, each call
-    uses this machine's disk and terminal instead (None: the client never goes away during the turn)."""
-    images: ImageGate | None = None
-    """The session's image gate: prompt images, tool-result images and MCP images all pass it."""
-    sandbox: Sandbox | None = None
-    """How the session's commands are contained (``[sandbox]``)."""
     checkpoints: CheckpointPolicy | None = CHECKPOINTS
     """How often streamed text is checkpointed into the log; None stores it only when the response ends."""
     compaction: CompactionPolicy = field(default_factory=CompactionPolicy)
@@ -85,8 +67,6 @@ class TurnDeps:
     """The thinking effort every request of the turn asks for (None: none is sent)."""
     steering: SteeringInbox | None = None
     """Where steering messages for this turn wait (None: the turn takes none)."""
-    subagents: Subagents | None = None
-    """Runs the children of the turn's ``delegate`` calls (None: the session may not delegate)."""
     parallel_calls: int = MAX_PARALLEL_READS
     """How many calls that only read (and delegations) of one response run at the same time."""
     sender_session_id: str | None = None
@@ -95,8 +75,6 @@ class TurnDeps:
     """Whose "always" rules the permission questions follow, and whose log also keeps the "always" answers (a
     subagent's: its parent's, so an "always allow" given in a child holds for the parent's session); None: this
     session's own (``recorder``)."""
-    unavailable: Callable[[str], str] | None = None
-    """Why a tool the model named is not offered now, for its error (None: the session's mode is named)."""
 
 
 @dataclass(kw_only=True)

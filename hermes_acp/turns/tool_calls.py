@@ -176,7 +176,7 @@ async def _run_together(batch: Sequence[PreparedCall], deps: TurnDeps, state: Tu
 
 async def _settle(item: PreparedCall, outcome: ToolOutcome[Any], deps: TurnDeps, state: TurnState) -> None:
     """Store (and emit) how one call ended, its result serialised for the record and cleaned by the sanitizer."""
-    outcome = sanitized(outcome, session_id=deps.session_id, tool=item.call.name)
+    outcome = sanitized(outcome, session_id=deps.env.session_id, tool=item.call.name)
     outcome = replace(outcome, content=closed_terminals(item.presentation.content, outcome.content))
     plan = [PlanUpdated(turn_id=state.turn_id, entries=outcome.plan)] if outcome.plan is not None else []
     if outcome.proposal is not None:
@@ -253,8 +253,8 @@ def _clean(model: M, removals: Removals) -> M:
 def _approvals(deps: TurnDeps, state: TurnState) -> ApprovalFlow:
     return ApprovalFlow(
         turn_id=state.turn_id,
-        workspace=deps.workspace,
-        mode=deps.mode,
+        workspace=deps.env.workspace,
+        mode=lambda: deps.surface.mode,
         gate=deps.gate,
         recorder=deps.recorder,
         timeout_s=deps.permission_timeout_s,
@@ -292,7 +292,7 @@ def _prepare(
         return PreparedCall(call, None, fallback, error)
     if tool is None:
         available = ", ".join(sorted(by_name)) or "none"
-        why = deps.unavailable(call.name) if deps.unavailable is not None else f"the session is in {deps.mode()} mode"
+        why = deps.surface.why_unavailable(call.name)
         error = ToolInputError(f"no tool {call.name!r} is available now ({why}); tools: {available}")
         return PreparedCall(call, None, fallback, error)
     arguments = call.parsed_arguments()
@@ -317,21 +317,17 @@ def _context(call: ToolCallPart, deps: TurnDeps, state: TurnState) -> ToolContex
         shown = [_clean(block, Removals()) for block in fallback]
         await deps.recorder.live(LiveTerminalOutput(call.id, call.id, clean_text(data), shown))
 
-    present = deps.client_present is None or deps.client_present()
+    env = deps.env
+    present = env.client_present is None or env.client_present()
     return ToolContext(
-        session_id=deps.session_id,
+        env=env,
         turn_id=state.turn_id,
         tool_call_id=call.id,
-        workspace=deps.workspace,
-        mode=deps.mode(),
+        mode=deps.surface.mode,
         progress=progress,
-        cache_dir=deps.cache_dir,
         terminal_output=terminal_output,
-        files=deps.files if present else None,
-        terminals=deps.terminals if present else None,
-        images=deps.images,
-        sandbox=deps.sandbox,
-        subagents=deps.subagents,
+        files=env.editor_files if present else None,
+        terminals=env.editor_terminals if present else None,
     )
 
 
@@ -383,7 +379,7 @@ async def _guarded(
 
 
 def _crashed(item: PreparedCall, deps: TurnDeps, exc: Exception) -> ToolOutcome[Any]:
-    _log.exception("tool crashed", tool=item.call.name, session_id=deps.session_id)
+    _log.exception("tool crashed", tool=item.call.name, session_id=deps.env.session_id)
     return _failure(ToolError(f"{item.call.name} failed unexpectedly: {type(exc).__name__}: {exc}"))
 
 

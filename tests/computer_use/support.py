@@ -38,7 +38,7 @@ from hermes_acp.providers.catalog import CatalogModel, ModelCatalog
 from hermes_acp.providers.describe import describer_for
 from hermes_acp.providers.registry import ProviderRegistry
 from hermes_acp.tools.base import ToolOutcome
-from hermes_acp.tools.context import ApprovalRequest, ToolContext, Workspace
+from hermes_acp.tools.context import ApprovalRequest, ToolContext, ToolEnvironment, Workspace
 from tests.fakes.sandbox_pin import pin_sandbox
 from tests.fakes.server import scripted_model
 from tests.fakes.tools import approved
@@ -124,16 +124,10 @@ class Desk:
     approvals: list[ApprovalRequest]
 
     def ctx(self, mode: ModeId = "dont_ask") -> ToolContext:
-        return ToolContext(
-            session_id="s-test",
-            turn_id="t-test",
-            tool_call_id="call-test",
-            workspace=Workspace(self.folder),
-            mode=mode,
-            progress=_noop,
-            cache_dir=self.settings.cache_dir,
-            images=self.gate,
+        env = ToolEnvironment(
+            session_id="s-test", workspace=Workspace(self.folder), cache_dir=self.settings.cache_dir, images=self.gate
         )
+        return ToolContext(env=env, turn_id="t-test", tool_call_id="call-test", mode=mode, progress=_noop)
 
     async def act(self, **arguments: Any) -> ToolOutcome[Any]:
         """One call as the turn loop runs it; errors come back as failed outcomes with their code."""

@@ -22,7 +22,7 @@ from hermes_acp.config import load_settings
 from hermes_acp.core import ImagePart, TextPart
 from hermes_acp.providers.catalog import ModelCatalog
 from hermes_acp.providers.registry import ProviderRegistry
-from hermes_acp.tools.context import ToolContext, Workspace
+from hermes_acp.tools.context import ToolContext, ToolEnvironment, Workspace
 from tests.computer_use.support import image_gate
 from tests.fakes.lanes import lane_missing
 from tests.fakes.tools import approved
@@ -54,15 +54,8 @@ async def test_computer_use_drives_the_gtk_calculator_and_form(lane: LaneTools, 
             await group.start(owner.run)
             gate = image_gate(settings, model, ModelCatalog([model], model.id), ProviderRegistry(settings, {}))
             cu = ComputerUse.for_session(owner, settings, gate=gate, env=desktop.env)
-            ctx = ToolContext(
-                session_id="s",
-                turn_id="t",
-                tool_call_id="c",
-                workspace=Workspace(tmp_path),
-                mode="dont_ask",
-                progress=_noop,
-                cache_dir=settings.cache_dir,
-            )
+            env = ToolEnvironment(session_id="s", workspace=Workspace(tmp_path), cache_dir=settings.cache_dir)
+            ctx = ToolContext(env=env, turn_id="t", tool_call_id="c", mode="dont_ask", progress=_noop)
 
             async def act(**arguments: Any) -> dict[str, Any]:
                 parsed = cu.tool.validate(arguments)

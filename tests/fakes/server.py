@@ -26,7 +26,8 @@ from hermes_acp.providers.base import ModelProvider
 from hermes_acp.providers.catalog import CatalogModel, ModelCatalog
 from hermes_acp.providers.registry import ProviderRegistry
 from hermes_acp.providers.scripted import ScriptedProvider
-from hermes_acp.sessions import Session, derive_tool_surface
+from hermes_acp.sessions import derive_tool_surface
+from hermes_acp.sessions.tool_surface import SurfaceView
 from hermes_acp.storage.base import SessionStore
 from hermes_acp.storage.sqlite import SqliteSessionStore
 from hermes_acp.tools.base import AnyTool
@@ -154,7 +155,7 @@ async def _running_server(
     overrides = {provider.provider_id: provider} if provider is not None else {}
     registry = ProviderRegistry(settings, env, overrides=overrides)
 
-    def tool_surface(session: Session) -> Sequence[AnyTool]:
+    def tool_surface(session: SurfaceView) -> Sequence[AnyTool]:
         return [*derive_tool_surface(session), *tools]
 
     async def runner(connection: Connection) -> None:

@@ -148,7 +148,7 @@ class GuardedWriteTool(TypedTool[_Message, Any]):
         return Presentation(title="Write notes.txt", kind="edit")
 
     async def approval(self, parsed: _Message, ctx: ToolContext) -> Approval[Any]:
-        path = ctx.workspace.resolve("notes.txt")
+        path = ctx.env.workspace.resolve("notes.txt")
         request = ApprovalRequest(
             scope="edit",
             title="Write notes.txt",

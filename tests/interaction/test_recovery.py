@@ -26,8 +26,8 @@ from hermes_acp.core import (
 )
 from hermes_acp.errors import StorageError
 from hermes_acp.providers.scripted import ScriptedProvider, text_reply, tool_reply
-from hermes_acp.sessions.recovery import STORE_FAILED_TEXT
 from hermes_acp.storage.base import SessionStore, StoredEvent
+from hermes_acp.turns.recovery import STORE_FAILED_TEXT
 from tests.fakes.server import open_pair
 from tests.fakes.tools import EchoTool, args
 

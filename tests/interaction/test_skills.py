@@ -11,9 +11,9 @@ import pytest
 
 from hermes_acp.core import TextPart, ToolCallPart, ToolResultMessage, UserMessage
 from hermes_acp.providers.scripted import ScriptedProvider, text_reply, tool_reply
+from tests.commands.test_skills import write_skill
 from tests.fakes.server import Pair, open_pair
 from tests.fakes.tools import args, call
-from tests.sessions.test_skills import write_skill
 
 pytestmark = pytest.mark.anyio
 

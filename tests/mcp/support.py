@@ -12,7 +12,7 @@ import anyio
 
 from hermes_acp.mcp_client import McpServers, McpTimeouts
 from hermes_acp.tools.base import AnyTool, ToolOutcome
-from hermes_acp.tools.context import ToolContext, Workspace
+from hermes_acp.tools.context import ToolContext, ToolEnvironment, Workspace
 from tests.fakes.tools import approved
 
 __all__ = ["START_S", "alive", "context", "find_tool", "run_tool", "running", "text_of"]
@@ -27,15 +27,8 @@ def context(tmp_path: Path) -> ToolContext:
 
     workspace = tmp_path / "workspace"
     workspace.mkdir(exist_ok=True)
-    return ToolContext(
-        session_id="s",
-        turn_id="t",
-        tool_call_id="c",
-        workspace=Workspace(cwd=workspace),
-        mode="default",
-        progress=progress,
-        cache_dir=tmp_path / "cache",
-    )
+    env = ToolEnvironment(session_id="s", workspace=Workspace(cwd=workspace), cache_dir=tmp_path / "cache")
+    return ToolContext(env=env, turn_id="t", tool_call_id="c", mode="default", progress=progress)
 
 
 @contextlib.asynccontextmanager

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from hermes_acp.commands.command_set import Command
 from hermes_acp.errors import InvalidParamsError
 from hermes_acp.jsonrpc.boundary import ClientRequestError, to_wire
 from hermes_acp.protocol import session_view
@@ -17,7 +18,6 @@ from hermes_acp.protocol.v2.render import available_commands, config_options, pe
 from hermes_acp.protocol.v2.version import negotiate, repeat_refusal, request_id_refusal
 from hermes_acp.protocol.wire import parse
 from hermes_acp.providers.catalog import CatalogModel, ModelCatalog
-from hermes_acp.sessions.commands import Command
 from hermes_acp.sessions.switches import SWITCHES
 from hermes_acp.turns.ports import PermissionChoice, PermissionQuestion
 from tests.fakes.acp_schema import Direction, schema_dir, schema_problems

@@ -290,7 +290,7 @@ async def test_a_repository_a_command_creates_runs_nothing_afterwards(bwrap: str
 
 
 async def test_the_agents_own_git_runs_nothing_a_repository_names(layout: Layout) -> None:
-    from hermes_acp.sessions.review import Changes, collect_changes
+    from hermes_acp.commands.review import Changes, collect_changes
 
     repo = layout.ws / "planted"
     repo.mkdir()
@@ -430,9 +430,9 @@ async def test_sandboxed_commands_run_in_dont_ask_without_asking(bwrap: str, lay
     tool = TerminalTool()
     request = await request_of(tool, ctx, command="make test")
     assert not request.ask_always
-    assert decide("dont_ask", request, ctx.workspace, {}).decision == "allow"
-    assert decide("default", request, ctx.workspace, {}).decision == "ask"
-    assert decide("read_only", request, ctx.workspace, {}).decision == "deny"
+    assert decide("dont_ask", request, ctx.env.workspace, {}).decision == "allow"
+    assert decide("default", request, ctx.env.workspace, {}).decision == "ask"
+    assert decide("read_only", request, ctx.env.workspace, {}).decision == "deny"
 
 
 async def test_without_bubblewrap_auto_asks_every_time_and_required_refuses(layout: Layout) -> None:
@@ -443,9 +443,9 @@ async def test_without_bubblewrap_auto_asks_every_time_and_required_refuses(layo
     request = (await tool.approval(parsed, auto)).request
     assert request is not None
     assert request.ask_always and request.reason and "without a sandbox" in request.reason
-    verdict = decide("dont_ask", request, auto.workspace, {"execute": "allow"})
+    verdict = decide("dont_ask", request, auto.env.workspace, {"execute": "allow"})
     assert verdict.decision == "ask" and not verdict.offer_always
-    assert decide("read_only", request, auto.workspace, {}).decision == "deny"
+    assert decide("read_only", request, auto.env.workspace, {}).decision == "deny"
     notice = layout.sandbox(bwrap=missing).notice(await layout.sandbox(bwrap=missing).availability())
     assert notice is not None and "each one asks for permission" in notice.as_text()
     required = context(layout.ws, mode="dont_ask", sandbox=layout.sandbox(bwrap=missing, mode="required"))

@@ -6,21 +6,22 @@ from __future__ import annotations
 
 import contextlib
 import weakref
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import anyio
 
+from hermes_acp.commands.command_set import Command
 from hermes_acp.config import load_settings
 from hermes_acp.core import SessionEvent
 from hermes_acp.core.notice import Notice
 from hermes_acp.providers.catalog import CatalogModel, ModelCatalog
 from hermes_acp.providers.registry import ProviderRegistry
 from hermes_acp.providers.scripted import ScriptedProvider
-from hermes_acp.sessions import Session, SessionManager, SessionServices, derive_tool_surface
-from hermes_acp.sessions.commands import Command
+from hermes_acp.sessions import SessionManager, SessionServices, derive_tool_surface
+from hermes_acp.sessions.options import SessionOptions
 from hermes_acp.storage import InMemorySessionStore
 from hermes_acp.tools.context import EditorFiles, EditorTerminals, Elicitor
 from hermes_acp.turns import LiveUpdate, PermissionAnswer, PermissionQuestion
@@ -96,8 +97,8 @@ class Bridge:
     async def commands_changed(self, session_id: str, commands: Sequence[Command]) -> None:
         self.commands.setdefault(session_id, []).append([c.name for c in commands])
 
-    async def config_changed(self, session: Session, *, mode_changed: bool) -> None:
-        self.modes.setdefault(session.id, []).append(session.mode)
+    async def config_changed(self, session_id: str, options: SessionOptions, *, mode_changed: bool) -> None:
+        self.modes.setdefault(session_id, []).append(options.mode)
 
 
 _CLIENTS: weakref.WeakKeyDictionary[SessionManager, Bridge] = weakref.WeakKeyDictionary()
@@ -110,7 +111,12 @@ def client_of(manager: SessionManager) -> Bridge:
 
 @contextlib.asynccontextmanager
 async def open_manager(
-    tmp_path: Path, provider: ScriptedProvider, *, bridge: Bridge | None = None, model: CatalogModel | None = None
+    tmp_path: Path,
+    provider: ScriptedProvider,
+    *,
+    bridge: Bridge | None = None,
+    model: CatalogModel | None = None,
+    warm_up: Callable[[], Awaitable[None]] | None = None,
 ) -> AsyncIterator[SessionManager]:
     """A manager attached to a task group that ends only when every owner task has ended (a leak hangs it)."""
     settings = load_settings({"HERMES_ACP_HOME": str(tmp_path / "home")})
@@ -124,7 +130,7 @@ async def open_manager(
     )
     bridge = bridge or Bridge()
     bridge.services_ = services
-    manager = SessionManager(services)
+    manager = SessionManager(services) if warm_up is None else SessionManager(services, warm_up=warm_up)
     _CLIENTS[manager] = bridge
     async with anyio.create_task_group() as group:
         manager.attach(group)

@@ -27,8 +27,8 @@ from hermes_acp.core import (
     UserPrompted,
 )
 from hermes_acp.providers.scripted import ScriptedProvider
-from hermes_acp.sessions import Session
-from hermes_acp.sessions.recovery import OUTCOME_UNKNOWN_TEXT
+from hermes_acp.sessions.session import Session
+from hermes_acp.turns.recovery import OUTCOME_UNKNOWN_TEXT
 from hermes_acp.turns.settlements import NOT_RUN
 
 from .support import Bridge, client_of, open_manager
@@ -75,7 +75,7 @@ async def test_checkpointed_text_of_a_killed_stream_is_stored_as_interrupted_and
     assert stored == [PROMPT, *checkpoints, repaired, ended]
     (replayed,) = bridge.sinks.values()
     assert replayed.events == [PROMPT, repaired, ended], "the checkpoints are superseded by the repaired message"
-    assert session.projection.history == [
+    assert session.recorder.projection.history == [
         UserMessage(parts=[TextPart(text="go")]),
         AssistantMessage(parts=[TextPart(text="Half of the answer")]),
     ]
@@ -103,7 +103,7 @@ async def test_a_running_call_is_outcome_unknown_and_one_never_started_is_not_ru
         _failed(second, *NOT_RUN),
         TurnEnded(turn_id="t1", stop_reason="cancelled"),
     ]
-    assert session.projection.open_calls == {}
+    assert session.recorder.projection.open_calls == {}
 
 
 def _failed(call: ToolCallPart, code: str, text: str) -> ToolCallSettled:
@@ -119,8 +119,8 @@ def _failed(call: ToolCallPart, code: str, text: str) -> ToolCallSettled:
 
 def test_a_subagent_that_was_running_ends_unknown_and_one_that_ended_is_left_alone() -> None:
     from hermes_acp.core import SubagentEnded, SubagentStarted
-    from hermes_acp.sessions.recovery import recovery_events
     from hermes_acp.turns.projection import SessionProjection
+    from hermes_acp.turns.recovery import recovery_events
 
     def started(child: str, call: str) -> SubagentStarted:
         return SubagentStarted(

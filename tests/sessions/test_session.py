@@ -12,7 +12,6 @@ import pytest
 
 from hermes_acp.core import DisplayBlock, SessionEvent, TextBlock, TextPart
 from hermes_acp.providers.scripted import ScriptedProvider, ScriptedReply
-from hermes_acp.sessions import manager as manager_module
 
 from .support import Bridge, RecordingSink, client_of, open_manager
 
@@ -42,7 +41,7 @@ async def test_cancel_answers_a_queued_command_cancelled_and_it_never_runs(tmp_p
                 session.cancel()
     assert results["turn"].stop_reason == "cancelled"
     assert results["command"].stop_reason == "cancelled"
-    assert session.mode == "default"
+    assert session.options.mode == "default"
 
 
 class _NoSinkBridge(Bridge):
@@ -99,9 +98,7 @@ class _YieldingBridge(Bridge):
         return self.sinks.setdefault(session_id, _YieldingSink())
 
 
-async def test_a_load_replays_first_and_warms_the_turn_machinery_up_after(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+async def test_a_load_replays_first_and_warms_the_turn_machinery_up_after(tmp_path: Path) -> None:
     """Warming up imports in a worker thread; started before a replay, it competes with it for the interpreter
     (a 200-turn load took three times as long)."""
     bridge = _YieldingBridge()
@@ -111,10 +108,9 @@ async def test_a_load_replays_first_and_warms_the_turn_machinery_up_after(
     async def recording_warm_up() -> None:
         seen_at_warm_up.append(len(bridge.sink(opened["id"]).events))
 
-    monkeypatch.setattr(manager_module, "warm_up_turn_modules", recording_warm_up)
     provider = ScriptedProvider([ScriptedReply(parts=[TextPart(text="hello")])])
     with anyio.fail_after(5):
-        async with open_manager(tmp_path, provider, bridge=bridge) as manager:
+        async with open_manager(tmp_path, provider, bridge=bridge, warm_up=recording_warm_up) as manager:
             session = await manager.new_session(str(tmp_path), None, [], client=client_of(manager))
             opened["id"] = session.id
             await session.prompt([TextBlock(text="hi")])

@@ -39,7 +39,7 @@ async def test_status_reads_the_session_without_asking_the_model(tmp_path: Path)
         await session.prompt([TextBlock(text="/status")])
         stored = [e.event for e in await session.services.store.load_events(session.id)]
         (shown,) = [e.text for e in stored if isinstance(e, NoticeAdded)][-1:]
-        system = text_tokens(session.system_prompt)
+        system = text_tokens(session.wiring.system_prompt)
         surface = session.services.tool_surface(session)
         tools = tools_tokens(tool_specs(surface))
     assert len(provider.requests) == 1  # the prompt's; /status asked nothing

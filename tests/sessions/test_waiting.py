@@ -23,7 +23,8 @@ from hermes_acp.core.bounds import (
 from hermes_acp.errors import InvalidParamsError
 from hermes_acp.providers.base import ProviderRequest
 from hermes_acp.providers.scripted import ScriptedProvider, ScriptedReply, text_reply
-from hermes_acp.sessions import Session, SessionManager
+from hermes_acp.sessions import SessionManager
+from hermes_acp.sessions.session import Session
 from hermes_acp.sessions.steering import SteeringQueue
 from hermes_acp.sessions.waiting import WaitLimit, input_size
 from hermes_acp.turns.ports import Steer
@@ -205,7 +206,7 @@ async def test_prompts_past_the_size_are_refused_and_a_smaller_one_still_fits(tm
                 with pytest.raises(InvalidParamsError) as refused:
                     await session.prompt(_text("C" * (2 * MIB + 1)))
                 await _queue_prompts(session, group, ["D" * 2 * MIB], results)
-                listed = [q.text[:1] for q in session.queue_listing()]
+                listed = [q.text[:1] for q in session.queue.listing()]
                 session.cancel()
     said = str(refused.value)
     assert f"the limit is {MAX_QUEUED_PROMPTS}, {MAX_QUEUED_PROMPT_BYTES // MIB} MiB together" in said, said

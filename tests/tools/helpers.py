@@ -13,7 +13,14 @@ from hermes_acp.core import DisplayBlock, ModeId
 from hermes_acp.exec.sandbox import Sandbox
 from hermes_acp.tools.approval import Approval
 from hermes_acp.tools.base import Tool, ToolOutcome
-from hermes_acp.tools.context import ApprovalRequest, EditorFiles, EditorTerminals, ToolContext, Workspace
+from hermes_acp.tools.context import (
+    ApprovalRequest,
+    EditorFiles,
+    EditorTerminals,
+    ToolContext,
+    ToolEnvironment,
+    Workspace,
+)
 from tests.fakes.tools import approved
 
 __all__ = ["UNCONFINED", "Called", "Progress", "call", "context", "request_of"]
@@ -50,17 +57,20 @@ def context(
     terminals: EditorTerminals | None = None,
     sandbox: Sandbox | None = UNCONFINED,
 ) -> ToolContext:
-    return ToolContext(
+    env = ToolEnvironment(
         session_id="sess_test",
+        workspace=Workspace(cwd=cwd, additional=additional),
+        cache_dir=cwd / ".cache-unused",
+        sandbox=sandbox,
+    )
+    return ToolContext(
+        env=env,
         turn_id="turn_test",
         tool_call_id="call_test",
-        workspace=Workspace(cwd=cwd, additional=additional),
         mode=mode,
         progress=progress or Progress(),
-        cache_dir=cwd / ".cache-unused",
         files=files,
         terminals=terminals,
-        sandbox=sandbox,
     )
 
 

@@ -152,11 +152,11 @@ async def test_symlink_escaping_the_workspace_is_judged_as_outside(tmp_path: Pat
     tool = ReadFileTool()
     request = await request_of(tool, ctx, path="link.txt")
     assert request.paths == (workspace / "link.txt", outside)
-    assert decide("default", request, ctx.workspace, {}).decision == "ask"
-    assert decide("read_only", request, ctx.workspace, {}).decision == "deny"
+    assert decide("default", request, ctx.env.workspace, {}).decision == "ask"
+    assert decide("read_only", request, ctx.env.workspace, {}).decision == "deny"
     dotdot = await request_of(tool, ctx, path="../outside.txt")
     assert dotdot.paths == (outside,)
-    assert decide("dont_ask", dotdot, ctx.workspace, {}).decision == "ask"
+    assert decide("dont_ask", dotdot, ctx.env.workspace, {}).decision == "ask"
 
 
 async def test_write_creates_parents_and_shows_a_new_file_diff(tmp_path: Path) -> None:
@@ -328,13 +328,13 @@ async def test_sensitive_and_outside_writes_are_named_for_the_policy(tmp_path: P
     (tmp_path / "ws").mkdir()
     tool = WriteFileTool()
     env = await request_of(tool, ctx, path=".env", content="K=1")
-    assert decide("dont_ask", env, ctx.workspace, {}).decision == "ask"
-    assert decide("accept_edits", env, ctx.workspace, {}).decision == "ask"
+    assert decide("dont_ask", env, ctx.env.workspace, {}).decision == "ask"
+    assert decide("accept_edits", env, ctx.env.workspace, {}).decision == "ask"
     inside = await request_of(tool, ctx, path="a.txt", content="1")
-    assert decide("accept_edits", inside, ctx.workspace, {}).decision == "allow"
-    assert decide("read_only", inside, ctx.workspace, {}).decision == "deny"
+    assert decide("accept_edits", inside, ctx.env.workspace, {}).decision == "allow"
+    assert decide("read_only", inside, ctx.env.workspace, {}).decision == "deny"
     outside = await request_of(tool, ctx, path="../escape.txt", content="1")
-    assert decide("accept_edits", outside, ctx.workspace, {}).decision == "ask"
+    assert decide("accept_edits", outside, ctx.env.workspace, {}).decision == "ask"
 
 
 def _umask() -> int:

@@ -362,8 +362,8 @@ async def test_listing_and_search_ask_outside_the_workspace(tmp_path: Path) -> N
     for tool, arguments in tools:
         request = await request_of(tool, ctx, **arguments)
         assert request is not None and not request.mutating
-        assert decide("dont_ask", request, ctx.workspace, {}).decision == "ask"
-        assert decide("read_only", request, ctx.workspace, {}).decision == "deny"
+        assert decide("dont_ask", request, ctx.env.workspace, {}).decision == "ask"
+        assert decide("read_only", request, ctx.env.workspace, {}).decision == "deny"
         inside = await request_of(tool, ctx, **{**arguments, "path": "."})
         assert inside is not None
-        assert decide("read_only", inside, ctx.workspace, {}).decision == "allow"
+        assert decide("read_only", inside, ctx.env.workspace, {}).decision == "allow"

@@ -62,12 +62,12 @@ async def test_approval_names_the_working_folder_for_the_policy(tmp_path: Path) 
     tool = TerminalTool()
     inside = await request_of(tool, ctx, command="ls")
     assert inside.scope == "execute" and inside.mutating and inside.paths == (ws,)
-    assert decide("default", inside, ctx.workspace, {}).decision == "ask"
-    assert decide("accept_edits", inside, ctx.workspace, {}).decision == "ask"
-    assert decide("dont_ask", inside, ctx.workspace, {}).decision == "allow"
-    assert decide("read_only", inside, ctx.workspace, {}).decision == "deny"
+    assert decide("default", inside, ctx.env.workspace, {}).decision == "ask"
+    assert decide("accept_edits", inside, ctx.env.workspace, {}).decision == "ask"
+    assert decide("dont_ask", inside, ctx.env.workspace, {}).decision == "allow"
+    assert decide("read_only", inside, ctx.env.workspace, {}).decision == "deny"
     outside = await request_of(tool, ctx, command="ls", cwd="..")
-    assert decide("dont_ask", outside, ctx.workspace, {}).decision == "ask"
+    assert decide("dont_ask", outside, ctx.env.workspace, {}).decision == "ask"
     with pytest.raises(ToolInputError, match="does not exist"):
         await request_of(tool, ctx, command="ls", cwd="missing")
 

@@ -15,15 +15,14 @@ from typing import Any
 
 import anyio
 
-from hermes_acp.core import SessionEvent, TextBlock, Usage
+from hermes_acp.core import ModeId, SessionEvent, TextBlock, Usage
 from hermes_acp.core.notice import Notice
 from hermes_acp.errors import StorageError
 from hermes_acp.providers.catalog import CatalogModel
 from hermes_acp.providers.scripted import ScriptedProvider
-from hermes_acp.sessions.recovery import STORE_FAILED_TEXT, recovery_events
 from hermes_acp.storage import InMemorySessionStore, SessionRecord, StoredEvent, utc_now
 from hermes_acp.tools.base import AnyTool
-from hermes_acp.tools.context import Workspace
+from hermes_acp.tools.context import ToolEnvironment, Workspace
 from hermes_acp.turns import (
     CheckpointPolicy,
     LiveUpdate,
@@ -37,14 +36,29 @@ from hermes_acp.turns import (
     run_turn,
 )
 from hermes_acp.turns.ports import LiveTextChunk, PermissionChoice
+from hermes_acp.turns.recovery import STORE_FAILED_TEXT, recovery_events
 from hermes_acp.turns.state import CompactionPolicy
 from tests.fakes.server import scripted_model
 
-__all__ = ["MODEL", "USAGE", "FailingStore", "Gate", "Loop", "Sink", "open_loop", "stable_ids"]
+__all__ = ["MODEL", "USAGE", "FailingStore", "FixedSurface", "Gate", "Loop", "Sink", "open_loop", "stable_ids"]
 
 MODEL = scripted_model()
 USAGE = Usage(input_tokens=100, output_tokens=20)
 """What every scripted reply reports."""
+
+
+@dataclass(frozen=True)
+class FixedSurface:
+    """The loop's tool surface in these tests: the tools given, in ``default`` mode."""
+
+    offered: tuple[AnyTool, ...]
+    mode: ModeId = "default"
+
+    def tools(self) -> list[AnyTool]:
+        return list(self.offered)
+
+    def why_unavailable(self, name: str) -> str:
+        return f"the session is in {self.mode} mode"
 
 
 @dataclass
@@ -198,18 +212,15 @@ async def open_loop(
     gate = gate or Gate()
     recorder = Recorder("s1", store, sink, SessionProjection())
     deps = TurnDeps(
-        session_id="s1",
         model=model,
         provider=provider,
         system_prompt="You are a test.",
-        tool_surface=lambda: list(tools),
+        surface=FixedSurface(tuple(tools)),
         recorder=recorder,
         gate=gate,
-        workspace=Workspace(cwd=tmp_path),
-        mode=lambda: "default",
+        env=ToolEnvironment(session_id="s1", workspace=Workspace(cwd=tmp_path), cache_dir=tmp_path / "cache"),
         max_requests=max_requests,
         permission_timeout_s=0,
-        cache_dir=tmp_path / "cache",
         checkpoints=checkpoints,
         compaction=compaction or CompactionPolicy(),
     )

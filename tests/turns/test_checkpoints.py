@@ -22,8 +22,8 @@ from hermes_acp.core import (
 )
 from hermes_acp.errors import StorageError
 from hermes_acp.providers.scripted import ScriptedProvider, ScriptedReply, text_reply
-from hermes_acp.sessions.recovery import recovery_events
 from hermes_acp.turns import CheckpointPolicy, SessionProjection, transcript_events
+from hermes_acp.turns.recovery import recovery_events
 
 from .support import MODEL, USAGE, open_loop
 

@@ -146,6 +146,11 @@ class SkillShelf:
     def scanned(self) -> bool:
         return self._scanned
 
+    @property
+    def folders(self) -> tuple[Path, ...]:
+        """The skills folders looked in, lowest precedence first."""
+        return tuple(root.folder for root in self._roots)
+
     def find(self, name: str) -> Skill | None:
         return self._current.skills.get(name)
 

@@ -10,14 +10,12 @@ leaves everything as it was; a cancelled question stops the turn. No ACP here.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Final
+from collections.abc import Awaitable, Callable
+from typing import Final
 
 from hermes_acp.core import ModeId, TextBlock
 from hermes_acp.turns.approvals import TurnCancelledByClient
-from hermes_acp.turns.ports import PermissionChoice, PermissionQuestion
-
-if TYPE_CHECKING:
-    from .session import Session
+from hermes_acp.turns.ports import PermissionChoice, PermissionGate, PermissionQuestion
 
 __all__ = ["CHOICES", "KEEP_PLANNING", "PlanHandOff"]
 
@@ -31,13 +29,14 @@ _STARTS: Final[dict[str, ModeId]] = {"accept_edits": "accept_edits", "default": 
 
 
 class PlanHandOff:
-    """The ``HandOff`` of one session."""
+    """The ``HandOff`` of one session: ``gate`` asks (the session's audience), ``start`` switches the session to the
+    chosen mode and tells the editors."""
 
-    def __init__(self, session: Session):
-        self._session = session
+    def __init__(self, gate: PermissionGate, start: Callable[[ModeId], Awaitable[None]]):
+        self._gate = gate
+        self._start = start
 
     async def ask(self, plan: str, *, tool_call_id: str) -> ModeId | None:
-        session = self._session
         question = PermissionQuestion(
             tool_call_id=tool_call_id,
             title="Ready to code?",
@@ -45,12 +44,11 @@ class PlanHandOff:
             content=[TextBlock(text=plan)],
             offer_always=False,
         )
-        chosen = await session.audience.choose(question, CHOICES, refusal=KEEP_PLANNING)
+        chosen = await self._gate.choose(question, CHOICES, refusal=KEEP_PLANNING)
         if chosen is None:
             raise TurnCancelledByClient
         mode = _STARTS.get(chosen)
         if mode is None:
             return None
-        await session.set_mode(mode)
-        await session.audience.config_changed(session, mode_changed=True)
+        await self._start(mode)
         return mode

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from hermes_acp.sessions.skills import MAX_SKILL_BYTES, SkillShelf, skill_roots, skill_text
+from hermes_acp.commands.skills import MAX_SKILL_BYTES, SkillShelf, skill_roots, skill_text
 from hermes_acp.tools.context import Workspace
 
 pytestmark = pytest.mark.anyio

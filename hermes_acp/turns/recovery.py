@@ -13,8 +13,9 @@ cards were settled with).
 from __future__ import annotations
 
 from hermes_acp.core import SessionEvent, SubagentEnded, TurnEnded
-from hermes_acp.turns.projection import SessionProjection
-from hermes_acp.turns.settlements import (
+
+from .projection import SessionProjection
+from .settlements import (
     OUTCOME_UNKNOWN_TEXT,
     STORE_FAILED_TEXT,
     dropped_input,

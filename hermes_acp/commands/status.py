@@ -18,18 +18,19 @@ from hermes_acp.providers.catalog import Cost
 if TYPE_CHECKING:
     from hermes_acp.turns.meter import Meter
 
-    from .command_host import CommandHost
+    from .view import CommandView
 
 __all__ = ["session_status"]
 
 
-def session_status(session: CommandHost) -> str:
-    model = session.current_model()
-    lines = [f"**Model:** {model.id if model is not None else 'none configured'}", f"**Mode:** {session.mode}"]
+def session_status(session: CommandView) -> str:
+    options = session.options
+    model = options.current_model()
+    lines = [f"**Model:** {model.id if model is not None else 'none configured'}", f"**Mode:** {options.mode}"]
     if model is not None:
         if not model.usable:
             lines[0] += f" (needs {model.api_key_env})"
-        meter = session.meter(model)
+        meter = session.wiring.meter(model)
         lines.extend(_context(session, meter))
         lines.extend(_children(session, meter))
     lines.append("**MCP servers:**" + ("" if session.mcp else " none"))
@@ -47,17 +48,17 @@ def session_status(session: CommandHost) -> str:
     for item in session.instructions:
         cut = f", {item.cut:,} bytes left out" if item.cut else ""
         lines.append(f"- {item.path} ({item.size:,} bytes{cut})")
-    skills = session.skills
+    skills = session.commands.skills
     lines.append("**Skills:**" + ("" if skills.skills or skills.problems else " none"))
     lines.extend(f"- `/{skill.name}` ({skill.origin}, {skill.path}): {skill.description}" for skill in skills.skills)
     lines.extend(f"- skipped: {problem.text()}" for problem in skills.problems)
-    client = session.client_system_prompt
+    client = options.client_system_prompt
     if client is None:
         lines.append("**System prompt:** the agent's own")
     else:
         how = "added to the agent's own" if client.mode == "append" else "in place of the agent's own instructions"
         lines.append(f"**System prompt:** the editor's ({len(client.text):,} characters, {how})")
-    waiting = session.queue_listing()
+    waiting = session.queue.listing()
     lines.append("**Queue:**" + ("" if waiting else " empty"))
     for n, waiting_input in enumerate(waiting, start=1):
         kind = waiting_input.input_kind
@@ -67,14 +68,14 @@ def session_status(session: CommandHost) -> str:
     return "\n".join(lines)
 
 
-def _context(session: CommandHost, meter: Meter) -> list[str]:
-    tools = tuple(session.tools())
+def _context(session: CommandView, meter: Meter) -> list[str]:
+    tools = tuple(session.wiring.tools())
     request = meter.request(tools)
     measured = meter.measure(request)
     parts = measured.parts
     window = meter.window
-    threshold = session.settings.agent.compaction_threshold
-    projection = session.projection
+    threshold = session.services.settings.agent.compaction_threshold
+    projection = session.recorder.projection
     share = measured.used / window if window else 0.0
     cost = meter.cost()
     return [
@@ -88,8 +89,9 @@ def _context(session: CommandHost, meter: Meter) -> list[str]:
     ]
 
 
-def _children(session: CommandHost, meter: Meter) -> list[str]:
-    children = list(session.projection.children.values())
+def _children(session: CommandView, meter: Meter) -> list[str]:
+    projection = session.recorder.projection
+    children = list(projection.children.values())
     if not children:
         return []
     lines = [f"**Subagents:** {len(children)}"]
@@ -98,9 +100,7 @@ def _children(session: CommandHost, meter: Meter) -> list[str]:
         cost = _cost(meter.cost_of(child.usage_by_model))
         lines.append(f"- {child.title} ({outcome}, {child.model_id}): {_tokens(child.usage)}, {cost}")
     total = sum((child.usage for child in children), Usage())
-    lines.append(
-        f"- all subagents: {_tokens(total)}, {_cost(meter.cost_of(session.projection.children_usage_by_model()))}"
-    )
+    lines.append(f"- all subagents: {_tokens(total)}, {_cost(meter.cost_of(projection.children_usage_by_model()))}")
     return lines
 
 

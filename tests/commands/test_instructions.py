@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from hermes_acp.sessions.instructions import FILE_CAP_BYTES, TOTAL_CAP_BYTES, load_instructions
+from hermes_acp.commands.instructions import FILE_CAP_BYTES, TOTAL_CAP_BYTES, load_instructions
 from hermes_acp.tools.context import Workspace
 from hermes_acp.turns.system_prompt import build_system_prompt
 

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from hermes_acp.commands import review
+from hermes_acp.commands.review import Changes, NothingToReview, collect_changes
 from hermes_acp.exec.environment import EnvPolicy
-from hermes_acp.sessions import review
-from hermes_acp.sessions.review import Changes, NothingToReview, collect_changes
 
 pytestmark = pytest.mark.anyio
 

@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 import structlog
 
+from hermes_acp.commands.builtins import BUILT_INS
+from hermes_acp.commands.command_set import Command, CommandSet, Invocation, parse_command
+from hermes_acp.commands.prompt_files import PromptFile
 from hermes_acp.core import DisplayBlock, ImageBlock, TextBlock
 from hermes_acp.errors import InvalidParamsError
-from hermes_acp.sessions.builtin_commands import BUILT_INS
-from hermes_acp.sessions.commands import Command, CommandSet, Invocation, parse_command
-from hermes_acp.sessions.effort import PROVIDER_DEFAULT, choose_effort, current_effort, effort_choices
-from hermes_acp.sessions.prompt_files import PromptFile
+from hermes_acp.providers.effort import PROVIDER_DEFAULT, choose_effort, current_effort, effort_choices
 from tests.fakes.server import scripted_model
 
 BUILT_IN = [b.command for b in BUILT_INS]

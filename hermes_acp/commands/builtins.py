@@ -22,17 +22,18 @@ from typing import TYPE_CHECKING
 from hermes_acp.core.modes import MODES
 from hermes_acp.errors import InvalidParamsError
 from hermes_acp.mcp_client import NotConnected
+from hermes_acp.providers.effort import effort_choices
 
-from .commands import Ask, Command, Outcome, Reply
-from .effort import effort_choices
+from .command_set import Ask, Command, Outcome, Reply
 from .review import NothingToReview, collect_changes
+from .status import session_status
 
 if TYPE_CHECKING:
-    from .command_host import CommandHost
+    from .view import CommandView
 
 __all__ = ["BUILT_INS", "INIT_PROMPT", "BuiltIn"]
 
-Handler = Callable[["CommandHost", str], Awaitable[Outcome]]
+Handler = Callable[["CommandView", str], Awaitable[Outcome]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,25 +55,25 @@ exact commands); where things live; the conventions the code actually follows; a
 invented commands; aim for under 60 lines."""
 
 
-async def _help(session: CommandHost, argument: str) -> Reply:
+async def _help(session: CommandView, argument: str) -> Reply:
     modes = "Modes: " + ", ".join(f"{m.id} ({m.description})" for m in MODES)
-    return Reply(session.commands.help_text([modes]))
+    return Reply(session.commands.set.help_text([modes]))
 
 
-async def _mode(session: CommandHost, argument: str) -> Reply:
+async def _mode(session: CommandView, argument: str) -> Reply:
     if not argument:
-        return Reply(f"Mode: {session.mode}. Modes: " + ", ".join(m.id for m in MODES))
+        return Reply(f"Mode: {session.options.mode}. Modes: " + ", ".join(m.id for m in MODES))
     try:
-        await session.set_mode(argument)
+        await session.options.set_mode(argument)
     except InvalidParamsError as exc:
         return Reply(str(exc))
-    return Reply(f"Mode set to {session.mode}.", mode_changed=True, config_changed=True)
+    return Reply(f"Mode set to {session.options.mode}.", mode_changed=True, config_changed=True)
 
 
-async def _model(session: CommandHost, argument: str) -> Reply:
-    catalog = session.catalog
+async def _model(session: CommandView, argument: str) -> Reply:
+    catalog = session.options.catalog
     if not argument:
-        current = session.current_model()
+        current = session.options.current_model()
         lines = [f"Model: {current.id if current else 'none'}" + _effort_note(session)]
         for m in catalog.models:
             notes = [] if m.usable else [f"needs {m.api_key_env}"]
@@ -81,22 +82,22 @@ async def _model(session: CommandHost, argument: str) -> Reply:
             lines.append(f"- `{m.id}`" + (f" ({'; '.join(notes)})" if notes else ""))
         return Reply("\n".join(lines))
     try:
-        await session.set_model(argument)
+        await session.options.set_model(argument)
     except InvalidParamsError as exc:
         return Reply(str(exc))
     return Reply(f"Model set to {argument}{_effort_note(session)}.", config_changed=True)
 
 
-def _effort_note(session: CommandHost) -> str:
-    effort = session.effort
+def _effort_note(session: CommandView) -> str:
+    effort = session.options.effort
     return f", thinking effort {effort}" if effort is not None else ""
 
 
-async def _title(session: CommandHost, argument: str) -> Reply:
+async def _title(session: CommandView, argument: str) -> Reply:
     if not argument:
-        return Reply(f"Title: {session.projection.title or '(none yet)'}")
+        return Reply(f"Title: {session.recorder.projection.title or '(none yet)'}")
     try:
-        title = await session.set_title(argument)
+        title = await session.options.set_title(argument)
     except InvalidParamsError as exc:
         return Reply(str(exc))
     return Reply(f"Session renamed to “{title}”.")
@@ -106,8 +107,8 @@ REWIND_LISTED = 20
 """How many recent prompts ``/rewind`` offers."""
 
 
-async def _rewind(session: CommandHost, argument: str) -> Reply:
-    recent = list(reversed(await session.rewind_points()))[:REWIND_LISTED]
+async def _rewind(session: CommandView, argument: str) -> Reply:
+    recent = list(reversed(await session.rewinds.points()))[:REWIND_LISTED]
     if not recent:
         return Reply("Nothing to rewind to yet: this session has no prompt the model answered.")
     if argument:
@@ -116,9 +117,9 @@ async def _rewind(session: CommandHost, argument: str) -> Reply:
             return Reply(
                 f"`/rewind N` takes the number of a prompt, 1 to {len(recent)} (1 is the latest); `/rewind` lists them."
             )
-        return await session.rewind_reply(recent[number - 1].message_id)
+        return await _rewound(session, recent[number - 1].message_id)
     choices = [(point.message_id, f"{n}. {_brief(point.text)}") for n, point in enumerate(recent, start=1)]
-    elicitor = session.elicitor
+    elicitor = session.audience.elicitor()
     if elicitor is None:
         lines = ["Prompts to rewind to, latest first (the session goes back to just before the one you pick):"]
         lines.extend(f"- {title}" for _, title in choices)
@@ -144,14 +145,20 @@ async def _rewind(session: CommandHost, argument: str) -> Reply:
     picked = (answer.content or {}).get("prompt") if answer.action == "accept" else None
     if not isinstance(picked, str) or picked not in {message_id for message_id, _ in choices}:
         return Reply("Not rewound.")
-    return await session.rewind_reply(picked)
+    return await _rewound(session, picked)
 
 
-async def _undo(session: CommandHost, argument: str) -> Reply:
-    points = await session.rewind_points()
+async def _undo(session: CommandView, argument: str) -> Reply:
+    points = await session.rewinds.points()
     if not points:
         return Reply("Nothing to undo yet: this session has no prompt the model answered.")
-    return await session.rewind_reply(points[-1].message_id)
+    return await _rewound(session, points[-1].message_id)
+
+
+async def _rewound(session: CommandView, message_id: str) -> Reply:
+    turn_id = session.turn_id
+    assert turn_id is not None, "commands run inside the session's command turn"
+    return await session.rewinds.reply(message_id, turn_id=turn_id)
 
 
 def _brief(text: str) -> str:
@@ -159,29 +166,29 @@ def _brief(text: str) -> str:
     return words if len(words) <= 80 else words[:79] + "…"
 
 
-async def _compact(session: CommandHost, argument: str) -> Reply:
+async def _compact(session: CommandView, argument: str) -> Reply:
     turn_id = session.turn_id
     assert turn_id is not None, "commands run inside the session's command turn"
-    return await session.compact(argument, turn_id=turn_id)
+    return await session.wiring.compact(argument, turn_id=turn_id)
 
 
-async def _status(session: CommandHost, argument: str) -> Reply:
-    return Reply(session.status())
+async def _status(session: CommandView, argument: str) -> Reply:
+    return Reply(session_status(session))
 
 
-async def _init(session: CommandHost, argument: str) -> Ask:
+async def _init(session: CommandView, argument: str) -> Ask:
     extra = f"\n\nAlso: {argument}" if argument else ""
     return Ask(INIT_PROMPT + extra)
 
 
-async def _review(session: CommandHost, argument: str) -> Outcome:
-    changes = await collect_changes(session.workspace.cwd, session.env_policy)
+async def _review(session: CommandView, argument: str) -> Outcome:
+    changes = await collect_changes(session.workspace.cwd, session.wiring.sandbox.env_policy)
     if isinstance(changes, NothingToReview):
         return Reply(changes.reason)
     return Ask(changes.prompt(argument))
 
 
-async def _mcp(session: CommandHost, argument: str) -> Reply:
+async def _mcp(session: CommandView, argument: str) -> Reply:
     servers = session.mcp
     action, _, name = argument.partition(" ")
     if not argument:
@@ -202,8 +209,9 @@ async def _mcp(session: CommandHost, argument: str) -> Reply:
     return Reply(f"Reconnected MCP server {name!r}: {status.state}, {len(status.tools)} tools.")
 
 
-async def _setup(session: CommandHost, argument: str) -> Reply:
-    if session.elicitor is None:
+async def _setup(session: CommandView, argument: str) -> Reply:
+    elicitor = session.audience.elicitor()
+    if elicitor is None:
         return Reply(
             'This editor cannot show forms, so the setup runs in a terminal: choose "Set up Hermes ACP" among the'
             " agent's authentication methods, or run `hermes-acp --setup`; or set a provider's key in the agent's"
@@ -211,14 +219,14 @@ async def _setup(session: CommandHost, argument: str) -> Reply:
         )
     from hermes_acp.onboarding.flow import SetupDone, run_setup_form  # loaded with the first /setup
 
-    result = await run_setup_form(session.elicitor, session.providers, session.catalog)
+    result = await run_setup_form(elicitor, session.services.providers, session.options.catalog)
     if not isinstance(result, SetupDone):
         return Reply(result.describe())
-    await session.set_model(result.model_id)
+    await session.options.set_model(result.model_id)
     return Reply(result.describe(), config_changed=True)
 
 
-def _listing(session: CommandHost) -> str:
+def _listing(session: CommandView) -> str:
     statuses = session.mcp.status()
     if not statuses:
         return "This session has no MCP servers (the editor passes them when it opens the session)."

@@ -25,7 +25,7 @@ from hermes_acp.core.sanitize import sanitize_text
 from .contained import NotContained, contained, read_capped
 from .front_matter import split_front_matter
 
-__all__ = ["MAX_FILES", "MAX_FILE_BYTES", "PromptFile", "expand", "load_prompt_files"]
+__all__ = ["MAX_FILES", "MAX_FILE_BYTES", "PromptFile", "expand", "load_prompt_files", "prompt_folders"]
 
 MAX_FILES = 200
 MAX_FILE_BYTES = 64 * 1024
@@ -50,12 +50,17 @@ def expand(template: str, arguments: str) -> str:
     return f"{template.rstrip()}\n\n{arguments}" if arguments else template
 
 
+def prompt_folders(cwd: Path, home: Path) -> tuple[Path, Path]:
+    """Where a session's prompt files are read from: the global folder, then the project's (which wins)."""
+    return home / "commands", cwd / PROJECT_FOLDER
+
+
 async def load_prompt_files(cwd: Path, home: Path) -> list[PromptFile]:
     """The prompt-file commands of a session, by name (the project's over the global ones); a worker thread."""
-    return await anyio.to_thread.run_sync(_load, cwd / PROJECT_FOLDER, home / "commands")
+    return await anyio.to_thread.run_sync(_load, *prompt_folders(cwd, home))
 
 
-def _load(project: Path, global_: Path) -> list[PromptFile]:
+def _load(global_: Path, project: Path) -> list[PromptFile]:
     found: dict[str, PromptFile] = {}
     for folder in (global_, project):  # the project's, read last, win
         for command in _scan(folder):

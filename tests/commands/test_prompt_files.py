@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from hermes_acp.sessions.prompt_files import MAX_FILE_BYTES, expand, load_prompt_files
+from hermes_acp.commands.prompt_files import MAX_FILE_BYTES, expand, load_prompt_files
 
 pytestmark = pytest.mark.anyio
 

@@ -1,0 +1,264 @@
+"""The session layer's narrow views: what it needs of a client connection, and what a connection and the turn
+wiring may use of a session — so that no module but the manager, which builds it, names ``Session``.
+
+- ``ClientBridge`` is one connection as a session sees it: the services its environment gives (keys, settings, the
+  environment commands inherit), whether it is still there, and per session its update sink, its permission gate,
+  and the editor's file system, terminals and questions to the user when the client advertised them; and how it
+  shows the session's commands and options when they change (each connection as its capabilities allow). A session
+  is attached to several at once (``sessions.audience``). ``hermes_acp.protocol`` implements it over ACP; tests use
+  doubles.
+- ``LiveSession`` is a live session as a connection's routes (and the host's status) use it: its prompts, steering,
+  rewinds and cancel, its options and commands, who is attached, what waits.
+- ``WiringView`` is what the turn wiring builds a turn from (``sessions.turn_wiring``); it includes ``SurfaceView``,
+  what the tool surface is derived from (``sessions.tool_surface``).
+
+``PromptResult`` and ``QueuedInput`` are the values a prompt and the queue answer with. No ACP here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+from hermes_acp.commands.command_set import Command
+from hermes_acp.commands.runner import CommandRunner
+from hermes_acp.commands.skills import SkillShelf
+from hermes_acp.core import DisplayBlock, InputKind, Rewound, StopReason, TextBlock, Usage
+from hermes_acp.mcp_client import McpServers
+from hermes_acp.subagents.lineage import Lineage
+from hermes_acp.subagents.runner import SubagentRunner
+from hermes_acp.tools.context import EditorFiles, EditorTerminals, Elicitor, Workspace
+from hermes_acp.turns.ports import LiveUsage, PermissionGate, UpdateSink
+from hermes_acp.turns.recorder import Recorder
+
+from ._runtime import SessionRuntime
+from .services import SessionServices
+from .steering import IdleBehavior, SteerOutcome
+from .tool_surface import SurfaceView
+
+if TYPE_CHECKING:
+    from hermes_acp.commands.instructions import InstructionFile
+    from hermes_acp.core.notice import Notice
+
+    from .options import SessionOptions
+
+__all__ = ["ClientBridge", "LiveSession", "PromptResult", "QueuedInput", "WiringView"]
+
+
+@dataclass(frozen=True, slots=True)
+class PromptResult:
+    """How one prompt ended, and what the editor should be told again."""
+
+    stop_reason: StopReason
+    usage: Usage | None = None
+    """None when no model was asked (a command the session answered itself, or a cancel before the turn began)."""
+    mode_changed: bool = False
+    config_changed: bool = False
+    """The mode, model or thinking effort changed (a command did it)."""
+    failure: str | None = None
+    """Why the model request failed, when that ended the turn."""
+    user_message_id: str | None = None
+    """The id the prompt is stored with (what ``_session/rewind`` and a fork at a message name)."""
+
+
+@dataclass(frozen=True, slots=True)
+class QueuedInput:
+    """A prompt or steering message waiting in a session (``/status`` and ``session/list``'s ``_meta`` list them)."""
+
+    input_id: str
+    input_kind: InputKind
+    display: list[DisplayBlock]
+
+    @property
+    def text(self) -> str:
+        return "".join(b.text for b in self.display if isinstance(b, TextBlock))
+
+
+class ClientBridge(Protocol):
+    @property
+    def connection_id(self) -> str:
+        """Names the connection in logs and in ``session/list``'s ``_meta``."""
+        ...
+
+    @property
+    def services(self) -> SessionServices:
+        """What sessions this connection opens run with (its environment's keys and variables)."""
+        ...
+
+    @property
+    def present(self) -> bool:
+        """False once the client has gone."""
+        ...
+
+    @property
+    def subagents(self) -> bool:
+        """The client shows child sessions (their updates and questions under the child's id); one that does not
+        gets nothing of them but progress lines and questions on the parent's ``delegate`` card."""
+        ...
+
+    def sink(self, session_id: str) -> UpdateSink: ...
+
+    def gate(self, session_id: str) -> PermissionGate:
+        """Its ``ask`` raises ``ConnectionError`` when the client goes away before answering."""
+        ...
+
+    def files(self, session_id: str) -> EditorFiles | None: ...
+
+    def terminals(self, session_id: str) -> EditorTerminals | None: ...
+
+    def elicitor(self, session_id: str) -> Elicitor | None: ...
+
+    async def send(self, session_id: str, update: dict[str, Any]) -> None:
+        """A session-level update the protocol layer rendered (mode, config options), passed on as it is."""
+        ...
+
+    async def commands_changed(self, session_id: str, commands: Sequence[Command]) -> None:
+        """Tell the editor the session's slash commands are now ``commands``."""
+        ...
+
+    async def config_changed(self, session_id: str, options: SessionOptions, *, mode_changed: bool) -> None:
+        """Tell the editor the session's options changed (its mode too, when ``mode_changed``)."""
+        ...
+
+
+class _Attached(Protocol):
+    """The connections attached to a session."""
+
+    def __len__(self) -> int: ...
+
+    async def config_changed(self, options: SessionOptions, *, mode_changed: bool) -> None:
+        """Each attached connection is told the session's options changed, as it can show them."""
+        ...
+
+
+class _Waiting(Protocol):
+    @property
+    def working(self) -> bool:
+        """A prompt (a turn or a command) is running or queued."""
+        ...
+
+    def listing(self) -> list[QueuedInput]: ...
+
+
+class _Reporting(Protocol):
+    async def report_servers(self) -> None:
+        """The session's MCP servers that could not start, told once they settled."""
+        ...
+
+
+class _Metered(Protocol):
+    def usage(self) -> LiveUsage | None:
+        """The context meter now; None without a model."""
+        ...
+
+
+class LiveSession(Protocol):
+    """A live session as a connection's routes use it (the manager hands these out)."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def options(self) -> SessionOptions: ...
+
+    @property
+    def commands(self) -> CommandRunner: ...
+
+    @property
+    def audience(self) -> _Attached: ...
+
+    @property
+    def queue(self) -> _Waiting: ...
+
+    @property
+    def runtime(self) -> SessionRuntime: ...
+
+    @property
+    def notices(self) -> _Reporting: ...
+
+    @property
+    def wiring(self) -> _Metered: ...
+
+    async def prompt(self, display: list[DisplayBlock], *, origin: ClientBridge | None = None) -> PromptResult: ...
+
+    async def steer(
+        self, display: list[DisplayBlock], *, origin: ClientBridge | None, idle: IdleBehavior = "startNewTurn"
+    ) -> SteerOutcome: ...
+
+    async def rewind(self, message_id: str, *, field_name: str = "messageId") -> Rewound: ...
+
+    def cancel(self) -> None: ...
+
+
+class _WiringAudience(PermissionGate, Protocol):
+    """The connections attached to a session, as a turn talks to them (its permission gate too)."""
+
+    @property
+    def origin(self) -> ClientBridge | None:
+        """The connection whose prompt the running turn serves."""
+        ...
+
+    def elicitor(self) -> Elicitor | None: ...
+
+    def origin_files(self) -> EditorFiles | None: ...
+
+    def origin_terminals(self) -> EditorTerminals | None: ...
+
+    async def config_changed(self, options: SessionOptions, *, mode_changed: bool) -> None: ...
+
+
+class _Skills(Protocol):
+    @property
+    def skills(self) -> SkillShelf: ...
+
+    async def ensure(self) -> None:
+        """The first scan of the skills is done (the system prompt lists them)."""
+        ...
+
+
+class _Notify(Protocol):
+    async def notify(self, notice: Notice) -> None: ...
+
+
+class WiringView(SurfaceView, Protocol):
+    """What the turn wiring builds a session's turns from."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def services(self) -> SessionServices: ...
+
+    @property
+    def options(self) -> SessionOptions: ...
+
+    @property
+    def lineage(self) -> Lineage: ...
+
+    @property
+    def recorder(self) -> Recorder: ...
+
+    @property
+    def audience(self) -> _WiringAudience: ...
+
+    @property
+    def workspace(self) -> Workspace: ...
+
+    @property
+    def instructions(self) -> tuple[InstructionFile, ...]: ...
+
+    @property
+    def commands(self) -> _Skills: ...
+
+    @property
+    def mcp(self) -> McpServers: ...
+
+    @property
+    def runtime(self) -> SessionRuntime: ...
+
+    @property
+    def subagents(self) -> SubagentRunner: ...
+
+    @property
+    def notices(self) -> _Notify: ...
