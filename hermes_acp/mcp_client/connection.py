@@ -108,7 +108,6 @@ class ServerConnection:
         self.auth = auth if isinstance(spec, HttpSpec) else None
         self._questions = questions
         self._roots = roots
-        self._on_change = on_change
         self.prompts: list[dict[str, Any]] = []
         """The last ``prompts/list`` (when the server has prompts)."""
         self.prompts_version = 0
@@ -281,13 +280,13 @@ class ServerConnection:
         if self.auth is None:
             raise SignInFailed(f"MCP server {self.name!r} does not sign in (only HTTP and SSE servers do)")
         self.signing_in = True
-        self._on_change()
+        self.link.changed()
         try:
             assert isinstance(self.spec, HttpSpec)
             await flow(self.spec, self.auth, open_url=open_url, wait_s=wait_s)
         finally:
             self.signing_in = False
-            self._on_change()
+            self.link.changed()
         await self.link.reconnect()
 
     async def sign_out(self) -> bool:
@@ -312,7 +311,7 @@ class ServerConnection:
             kind = method.removeprefix("notifications/").removesuffix("/list_changed")
             if kind in _LISTS:
                 self.stale.add(kind)
-                self._on_change()
+                self.link.changed()
         elif method == "notifications/elicitation/complete":
             ours = self._open_urls.pop(str(params.get("elicitationId")), None)
             questions = self._questions()

@@ -390,6 +390,10 @@ class SupervisedConnection(Generic[P]):
         changed.set()
         self._on_change()
 
+    def changed(self) -> None:
+        """Something its users keep beside the connection changed: wake ``wait_for`` and ``on_change``."""
+        self._notify()
+
     def _set(self, state: LinkState, error: str | None) -> None:
         self.state = state
         self.error = error
