@@ -93,7 +93,7 @@ class _RawResult(BaseModel):
 
 def _status_recorder(endpoint: str) -> Callable[[httpx2.Response], Awaitable[None]]:
     """Response hook: the statuses of the POSTs to the MCP endpoint (not those of a sign-in's own requests)."""
-    url = httpx2.URL(endpoint)
+    url = httpx2.URL(endpoint).copy_with(query=None)
 
     async def record(response: httpx2.Response) -> None:
         statuses = _post_statuses.get()

@@ -78,7 +78,8 @@ class SignIn(Protocol):
         ...
 
     async def finished(self, server: str, error: str | None) -> None:
-        """The sign-in ``open_url`` began ended: signed in (``error`` None), or not and why."""
+        """A sign-in of ``server`` ended: signed in (``error`` None; also when the stored tokens were enough and no
+        page was shown), or not and why (declined, timed out, refused). Called once per sign-in."""
         ...
 
 

@@ -114,6 +114,8 @@ class ServerConnection:
         self.stale: set[str] = set()
         """The lists (``tools``, ``prompts``, ``resources``) the server said changed since they were last listed."""
         self.signing_in = False
+        self.sign_in_error: str | None = None
+        """Why the last sign-in did not work (None: it did, or none was tried)."""
         self._calls: list[str] = []
         """The tool call ids of the calls in flight (a question is tied to the only one when its context is lost)."""
         self._open_urls: dict[str, str] = {}
@@ -280,14 +282,18 @@ class ServerConnection:
         if self.auth is None:
             raise SignInFailed(f"MCP server {self.name!r} does not sign in (only HTTP and SSE servers do)")
         self.signing_in = True
+        self.sign_in_error = None
         self.link.changed()
         try:
             assert isinstance(self.spec, HttpSpec)
             await flow(self.spec, self.auth, open_url=open_url, wait_s=wait_s)
+            await self.link.reconnect()
+        except (SignInFailed, NotConnected) as exc:
+            self.sign_in_error = str(exc)
+            raise
         finally:
             self.signing_in = False
             self.link.changed()
-        await self.link.reconnect()
 
     async def sign_out(self) -> bool:
         """Forget this server's tokens and registered client, and end its connection (the next request then needs a

@@ -306,7 +306,7 @@ class McpServers:
                 name=conn.name,
                 transport="stdio" if isinstance(conn.spec, StdioSpec) else conn.spec.transport,
                 state=SIGNING_IN if conn.signing_in else _STATES[conn.state],
-                error=conn.error if conn.state in (LinkState.FAILED, LinkState.DOWN) else None,
+                error=_error(conn),
                 tools=self._names.get(conn.index, ()) if conn.offered else (),
                 signs_in=conn.auth is not None,
             )
@@ -414,6 +414,15 @@ class McpServers:
         """``prompts/get``, as the text of a user's turn. ``KeyError``: no such server; ``ToolError`` (its
         subclasses) when the server cannot be reached or answers an error."""
         return prompt_text(await self._named(server).get_prompt(prompt, arguments))
+
+
+def _error(conn: ServerConnection) -> str | None:
+    """What the user is told of a server that is not ready: why it failed or ended, why its sign-in did not work."""
+    if conn.state in (LinkState.FAILED, LinkState.DOWN):
+        return conn.error
+    if conn.state == LinkState.SIGN_IN and not conn.signing_in:
+        return conn.sign_in_error
+    return None
 
 
 def _with_configured(

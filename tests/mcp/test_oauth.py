@@ -213,6 +213,8 @@ async def test_a_declined_sign_in_leaves_the_server_waiting(tmp_path: Path) -> N
         async with session(tmp_path, [http_entry(protected.url)], browser=browser) as servers:
             assert await browser.sign_in_ended() == ("remote", "the sign-in was declined")
             await _state(servers, "remote", LinkState.SIGN_IN)
+            [status] = servers.status()
+            assert (status.state, status.error) == ("needs sign-in", "the sign-in was declined")
             with pytest.raises(SignInFailed, match="declined"):
                 await servers.sign_in("remote")
     assert "code" not in protected.authority.log
