@@ -94,6 +94,7 @@ class _SignInRun:
 
     shown: anyio.Event = field(default_factory=anyio.Event)
     done: anyio.Event = field(default_factory=anyio.Event)
+    scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
     url: str | None = None
     error: str | None = None
 
@@ -190,7 +191,8 @@ class McpServers:
             finally:
                 self._running = False
                 self._group = None
-                group.cancel_scope.cancel()  # a sign-in under way ends with the session
+                for run in list(self._signing.values()):
+                    run.scope.cancel()  # a sign-in under way ends with the session
                 for connection in self.connections:
                     connection.close()
 
@@ -365,7 +367,10 @@ class McpServers:
             return shown
 
         try:
-            await conn.sign_in(await load_sign_in(), open_url, self.timeouts.sign_in_s)
+            with run.scope:
+                await conn.sign_in(await load_sign_in(), open_url, self.timeouts.sign_in_s)
+            if run.scope.cancelled_caught:
+                run.error = "the session ended first"
         except (SignInFailed, NotConnected) as exc:
             run.error = str(exc)
         except Exception as exc:
@@ -377,7 +382,7 @@ class McpServers:
             run.done.set()
         if run.error is not None:
             _log.info("MCP sign-in did not work", server=conn.name, error=run.error)
-        if port is not None:
+        if port is not None and not run.scope.cancelled_caught:  # a session that ended tells nobody
             with anyio.move_on_after(conn.timeouts.list_s):
                 await port.finished(conn.name, run.error)
 
@@ -389,7 +394,7 @@ class McpServers:
     # -- roots and prompts ---------------------------------------------------------------------------------------
 
     def _root_entries(self) -> list[dict[str, Any]]:
-        return [{"uri": root.as_uri(), "name": root.name or str(root)} for root in self._roots]
+        return [{"uri": Path(os.path.abspath(root)).as_uri(), "name": root.name or str(root)} for root in self._roots]
 
     async def set_roots(self, roots: Sequence[Path]) -> None:
         """The session's directories changed: servers are told (``notifications/roots/list_changed``)."""
