@@ -44,7 +44,7 @@ from hermes_acp.errors import McpServerUnavailableError, OutcomeUnknownError, To
 
 from ._failures import NotConnected, RequestLost, ServerRejected, SignInFailed, SignInRequired, TransportDropped
 from .auth import SIGN_IN_TIMEOUT_S, WireAuth
-from .elicitation import Questions, calling, check_answer, read_question, server_elicitation_id
+from .elicitation import Questions, UrlQuestion, calling, check_answer, read_question, server_elicitation_id
 from .naming import sanitise
 from .specs import HttpSpec, StdioSpec
 from .supervisor import LinkState, Live, SupervisedConnection
@@ -69,6 +69,8 @@ PROGRESS_INTERVAL_S = 0.25
 """At most four progress updates a second reach a tool call's card."""
 QUESTION_TIMEOUT_S = 900.0
 """The longest a server's question waits for the user's answer (then ``cancel``)."""
+MAX_OPEN_URL_QUESTIONS = 64
+"""URL questions of one server whose completion is still awaited; past it the oldest is forgotten."""
 _LISTS = ("tools", "prompts", "resources")
 _log = structlog.get_logger("hermes_acp.mcp")
 
@@ -336,8 +338,10 @@ class ServerConnection:
         if questions is None or not questions.can_ask("url" if mode == "url" else "form"):
             _log.info("MCP server question declined: nobody can be asked", server=self.name, mode=mode)
             return {"action": "decline"}
-        if theirs is not None:
-            self._open_urls[theirs] = getattr(question, "elicitation_id", "")
+        if theirs is not None and isinstance(question, UrlQuestion):
+            if len(self._open_urls) >= MAX_OPEN_URL_QUESTIONS:  # a server that never says they are done
+                self._open_urls.pop(next(iter(self._open_urls)))
+            self._open_urls[theirs] = question.elicitation_id
         with self.link.asking_user(), anyio.move_on_after(self.timeouts.question_s) as scope:
             answer = await questions.ask(question)
         if scope.cancelled_caught:
