@@ -10,7 +10,8 @@ From the supervised connection (``supervisor``), which each user turns into its 
 (``failure``: a timeout or a broken transport) and the request was not sent again — a request that is not
 replay-safe after one attempt, a replay-safe one after two. ``SignInRequired`` (a ``NotConnected``): the server
 answered 401 and the stored tokens could not be refreshed (or there are none); nothing was sent, the user must sign
-in. ``SignInFailed``: an interactive sign-in did not work (the message says why).
+in. ``TokensStale`` (a ``NotConnected``): the server refused an access token that can be refreshed; nothing was
+sent. ``SignInFailed``: an interactive sign-in did not work (the message says why).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ __all__ = [
     "ServerRejected",
     "SignInFailed",
     "SignInRequired",
+    "TokensStale",
     "TransportDropped",
 ]
 
@@ -46,6 +48,11 @@ class NotConnected(Exception):
 
 class SignInRequired(NotConnected):
     """The server wants the user to sign in (a 401 that the stored tokens could not answer); nothing was sent."""
+
+
+class TokensStale(NotConnected):
+    """The server refused an access token that can be refreshed (it expired earlier than it said, or was revoked
+    alone); nothing was sent: a fresh connection refreshes it first."""
 
 
 class SignInFailed(Exception):

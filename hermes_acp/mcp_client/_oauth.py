@@ -12,8 +12,11 @@ through our ``TokenStorage`` and refreshes them when they have expired. What thi
   less ``REFRESH_MARGIN_S``): the SDK loads stored tokens without an expiry, so without this a token that expired
   while we were not running would be sent, refused, and cost the user a sign-in although its refresh token works.
 - ``connection_auth``: the provider of one connection. It never asks the user: when the flow reaches the user's
-  step (no tokens, a refused refresh, a revoked token) it drops the stored tokens it was using (keeping the
-  registered client; tokens another session refreshed meanwhile are kept) and raises ``SignInRequired``. The
+  step with an access token the server refused before its time and a refresh token not tried yet (the SDK never
+  refreshes on a 401), it marks the stored token due and raises ``TokensStale`` (a fresh connection refreshes it);
+  otherwise (no tokens, a refused refresh, a refreshed token refused too) it drops the stored tokens it was using
+  (keeping the registered client; tokens another session refreshed meanwhile are kept) and raises
+  ``SignInRequired``. The
   returned ``Gate`` remembers that, so a request that died of it is reported as "sign in", never as an outcome
   unknown (the server refused it before acting).
 - ``sign_in``: the interactive flow, one bounded task: a loopback listener on ``127.0.0.1`` at the port the client
@@ -47,7 +50,7 @@ from pydantic import ValidationError
 
 from hermes_acp.telemetry import register_secret
 
-from ._failures import SignInFailed, SignInRequired
+from ._failures import SignInFailed, SignInRequired, TokensStale
 from .auth import REFRESH_MARGIN_S, OAuthClient, WireAuth
 from .specs import HttpSpec
 
@@ -79,7 +82,7 @@ class _ExpectedFailures(logging.Filter):
 
     def filter(self, record: logging.LogRecord) -> bool:
         error = leaf(record.exc_info[1] if record.exc_info else None)
-        return not isinstance(error, SignInRequired | SignInFailed)
+        return not isinstance(error, SignInRequired | SignInFailed | TokensStale)
 
 
 for _name in ("mcp.client.auth.oauth2", "mcp.client.streamable_http", "mcp.client.sse"):
@@ -113,6 +116,8 @@ class FileStorage:
     redirect_port: int
     loaded: dict[str, Any] | None = None
     """The tokens (as stored) this storage last read or wrote."""
+    refreshed: bool = False
+    """The provider refreshed (or was told to refresh) the tokens it loaded: a refusal now needs the user."""
 
     async def get_tokens(self) -> OAuthToken | None:
         data = await self.auth.tokens.aread()
@@ -130,6 +135,7 @@ class FileStorage:
         expires_at = time.time() + float(tokens.expires_in) if tokens.expires_in is not None else None
         await self.auth.tokens.aupdate(tokens=raw, expires_at=expires_at)
         self.loaded = raw
+        self.refreshed = True
 
     async def get_client_info(self) -> OAuthClientInformationFull | None:
         configured = self.auth.client
@@ -159,6 +165,16 @@ class FileStorage:
             await self.auth.tokens.aupdate(tokens=None, expires_at=None)
         self.loaded = None
 
+    def can_refresh(self) -> bool:
+        """Whether a refused access token is worth one refresh: there is a refresh token, and none was tried."""
+        return isinstance(self.loaded, dict) and bool(self.loaded.get("refresh_token")) and not self.refreshed
+
+    async def mark_due(self) -> None:
+        """The stored access token is due (refused by the server): the next connection refreshes it first."""
+        now = (await self.auth.tokens.aread()).get("tokens")
+        if now is not None and now == self.loaded:
+            await self.auth.tokens.aupdate(expires_at=0)
+
     async def expiry(self) -> float | None:
         """When the stored access token is to be refreshed (its expiry less ``REFRESH_MARGIN_S``), if known."""
         expires_at = (await self.auth.tokens.aread()).get("expires_at")
@@ -184,7 +200,9 @@ async def _provider(
         spec.url, _metadata(storage.redirect_port), storage, redirect_handler=redirect, callback_handler=callback
     )
     # The SDK loads stored tokens without an expiry: tell it when ours is due, so it refreshes first.
-    provider.context.token_expiry_time = await storage.expiry()
+    due = await storage.expiry()
+    provider.context.token_expiry_time = due
+    storage.refreshed = due is not None and due <= time.time()
     return provider
 
 
@@ -194,9 +212,17 @@ class Gate:
 
     server: str
     needed: bool = False
+    stale: bool = False
+    """It met a refused token that a fresh connection can refresh."""
 
-    def failure(self) -> SignInRequired:
+    def failure(self) -> SignInRequired | TokensStale:
+        if self.stale and not self.needed:
+            return TokensStale(f"MCP server {self.server!r} refused its access token; it is refreshed first")
         return SignInRequired(f"MCP server {self.server!r} needs you to sign in; nothing was sent")
+
+    @property
+    def tripped(self) -> bool:
+        return self.needed or self.stale
 
 
 async def connection_auth(spec: HttpSpec, auth: WireAuth) -> tuple[httpx2.Auth, Gate]:
@@ -206,6 +232,10 @@ async def connection_auth(spec: HttpSpec, auth: WireAuth) -> tuple[httpx2.Auth, 
     gate = Gate(spec.name)
 
     async def user_needed(_url: str) -> None:
+        if storage.can_refresh():  # refused before its time: refreshing it is worth one fresh connection
+            gate.stale = True
+            await storage.mark_due()
+            raise gate.failure()
         gate.needed = True
         await storage.drop_tokens()
         raise gate.failure()

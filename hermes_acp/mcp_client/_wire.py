@@ -62,7 +62,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from hermes_acp.version import __version__
 
 from . import _oauth
-from ._failures import ServerRejected, SignInRequired, TransportDropped
+from ._failures import ServerRejected, SignInRequired, TokensStale, TransportDropped
 from ._stdio import stdio_transport
 from ._surrogates import mend_body, mend_json
 from .specs import HttpSpec, StdioSpec
@@ -206,7 +206,7 @@ def _translated(gate: _oauth.Gate | None = None) -> Iterator[None]:
     try:
         yield
     except Exception as exc:
-        failure = gate.failure() if gate is not None and gate.needed else _translate(exc, statuses)
+        failure = gate.failure() if gate is not None and gate.tripped else _translate(exc, statuses)
         if failure is None:
             raise
         if failure is exc:
@@ -220,7 +220,7 @@ def _translate(exc: Exception, statuses: list[int]) -> Exception | None:
     """What ``exc`` means for the request; None: not a failure of the server or the transport (a bug: re-raised)."""
     if isinstance(exc, ExceptionGroup):
         return _translate(_first_leaf(exc), statuses)
-    if isinstance(exc, SignInRequired):
+    if isinstance(exc, SignInRequired | TokensStale):
         return exc
     if isinstance(exc, OAuthFlowError):
         return ServerRejected(_oauth.describe(exc))
@@ -457,6 +457,6 @@ async def open_wire(
             yield Wire(client=client, dropped=dropped, gate=gate)
     except Exception as exc:
         # The connection's end may carry the sign-in its provider asked for (raised in the SDK's writer task).
-        if gate is not None and gate.needed and not isinstance(exc, SignInRequired):
+        if gate is not None and gate.tripped and not isinstance(exc, SignInRequired | TokensStale):
             raise gate.failure() from exc
         raise

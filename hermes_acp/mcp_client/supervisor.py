@@ -28,7 +28,9 @@ Its state is a ``LinkState``; every change wakes the waiters of one condition (`
 - no connection to be had: ``NotConnected`` (nothing was sent). An error answer: ``ServerRejected``;
 - a server that wants a sign-in the stored tokens cannot give (at connect, or a request refused with a 401) puts the
   connection in ``SIGN_IN`` and the request fails with ``SignInRequired`` (nothing was sent); the next request tries
-  again (tokens may have been stored since, by a sign-in here or in another session of the home);
+  again (tokens may have been stored since, by a sign-in here or in another session of the home). A token refused
+  although it could be refreshed (``TokensStale``) costs one fresh connection, which refreshes it first: a request
+  that met it goes out on that connection (it was not sent), and a connect that met it is tried again at once;
 - while a person is being asked something on the server's behalf (``asking_user()``), the deadlines of the
   connection's requests stand still: the time the question was open is added to each.
 
@@ -55,7 +57,15 @@ import structlog
 from hermes_acp import anchored
 from hermes_acp.telemetry import private_opener
 
-from ._failures import Failure, NotConnected, RequestLost, ServerRejected, SignInRequired, TransportDropped
+from ._failures import (
+    Failure,
+    NotConnected,
+    RequestLost,
+    ServerRejected,
+    SignInRequired,
+    TokensStale,
+    TransportDropped,
+)
 from .specs import HttpSpec, StdioSpec
 from .wire_port import McpWire, OpenWire, ProgressFn, SignInFlow, WireHooks
 
@@ -310,6 +320,9 @@ class SupervisedConnection(Generic[P]):
                     await self._serve(_Held(Live(wire, prepared), over), attempt)
             if scope.cancelled_caught and not attempt.ready:
                 self._finish_attempt(LinkState.FAILED, f"it did not finish starting within {self.connect_s:g} s")
+        except TokensStale as exc:  # refused while connecting: the next attempt refreshes them first
+            self._finish_attempt(LinkState.DOWN, str(exc))
+            self._want.set()
         except SignInRequired as exc:
             if attempt.ready:
                 self._set(LinkState.SIGN_IN, str(exc))
@@ -479,12 +492,21 @@ class SupervisedConnection(Generic[P]):
         attempts = 2 if replay_safe else 1
         failure: Failure = "timeout"
         detail = ""
-        for attempt in range(1, attempts + 1):
+        attempt = 0
+        refreshed = False
+        while attempt < attempts:
+            attempt += 1
             held = await self._ready()
             try:
                 with self._deadlines.bounded(timeout_s) as scope, scope:
                     return await op(held.live)
                 failure, detail = "timeout", f"no answer within {timeout_s:g} s"
+            except TokensStale as exc:
+                self._give_up(held, str(exc))
+                if refreshed:  # the tokens were refreshed for it, and still refused
+                    raise SignInRequired(f"MCP server {self.name!r} needs you to sign in; nothing was sent") from None
+                refreshed, attempt = True, attempt - 1  # nothing was sent: it goes out on a fresh connection
+                continue
             except SignInRequired as exc:
                 held.sign_in = str(exc)
                 self._give_up(held, str(exc))

@@ -145,6 +145,21 @@ async def test_a_revoked_token_fails_the_call_as_not_sent_and_the_user_is_asked_
     assert len(browser.opened) == 2
 
 
+async def test_a_token_the_server_ends_early_is_refreshed_and_the_call_goes_out_once(tmp_path: Path) -> None:
+    journal = tmp_path / "journal"
+    browser = Browser()
+    async with serve_protected(journal) as protected:
+        async with session(tmp_path, [http_entry(protected.url)], browser=browser) as servers:
+            await _state(servers, "remote", LinkState.READY)
+            await browser.sign_in_ended()
+            protected.authority.expire()  # before the hour it was given for: 401, its refresh token still good
+            echo = find_tool(servers, "mcp__remote__echo")
+            assert text_of(await run_tool(tmp_path, echo, text="refreshed")) == "refreshed"
+    assert len(browser.opened) == 1, "no second sign-in"
+    assert protected.authority.log.count("refresh") == 1
+    assert [c["arguments"]["text"] for c in read_journal(journal).calls("echo")] == ["refreshed"]
+
+
 async def test_a_server_whose_authorization_server_names_another_issuer_is_refused(tmp_path: Path) -> None:
     browser = Browser()
     async with serve_protected(tamper="wrong_issuer") as protected:
