@@ -33,6 +33,8 @@ __all__ = [
     "Effort",
     "HostSettings",
     "LimitSettings",
+    "McpServerSettings",
+    "McpSettings",
     "ModelEntry",
     "ProviderSettings",
     "SandboxSettings",
@@ -405,6 +407,58 @@ def _url_parts(text: str, *, scheme: bool) -> tuple[str, int | None] | None:
     return name, port
 
 
+class McpServerSettings(_Section):
+    """``[mcp.servers.NAME]``: an MCP server every session gets beside the editor's (stdio: ``command``; HTTP or SSE:
+    ``url``). When the editor passes a server of the same name with the same ``url``, the editor's entry is used and
+    only this one's OAuth settings (``client_id``...) are added to it."""
+
+    command: Annotated[list[Annotated[str, Field(min_length=1)]], Field(min_length=1)] | None = None
+    """A stdio server: the program and its arguments."""
+    env: dict[str, str] = Field(default_factory=dict)
+    """Variables a stdio server gets over the safe base environment."""
+    url: str | None = None
+    """An HTTP or SSE server's endpoint."""
+    transport: Literal["http", "sse"] = "http"
+    headers: dict[str, str] = Field(default_factory=dict)
+    client_id: Annotated[str, Field(min_length=1)] | None = None
+    """The OAuth client id registered for us with the server's authorization server, for one that does not
+    register clients dynamically."""
+    client_secret_env: str | None = None
+    """The environment variable holding that client's secret (a public client has none)."""
+    redirect_port: Annotated[int, Field(ge=1024, le=65535)] | None = None
+    """The loopback port of the redirect address registered with ``client_id`` (``http://127.0.0.1:PORT/callback``);
+    unset: a free port, chosen once and then kept."""
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> McpServerSettings:
+        if (self.command is None) == (self.url is None):
+            raise ValueError("give either command (a stdio server) or url (an HTTP or SSE server)")
+        if self.url is not None and not self.url.startswith(("http://", "https://")):
+            raise ValueError(f"url must start with http:// or https:// (got {self.url!r})")
+        oauth = (self.client_id, self.client_secret_env, self.redirect_port)
+        if self.url is None and any(value is not None for value in oauth):
+            raise ValueError("client_id, client_secret_env and redirect_port are for HTTP and SSE servers (url)")
+        if self.client_id is None and (self.client_secret_env is not None or self.redirect_port is not None):
+            raise ValueError("client_secret_env and redirect_port need a client_id")
+        if self.client_secret_env is not None and not _ENV_NAME.fullmatch(self.client_secret_env):
+            raise ValueError(f"client_secret_env: {self.client_secret_env!r} is not an environment variable name")
+        return self
+
+
+class McpSettings(_Section):
+    """``[mcp]``: MCP servers beside the editor's (``[mcp.servers.NAME]``)."""
+
+    servers: dict[str, McpServerSettings] = Field(default_factory=dict)
+
+    @field_validator("servers")
+    @classmethod
+    def _names(cls, value: dict[str, McpServerSettings]) -> dict[str, McpServerSettings]:
+        for name in value:
+            if not name.strip():
+                raise ValueError("a server needs a non-empty name")
+        return value
+
+
 class LoggingSettings(_Section):
     level: Literal["debug", "info", "warning", "error"] = "info"
     """What the log file keeps."""
@@ -434,6 +488,7 @@ class _FileSettings(_Section):
     terminal: TerminalSettings = Field(default_factory=TerminalSettings)
     logging: LoggingSettings = Field(default_factory=LoggingSettings)
     host: HostSettings = Field(default_factory=HostSettings)
+    mcp: McpSettings = Field(default_factory=McpSettings)
 
     @field_validator("providers")
     @classmethod
@@ -472,6 +527,11 @@ class Settings(_FileSettings):
     @property
     def cache_dir(self) -> Path:
         return self.home / "cache"
+
+    @property
+    def mcp_auth_dir(self) -> Path:
+        """Where MCP servers' OAuth tokens are kept (one 0600 file per server)."""
+        return self.home / "mcp-auth"
 
     @property
     def host_token_file(self) -> Path:

@@ -1256,6 +1256,13 @@ async def remote_door_rows(bench: Bench) -> list[Row]:
     return [Row(**row) for row in await remote_door_body(bench.home.parent, config, env)]
 
 
+async def mcp_client_rows(bench: Bench) -> list[Row]:
+    """The MCP client (``probes/bench_mcp.py``): connect with an OAuth server signed in, a list refresh."""
+    from .bench_mcp import mcp_client_rows as rows
+
+    return [Row(**row) for row in await rows(bench.home.parent / "mcp-client", 10)]
+
+
 async def subagent_rows(bench: Bench) -> list[Row]:
     """Subagents (``probes/bench_subagents.py``): a child's start, forwarding while four stream, a family's load."""
     from .bench_subagents import child_start, chunk_forwarding, stored_family
@@ -1296,6 +1303,7 @@ ROWS: dict[str, Callable[[Bench], Awaitable[list[Row]]]] = {
     "cancel_request": lambda b: cancel_request(b, 10),
     "shutdown": lambda b: shutdown(b, 3),
     "session_new_with_mcp": lambda b: session_new_with_mcp(b, 10),
+    "mcp_client": mcp_client_rows,
     "first_chunk": lambda b: first_chunk_overhead(b, 10),
     "chunk_rate": chunk_rate,
     "checkpoints": lambda b: checkpoint_overhead(b, 41, 8_000),

@@ -8,14 +8,26 @@ answer, so the outcome is known to be a failure (or at least not silent).
 From the supervised connection (``supervisor``), which each user turns into its own error for the model:
 ``NotConnected``: no live connection could be had; nothing was sent. ``RequestLost``: the answer never came
 (``failure``: a timeout or a broken transport) and the request was not sent again — a request that is not
-replay-safe after one attempt, a replay-safe one after two.
+replay-safe after one attempt, a replay-safe one after two. ``SignInRequired`` (a ``NotConnected``): the server
+answered 401 and the stored tokens could not be refreshed (or there are none); nothing was sent, the user must sign
+in. ``TokensStale`` (a ``NotConnected``): the server refused an access token that can be refreshed; nothing was
+sent. ``SignInFailed``: an interactive sign-in did not work (the message says why).
 """
 
 from __future__ import annotations
 
 from typing import Literal
 
-__all__ = ["Failure", "NotConnected", "RequestLost", "ServerRejected", "TransportDropped"]
+__all__ = [
+    "Failure",
+    "NotConnected",
+    "RequestLost",
+    "ServerRejected",
+    "SignInFailed",
+    "SignInRequired",
+    "TokensStale",
+    "TransportDropped",
+]
 
 Failure = Literal["timeout", "transport"]
 
@@ -32,6 +44,20 @@ class NotConnected(Exception):
     """No live connection could be had (the server failed to start, did not start in time, or is closing).
 
     Nothing was sent; the message says why."""
+
+
+class SignInRequired(NotConnected):
+    """The server wants the user to sign in (a 401 that the stored tokens could not answer); nothing was sent."""
+
+
+class TokensStale(NotConnected):
+    """The server refused an access token that can be refreshed (it expired earlier than it said, or was revoked
+    alone); nothing was sent: a fresh connection refreshes it first."""
+
+
+class SignInFailed(Exception):
+    """An interactive sign-in did not work: declined, timed out, refused by the authorization server, or the
+    server's metadata was not acceptable (a wrong issuer, a redirect to another host)."""
 
 
 class RequestLost(Exception):

@@ -23,6 +23,15 @@ sanitizer (``_surrogates``): the SDK would drop it (stdio, SSE) and the request 
 answer a parse error in its place (streamable HTTP, whose bodies are therefore mended as they stream in). A stdio
 server's output that is not valid UTF-8 is decoded with U+FFFD in place of the bad bytes.
 
+With ``WireHooks`` the connection also serves the server's own requests and notifications: ``elicitation/create``
+(form and URL mode: the capability is advertised, and each question goes to ``hooks.elicit`` as wire-shaped params;
+a ``ValueError`` answers the server an invalid-params error), ``roots/list`` (``hooks.roots``; ``roots_changed()``
+sends ``notifications/roots/list_changed``), and every other notification to ``hooks.notified`` (list changes, a URL
+question's completion). A call's ``notifications/progress`` go to its ``on_progress``. An HTTP or SSE server signs in
+with ``hooks.auth`` (``_oauth.connection_auth``: stored tokens, refreshed when due, never asking the user): a 401
+those cannot answer is ``SignInRequired`` — at connect time, and for a request whose connection died of it — and a
+refused authorization (a wrong issuer, a registration refused) is ``ServerRejected`` saying why.
+
 Timeouts are the caller's business (the connection bounds every wait); this module only gives HTTP its connect
 timeout. It is imported lazily (importing the SDK costs over a second) and is the only module of hermes_acp
 that imports ``mcp``.
@@ -31,7 +40,7 @@ that imports ``mcp``.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Iterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,6 +51,8 @@ import anyio
 import httpx2
 import structlog
 from mcp import Client, MCPError, types
+from mcp.client.auth import OAuthFlowError
+from mcp.client.session import ClientRequestContext
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
@@ -50,10 +61,12 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from hermes_acp.version import __version__
 
-from ._failures import ServerRejected, TransportDropped
+from . import _oauth
+from ._failures import ServerRejected, SignInRequired, TokensStale, TransportDropped
 from ._stdio import stdio_transport
 from ._surrogates import mend_body, mend_json
 from .specs import HttpSpec, StdioSpec
+from .wire_port import ProgressFn, WireHooks
 
 __all__ = ["MAX_LIST_PAGES", "Wire", "open_wire"]
 
@@ -78,10 +91,17 @@ class _RawResult(BaseModel):
         return dict(self.model_extra or {})
 
 
-async def _record_status(response: httpx2.Response) -> None:
-    statuses = _post_statuses.get()
-    if statuses is not None and response.request.method == "POST":
-        statuses.append(response.status_code)
+def _status_recorder(endpoint: str) -> Callable[[httpx2.Response], Awaitable[None]]:
+    """Response hook: the statuses of the POSTs to the MCP endpoint (not those of a sign-in's own requests)."""
+    url = httpx2.URL(endpoint).copy_with(query=None)
+
+    async def record(response: httpx2.Response) -> None:
+        statuses = _post_statuses.get()
+        request = response.request
+        if statuses is not None and request.method == "POST" and request.url.copy_with(query=None) == url:
+            statuses.append(response.status_code)
+
+    return record
 
 
 @dataclass
@@ -90,6 +110,8 @@ class Wire:
 
     client: Client
     dropped: anyio.Event
+    gate: _oauth.Gate | None = None
+    """Set when the connection signs in: whether it hit a 401 the stored tokens could not answer."""
 
     @property
     def has_resources(self) -> bool:
@@ -114,22 +136,29 @@ class Wire:
     async def list_prompts(self) -> list[dict[str, Any]]:
         return [_dump(p) for p in await self._pages("prompts")]
 
-    async def call_tool(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], *, on_progress: ProgressFn | None = None
+    ) -> dict[str, Any]:
         """``tools/call``; the result as sent, every key kept (no schema check: the server acted either way)."""
         request = types.CallToolRequest(params=types.CallToolRequestParams(name=name, arguments=arguments))
-        with _translated():
-            result = await self.client.session.send_request(request, _RawResult)
+        progress = _Progress(on_progress) if on_progress is not None else None
+        with _translated(self.gate):
+            result = await self.client.session.send_request(request, _RawResult, progress_callback=progress)
         return result.data()
 
     async def read_resource(self, uri: str) -> dict[str, Any]:
-        with _translated():
+        with _translated(self.gate):
             result = await self.client.session.read_resource(uri)
         return _dump(result)
 
     async def get_prompt(self, name: str, arguments: dict[str, str]) -> dict[str, Any]:
-        with _translated():
+        with _translated(self.gate):
             result = await self.client.session.get_prompt(name, arguments)
         return _dump(result)
+
+    async def roots_changed(self) -> None:
+        with _translated(self.gate):
+            await self.client.session.send_notification(types.RootsListChangedNotification())
 
     async def _pages(self, kind: str, *, limit: int | None = None) -> list[Any]:
         session = self.client.session
@@ -137,7 +166,7 @@ class Wire:
         cursor: str | None = None
         for _ in range(MAX_LIST_PAGES):
             params = types.PaginatedRequestParams(cursor=cursor)
-            with _translated():
+            with _translated(self.gate):
                 if kind == "tools":
                     page: Any = await session.list_tools(params=params)
                     items.extend(page.tools)
@@ -153,31 +182,48 @@ class Wire:
         return items
 
 
+class _Progress:
+    """A request's progress callback in the SDK's shape."""
+
+    def __init__(self, on_progress: ProgressFn):
+        self._on_progress = on_progress
+
+    async def __call__(self, progress: float, total: float | None, message: str | None) -> None:
+        await self._on_progress(progress, total, message)
+
+
 def _dump(model: Any) -> dict[str, Any]:
     data: dict[str, Any] = model.model_dump(by_alias=True, mode="json", exclude_none=True)
     return data
 
 
 @contextlib.contextmanager
-def _translated() -> Iterator[None]:
-    """The one place SDK and transport errors become ``TransportDropped`` / ``ServerRejected``."""
+def _translated(gate: _oauth.Gate | None = None) -> Iterator[None]:
+    """The one place SDK and transport errors become ``TransportDropped`` / ``ServerRejected`` /
+    ``SignInRequired`` (a request whose connection died because the server wants a sign-in: it was not sent)."""
     statuses: list[int] = []
     token = _post_statuses.set(statuses)
     try:
         yield
     except Exception as exc:
-        failure = _translate(exc, statuses)
+        failure = gate.failure() if gate is not None and gate.tripped else _translate(exc, statuses)
         if failure is None:
+            raise
+        if failure is exc:
             raise
         raise failure from exc
     finally:
         _post_statuses.reset(token)
 
 
-def _translate(exc: Exception, statuses: list[int]) -> TransportDropped | ServerRejected | None:
+def _translate(exc: Exception, statuses: list[int]) -> Exception | None:
     """What ``exc`` means for the request; None: not a failure of the server or the transport (a bug: re-raised)."""
     if isinstance(exc, ExceptionGroup):
         return _translate(_first_leaf(exc), statuses)
+    if isinstance(exc, SignInRequired | TokensStale):
+        return exc
+    if isinstance(exc, OAuthFlowError):
+        return ServerRejected(_oauth.describe(exc))
     if isinstance(exc, MCPError):
         if exc.code == types.CONNECTION_CLOSED and _sdk_says_closed(exc.error.message):
             return TransportDropped(exc.error.message)
@@ -315,7 +361,13 @@ class _WatchedReadStream:
 
 @contextlib.asynccontextmanager
 async def _transport(
-    spec: StdioSpec | HttpSpec, *, cwd: Path | None, errlog: TextIO, connect_timeout_s: float, dropped: anyio.Event
+    spec: StdioSpec | HttpSpec,
+    *,
+    cwd: Path | None,
+    errlog: TextIO,
+    connect_timeout_s: float,
+    dropped: anyio.Event,
+    auth: httpx2.Auth | None,
 ) -> AsyncIterator[tuple[Any, Any]]:
     if isinstance(spec, StdioSpec):
         transport = stdio_transport(spec.name, spec.command, list(spec.args), env=spec.env, cwd=cwd, errlog=errlog)
@@ -323,8 +375,8 @@ async def _transport(
             yield _WatchedReadStream(read, dropped), write
     elif spec.transport == "http":
         timeout = httpx2.Timeout(connect_timeout_s, read=None)
-        http = create_mcp_http_client(headers=_identity(spec.headers), timeout=timeout)
-        http.event_hooks["response"] += [_record_status, _mend_bodies]
+        http = create_mcp_http_client(headers=_identity(spec.headers), timeout=timeout, auth=auth)
+        http.event_hooks["response"] += [_status_recorder(spec.url), _mend_bodies]
         async with http, streamable_http_client(spec.url, http_client=http) as (read, write):
             yield _WatchedReadStream(read, dropped), write
     else:
@@ -334,22 +386,77 @@ async def _transport(
             timeout=connect_timeout_s,
             sse_read_timeout=SSE_READ_TIMEOUT_S,
             httpx_client_factory=_bounded_client,
+            auth=auth,
         ) as (read, write):
             yield _WatchedReadStream(read, dropped), write
 
 
+def _callbacks(hooks: WireHooks | None) -> dict[str, Any]:
+    """The SDK client's callbacks for ``hooks`` (a callback given advertises its capability)."""
+    if hooks is None:
+        return {}
+    callbacks: dict[str, Any] = {}
+    elicit, roots, notified = hooks.elicit, hooks.roots, hooks.notified
+    if elicit is not None:
+
+        async def elicitation(
+            context: ClientRequestContext, params: types.ElicitRequestParams
+        ) -> types.ElicitResult | types.ErrorData:
+            try:
+                answer = await elicit(_dump(params))
+            except ValueError as exc:
+                return types.ErrorData(code=types.INVALID_PARAMS, message=str(exc))
+            return types.ElicitResult.model_validate(answer)
+
+        callbacks["elicitation_callback"] = elicitation
+    if roots is not None:
+
+        async def list_roots(context: ClientRequestContext) -> types.ListRootsResult | types.ErrorData:
+            return types.ListRootsResult.model_validate({"roots": roots()})
+
+        callbacks["list_roots_callback"] = list_roots
+    if notified is not None:
+
+        async def on_message(message: types.ServerNotification | Exception) -> None:
+            if isinstance(message, Exception | types.ProgressNotification):
+                return
+            params = message.params
+            await notified(message.method, _dump(params) if params is not None else {})
+
+        callbacks["message_handler"] = on_message
+    return callbacks
+
+
 @contextlib.asynccontextmanager
 async def open_wire(
-    spec: StdioSpec | HttpSpec, *, cwd: Path | None, errlog: TextIO, connect_timeout_s: float, dropped: anyio.Event
+    spec: StdioSpec | HttpSpec,
+    *,
+    cwd: Path | None,
+    errlog: TextIO,
+    connect_timeout_s: float,
+    dropped: anyio.Event,
+    hooks: WireHooks | None = None,
 ) -> AsyncIterator[Wire]:
-    """Connect and initialize; raises ``TransportDropped`` / ``ServerRejected`` when it cannot.
+    """Connect and initialize; raises ``TransportDropped`` / ``ServerRejected`` / ``SignInRequired`` when it cannot.
 
     A stdio server starts in ``cwd`` (None: ours). ``dropped`` is set when the connection ends for any reason (the
     caller may set it too, to end it).
     """
-    transport = _transport(spec, cwd=cwd, errlog=errlog, connect_timeout_s=connect_timeout_s, dropped=dropped)
-    client = Client(transport, mode="legacy", cache=None, client_info=_CLIENT_INFO)
-    async with contextlib.AsyncExitStack() as stack:
-        with _translated():
-            await stack.enter_async_context(client)
-        yield Wire(client=client, dropped=dropped)
+    auth: httpx2.Auth | None = None
+    gate: _oauth.Gate | None = None
+    if hooks is not None and hooks.auth is not None and isinstance(spec, HttpSpec):
+        auth, gate = await _oauth.connection_auth(spec, hooks.auth)
+    transport = _transport(
+        spec, cwd=cwd, errlog=errlog, connect_timeout_s=connect_timeout_s, dropped=dropped, auth=auth
+    )
+    client = Client(transport, mode="legacy", cache=None, client_info=_CLIENT_INFO, **_callbacks(hooks))
+    try:
+        async with contextlib.AsyncExitStack() as stack:
+            with _translated(gate):
+                await stack.enter_async_context(client)
+            yield Wire(client=client, dropped=dropped, gate=gate)
+    except Exception as exc:
+        # The connection's end may carry the sign-in its provider asked for (raised in the SDK's writer task).
+        if gate is not None and gate.tripped and not isinstance(exc, SignInRequired | TokensStale):
+            raise gate.failure() from exc
+        raise

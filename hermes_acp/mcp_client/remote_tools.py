@@ -12,7 +12,10 @@ model sees the name ``naming`` made.
 (no approval inside the workspace, retried once after a reconnect, offered in ``read_only`` mode, run beside the
 other reads of the same response); any other tool
 asks for approval under the scope ``mcp:<server>:<tool>`` and is never retried when its outcome is unknown.
-Presentation: ``<server>: <title>``, kind ``read`` for read-only tools and ``other`` for the rest.
+Presentation: ``<server>: <title>``, kind ``read`` for read-only tools and ``other`` for the rest. While a call runs,
+the server's progress notifications are shown on its card as one line (``⏳ step 2 (2/3)``: its message, sanitized
+and capped, with the count), at most one per ``progress_interval_s``; the server's questions during the call are
+tied to it (``tool_call_id``).
 
 When a server advertises resources or prompts it also gets ``list_resources`` / ``read_resource`` or
 ``list_prompts`` / ``get_prompt`` (all read-only). The names are given by ``naming``; this module knows neither the
@@ -21,11 +24,14 @@ mcp SDK nor how the connection is kept.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Awaitable, Mapping
 from typing import Any, Final, Literal, TypeVar
 
+import anyio
 import structlog
 
+from hermes_acp.core.content import TextBlock
 from hermes_acp.core.sanitize import Removals, sanitize_json, sanitize_text
 from hermes_acp.errors import ToolError, ToolInputError
 from hermes_acp.tools.approval import Approval
@@ -35,10 +41,14 @@ from hermes_acp.tools.context import ApprovalRequest, ToolContext
 from .connection import ServerConnection
 from .results import outcome_from_result, outcome_from_text
 from .schema import normalise_schema
+from .wire_port import ProgressFn
 
-__all__ = ["MAX_DESCRIPTION_CHARS", "UTILITY_TOOLS", "McpTool", "Utility", "UtilityTool"]
+__all__ = ["MAX_DESCRIPTION_CHARS", "MAX_PROGRESS_CHARS", "UTILITY_TOOLS", "McpTool", "Utility", "UtilityTool"]
 
 MAX_DESCRIPTION_CHARS = 2000
+MAX_PROGRESS_CHARS = 300
+PROGRESS_SHOW_S = 5.0
+"""Bound on showing one progress update (the card's channel is the turn's)."""
 Utility = Literal["list_resources", "read_resource", "list_prompts", "get_prompt"]
 UTILITY_TOOLS: dict[str, tuple[Utility, ...]] = {
     "resources": ("list_resources", "read_resource"),
@@ -129,9 +139,39 @@ class McpTool:
         return Approval(ctx.tool_call_id, request=request)
 
     async def run(self, parsed: dict[str, Any], approval: Approval[Any], ctx: ToolContext) -> ToolOutcome[Any]:
-        call = self._connection.call_tool(self.remote_name, parsed, read_only=self.read_only)
+        call = self._connection.call_tool(
+            self.remote_name,
+            parsed,
+            read_only=self.read_only,
+            tool_call_id=ctx.tool_call_id,
+            on_progress=_progress_card(ctx, self.server, self._connection.timeouts.progress_interval_s),
+        )
         result = await _answer(call, self.server, f"tools/call {self.title}")
         return await outcome_from_result(result, cache_dir=ctx.env.cache_dir, gate=ctx.env.images)
+
+
+def _progress_card(ctx: ToolContext, server: str, interval_s: float) -> ProgressFn:
+    """The server's progress notifications of one call as its card's live content, at most one per ``interval_s``
+    (the later ones in between are dropped: the next one shown, or the result, replaces them anyway)."""
+    last = -math.inf
+
+    async def show(progress: float, total: float | None, message: str | None) -> None:
+        nonlocal last
+        now = anyio.current_time()
+        if now - last < interval_s:
+            return
+        last = now
+        count = f"{progress:g}/{total:g}" if total is not None else f"{progress:g}"
+        text = ""
+        if message:
+            text, removals = sanitize_text(message.strip())
+            _logged(removals, server, "notifications/progress")
+            text = text if len(text) <= MAX_PROGRESS_CHARS else text[: MAX_PROGRESS_CHARS - 1] + "…"
+        line = f"⏳ {text} ({count})" if text else f"⏳ {count}"
+        with anyio.move_on_after(PROGRESS_SHOW_S):
+            await ctx.progress([TextBlock(text=line)])
+
+    return show
 
 
 _UTILITY_SPECS: dict[Utility, tuple[str, dict[str, Any]]] = {

@@ -25,7 +25,14 @@ Its state is a ``LinkState``; every change wakes the waiters of one condition (`
 - a ``replay_safe`` request is sent once more on a fresh connection, and ``RequestLost`` follows a second loss;
 - a server that was already gone before the request was sent is reconnected first; nothing was sent, so even a
   request that is not replay-safe may then go out once;
-- no connection to be had: ``NotConnected`` (nothing was sent). An error answer: ``ServerRejected``.
+- no connection to be had: ``NotConnected`` (nothing was sent). An error answer: ``ServerRejected``;
+- a server that wants a sign-in the stored tokens cannot give (at connect, or a request refused with a 401) puts the
+  connection in ``SIGN_IN`` and the request fails with ``SignInRequired`` (nothing was sent); the next request tries
+  again (tokens may have been stored since, by a sign-in here or in another session of the home). A token refused
+  although it could be refreshed (``TokensStale``) costs one fresh connection, which refreshes it first: a request
+  that met it goes out on that connection (it was not sent), and a connect that met it is tried again at once;
+- while a person is being asked something on the server's behalf (``asking_user()``), the deadlines of the
+  connection's requests stand still: the time the question was open is added to each.
 
 This module does not import the mcp SDK: ``_wire`` (the adapter, behind the ``wire_port`` seam) is loaded in a
 worker thread the first time a connection starts, unless an ``open_wire`` of another kind was given. It knows
@@ -39,7 +46,7 @@ import enum
 import importlib
 import math
 import tempfile
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Generic, TextIO, TypeVar, cast
@@ -50,9 +57,17 @@ import structlog
 from hermes_acp import anchored
 from hermes_acp.telemetry import private_opener
 
-from ._failures import Failure, NotConnected, RequestLost, ServerRejected, TransportDropped
+from ._failures import (
+    Failure,
+    NotConnected,
+    RequestLost,
+    ServerRejected,
+    SignInRequired,
+    TokensStale,
+    TransportDropped,
+)
 from .specs import HttpSpec, StdioSpec
-from .wire_port import McpWire, OpenWire
+from .wire_port import McpWire, OpenWire, ProgressFn, SignInFlow, WireHooks
 
 __all__ = [
     "FAREWELL_TIMEOUT_S",
@@ -62,6 +77,7 @@ __all__ = [
     "LinkState",
     "Live",
     "SupervisedConnection",
+    "load_sign_in",
 ]
 
 P = TypeVar("P")
@@ -87,6 +103,8 @@ class LinkState(enum.StrEnum):
     """A connection ended; the next request connects again."""
     FAILED = "failed"
     """The last attempt failed (``error`` says why); the next request tries again."""
+    SIGN_IN = "sign_in"
+    """The server wants the user to sign in; the next request tries again (with whatever tokens are stored then)."""
     CLOSED = "closed"
 
 
@@ -98,11 +116,20 @@ class Live(Generic[P]):
     prepared: P
 
 
+async def _load_adapter(name: str) -> Any:
+    """Import an SDK adapter module off the event loop (importing ``mcp`` takes over a second)."""
+    return await anyio.to_thread.run_sync(importlib.import_module, f"{__package__}.{name}", abandon_on_cancel=True)
+
+
 async def _load_open_wire() -> OpenWire:
-    """Import the SDK adapter off the event loop (importing ``mcp`` takes over a second)."""
-    module = await anyio.to_thread.run_sync(importlib.import_module, f"{__package__}._wire", abandon_on_cancel=True)
-    opener: OpenWire = module.open_wire
+    opener: OpenWire = (await _load_adapter("_wire")).open_wire
     return opener
+
+
+async def load_sign_in() -> SignInFlow:
+    """The SDK's interactive sign-in (``_oauth.sign_in``), loaded like the connection adapter."""
+    flow: SignInFlow = (await _load_adapter("_oauth")).sign_in
+    return flow
 
 
 @dataclass(eq=False)
@@ -112,6 +139,45 @@ class _Held(Generic[P]):
     """Set to end this connection (``_wire`` sets it too when the server goes away)."""
     ended: bool = False
     """The connection was given up (dropped or gone) before the owner closed it: ``generation`` counted it."""
+    sign_in: str | None = None
+    """Why it was given up when the server wanted a sign-in."""
+
+
+class _Deadlines:
+    """The deadlines of one connection's requests in flight, which stand still while a person is being asked."""
+
+    def __init__(self) -> None:
+        self._open: dict[anyio.CancelScope, float] = {}
+        """Each request's scope, and (while paused) the time it had left."""
+        self._asking = 0
+
+    @contextlib.contextmanager
+    def bounded(self, timeout_s: float) -> Iterator[anyio.CancelScope]:
+        """A scope (to enter) that is cancelled after ``timeout_s`` of time in which nobody was being asked."""
+        now = anyio.current_time()
+        scope = anyio.CancelScope(deadline=math.inf if self._asking else now + timeout_s)
+        self._open[scope] = timeout_s
+        try:
+            yield scope
+        finally:
+            del self._open[scope]
+
+    @contextlib.contextmanager
+    def paused(self) -> Iterator[None]:
+        if self._asking == 0:
+            now = anyio.current_time()
+            for scope in self._open:
+                self._open[scope] = max(0.0, scope.deadline - now)
+                scope.deadline = math.inf
+        self._asking += 1
+        try:
+            yield
+        finally:
+            self._asking -= 1
+            if self._asking == 0:
+                now = anyio.current_time()
+                for scope, left in self._open.items():
+                    scope.deadline = now + left
 
 
 @dataclass
@@ -134,10 +200,12 @@ class SupervisedConnection(Generic[P]):
         farewell: Callable[[Live[P]], Awaitable[None]] | None = None,
         on_change: Callable[[], None] = lambda: None,
         open_wire: OpenWire | None = None,
+        hooks: WireHooks | None = None,
     ):
         """``stderr_log``: where a stdio server's stderr goes (None: a temporary file); either way its last lines
         explain a failure to start. ``open_wire``: how a connection is opened (None: the SDK adapter, ``_wire``;
-        tests give an in-memory one)."""
+        tests give an in-memory one). ``hooks``: what each connection hands the server's own requests to, and how
+        it signs in."""
         self.spec = spec
         self.connect_s = connect_s
         self._setup = setup
@@ -146,6 +214,8 @@ class SupervisedConnection(Generic[P]):
         self._stderr_log = stderr_log
         self._on_change = on_change
         self._open_wire = open_wire
+        self._hooks = hooks
+        self._deadlines = _Deadlines()
         self.state = LinkState.IDLE
         self.error: str | None = None
         """Why the last attempt failed or the connection ended."""
@@ -232,14 +302,32 @@ class SupervisedConnection(Generic[P]):
         attempt = _Attempt(errlog, start)
         try:
             with anyio.CancelScope(deadline=anyio.current_time() + self.connect_s) as scope:
-                async with open_wire(
-                    self.spec, cwd=self._cwd, errlog=errlog, connect_timeout_s=self.connect_s, dropped=over
-                ) as wire:
+                opened = (
+                    open_wire(self.spec, cwd=self._cwd, errlog=errlog, connect_timeout_s=self.connect_s, dropped=over)
+                    if self._hooks is None
+                    else open_wire(
+                        self.spec,
+                        cwd=self._cwd,
+                        errlog=errlog,
+                        connect_timeout_s=self.connect_s,
+                        dropped=over,
+                        hooks=self._hooks,
+                    )
+                )
+                async with opened as wire:
                     prepared = await self._setup(wire)
                     scope.deadline = math.inf
                     await self._serve(_Held(Live(wire, prepared), over), attempt)
             if scope.cancelled_caught and not attempt.ready:
                 self._finish_attempt(LinkState.FAILED, f"it did not finish starting within {self.connect_s:g} s")
+        except TokensStale as exc:  # refused while connecting: the next attempt refreshes them first
+            self._finish_attempt(LinkState.DOWN, str(exc))
+            self._want.set()
+        except SignInRequired as exc:
+            if attempt.ready:
+                self._set(LinkState.SIGN_IN, str(exc))
+            else:
+                self._finish_attempt(LinkState.SIGN_IN, str(exc))
         except Exception as exc:
             if not isinstance(exc, TransportDropped | ServerRejected | OSError):
                 _log.warning("MCP connection error", server=self.name, error=f"{type(exc).__name__}: {exc}")
@@ -253,7 +341,9 @@ class SupervisedConnection(Generic[P]):
             over.set()
             with contextlib.suppress(OSError):
                 errlog.close()
-        if self.state == LinkState.DOWN:
+        if self.state == LinkState.SIGN_IN:
+            _log.info("MCP server needs a sign-in", server=self.name)
+        elif self.state == LinkState.DOWN:
             _log.info("MCP connection ended", server=self.name, reason=self.error)
         elif self.state == LinkState.FAILED:
             _log.warning("MCP server failed to start", server=self.name, reason=self.error)
@@ -278,7 +368,9 @@ class SupervisedConnection(Generic[P]):
                     await self._farewell(held.live)
                 except (TransportDropped, ServerRejected) as exc:
                     _log.info("MCP farewell failed", server=self.name, error=str(exc))
-        if not self._closing:
+        if held.sign_in is not None and not self._closing:
+            self._set(LinkState.SIGN_IN, held.sign_in)
+        elif not self._closing:
             self._set(LinkState.DOWN, attempt.reason or "the connection ended")
 
     def _open_errlog(self) -> tuple[TextIO, int]:
@@ -310,6 +402,10 @@ class SupervisedConnection(Generic[P]):
         changed, self._changed = self._changed, anyio.Event()
         changed.set()
         self._on_change()
+
+    def changed(self) -> None:
+        """Something its users keep beside the connection changed: wake ``wait_for`` and ``on_change``."""
+        self._notify()
 
     def _set(self, state: LinkState, error: str | None) -> None:
         self.state = state
@@ -345,6 +441,11 @@ class SupervisedConnection(Generic[P]):
         ok = self.state == LinkState.READY and held is not None and not held.over.is_set()
         return held if ok else None
 
+    def live(self) -> Live[P] | None:
+        """The live connection now, if there is one (without waiting or connecting)."""
+        held = self._live_held()
+        return held.live if held is not None else None
+
     async def ready(self) -> Live[P]:
         """A live connection: the current one, or a new one (bounded by ``connect_s`` + ``READY_MARGIN_S``)."""
         return (await self._ready()).live
@@ -360,13 +461,15 @@ class SupervisedConnection(Generic[P]):
             self._want.set()
 
         def failed(conn: SupervisedConnection[P]) -> bool:
-            return conn.state == LinkState.FAILED and conn.attempts >= asked_at
+            return conn.state in (LinkState.FAILED, LinkState.SIGN_IN) and conn.attempts >= asked_at
 
         with anyio.move_on_after(self.connect_s + READY_MARGIN_S):
             await self.wait_for(lambda conn: conn._live_held() is not None or failed(conn) or conn._closing)
         held = self._live_held()
         if held is not None:
             return held
+        if failed(self) and self.state == LinkState.SIGN_IN:
+            raise SignInRequired(f"MCP server {self.name!r} needs you to sign in; the request was not sent")
         if failed(self):
             raise NotConnected(f"MCP server {self.name!r} is unavailable: {self.error}; the request was not sent")
         if self._closing:
@@ -389,24 +492,53 @@ class SupervisedConnection(Generic[P]):
         attempts = 2 if replay_safe else 1
         failure: Failure = "timeout"
         detail = ""
-        for attempt in range(1, attempts + 1):
+        attempt = 0
+        refreshed = False
+        while attempt < attempts:
+            attempt += 1
             held = await self._ready()
             try:
-                with anyio.move_on_after(timeout_s):
+                with self._deadlines.bounded(timeout_s) as scope, scope:
                     return await op(held.live)
                 failure, detail = "timeout", f"no answer within {timeout_s:g} s"
+            except TokensStale as exc:
+                self._give_up(held, str(exc))
+                if refreshed:  # the tokens were refreshed for it, and still refused
+                    raise SignInRequired(f"MCP server {self.name!r} needs you to sign in; nothing was sent") from None
+                refreshed, attempt = True, attempt - 1  # nothing was sent: it goes out on a fresh connection
+                continue
+            except SignInRequired as exc:
+                held.sign_in = str(exc)
+                self._give_up(held, str(exc))
+                raise
             except TransportDropped as exc:
                 failure, detail = "transport", f"the connection broke ({exc})"
             self._give_up(held, f"{what}: {detail}")
             _log.warning("MCP request lost", request=what, failure=failure, attempt=attempt, replay_safe=replay_safe)
         raise RequestLost(failure, detail, replay_safe=replay_safe, attempts=attempts)
 
+    def asking_user(self) -> contextlib.AbstractContextManager[None]:
+        """While entered, the deadlines of this connection's requests stand still (a person is being asked)."""
+        return self._deadlines.paused()
+
     async def call(
-        self, tool: str, arguments: Mapping[str, Any], *, replay_safe: bool, timeout_s: float
+        self,
+        tool: str,
+        arguments: Mapping[str, Any],
+        *,
+        replay_safe: bool,
+        timeout_s: float,
+        on_progress: ProgressFn | None = None,
     ) -> dict[str, Any]:
-        """``tools/call``; the result as the server sent it."""
+        """``tools/call``; the result as the server sent it (its progress notifications to ``on_progress``)."""
+
+        def op(live: Live[P]) -> Awaitable[dict[str, Any]]:
+            if on_progress is None:
+                return live.wire.call_tool(tool, dict(arguments))
+            return live.wire.call_tool(tool, dict(arguments), on_progress=on_progress)
+
         return await self.request(
-            lambda live: live.wire.call_tool(tool, dict(arguments)),
+            op,
             what=f"{self.name}/{tool}",
             timeout_s=timeout_s,
             replay_safe=replay_safe,

@@ -23,7 +23,7 @@ from typing import Any, TextIO
 import anyio
 
 from hermes_acp.mcp_client import HttpSpec, StdioSpec, TransportDropped
-from hermes_acp.mcp_client.wire_port import McpWire
+from hermes_acp.mcp_client.wire_port import McpWire, ProgressFn, WireHooks
 
 __all__ = ["MemoryMcpServer"]
 
@@ -78,6 +78,7 @@ class MemoryMcpServer:
         errlog: TextIO,
         connect_timeout_s: float,
         dropped: anyio.Event,
+        hooks: WireHooks | None = None,
     ) -> AsyncIterator[McpWire]:
         """An ``OpenWire``: a new server "process" and its initialized connection."""
         self.starts += 1
@@ -117,7 +118,12 @@ class _MemoryWire:
     async def list_prompts(self) -> list[dict[str, Any]]:
         return []
 
-    async def call_tool(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    async def roots_changed(self) -> None:
+        self._alive()
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], *, on_progress: ProgressFn | None = None
+    ) -> dict[str, Any]:
         self._alive()
         self._server.calls.append({"tool": name, "arguments": dict(arguments), "connection": self._connection})
         if name == "echo":

@@ -13,7 +13,7 @@ from fixtures.hostile_mcp import HIDDEN, LONE_SURROGATE, find_hidden
 from fixtures.hostile_mcp.server import LOOKUP, _surface
 from hermes_acp.core.sanitize import Removals
 from hermes_acp.errors import OutcomeUnknownError, ToolError
-from hermes_acp.mcp_client import McpTool, normalise_schema
+from hermes_acp.mcp_client import McpTimeouts, McpTool, normalise_schema
 from hermes_acp.mcp_client.naming import ToolKey, assign_names, sanitise
 from hermes_acp.mcp_client.remote_tools import _answer
 from hermes_acp.tools.approval import Approval
@@ -48,13 +48,14 @@ class _Connection:
     """Stands in for a ServerConnection: a name and one canned answer or failure."""
 
     name = "hostile"
+    timeouts = McpTimeouts()
 
     def __init__(self, answer: dict[str, Any] | None = None, failure: ToolError | None = None):
         self.answer = answer
         self.failure = failure
         self.called: list[str] = []
 
-    async def call_tool(self, tool: str, arguments: dict[str, Any], *, read_only: bool) -> dict[str, Any]:
+    async def call_tool(self, tool: str, arguments: dict[str, Any], *, read_only: bool, **_call: Any) -> dict[str, Any]:
         self.called.append(tool)
         if self.failure is not None:
             raise self.failure
