@@ -30,6 +30,7 @@ __all__ = [
     "Effort",
     "HostSettings",
     "LimitSettings",
+    "McpSettings",
     "ModelEntry",
     "ProviderSettings",
     "SandboxSettings",
@@ -205,6 +206,12 @@ class VisionSettings(_Section):
 class PermissionSettings(_Section):
     timeout_s: Annotated[float, Field(ge=0)] = 0
     """0 = wait for the user as long as the turn lives; otherwise a timeout denies that one call."""
+
+
+class McpSettings(_Section):
+    ready_wait_s: Annotated[float, Field(ge=0, le=600)] = 20.0
+    """How long a turn's first model request waits for the session's MCP servers that are still starting (0: it
+    does not wait; their tools join a later request once they are ready)."""
 
 
 DEFAULT_DRIVER_COMMAND = ("cua-driver", "mcp", "--no-overlay")
@@ -417,6 +424,7 @@ class _FileSettings(_Section):
     auxiliary: AuxiliarySettings = Field(default_factory=AuxiliarySettings)
     vision: VisionSettings = Field(default_factory=VisionSettings)
     permissions: PermissionSettings = Field(default_factory=PermissionSettings)
+    mcp: McpSettings = Field(default_factory=McpSettings)
     computer_use: ComputerUseSettings = Field(default_factory=ComputerUseSettings)
     sandbox: SandboxSettings = Field(default_factory=SandboxSettings)
     logging: LoggingSettings = Field(default_factory=LoggingSettings)

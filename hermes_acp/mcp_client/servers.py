@@ -6,7 +6,7 @@ in which each server's supervised connection (``ServerConnection.supervise``) ru
 connection's SDK transport shuts its server down, shielded and bounded (a stdio child: stdin closed, then
 SIGTERM, then SIGKILL).
 
-Before a turn, ``prepare_turn()`` waits (bounded by ``READY_WAIT_S``) until no server is still starting and returns
+Before a turn, ``prepare_turn()`` waits (bounded by ``ready_wait_s``) until no server is still starting and returns
 notices for the user: a server that failed (and why), one still starting, a spec that cannot be used. Each is reported
 once. ``tools()`` is the MCP part of the tool surface, derived on every call from the live state
 (docs/architecture.md §4.6): the tools of every server that has listed them and has not failed since, plus
@@ -40,7 +40,7 @@ from .wire_port import OpenWire
 __all__ = ["READY_WAIT_S", "McpServers", "ServerStatus"]
 
 READY_WAIT_S = 20.0
-"""How long the first model request of a turn waits for servers that are still starting."""
+"""How long the first model request of a turn waits for servers that are still starting, unless told otherwise."""
 _log = structlog.get_logger("hermes_acp.mcp")
 _STATES: dict[LinkState, str] = {
     LinkState.IDLE: "starting",
@@ -75,11 +75,14 @@ class McpServers:
         timeouts: McpTimeouts | None = None,
         pass_env: Sequence[str] = (),
         open_wire: OpenWire | None = None,
+        ready_wait_s: float = READY_WAIT_S,
     ):
         """``timeouts`` bound every wait of every server; ``pass_env`` names the variables a stdio server's base
         environment takes beyond the safe list; ``open_wire`` is how each connection is opened (None: the SDK
-        adapter; tests give an in-memory one)."""
+        adapter; tests give an in-memory one); ``ready_wait_s`` bounds a turn's wait for servers still starting
+        (``[mcp] ready_wait_s``)."""
         parsed = parse_specs(specs, base_env=EnvPolicy.of(pass_env).base(os.environ))
+        self.ready_wait_s = ready_wait_s
         self._changed = anyio.Event()
         timeouts = timeouts or McpTimeouts()
         self.connections: list[ServerConnection] = [
@@ -137,8 +140,8 @@ class McpServers:
         return self._notices()
 
     async def settled(self, wait_s: float | None = None) -> None:
-        """Wait (bounded by ``wait_s``, default ``READY_WAIT_S``) until no server is still starting."""
-        limit = READY_WAIT_S if wait_s is None else wait_s
+        """Wait (bounded by ``wait_s``, default ``ready_wait_s``) until no server is still starting."""
+        limit = self.ready_wait_s if wait_s is None else wait_s
         if self._running:
             with anyio.move_on_after(limit):
                 while True:
