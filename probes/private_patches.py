@@ -131,7 +131,7 @@ class _Reader:
         modules, or any attribute of a hermes_acp module or class (an object the test holds, ``record.x = ...``,
         is its own)."""
         owner = target.value
-        if isinstance(owner, ast.Name) and owner.id in ("self", "cls") or self._outside(owner):
+        if (isinstance(owner, ast.Name) and owner.id in ("self", "cls")) or self._outside(owner):
             return False
         return _private(target.attr) or self._origin(owner) is not None
 
@@ -171,7 +171,7 @@ class _Reader:
         return self._site(node, "public-patch" if ours else "outside-patch", shown)
 
     def _script(self, node: ast.Constant, text: str) -> Iterator[Site]:
-        if PACKAGE not in text or "\n" not in text and not text.startswith(("import ", "from ")):
+        if PACKAGE not in text or ("\n" not in text and not text.startswith(("import ", "from "))):
             return
         try:
             tree = ast.parse(text)
