@@ -2,7 +2,7 @@
 ``--repair``, ``--version``, ``--setup``.
 
 Serving must answer ``initialize`` fast, so this module imports almost nothing; the rest of the server is loaded in
-a worker thread while the dispatcher already answers (``_load_app``). With ``--shared`` or ``[host] mode =
+a worker thread while the dispatcher already answers (``load_app``). With ``--shared`` or ``[host] mode =
 "shared"`` the process is the front door to the session host instead (``host.frontdoor``: the standard library
 only). Only this module (and the interactive check and setup) may print; in serve mode stdout belongs to the
 protocol.
@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
     from hermes_acp.protocol.stdio import AppRunner
 
-__all__ = ["main"]
+__all__ = ["load_app", "main"]
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -55,7 +55,9 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _load_app() -> AppRunner:
+def load_app() -> AppRunner:
+    """The server's connection runner, loaded (what stdio loads in a worker thread while it answers ``initialize``);
+    the cyclic collector, off while it loads, is on again when this returns."""
     # structlog's console renderer imports rich when it is installed (mcp pulls it in); the server only writes
     # JSON, and skipping rich cuts a quarter of a second from start-up.
     sys.modules.setdefault("rich", None)  # type: ignore[arg-type]
@@ -192,9 +194,9 @@ def _configured_shared(env: os._Environ[str]) -> bool:
 
 def _serve() -> None:
     # Loading the server allocates hundreds of thousands of long-lived objects and no garbage worth a collection;
-    # the collector's passes over them cost some 10% of start-up. ``_load_app`` turns it back on.
+    # the collector's passes over them cost some 10% of start-up. ``load_app`` turns it back on.
     gc.disable()
     from hermes_acp.protocol.stdio import serve_stdio
 
     with contextlib.suppress(KeyboardInterrupt):
-        serve_stdio(_load_app)
+        serve_stdio(load_app)

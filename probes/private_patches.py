@@ -30,7 +30,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["ALLOWED", "Site", "find_sites", "main"]
+__all__ = ["ALLOWED", "NOT_OURS", "Site", "counted", "find_sites", "main"]
 
 PACKAGE = "hermes_acp"
 ALLOWED: dict[tuple[str, str], str] = {
@@ -38,6 +38,12 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("tests/sessions/test_review.py", "MAX_UNTRACKED"): "sessions/review.py moves to commands/ (issue 29, helper S)",
 }
 """(file, name) → why it is left for now. Only sites in folders another change of issue 29 is moving."""
+NOT_OURS: dict[tuple[str, str], str] = {
+    ("tests/fakes/server.py", "_conn"): "the acp SDK's client connection (any request: the SDK has no public way)",
+    ("tests/test_process_lifecycle.py", "_transport"): "asyncio's subprocess (its stdout pipe, closed on purpose)",
+}
+"""(file, name) → whose object it is: a private attribute of a third-party object the file cannot name by import.
+Not a production object, so not counted; listed so that every exception is read here."""
 COUNTED = ("private-patch", "constant-patch", "private-read", "private-import")
 _PATCHERS = {"setattr", "delattr", "setitem", "delitem"}
 
@@ -60,7 +66,7 @@ def find_sites(root: Path) -> list[Site]:
     for path in sorted((root / "tests").rglob("*.py")):
         relative = path.relative_to(root).as_posix()
         tree = ast.parse(path.read_text(encoding="utf-8"), filename=relative)
-        sites.extend(_Reader(relative).read(tree))
+        sites.extend(sorted(_Reader(relative).read(tree), key=lambda site: site.line))
     return sites
 
 
@@ -180,9 +186,13 @@ class _Reader:
         yield from _Reader(self.path, self.offset + node.lineno - 1).read(tree)
 
 
+def _key(site: Site) -> tuple[str, str]:
+    return site.path, site.name.rsplit(".", 1)[-1]
+
+
 def counted(sites: list[Site]) -> list[Site]:
-    """The sites issue 29 wants gone that are not on ``ALLOWED``."""
-    return [s for s in sites if s.kind in COUNTED and (s.path, s.name.rsplit(".", 1)[-1]) not in ALLOWED]
+    """The sites issue 29 wants gone that are on neither ``ALLOWED`` nor ``NOT_OURS``."""
+    return [s for s in sites if s.kind in COUNTED and _key(s) not in ALLOWED and _key(s) not in NOT_OURS]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -192,16 +202,22 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     sites = find_sites(args.root)
     bad = counted(sites)
-    allowed = [s for s in sites if s.kind in COUNTED and s not in bad]
+    allowed = [s for s in sites if s.kind in COUNTED and _key(s) in ALLOWED]
+    not_ours = [s for s in sites if s.kind in COUNTED and _key(s) in NOT_OURS]
     for site in bad:
         print(site)
     for site in allowed:
-        print(f"{site}  [allowed: {ALLOWED[site.path, site.name.rsplit('.', 1)[-1]]}]")
+        print(f"{site}  [allowed: {ALLOWED[_key(site)]}]")
+    for site in not_ours:
+        print(f"{site}  [not ours: {NOT_OURS[_key(site)]}]")
     public = [s for s in sites if s.kind == "public-patch"]
     if args.all:
         for site in public:
             print(site)
-    print(f"{len(bad)} sites ({len(allowed)} allowed; {len(public)} patches of public names, not counted)")
+    print(
+        f"{len(bad)} sites ({len(allowed)} allowed in moving folders, {len(not_ours)} on third-party objects;"
+        f" {len(public)} patches of public names, not counted)"
+    )
     return 1 if bad else 0
 
 

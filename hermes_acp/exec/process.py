@@ -26,7 +26,15 @@ from anyio.abc import ByteReceiveStream, Process
 if TYPE_CHECKING:
     from .limits import CommandLimits
 
-__all__ = ["CommandResult", "OutputBuffer", "group_alive", "run_command", "signal_name", "watch_limits"]
+__all__ = [
+    "CommandResult",
+    "OutputBuffer",
+    "group_alive",
+    "members_alive",
+    "run_command",
+    "signal_name",
+    "watch_limits",
+]
 
 _TERM_GRACE_S = 1.0
 _KILL_WAIT_S = 3.0
@@ -122,7 +130,7 @@ def _group_exists(pgid: int) -> bool:
     return True
 
 
-def _members_alive(pgid: int) -> bool:
+def members_alive(pgid: int) -> bool:
     """Scan ``/proc`` for a member of the group that is not a zombie (blocking; True when ``/proc`` is missing)."""
     try:
         names = os.listdir("/proc")
@@ -144,13 +152,13 @@ def _members_alive(pgid: int) -> bool:
 
 def group_alive(pgid: int) -> bool:
     """True while a process of the group is alive (zombies do not count). Blocking when the group still exists."""
-    return _group_exists(pgid) and _members_alive(pgid)
+    return _group_exists(pgid) and members_alive(pgid)
 
 
-async def _group_alive(pgid: int) -> bool:
-    """``group_alive`` without blocking the event loop: the ``/proc`` scan runs in a worker thread, and only when
-    the group still exists at all."""
-    return _group_exists(pgid) and await anyio.to_thread.run_sync(_members_alive, pgid)
+async def _group_alive(pgid: int, scan: Callable[[int], bool]) -> bool:
+    """``group_alive`` without blocking the event loop: the scan runs in a worker thread, and only when the group
+    still exists at all."""
+    return _group_exists(pgid) and await anyio.to_thread.run_sync(scan, pgid)
 
 
 def _signal_group(pgid: int, number: int) -> None:
@@ -158,18 +166,18 @@ def _signal_group(pgid: int, number: int) -> None:
         os.killpg(pgid, number)
 
 
-async def _until_gone(pgid: int, process: Process) -> None:
+async def _until_gone(pgid: int, process: Process, scan: Callable[[int], bool]) -> None:
     if process.returncode is None:
         await process.wait()
     # Members that are not our children cannot be waited for, and there is no event: /proc is polled, soon at
     # first (members that are already being ended are gone within a millisecond or two), then every ``_POLL_S``.
     pause = _FIRST_POLL_S
-    while await _group_alive(pgid):
+    while await _group_alive(pgid, scan):
         await anyio.sleep(pause)
         pause = min(pause * 2, _POLL_S)
 
 
-async def _end_group(process: Process) -> None:
+async def _end_group(process: Process, scan: Callable[[int], bool]) -> None:
     """Make sure no process of the command's group is left (shielded, bounded).
 
     This holds for a sandboxed command too: bwrap reports its command's exit and exits while the kernel may still
@@ -177,15 +185,15 @@ async def _end_group(process: Process) -> None:
     usual case), the check is one syscall."""
     pgid = process.pid
     with anyio.CancelScope(shield=True):
-        if process.returncode is not None and not await _group_alive(pgid):
+        if process.returncode is not None and not await _group_alive(pgid, scan):
             return
         _signal_group(pgid, signal.SIGTERM)
         with anyio.move_on_after(_TERM_GRACE_S):
-            await _until_gone(pgid, process)
+            await _until_gone(pgid, process, scan)
             return
         _signal_group(pgid, signal.SIGKILL)
         with anyio.move_on_after(_KILL_WAIT_S):
-            await _until_gone(pgid, process)
+            await _until_gone(pgid, process, scan)
 
 
 async def _pump(stream: ByteReceiveStream, buffer: OutputBuffer, changed: _Flag, eof: anyio.Event) -> None:
@@ -248,8 +256,11 @@ async def run_command(
     interval: float = 0.1,
     own_pid_namespace: bool = False,
     limits: CommandLimits | None = None,
+    scan_group: Callable[[int], bool] = members_alive,
 ) -> CommandResult:
-    """Run ``argv`` to its end or to ``timeout_s``; output accumulates in ``buffer`` and goes to ``on_output``."""
+    """Run ``argv`` to its end or to ``timeout_s``; output accumulates in ``buffer`` and goes to ``on_output``.
+    ``scan_group``: the blocking check for a live member of the command's process group (``members_alive``), run
+    in a worker thread and only while the group still exists."""
     process = await anyio.open_process(
         argv,
         cwd=cwd,
@@ -275,13 +286,13 @@ async def run_command(
                 await process.wait()
             if deadline.cancelled_caught:
                 timed_out = not ended_by
-                await _end_group(process)
+                await _end_group(process, scan_group)
             # Output still in the pipe; a background job holding it open does not keep us waiting.
             with anyio.move_on_after(_EOF_GRACE_S):
                 await eof.wait()
             tg.cancel_scope.cancel()
     finally:
-        await _end_group(process)
+        await _end_group(process, scan_group)
         with anyio.CancelScope(shield=True), anyio.move_on_after(_KILL_WAIT_S):
             await process.aclose()
     code = process.returncode

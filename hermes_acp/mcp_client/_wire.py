@@ -55,7 +55,7 @@ from ._stdio import stdio_transport
 from ._surrogates import mend_body, mend_json
 from .specs import HttpSpec, StdioSpec
 
-__all__ = ["MAX_LIST_PAGES", "Wire", "open_wire"]
+__all__ = ["MAX_LIST_PAGES", "Wire", "open_wire", "translate_failure"]
 
 MAX_LIST_PAGES = 50
 """Pages of a paginated list we follow before stopping (a server whose cursor never ends cannot hang us)."""
@@ -166,7 +166,7 @@ def _translated() -> Iterator[None]:
     try:
         yield
     except Exception as exc:
-        failure = _translate(exc, statuses)
+        failure = translate_failure(exc, statuses)
         if failure is None:
             raise
         raise failure from exc
@@ -174,10 +174,10 @@ def _translated() -> Iterator[None]:
         _post_statuses.reset(token)
 
 
-def _translate(exc: Exception, statuses: list[int]) -> TransportDropped | ServerRejected | None:
+def translate_failure(exc: Exception, statuses: list[int]) -> TransportDropped | ServerRejected | None:
     """What ``exc`` means for the request; None: not a failure of the server or the transport (a bug: re-raised)."""
     if isinstance(exc, ExceptionGroup):
-        return _translate(_first_leaf(exc), statuses)
+        return translate_failure(_first_leaf(exc), statuses)
     if isinstance(exc, MCPError):
         if exc.code == types.CONNECTION_CLOSED and _sdk_says_closed(exc.error.message):
             return TransportDropped(exc.error.message)

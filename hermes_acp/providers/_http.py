@@ -158,6 +158,11 @@ class HttpProvider(ABC):
     async def aclose(self) -> None:
         await self._client.aclose()
 
+    @property
+    def closed(self) -> bool:
+        """``aclose`` was called: its connections are closed and it sends nothing more."""
+        return self._client.is_closed
+
     @abstractmethod
     def _body(self, request: ProviderRequest) -> dict[str, Any]:
         """The JSON body that asks the vendor's API to stream the answer to ``request``."""
