@@ -85,8 +85,6 @@ class Host:
             own, wait_for_attach=shared, unattended_wait_s=settings.host.unattended_wait_s if shared else 0.0
         )
         self.connections: set[Connection] = set()
-        self.changed = anyio.Event()
-        """Set (and replaced) when a connection comes or goes, or a turn ends: what the idle timer watches."""
 
     def services_for(self, env: Mapping[str, str]) -> SessionServices:
         """The services of a client environment: its settings (this host's home), models and provider keys, and
@@ -123,7 +121,6 @@ class Host:
             return
         bridge = connection.install(self.manager, services)
         self.connections.add(connection)
-        self._changed()
         try:
             await connection.finished()
         finally:
@@ -132,11 +129,6 @@ class Host:
                 with anyio.CancelScope(shield=True), anyio.move_on_after(SHUTDOWN_TIMEOUT_S):
                     cancel = self.settings.host.on_leave == "cancel"
                     await self.manager.detach_everywhere(bridge, cancel_turns=cancel)
-            self._changed()
-
-    def _changed(self) -> None:
-        self.changed.set()
-        self.changed = anyio.Event()
 
     @property
     def working(self) -> bool:

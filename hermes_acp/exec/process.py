@@ -23,6 +23,8 @@ from typing import TYPE_CHECKING
 import anyio
 from anyio.abc import ByteReceiveStream, Process
 
+from hermes_acp.core.flags import Flag
+
 if TYPE_CHECKING:
     from .limits import CommandLimits
 
@@ -196,7 +198,7 @@ async def _end_group(process: Process, scan: Callable[[int], bool]) -> None:
             await _until_gone(pgid, process, scan)
 
 
-async def _pump(stream: ByteReceiveStream, buffer: OutputBuffer, changed: _Flag, eof: anyio.Event) -> None:
+async def _pump(stream: ByteReceiveStream, buffer: OutputBuffer, changed: Flag, eof: anyio.Event) -> None:
     try:
         async for chunk in stream:
             buffer.add(chunk)
@@ -207,21 +209,7 @@ async def _pump(stream: ByteReceiveStream, buffer: OutputBuffer, changed: _Flag,
         eof.set()
 
 
-class _Flag:
-    """A re-armable event: ``wait`` returns once after one or more ``set`` calls."""
-
-    def __init__(self) -> None:
-        self._event = anyio.Event()
-
-    def set(self) -> None:
-        self._event.set()
-
-    async def wait(self) -> None:
-        await self._event.wait()
-        self._event = anyio.Event()
-
-
-async def _publish(changed: _Flag, show: Callable[[], Awaitable[None]], interval: float) -> None:
+async def _publish(changed: Flag, show: Callable[[], Awaitable[None]], interval: float) -> None:
     while True:
         await changed.wait()
         await show()
@@ -273,7 +261,7 @@ async def run_command(
     timed_out = False
     ended_by: list[str] = []
     try:
-        changed = _Flag()
+        changed = Flag()
         eof = anyio.Event()
         async with anyio.create_task_group() as tg:
             assert process.stdout is not None

@@ -27,6 +27,7 @@ import anyio
 import structlog
 
 from hermes_acp.core.bounds import MAX_MCP_TOOLS_PER_SERVER
+from hermes_acp.core.flags import Changed
 from hermes_acp.exec.environment import EnvPolicy
 from hermes_acp.tools.base import AnyTool
 
@@ -83,7 +84,7 @@ class McpServers:
         (``[mcp] ready_wait_s``)."""
         parsed = parse_specs(specs, base_env=EnvPolicy.of(pass_env).base(os.environ))
         self.ready_wait_s = ready_wait_s
-        self._changed = anyio.Event()
+        self._changed = Changed()
         timeouts = timeouts or McpTimeouts()
         self.connections: list[ServerConnection] = [
             ServerConnection(
@@ -92,7 +93,7 @@ class McpServers:
                 cwd=cwd,
                 stderr_dir=stderr_dir,
                 timeouts=timeouts,
-                on_change=self._poke,
+                on_change=self._changed.notify,
                 open_wire=open_wire,
             )
             for index, spec in enumerate(parsed)
@@ -108,10 +109,6 @@ class McpServers:
 
     def __bool__(self) -> bool:
         return bool(self.connections or self.unusable)
-
-    def _poke(self) -> None:
-        changed, self._changed = self._changed, anyio.Event()
-        changed.set()
 
     @contextlib.asynccontextmanager
     async def running(self) -> AsyncIterator[McpServers]:
@@ -144,11 +141,8 @@ class McpServers:
         limit = self.ready_wait_s if wait_s is None else wait_s
         if self._running:
             with anyio.move_on_after(limit):
-                while True:
-                    changed = self._changed
-                    if not any(c.settling for c in self.connections):
-                        break
-                    await changed.wait()
+                while any(c.settling for c in self.connections):
+                    await self._changed.wait()
 
     def _notices(self) -> list[str]:
         notices: list[str] = []
