@@ -64,6 +64,11 @@ def load_app() -> AppRunner:
     # httpx imports its command-line client when click is installed (mcp brings it), which imports click and
     # pygments before it finds rich missing: ~25 ms of the first turn for a client the server never runs.
     sys.modules.setdefault("click", None)  # type: ignore[arg-type]
+    # pydantic looks for plugins of its own (observability hooks) in every installed distribution's entry points
+    # when it builds the first model: importlib.metadata, the email parser for each METADATA file, ~1.5 MB and tens
+    # of ms of the first session/new, for plugins the server never uses. Its documented switch turns the lookup off
+    # (a user who sets it keeps their value; commands and MCP servers get allow-listed environments).
+    os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
     try:
         from hermes_acp.app import run_connection
     finally:
