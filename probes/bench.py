@@ -34,7 +34,7 @@ from .agent import AgentProcess, ProbeClient, peak_rss_kib, spawn_agent
 from .bench_control import STEERING_RESPONSES, rewind_rows, steering_rows
 from .raw import raw_agent
 
-__all__ = ["main"]
+__all__ = ["ROWS", "Row", "main", "run_bench"]
 
 REPO = Path(__file__).resolve().parent.parent
 NOTES = REPO / "NOTES.md"
@@ -1338,7 +1338,8 @@ ROWS: dict[str, Callable[[Bench], Awaitable[list[Row]]]] = {
 }
 
 
-async def run_bench(only: list[str] | None = None) -> list[Row]:
+async def run_bench(only: list[str] | None = None, repo: Path = REPO) -> list[Row]:
+    """The rows of ``only`` (default: every group), the agent run from ``repo``'s ``hermes_acp``."""
     rows: list[Row] = []
     with tempfile.TemporaryDirectory(prefix="hermes-bench-") as tmp:
         root = Path(tmp)
@@ -1348,7 +1349,7 @@ async def run_bench(only: list[str] | None = None) -> list[Row]:
             (home / "config.toml").write_text(_config(server.base_url))
             workspace = root / "workspace"
             workspace.mkdir()
-            bench = Bench(server.base_url, home, workspace, server)
+            bench = Bench(server.base_url, home, workspace, server, repo)
             for name, row in ROWS.items():
                 if not only or name in only:
                     rows.extend(await row(bench))
