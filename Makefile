@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: all venv test lint typecheck workflows layers acp-schema pytest portable release-check demo bench clean
+.PHONY: all venv test lint typecheck workflows layers acp-schema pytest portable release-check demo bench bench-against clean
 
 all: test
 
@@ -67,6 +67,11 @@ demo: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) -m probes.bench
+
+# The goal rows of `make bench` for this checkout and another, side by side, several runs (probes/bench_against.py):
+# e.g. `git worktree add ../main-base main && make bench-against BASE=../main-base BENCH_ARGS="--runs 7"`.
+bench-against: $(STAMP)
+	$(PY) -m probes.bench_against $(BASE) $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) out .pytest_cache .mypy_cache .ruff_cache

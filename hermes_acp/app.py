@@ -92,8 +92,6 @@ class App:
             own, wait_for_attach=shared, unattended_wait_s=settings.host.unattended_wait_s if shared else 0.0
         )
         self.connections: set[Connection] = set()
-        self.changed = anyio.Event()
-        """Set (and replaced) when a connection comes or goes, or a turn ends: what the idle timer watches."""
 
     def services_for(self, env: Mapping[str, str]) -> SessionServices:
         """The services of a client environment: its settings (this app's home), models and provider keys, and
@@ -130,7 +128,6 @@ class App:
             return
         bridge = connection.install(self.manager, services)
         self.connections.add(connection)
-        self._changed()
         try:
             await connection.finished()
         finally:
@@ -139,11 +136,6 @@ class App:
                 with anyio.CancelScope(shield=True), anyio.move_on_after(SHUTDOWN_TIMEOUT_S):
                     cancel = self.settings.host.on_leave == "cancel"
                     await self.manager.detach_everywhere(bridge, cancel_turns=cancel)
-            self._changed()
-
-    def _changed(self) -> None:
-        self.changed.set()
-        self.changed = anyio.Event()
 
     @property
     def working(self) -> bool:

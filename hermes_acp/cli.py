@@ -3,7 +3,7 @@
 file other than the home's (every mode reads it: it is passed on as ``HERMES_ACP_CONFIG``).
 
 Serving must answer ``initialize`` fast, so this module imports almost nothing; the rest of the server is loaded in
-a worker thread while the dispatcher already answers (``_load_app``). With ``--shared`` or ``[host] mode =
+a worker thread while the dispatcher already answers (``load_app``). With ``--shared`` or ``[host] mode =
 "shared"`` the process is the front door to the session host instead (``host.frontdoor``: the standard library
 only). Only this module (and the interactive check and setup) may print; in serve mode stdout belongs to the
 protocol.
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
     from hermes_acp.protocol.connection import Serve
 
-__all__ = ["main"]
+__all__ = ["load_app", "main"]
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -67,13 +67,20 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _load_app() -> Serve:
+def load_app() -> Serve:
+    """The server's connection runner, loaded (what stdio loads in a worker thread while it answers ``initialize``);
+    the cyclic collector, off while it loads, is on again when this returns."""
     # structlog's console renderer imports rich when it is installed (mcp pulls it in); the server only writes
     # JSON, and skipping rich cuts a quarter of a second from start-up.
     sys.modules.setdefault("rich", None)  # type: ignore[arg-type]
     # httpx imports its command-line client when click is installed (mcp brings it), which imports click and
     # pygments before it finds rich missing: ~25 ms of the first turn for a client the server never runs.
     sys.modules.setdefault("click", None)  # type: ignore[arg-type]
+    # pydantic looks for plugins of its own (observability hooks) in every installed distribution's entry points
+    # when it builds the first model: importlib.metadata, the email parser for each METADATA file, ~1.5 MB and tens
+    # of ms of the first session/new, for plugins the server never uses. Its documented switch turns the lookup off
+    # (a user who sets it keeps their value; commands and MCP servers get allow-listed environments).
+    os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
     try:
         from hermes_acp.app import run_connection
     finally:
@@ -248,9 +255,9 @@ def _configured_shared(env: os._Environ[str]) -> bool:
 
 def _serve() -> None:
     # Loading the server allocates hundreds of thousands of long-lived objects and no garbage worth a collection;
-    # the collector's passes over them cost some 10% of start-up. ``_load_app`` turns it back on.
+    # the collector's passes over them cost some 10% of start-up. ``load_app`` turns it back on.
     gc.disable()
     from hermes_acp.transports.stdio import serve_stdio
 
     with contextlib.suppress(KeyboardInterrupt):
-        serve_stdio(_load_app)
+        serve_stdio(load_app)

@@ -446,9 +446,12 @@ class McpServerSettings(_Section):
 
 
 class McpSettings(_Section):
-    """``[mcp]``: MCP servers beside the editor's (``[mcp.servers.NAME]``)."""
+    """``[mcp]``: MCP servers beside the editor's (``[mcp.servers.NAME]``), and how long a turn waits for them."""
 
     servers: dict[str, McpServerSettings] = Field(default_factory=dict)
+    ready_wait_s: Annotated[float, Field(ge=0, le=600)] = 20.0
+    """How long a turn's first model request waits for the session's MCP servers that are still starting (0: it
+    does not wait; their tools join a later request once they are ready)."""
 
     @field_validator("servers")
     @classmethod
@@ -483,12 +486,12 @@ class _FileSettings(_Section):
     auxiliary: AuxiliarySettings = Field(default_factory=AuxiliarySettings)
     vision: VisionSettings = Field(default_factory=VisionSettings)
     permissions: PermissionSettings = Field(default_factory=PermissionSettings)
+    mcp: McpSettings = Field(default_factory=McpSettings)
     computer_use: ComputerUseSettings = Field(default_factory=ComputerUseSettings)
     sandbox: SandboxSettings = Field(default_factory=SandboxSettings)
     terminal: TerminalSettings = Field(default_factory=TerminalSettings)
     logging: LoggingSettings = Field(default_factory=LoggingSettings)
     host: HostSettings = Field(default_factory=HostSettings)
-    mcp: McpSettings = Field(default_factory=McpSettings)
 
     @field_validator("providers")
     @classmethod

@@ -9,6 +9,7 @@ it exits, and the number that matters is the moment the ``initialize`` answer ar
 from __future__ import annotations
 
 import argparse
+import base64
 import contextlib
 import json
 import os
@@ -33,7 +34,7 @@ from .agent import AgentProcess, ProbeClient, peak_rss_kib, spawn_agent
 from .bench_control import STEERING_RESPONSES, rewind_rows, steering_rows
 from .raw import raw_agent
 
-__all__ = ["main"]
+__all__ = ["ROWS", "Row", "main", "run_bench"]
 
 REPO = Path(__file__).resolve().parent.parent
 NOTES = REPO / "NOTES.md"
@@ -53,9 +54,11 @@ class Bench:
     home: Path
     workspace: Path
     server: Any
+    repo: Path = REPO
+    """The checkout whose ``hermes_acp`` the agent runs (``probes/bench_against.py`` names another)."""
 
     def env(self) -> dict[str, str]:
-        return {"HERMES_ACP_HOME": str(self.home), "HOME": str(self.home), "PYTHONPATH": str(REPO)}
+        return {"HERMES_ACP_HOME": str(self.home), "HOME": str(self.home), "PYTHONPATH": str(self.repo)}
 
     def spawn(self, client: ProbeClient | None = None, *, initialize: bool = True) -> Any:
         return spawn_agent(
@@ -66,6 +69,17 @@ class Bench:
             cwd=self.workspace,
             initialize=initialize,
         )
+
+
+USE_EVERYTHING: list[dict[str, Any]] = [
+    {"match": {"last_message_contains": "use-everything"}, "steps": [
+        {"tool_call": {"name": "read_file", "arguments": {"path": "notes.txt"}}},
+        {"tool_call": {"name": "search_files", "arguments": {"pattern": "hello"}}},
+        {"tool_call": {"name": "terminal", "arguments": {"command": "echo hi && ls"}}},
+        {"tool_call": {"name": "mcp__fixture__echo", "arguments": {"text": "hi"}}},
+    ]},
+]  # fmt: skip
+"""A response that calls a file tool, a search, a command and an MCP server's tool."""
 
 
 SCENARIO: dict[str, Any] = {
@@ -98,6 +112,7 @@ SCENARIO: dict[str, Any] = {
             "hold_after_chunks": 1,
             "steps": [{"text": "x" * 64}],
         },
+        *USE_EVERYTHING,
         {"repeat": True, "steps": [{"text": "Hi."}], "usage": {"input_tokens": 100, "output_tokens": 2}},
     ],
 }
@@ -571,7 +586,7 @@ async def computer_use_overhead(bench: Bench) -> list[Row]:
     client = ProbeClient()
     spawn = spawn_agent(
         COMMAND,
-        env={**bench.env(), **env, "HERMES_CUA_DRIVER_CMD": shlex.join(argv), "PYTHONPATH": str(REPO)},
+        env={**bench.env(), **env, "HERMES_CUA_DRIVER_CMD": shlex.join(argv), "PYTHONPATH": str(bench.repo)},
         stderr=bench.home / "agent.stderr",
         client=client,
         cwd=bench.workspace,
@@ -731,20 +746,28 @@ async def checkpoint_overhead(bench: Bench, pairs: int, chunks: int) -> list[Row
 
 
 async def request_size(bench: Bench) -> list[Row]:
+    """The first model request of a trivial turn, in characters of its JSON body as sent (compact), with the
+    system prompt's and the tool schemas' shares."""
     async with bench.spawn() as agent:
         session_id = await _new(agent, bench)
         before = len(bench.server.requests())
         await _prompt(agent, session_id, "hi")
         record = bench.server.requests()[before]
-    body = json.dumps(record.body, separators=(",", ":"))
-    tools = len(record.body.get("tools", [])) if isinstance(record.body, dict) else 0
+    body: dict[str, Any] = record.body if isinstance(record.body, dict) else {}
+    tools = body.get("tools", [])
+    system = next((m["content"] for m in body.get("messages", []) if m.get("role") == "system"), "")
     return [
         Row(
             "request of a trivial turn",
-            f"{len(body.encode())} bytes",
-            f"≈{len(body) // 4} tokens, {tools} tools (Hermes: 43,156 characters)",
+            f"{len(_compact(body))} characters",
+            f"system prompt {len(system)}, {len(tools)} tool schemas {len(_compact(tools))}; goal ≤ 8,000"
+            " (Hermes: 43,156)",
         )
     ]
+
+
+def _compact(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
 async def memory(bench: Bench) -> list[Row]:
@@ -760,6 +783,38 @@ async def memory(bench: Bench) -> list[Row]:
     return [
         Row("RSS idle (one session)", f"{idle / 1024:.1f} MiB"),
         Row("RSS with 100 extra sessions", f"{loaded / 1024:.1f} MiB", f"peak {peak / 1024:.1f} MiB"),
+    ]
+
+
+async def session_memory(bench: Bench) -> list[Row]:
+    """Peak RSS of one process through a session that uses what a working one does: an MCP server (the stdio
+    fixture), a turn that reads a file, searches, runs a command and calls the server's tool, a prompt with an
+    image, then 20 more trivial turns."""
+    from fixtures.mcp_server import stdio_spec
+
+    from .agent import solid_png
+
+    (bench.workspace / "notes.txt").write_text("hello\n" * 200)
+    spec = stdio_spec("fixture")
+    servers = [schema.McpServerStdio.model_validate(spec)]
+    image = schema.ImageContentBlock(
+        type="image", data=base64.b64encode(solid_png(640, 400)).decode(), mime_type="image/png"
+    )
+    async with bench.spawn(ProbeClient(permissions="allow")) as agent:
+        with anyio.fail_after(60):
+            session_id = (await agent.conn.new_session(cwd=str(bench.workspace), mcp_servers=servers)).session_id
+            await agent.conn.prompt(session_id=session_id, prompt=_text("use-everything please"))
+            await agent.conn.prompt(session_id=session_id, prompt=[*_text("what is this?"), image])
+            for i in range(20):
+                await _prompt(agent, session_id, f"more {i}")
+        peak = peak_rss_kib(agent.process.pid)
+    return [
+        Row(
+            "peak RSS of a working session",
+            f"{peak / 1024:.1f} MiB",
+            "an MCP server, file, search, command and MCP tool calls, an image, 20 more turns; goal ≤ 80 MB"
+            f" ({peak * 1024 / 1e6:.1f} MB)",
+        )
     ]
 
 
@@ -1309,6 +1364,7 @@ ROWS: dict[str, Callable[[Bench], Awaitable[list[Row]]]] = {
     "checkpoints": lambda b: checkpoint_overhead(b, 41, 8_000),
     "request_size": request_size,
     "memory": memory,
+    "session_memory": session_memory,
     "replay": lambda b: replay(b, 2000),
     "cancel_latency": lambda b: cancel_latency(b, 10),
     "computer_use": computer_use_overhead,
@@ -1329,7 +1385,8 @@ ROWS: dict[str, Callable[[Bench], Awaitable[list[Row]]]] = {
 }
 
 
-async def run_bench(only: list[str] | None = None) -> list[Row]:
+async def run_bench(only: list[str] | None = None, repo: Path = REPO) -> list[Row]:
+    """The rows of ``only`` (default: every group), the agent run from ``repo``'s ``hermes_acp``."""
     rows: list[Row] = []
     with tempfile.TemporaryDirectory(prefix="hermes-bench-") as tmp:
         root = Path(tmp)
@@ -1339,7 +1396,7 @@ async def run_bench(only: list[str] | None = None) -> list[Row]:
             (home / "config.toml").write_text(_config(server.base_url))
             workspace = root / "workspace"
             workspace.mkdir()
-            bench = Bench(server.base_url, home, workspace, server)
+            bench = Bench(server.base_url, home, workspace, server, repo)
             for name, row in ROWS.items():
                 if not only or name in only:
                     rows.extend(await row(bench))

@@ -47,10 +47,12 @@ class Changes:
     """The whole diff's size; more than ``len(diff)`` when it was cut."""
     untracked: list[str]
     untracked_total: int
+    diff_limit: int = MAX_DIFF_BYTES
+    """The bound the diff was cut at."""
 
     @property
     def diff_cut(self) -> bool:
-        return self.diff_bytes > MAX_DIFF_BYTES
+        return self.diff_bytes > self.diff_limit
 
     def prompt(self, focus: str) -> str:
         """What the model is asked, with the changes."""
@@ -65,7 +67,7 @@ class Changes:
         lines.append(f"\nRepository: {self.root}")
         if self.diff:
             cut = (
-                f" (cut: the first {MAX_DIFF_BYTES:,} of {self.diff_bytes:,} bytes; read the files for the rest)"
+                f" (cut: the first {self.diff_limit:,} of {self.diff_bytes:,} bytes; read the files for the rest)"
                 if self.diff_cut
                 else ""
             )
@@ -78,8 +80,11 @@ class Changes:
         return "\n".join(lines)
 
 
-async def collect_changes(cwd: Path, env_policy: EnvPolicy) -> Changes | NothingToReview:
-    """The uncommitted changes of the repository ``cwd`` belongs to, or why there are none to review."""
+async def collect_changes(
+    cwd: Path, env_policy: EnvPolicy, *, max_diff_bytes: int = MAX_DIFF_BYTES, max_untracked: int = MAX_UNTRACKED
+) -> Changes | NothingToReview:
+    """The uncommitted changes of the repository ``cwd`` belongs to, or why there are none to review; the diff cut at
+    ``max_diff_bytes``, the untracked names listed up to ``max_untracked``."""
     git = find_git()
     if git is None:
         return NothingToReview("git is not installed here, so /review cannot see the changes.")
@@ -99,7 +104,7 @@ async def collect_changes(cwd: Path, env_policy: EnvPolicy) -> Changes | Nothing
     )
     diff_text, kept, diff_bytes = "", 0, 0
     for args in diffs:
-        done = await _git(env_policy, cwd, git, *args, limit=MAX_DIFF_BYTES - kept)
+        done = await _git(env_policy, cwd, git, *args, limit=max_diff_bytes - kept)
         if done is None or done.exit_code != 0:
             why = "did not answer in time" if done is None else _first_line(done.text)
             return NothingToReview(f"git diff failed in {root}: {why}")
@@ -118,9 +123,9 @@ async def collect_changes(cwd: Path, env_policy: EnvPolicy) -> Changes | Nothing
     diff, removals = sanitize_text(diff_text)
     if removals:
         _log.warning("hidden characters removed from a diff under review", root=root, **removals.as_log())
-    untracked = [sanitize_text(name)[0] for name in names[:MAX_UNTRACKED]]
+    untracked = [sanitize_text(name)[0] for name in names[:max_untracked]]
     total = len(names) + (1 if listed.cut else 0)
-    return Changes(root, diff, diff_bytes, untracked, total)
+    return Changes(root, diff, diff_bytes, untracked, total, diff_limit=max_diff_bytes)
 
 
 async def _git(env_policy: EnvPolicy, cwd: Path, git: str, *args: str, limit: int = 64 * 1024) -> GitDone | None:

@@ -88,6 +88,11 @@ class DriverClient:
         """Total time spent waiting for the driver's answers (for overhead measurements)."""
 
     @property
+    def params(self) -> DriverParams:
+        """What the driver is started with: its command, its environment, its bounds."""
+        return self._params
+
+    @property
     def link(self) -> SupervisedConnection[DriverSurface] | None:
         """The supervised connection, once the first call made it (its state and counters, for reports)."""
         return self._conn

@@ -52,7 +52,7 @@ from hermes_acp.platform.system import kernel_release, system_name
 if TYPE_CHECKING:
     from hermes_acp.config import LimitSettings
 
-__all__ = ["CommandLimits", "Enforcement", "Limits", "enforcement"]
+__all__ = ["CommandLimits", "Enforcement", "Limits", "enforcement", "unified_cgroups"]
 
 MIB = 1024 * 1024
 _PREFIX = "hermes-acp-"
@@ -260,7 +260,7 @@ def _find_cgroups(*, prepare: bool) -> tuple[Cgroups | None, str | None]:
     unified = next(((root, point) for root, point, kind, _ in mounts if kind == "cgroup2"), None)
     if unified is None or "" not in own:
         return None, "no cgroup file system with a pids controller is mounted"
-    return _unified(_folder(unified[0], unified[1], own[""]), prepare=prepare)
+    return unified_cgroups(_folder(unified[0], unified[1], own[""]), prepare=prepare)
 
 
 def _try_child(parent: Path, limit_file: str) -> str | None:
@@ -279,8 +279,9 @@ def _try_child(parent: Path, limit_file: str) -> str | None:
     return None
 
 
-def _unified(own: Path, *, prepare: bool) -> tuple[Cgroups | None, str | None]:
-    """cgroup v2: children of the agent's own cgroup, when it is delegated to us and holds nothing but the agent."""
+def unified_cgroups(own: Path, *, prepare: bool) -> tuple[Cgroups | None, str | None]:
+    """cgroup v2: children of the agent's own cgroup ``own`` (its folder), when it is delegated to us and holds nothing
+    but the agent; else None and why not. ``prepare``: move the agent into a leaf and enable the controllers."""
     try:
         controllers = (own / "cgroup.controllers").read_text().split()
         enabled = (own / "cgroup.subtree_control").read_text().split()

@@ -20,13 +20,22 @@ from typing import TYPE_CHECKING
 import anyio
 from anyio.abc import ByteReceiveStream, Process
 
+from hermes_acp.core.flags import Flag
 from hermes_acp.platform import processes
 from hermes_acp.platform.signals import signal_name
 
 if TYPE_CHECKING:
     from .limits import CommandLimits
 
-__all__ = ["CommandResult", "OutputBuffer", "group_alive", "run_command", "signal_name", "watch_limits"]
+__all__ = [
+    "CommandResult",
+    "OutputBuffer",
+    "group_alive",
+    "members_alive",
+    "run_command",
+    "signal_name",
+    "watch_limits",
+]
 
 _TERM_GRACE_S = 1.0
 _KILL_WAIT_S = 3.0
@@ -106,7 +115,7 @@ class CommandResult:
     """Why the runner ended the command before it finished (it reached its process limit), if it did."""
 
 
-def _members_alive(tree: processes.ProcessTree) -> bool:
+def members_alive(tree: processes.ProcessTree) -> bool:
     """Whether a member of the tree is alive (blocking: a look at ``/proc`` or psutil)."""
     return tree.alive()
 
@@ -115,42 +124,46 @@ def group_alive(pgid: int) -> bool:
     """True while a process of the group (a child started with ``processes.spawn_options``) is alive; zombies do not
     count. Blocking when the group still exists."""
     tree = processes.tree_of(pgid)
-    return tree.exists() and _members_alive(tree)
+    return tree.exists() and members_alive(tree)
 
 
-async def _tree_alive(tree: processes.ProcessTree) -> bool:
+async def _tree_alive(tree: processes.ProcessTree, scan: Callable[[processes.ProcessTree], bool]) -> bool:
     """``group_alive`` without blocking the event loop: the look runs in a worker thread, and only when the tree
     still exists at all (one syscall for a process group)."""
-    return tree.exists() and await anyio.to_thread.run_sync(_members_alive, tree)
+    return tree.exists() and await anyio.to_thread.run_sync(scan, tree)
 
 
-async def _until_gone(tree: processes.ProcessTree, process: Process) -> None:
+async def _until_gone(
+    tree: processes.ProcessTree, process: Process, scan: Callable[[processes.ProcessTree], bool]
+) -> None:
     if process.returncode is None:
         await process.wait()
     # Members that are not our children cannot be waited for, and there is no event: the tree is polled, soon at
     # first (members that are already being ended are gone within a millisecond or two), then every ``_POLL_S``.
     pause = _FIRST_POLL_S
-    while await _tree_alive(tree):
+    while await _tree_alive(tree, scan):
         await anyio.sleep(pause)
         pause = min(pause * 2, _POLL_S)
 
 
-async def _end_tree(tree: processes.ProcessTree, process: Process) -> None:
+async def _end_tree(
+    tree: processes.ProcessTree, process: Process, scan: Callable[[processes.ProcessTree], bool]
+) -> None:
     """Make sure no process of the command's tree is left (shielded, bounded).
 
     This holds for a sandboxed command too: bwrap reports its command's exit and exits while the kernel may still
     be ending the rest of its PID namespace, so its exit alone does not mean the group is gone. When it is (the
     usual case), the check is one syscall."""
     with anyio.CancelScope(shield=True):
-        if process.returncode is not None and not await _tree_alive(tree):
+        if process.returncode is not None and not await _tree_alive(tree, scan):
             return
         tree.terminate()
         with anyio.move_on_after(_TERM_GRACE_S):
-            await _until_gone(tree, process)
+            await _until_gone(tree, process, scan)
             return
         tree.kill()
         with anyio.move_on_after(_KILL_WAIT_S):
-            await _until_gone(tree, process)
+            await _until_gone(tree, process, scan)
 
 
 async def _remember(tree: processes.ProcessTree) -> None:
@@ -160,7 +173,7 @@ async def _remember(tree: processes.ProcessTree) -> None:
         await anyio.sleep(TREE_REFRESH_S)
 
 
-async def _pump(stream: ByteReceiveStream, buffer: OutputBuffer, changed: _Flag, eof: anyio.Event) -> None:
+async def _pump(stream: ByteReceiveStream, buffer: OutputBuffer, changed: Flag, eof: anyio.Event) -> None:
     try:
         async for chunk in stream:
             buffer.add(chunk)
@@ -171,21 +184,7 @@ async def _pump(stream: ByteReceiveStream, buffer: OutputBuffer, changed: _Flag,
         eof.set()
 
 
-class _Flag:
-    """A re-armable event: ``wait`` returns once after one or more ``set`` calls."""
-
-    def __init__(self) -> None:
-        self._event = anyio.Event()
-
-    def set(self) -> None:
-        self._event.set()
-
-    async def wait(self) -> None:
-        await self._event.wait()
-        self._event = anyio.Event()
-
-
-async def _publish(changed: _Flag, show: Callable[[], Awaitable[None]], interval: float) -> None:
+async def _publish(changed: Flag, show: Callable[[], Awaitable[None]], interval: float) -> None:
     while True:
         await changed.wait()
         await show()
@@ -220,8 +219,11 @@ async def run_command(
     interval: float = 0.1,
     own_pid_namespace: bool = False,
     limits: CommandLimits | None = None,
+    scan_group: Callable[[processes.ProcessTree], bool] = members_alive,
 ) -> CommandResult:
-    """Run ``argv`` to its end or to ``timeout_s``; output accumulates in ``buffer`` and goes to ``on_output``."""
+    """Run ``argv`` to its end or to ``timeout_s``; output accumulates in ``buffer`` and goes to ``on_output``.
+    ``scan_group``: the blocking check for a live member of the command's tree (``members_alive``), run in a worker
+    thread, and only while the tree still exists."""
     process = await anyio.open_process(
         argv,
         cwd=cwd,
@@ -235,7 +237,7 @@ async def run_command(
     timed_out = False
     ended_by: list[str] = []
     try:
-        changed = _Flag()
+        changed = Flag()
         eof = anyio.Event()
         async with anyio.create_task_group() as tg:
             assert process.stdout is not None
@@ -250,13 +252,13 @@ async def run_command(
                 await process.wait()
             if deadline.cancelled_caught:
                 timed_out = not ended_by
-                await _end_tree(tree, process)
+                await _end_tree(tree, process, scan_group)
             # Output still in the pipe; a background job holding it open does not keep us waiting.
             with anyio.move_on_after(_EOF_GRACE_S):
                 await eof.wait()
             tg.cancel_scope.cancel()
     finally:
-        await _end_tree(tree, process)
+        await _end_tree(tree, process, scan_group)
         with anyio.CancelScope(shield=True), anyio.move_on_after(_KILL_WAIT_S):
             await process.aclose()
     code = process.returncode

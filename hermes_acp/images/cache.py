@@ -13,12 +13,13 @@ many files other sessions write meanwhile; a clock set back makes files look you
 and files the agent did not write, are never touched, so no writer can delete another's. Each write and its prune hold
 an advisory lock on the folder (``.lock``, ``platform.locks``), and the prune checks each file's date again under it
 before it deletes the file, so the sessions of one process and the processes sharing one home never delete a file
-another has just written or refreshed; the lock is awaited at most ``LOCK_WAIT_S`` (a stalled machine, a frozen process
-holding it), after which the file is written and the prune skipped (nothing is lost; the next write prunes). Without the
-lock a file of content that repeats is written under a fresh id too, never refreshed in place: a prune that listed the
-old file before the refresh would otherwise take the name the write is about to return. Files are written whole (a
-hidden temporary name, then a rename), ``0600`` in folders ``0700``, and the folder is reached from the cache folder
-without following a link (``hermes_acp.anchored``). Everything here blocks: ``save`` runs it in a worker thread.
+another has just written or refreshed; the lock is awaited at most ``lock_wait_s`` (``LOCK_WAIT_S`` unless the caller
+passes another: a stalled machine, a frozen process holding it), after which the file is written and the prune skipped
+(nothing is lost; the next write prunes). Without the lock a file of content that repeats is written under a fresh id
+too, never refreshed in place: a prune that listed the old file before the refresh would otherwise take the name the
+write is about to return. Files are written whole (a hidden temporary name, then a rename), ``0600`` in folders
+``0700``, and the folder is reached from the cache folder without following a link (``hermes_acp.anchored``). Everything
+here blocks: ``save`` runs it in a worker thread.
 
 It knows nothing about what the files show.
 """
@@ -80,34 +81,59 @@ _IMAGE_EXTENSIONS = {
 
 
 async def save(
-    cache_dir: Path, kind: CacheKind, data: bytes, *, extension: str, keep: int = KEEP, grace_s: float = GRACE_S
+    cache_dir: Path,
+    kind: CacheKind,
+    data: bytes,
+    *,
+    extension: str,
+    keep: int = KEEP,
+    grace_s: float = GRACE_S,
+    lock_wait_s: float = LOCK_WAIT_S,
 ) -> Path:
-    """Store ``data`` as a file of ``kind`` under ``cache_dir`` and prune that kind; returns the file's path."""
+    """Store ``data`` as a file of ``kind`` under ``cache_dir`` and prune that kind; returns the file's path.
+    ``lock_wait_s``: how long to wait for another writer of the folder before the prune is skipped."""
     spec = KINDS[kind]
-    write = partial(_write_and_prune, cache_dir, spec, data, extension, keep=keep, grace_s=grace_s)
+    write = partial(
+        _write_and_prune, cache_dir, spec, data, extension, keep=keep, grace_s=grace_s, lock_wait_s=lock_wait_s
+    )
     return await anyio.to_thread.run_sync(write)
 
 
 async def save_image(
-    cache_dir: Path, kind: CacheKind, data: bytes, media_type: str, *, keep: int = KEEP, grace_s: float = GRACE_S
+    cache_dir: Path,
+    kind: CacheKind,
+    data: bytes,
+    media_type: str,
+    *,
+    keep: int = KEEP,
+    grace_s: float = GRACE_S,
+    lock_wait_s: float = LOCK_WAIT_S,
 ) -> Path:
     """``save`` with the extension of ``media_type`` (``bin`` when it is not an image type we know)."""
     extension = _IMAGE_EXTENSIONS.get(media_type.lower(), "bin")
-    return await save(cache_dir, kind, data, extension=extension, keep=keep, grace_s=grace_s)
+    return await save(cache_dir, kind, data, extension=extension, keep=keep, grace_s=grace_s, lock_wait_s=lock_wait_s)
 
 
 async def save_json(
-    cache_dir: Path, kind: CacheKind, document: Any, *, keep: int = KEEP, grace_s: float = GRACE_S
+    cache_dir: Path,
+    kind: CacheKind,
+    document: Any,
+    *,
+    keep: int = KEEP,
+    grace_s: float = GRACE_S,
+    lock_wait_s: float = LOCK_WAIT_S,
 ) -> Path:
     """``save`` of a JSON document (UTF-8, indented by one)."""
     data = json.dumps(document, ensure_ascii=False, indent=1).encode("utf-8")
-    return await save(cache_dir, kind, data, extension="json", keep=keep, grace_s=grace_s)
+    return await save(cache_dir, kind, data, extension="json", keep=keep, grace_s=grace_s, lock_wait_s=lock_wait_s)
 
 
-def _write_and_prune(cache_dir: Path, spec: _Kind, data: bytes, extension: str, *, keep: int, grace_s: float) -> Path:
+def _write_and_prune(
+    cache_dir: Path, spec: _Kind, data: bytes, extension: str, *, keep: int, grace_s: float, lock_wait_s: float
+) -> Path:
     by_content = hashlib.sha256(data).hexdigest()[:24] if spec.by_content else None  # hashed before the lock
     with anchored.folder(cache_dir, cache_dir / spec.folder, make=anchored.PRIVATE_FOLDER) as held:
-        with _folder_lock(held) as locked:
+        with _folder_lock(held, lock_wait_s) as locked:
             ident = by_content if by_content is not None and locked else uuid.uuid4().hex
             name = f"{spec.prefix}{ident}.{extension}"
             # The file system's own clock is coarse (a few milliseconds on ext4): files written within one tick would
@@ -147,11 +173,11 @@ def _prune(held: anchored.Folder, prefix: str, keep: int, written: str, grace_ns
 
 
 @contextlib.contextmanager
-def _folder_lock(held: anchored.Folder) -> Iterator[bool]:
-    """Hold the folder's advisory lock (True), or give up after ``LOCK_WAIT_S`` (False)."""
+def _folder_lock(held: anchored.Folder, wait_s: float) -> Iterator[bool]:
+    """Hold the folder's advisory lock (True), or give up after ``wait_s`` (False)."""
     fd = held.open(".lock", os.O_RDWR | os.O_CREAT, anchored.PRIVATE_FILE)
     try:
-        with locks.held(fd, wait_s=LOCK_WAIT_S) as locked:
+        with locks.held(fd, wait_s=wait_s) as locked:
             yield locked
     finally:
         os.close(fd)

@@ -48,6 +48,9 @@ class Fitted:
     """Delivered width / original width (1.0 when the pixels were not resized)."""
     original_width: int
     original_height: int
+    encoded: tuple[str, ...] = ()
+    """The encodings tried, in order (``"PNG"``, ``"JPEG 85"``...); empty when the source was returned as it is,
+    undecoded."""
 
 
 def _open(data: bytes) -> Image.Image:
@@ -114,19 +117,24 @@ def mark_and_fit(data: bytes, media_type: str, boxes: Sequence[Mark], *, max_edg
 def _fit(image: Image.Image, media_type: str, source_bytes: int, *, max_edge: int, target_bytes: int) -> Fitted:
     width, height = image.size
     image = _resized(image, max_edge)
+    tried: list[str] = []
     while True:
         area = image.size[0] * image.size[1] / (width * height)
         png_may_fit = source_bytes * area <= target_bytes
         if png_may_fit and (image.mode in ("RGBA", "LA") or media_type == "image/png"):
             encoded = _encode(image, "PNG")
+            tried.append("PNG")
             if len(encoded) <= target_bytes:
-                return Fitted(encoded, "image/png", *image.size, image.size[0] / width, width, height)
+                scale = image.size[0] / width
+                return Fitted(encoded, "image/png", *image.size, scale, width, height, tuple(tried))
         size = 0
         for quality in _JPEG_QUALITIES:
             encoded = _encode(image, "JPEG", quality)
+            tried.append(f"JPEG {quality}")
             size = len(encoded)
             if size <= target_bytes or max(image.size) <= _MIN_EDGE:
-                return Fitted(encoded, "image/jpeg", *image.size, image.size[0] / width, width, height)
+                scale = image.size[0] / width
+                return Fitted(encoded, "image/jpeg", *image.size, scale, width, height, tuple(tried))
             if size > _FAR_OFF * target_bytes:
                 break
         factor = min(_SHRINK, max(0.3, (target_bytes / size) ** 0.5 * 0.95))

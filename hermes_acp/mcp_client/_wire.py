@@ -68,7 +68,7 @@ from ._surrogates import mend_body, mend_json
 from .specs import HttpSpec, StdioSpec
 from .wire_port import ProgressFn, WireHooks
 
-__all__ = ["MAX_LIST_PAGES", "Wire", "open_wire"]
+__all__ = ["MAX_LIST_PAGES", "Wire", "open_wire", "translate_failure"]
 
 MAX_LIST_PAGES = 50
 """Pages of a paginated list we follow before stopping (a server whose cursor never ends cannot hang us)."""
@@ -206,7 +206,7 @@ def _translated(gate: _oauth.Gate | None = None) -> Iterator[None]:
     try:
         yield
     except Exception as exc:
-        failure = gate.failure() if gate is not None and gate.tripped else _translate(exc, statuses)
+        failure = gate.failure() if gate is not None and gate.tripped else translate_failure(exc, statuses)
         if failure is None:
             raise
         if failure is exc:
@@ -216,10 +216,10 @@ def _translated(gate: _oauth.Gate | None = None) -> Iterator[None]:
         _post_statuses.reset(token)
 
 
-def _translate(exc: Exception, statuses: list[int]) -> Exception | None:
+def translate_failure(exc: Exception, statuses: list[int]) -> Exception | None:
     """What ``exc`` means for the request; None: not a failure of the server or the transport (a bug: re-raised)."""
     if isinstance(exc, ExceptionGroup):
-        return _translate(_first_leaf(exc), statuses)
+        return translate_failure(_first_leaf(exc), statuses)
     if isinstance(exc, SignInRequired | TokensStale):
         return exc
     if isinstance(exc, OAuthFlowError):

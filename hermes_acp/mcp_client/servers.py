@@ -7,7 +7,7 @@ in which each server's supervised connection (``ServerConnection.supervise``) ru
 connection's SDK transport shuts its server down, shielded and bounded (a stdio child: stdin closed, then
 SIGTERM, then SIGKILL).
 
-Before a turn, ``prepare_turn()`` waits (bounded by ``READY_WAIT_S``) until no server is still starting and returns
+Before a turn, ``prepare_turn()`` waits (bounded by ``ready_wait_s``) until no server is still starting and returns
 notices for the user: a server that failed (and why), one still starting, a spec that cannot be used. Each is reported
 once. ``tools()`` is the MCP part of the tool surface, derived on every call from the live state
 (docs/architecture.md §4.6): the tools of every server that has listed them and has not failed since, plus
@@ -41,6 +41,7 @@ import structlog
 
 from hermes_acp.config import McpServerSettings
 from hermes_acp.core.bounds import MAX_MCP_TOOLS_PER_SERVER
+from hermes_acp.core.flags import Changed
 from hermes_acp.errors import ToolError
 from hermes_acp.exec.environment import EnvPolicy
 from hermes_acp.tools.base import AnyTool
@@ -59,7 +60,7 @@ from .wire_port import OpenWire
 __all__ = ["READY_WAIT_S", "McpServers", "ServerStatus"]
 
 READY_WAIT_S = 20.0
-"""How long the first model request of a turn waits for servers that are still starting."""
+"""How long the first model request of a turn waits for servers that are still starting, unless told otherwise."""
 _log = structlog.get_logger("hermes_acp.mcp")
 _STATES: dict[LinkState, str] = {
     LinkState.IDLE: "starting",
@@ -114,15 +115,18 @@ class McpServers:
         roots: Sequence[Path] = (),
         questions: Questions | None = None,
         sign_in: SignIn | None = None,
+        ready_wait_s: float = READY_WAIT_S,
     ):
         """``timeouts`` bound every wait of every server; ``pass_env`` names the variables a stdio server's base
         environment takes beyond the safe list; ``open_wire`` is how each connection is opened (None: the SDK
         adapter; tests give an in-memory one). ``configured``: config.toml's ``[mcp.servers]``; ``auth_dir``: where
         OAuth tokens are kept (None: no server signs in); ``roots``: the session's directories; ``questions`` and
-        ``sign_in``: the ports of the module docstring (``use`` sets them later)."""
+        ``sign_in``: the ports of the module docstring (``use`` sets them later); ``ready_wait_s`` bounds a turn's wait
+        for servers still starting (``[mcp] ready_wait_s``)."""
         entries, clients = _with_configured(specs, configured or {})
         parsed = parse_specs(entries, base_env=EnvPolicy.of(pass_env).base(os.environ))
-        self._changed = anyio.Event()
+        self.ready_wait_s = ready_wait_s
+        self._changed = Changed()
         self.timeouts = timeouts = timeouts or McpTimeouts()
         self._roots: tuple[Path, ...] = tuple(roots)
         self._questions = questions
@@ -165,8 +169,7 @@ class McpServers:
         self._poke()
 
     def _poke(self) -> None:
-        changed, self._changed = self._changed, anyio.Event()
-        changed.set()
+        self._changed.notify()
         if self._sign_in is None or self._group is None:
             return
         for conn in self.connections:
@@ -224,15 +227,12 @@ class McpServers:
                 group.start_soon(one, conn)
 
     async def settled(self, wait_s: float | None = None) -> None:
-        """Wait (bounded by ``wait_s``, default ``READY_WAIT_S``) until no server is still starting."""
-        limit = READY_WAIT_S if wait_s is None else wait_s
+        """Wait (bounded by ``wait_s``, default ``ready_wait_s``) until no server is still starting."""
+        limit = self.ready_wait_s if wait_s is None else wait_s
         if self._running:
             with anyio.move_on_after(limit):
-                while True:
-                    changed = self._changed
-                    if not any(c.settling for c in self.connections):
-                        break
-                    await changed.wait()
+                while any(c.settling for c in self.connections):
+                    await self._changed.wait()
 
     def _notices(self) -> list[str]:
         notices: list[str] = []

@@ -55,6 +55,7 @@ from hermes_acp.errors import ProviderRequestError, ProviderStreamError
 from ._http_errors import ProviderIdentity, TransientFailure, error_for_response, map_httpx_errors
 from ._retry import retry_delay
 from ._sse import EventTooLarge, SseMessage, SseParser
+from ._tls import verify_for
 from .base import ProviderEvent, ProviderRequest, ResponseDone, RetryWait, TextDelta, ThinkingDelta, ToolCallDelta
 
 __all__ = ["HostBoundKeyAuth", "HttpProvider", "StreamDecoder"]
@@ -142,6 +143,7 @@ class HttpProvider(ABC):
             timeout=httpx.Timeout(settings.timeout_s, connect=settings.connect_timeout_s),
             follow_redirects=False,
             transport=transport,
+            verify=verify_for(settings.base_url),
         )
 
     def __repr__(self) -> str:
@@ -157,6 +159,11 @@ class HttpProvider(ABC):
 
     async def aclose(self) -> None:
         await self._client.aclose()
+
+    @property
+    def closed(self) -> bool:
+        """``aclose`` was called: its connections are closed and it sends nothing more."""
+        return self._client.is_closed
 
     @abstractmethod
     def _body(self, request: ProviderRequest) -> dict[str, Any]:

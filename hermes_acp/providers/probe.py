@@ -27,6 +27,7 @@ from hermes_acp.core.sanitize import clean_text
 from hermes_acp.errors import ProviderStreamError
 
 from ._http import HostBoundKeyAuth
+from ._tls import verify_for
 from .base import ModelProvider, ProviderRequest, ResponseDone
 
 __all__ = ["MAX_LISTED", "ModelListing", "candidate_settings", "list_models", "try_model"]
@@ -73,7 +74,12 @@ async def list_models(
     try:
         async with (
             httpx.AsyncClient(
-                auth=auth, timeout=timeout_s, follow_redirects=False, transport=transport, headers=dict(headers or {})
+                auth=auth,
+                timeout=timeout_s,
+                follow_redirects=False,
+                transport=transport,
+                headers=dict(headers or {}),
+                verify=verify_for(base),
             ) as client,
             client.stream("GET", url, headers={**sent, "Accept": "application/json"}) as response,
         ):

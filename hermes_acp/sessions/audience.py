@@ -5,9 +5,10 @@ audience is the session's ``UpdateSink`` and ``PermissionGate`` (the ports the t
 ``Elicitor``:
 
 - **Updates** go to every attached connection, each through its own bridge, so each gets them shaped for its own
-  capabilities (notices, compaction updates). Each send is bounded per connection (``MEMBER_SEND_S``): a client
-  that lets one wait out counts as stalled until the turn ends and gets nothing more live (``session/load`` replays
-  it), while the others go on. The prompt of a turn is shown live to the connections that did not send it.
+  capabilities (notices, compaction updates). Each send is bounded per connection (``send_timeout_s``, by default
+  ``MEMBER_SEND_S``): a client that lets one wait out counts as stalled until the turn ends and gets nothing more
+  live (``session/load`` replays it), while the others go on. This is the one stall check on an update's way (the
+  recorder adds none). The prompt of a turn is shown live to the connections that did not send it.
 - **Questions** (permission requests, elicitation) go to every attached connection that can answer them; the first
   answer wins and is final, and the requests to the others are withdrawn (their waits are cancelled, which tells
   each client with ``$/cancel_request``). A connection that attaches while a question waits is asked too. With
@@ -100,6 +101,7 @@ class _Member:
     backlog: list[_Send] | None = None
     """While it catches up: what arrived live meanwhile, sent once the history is."""
     stalled: bool = False
+    timeout_s: float = MEMBER_SEND_S
 
     async def deliver(self, send: _Send) -> None:
         if self.backlog is not None:
@@ -108,7 +110,7 @@ class _Member:
             await self._send(send)
 
     async def _send(self, send: _Send) -> None:
-        with anyio.move_on_after(MEMBER_SEND_S) as sending:
+        with anyio.move_on_after(self.timeout_s) as sending:
             await send(self.sink)
         if sending.cancelled_caught:
             self.stalled = True
@@ -230,9 +232,16 @@ class Audience:
     """The connections attached to one session (see the module docstring)."""
 
     def __init__(
-        self, session_id: str, *, wait_for_attach: bool, unattended_wait_s: float = 0.0, relay: Relay | None = None
+        self,
+        session_id: str,
+        *,
+        wait_for_attach: bool,
+        unattended_wait_s: float = 0.0,
+        relay: Relay | None = None,
+        send_timeout_s: float = MEMBER_SEND_S,
     ):
         self._session_id = session_id
+        self._send_timeout_s = send_timeout_s
         self._relay = relay
         self._wait_for_attach = wait_for_attach
         self._unattended_wait_s = unattended_wait_s
@@ -283,7 +292,7 @@ class Audience:
             if history is None:
                 return
             self.detach(client)
-        member = _Member(client, client.sink(self._session_id))
+        member = _Member(client, client.sink(self._session_id), timeout_s=self._send_timeout_s)
         if history is None:
             self._join(member)
             return
@@ -412,18 +421,18 @@ class Audience:
     async def send(self, update: dict[str, Any]) -> None:
         """A session-level update (mode, config options) to every attached connection."""
         for member in list(self._members):
-            with anyio.move_on_after(MEMBER_SEND_S):
+            with anyio.move_on_after(self._send_timeout_s):
                 await member.client.send(self._session_id, update)
 
     async def commands_changed(self, commands: Sequence[Command]) -> None:
         for member in list(self._members):
-            with anyio.move_on_after(MEMBER_SEND_S):
+            with anyio.move_on_after(self._send_timeout_s):
                 await member.client.commands_changed(self._session_id, commands)
 
     async def config_changed(self, options: SessionOptions, *, mode_changed: bool) -> None:
         """The session's options changed (its mode too): each connection is told as it can show them."""
         for member in list(self._members):
-            with anyio.move_on_after(MEMBER_SEND_S):
+            with anyio.move_on_after(self._send_timeout_s):
                 await member.client.config_changed(self._session_id, options, mode_changed=mode_changed)
 
     # -- PermissionGate and Elicitor: the first answer wins ------------------------------------------------

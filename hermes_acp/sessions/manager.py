@@ -412,6 +412,7 @@ class SessionManager:
                 cwd=Path(record.cwd),
                 stderr_dir=settings.logs_dir / "mcp",
                 pass_env=settings.sandbox.pass_env,
+                ready_wait_s=settings.mcp.ready_wait_s,
             )
             if servers:
                 await runtime.enter(servers.running())  # starts them; does not wait for them

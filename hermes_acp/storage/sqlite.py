@@ -115,7 +115,14 @@ class StoreHealth:
 class SqliteSessionStore:
     """The durable store. Open with ``SqliteSessionStore.open(path)``; close with ``aclose``."""
 
-    def __init__(self, connection: sqlite3.Connection, path: Path, *, read_only: str | None = None):
+    def __init__(
+        self,
+        connection: sqlite3.Connection,
+        path: Path,
+        *,
+        read_only: str | None = None,
+        checkpoint_every: int = CHECKPOINT_EVERY,
+    ):
         self._db = connection
         self._path = path
         self.read_only = read_only
@@ -123,12 +130,14 @@ class SqliteSessionStore:
         self._lock = threading.Lock()
         self._appends = 0
         """Appends since the last WAL checkpoint."""
+        self._checkpoint_every = checkpoint_every
 
     @classmethod
-    async def open(cls, path: Path) -> SqliteSessionStore:
-        """Open (creating or migrating) the store at ``path``; read-only when it exists but cannot be written."""
+    async def open(cls, path: Path, *, checkpoint_every: int = CHECKPOINT_EVERY) -> SqliteSessionStore:
+        """Open (creating or migrating) the store at ``path``; read-only when it exists but cannot be written.
+        ``checkpoint_every``: appends between two WAL checkpoints."""
         connection, read_only = await anyio.to_thread.run_sync(_connect, path)
-        return cls(connection, path, read_only=read_only)
+        return cls(connection, path, read_only=read_only, checkpoint_every=checkpoint_every)
 
     async def health(self) -> StoreHealth:
         """Check the open database (``PRAGMA quick_check``) and its schema version; raises ``StorageError``."""
@@ -197,11 +206,11 @@ class SqliteSessionStore:
             self._lock.release()
 
     async def _checkpoint_now_and_then(self) -> None:
+        """Every ``checkpoint_every`` appends, move the WAL into the database (PASSIVE: never waits for readers)."""
         if self.read_only is not None:
             return
-        """Every ``CHECKPOINT_EVERY`` appends, move the WAL into the database (PASSIVE: never waits for readers)."""
         self._appends += 1
-        if self._appends < CHECKPOINT_EVERY:
+        if self._appends < self._checkpoint_every:
             return
         self._appends = 0
         await self._run(lambda db: db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone())

@@ -192,10 +192,13 @@ class TypedTool(Generic[InputT, Out]):
 
 
 def model_facing_schema(schema: dict[str, Any]) -> dict[str, Any]:
-    """A JSON schema as models handle best: ``$ref``s into ``$defs`` inlined, pydantic's titles dropped.
+    """A JSON schema as models handle best: ``$ref``s into ``$defs`` inlined, pydantic's titles dropped, and an
+    optional field's ``null`` alternative left out.
 
-    Several OpenAI-compatible servers (and small local models) mishandle ``$ref``; titles only cost tokens.
-    A self-referencing definition keeps its ``$ref`` (and its ``$defs``) rather than recursing forever.
+    Several OpenAI-compatible servers (and small local models) mishandle ``$ref``; titles only cost tokens, and so
+    does ``{"anyOf": [X, {"type": "null"}], "default": null}`` for a field that may simply be left out (it becomes
+    ``X``; validation still takes ``null``, since it is the model's, not this schema's). A self-referencing
+    definition keeps its ``$ref`` (and its ``$defs``) rather than recursing forever.
     """
     definitions: dict[str, Any] = schema.get("$defs", {})
     kept: set[str] = set()
@@ -205,6 +208,7 @@ def model_facing_schema(schema: dict[str, Any]) -> dict[str, Any]:
             return [walk(item, seen) for item in node]
         if not isinstance(node, dict):
             return node
+        node = _without_null(node)
         ref = node.get("$ref")
         if isinstance(ref, str) and ref.startswith("#/$defs/"):
             name = ref.removeprefix("#/$defs/")
@@ -227,6 +231,18 @@ def model_facing_schema(schema: dict[str, Any]) -> dict[str, Any]:
     if kept:
         result["$defs"] = {name: definitions[name] for name in kept if name in definitions}
     return result
+
+
+def _without_null(node: dict[str, Any]) -> dict[str, Any]:
+    """An optional field's schema without its ``null`` alternative (see ``model_facing_schema``); others as they are."""
+    options = node.get("anyOf")
+    if not (isinstance(options, list) and len(options) == 2 and {"type": "null"} in options):
+        return node
+    if "default" not in node or node["default"] is not None:
+        return node
+    [kept] = [option for option in options if option != {"type": "null"}]
+    rest = {key: value for key, value in node.items() if key not in ("anyOf", "default")}
+    return {**kept, **rest}
 
 
 def describe_validation_error(exc: ValidationError) -> str:

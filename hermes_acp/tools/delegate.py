@@ -61,7 +61,7 @@ class _Input(BaseModel):
     focus: list[str] = Field(
         default_factory=list,
         max_length=MAX_FOCUS,
-        description="Files or folders to start from, relative to the working directory or absolute.",
+        description="Files or folders to start from.",
     )
 
 
@@ -81,7 +81,7 @@ class DelegateTool(TypedTool[_Input, DelegateOutput]):
         "Hand a self-contained task to a subagent: a fresh session with its own context that works on it and"
         " answers with a concise report (the only thing you get back). Use it for searches and investigations"
         " that would fill your context, or for independent pieces of work; several delegate calls in one response"
-        " run at the same time. Give the subagent everything it needs in `task`."
+        " run at the same time."
     )
     Input = _Input
     read_only = True

@@ -35,7 +35,7 @@ class _Edit(BaseModel):
     model_config = ConfigDict(extra="forbid")
     old_text: str = Field(
         min_length=1,
-        description="Exact text to replace, whitespace included; it must occur exactly once unless replace_all.",
+        description="The exact text to replace.",
     )
     new_text: str = Field(description="The replacement text.")
     replace_all: bool = Field(default=False, description="Replace every occurrence of old_text.")
@@ -50,11 +50,11 @@ class EditResult:
 
 class _EditInput(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    path: str = Field(min_length=1, description="File path, relative to the working directory or absolute.")
+    path: str = Field(min_length=1, description="The file's path.")
     edits: list[_Edit] = Field(
         min_length=1,
         max_length=50,
-        description="Applied in order, each to the result of the previous ones; if one fails, nothing is changed.",
+        description="Applied in order, each to the result of the previous ones.",
     )
 
 
@@ -141,9 +141,9 @@ def apply_edits(original: str, edits: list[_Edit], shown: str) -> EditResult:
 class EditFileTool(TypedTool[_EditInput, EditOutput]):
     name = "edit_file"
     description = (
-        "Edit a text file with exact search/replace edits. Each old_text must match the file exactly (whitespace"
-        " included, without read_file's line-number prefixes) and only once unless replace_all is set. All edits"
-        " apply or none does."
+        "Edit a text file by exact search and replace. Each old_text must match the file exactly (whitespace"
+        " included, without read_file's line-number prefixes) and once, unless replace_all. All edits apply or"
+        " none."
     )
     Input = _EditInput
     read_only = False

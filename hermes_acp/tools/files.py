@@ -43,7 +43,7 @@ READ_MAX_LINE_CHARS = 2000
 
 class _ReadInput(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    path: str = Field(min_length=1, description="File path, relative to the working directory or absolute.")
+    path: str = Field(min_length=1, description="The file's path.")
     line: int | None = Field(default=None, ge=1, description="First line to read (1-based). Default 1.")
     limit: int | None = Field(
         default=None, ge=1, le=READ_DEFAULT_LINES, description=f"Lines to read. Default {READ_DEFAULT_LINES}."
@@ -153,7 +153,7 @@ class ReadFileTool(TypedTool[_ReadInput, dict[str, Any]]):
 
 class _WriteInput(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    path: str = Field(min_length=1, description="File path, relative to the working directory or absolute.")
+    path: str = Field(min_length=1, description="The file's path.")
     content: str = Field(description="The complete new content of the file.")
 
 

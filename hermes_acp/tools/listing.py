@@ -38,7 +38,7 @@ _COUNT_CAP = 20_000
 
 class _ListInput(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    path: str = Field(default=".", min_length=1, description="Folder, relative to the working directory or absolute.")
+    path: str = Field(default=".", min_length=1, description="The folder.")
     glob: str | None = Field(
         default=None,
         min_length=1,

@@ -26,14 +26,14 @@ class _Step(BaseModel):
 
 class _Input(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    steps: list[_Step] = Field(max_length=50, description="The complete plan; it replaces the previous one.")
+    steps: list[_Step] = Field(max_length=50, description="Every step, in order.")
 
 
 class UpdatePlanTool(TypedTool[_Input, None]):
     name = "update_plan"
     description = (
-        "Replace the visible plan with the complete list of steps and their status "
-        "(pending, in_progress, completed). Use it for multi-step work and update it as you go."
+        "Replace the visible plan with the complete list of steps and their status. Use it for multi-step work and"
+        " update it as you go."
     )
     Input = _Input
     read_only = True

@@ -42,11 +42,11 @@ _MAX_OUTPUT_CHARS = 40_000
 class _SearchInput(BaseModel):
     model_config = ConfigDict(extra="forbid")
     pattern: str = Field(min_length=1, description="Regular expression (Python syntax), or plain text with literal.")
-    path: str = Field(default=".", min_length=1, description="Folder or file to search. Default: working directory.")
+    path: str = Field(default=".", min_length=1, description="Folder or file to search.")
     glob: str | None = Field(
         default=None, min_length=1, description="Only files matching this gitignore-style glob ('*.py', 'src/**')."
     )
-    literal: bool = Field(default=False, description="Treat pattern as plain text, not a regular expression.")
+    literal: bool = Field(default=False, description="Pattern is plain text.")
     ignore_case: bool = Field(default=False, description="Match regardless of case.")
     limit: int = Field(default=SEARCH_DEFAULT_LIMIT, ge=1, le=SEARCH_MAX_LIMIT, description="Most matches to return.")
 

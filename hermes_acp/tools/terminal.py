@@ -64,8 +64,8 @@ _QUIET_ENV = {"PAGER": "cat", "GIT_PAGER": "cat", "GIT_TERMINAL_PROMPT": "0", "P
 
 class _TerminalInput(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    command: str = Field(min_length=1, max_length=100_000, description="The command line, run with bash -c.")
-    cwd: str | None = Field(default=None, description="Working folder. Default: the session's working directory.")
+    command: str = Field(min_length=1, max_length=100_000, description="The command line.")
+    cwd: str | None = Field(default=None, description="Folder to run it in.")
     env: dict[str, str] | None = Field(default=None, description="Extra environment variables.")
     timeout_s: float = Field(
         default=TIMEOUT_DEFAULT_S,
@@ -133,8 +133,7 @@ class TerminalTool(TypedTool[_TerminalInput, dict[str, Any]]):
     name = "terminal"
     description = (
         "Run a shell command (bash -c) in the working directory or `cwd`. Stdin is closed: the command must not wait"
-        " for input. Returns the exit code and the output (long output keeps its start and end). Killed after"
-        f" timeout_s (default {TIMEOUT_DEFAULT_S:g})."
+        " for input. Returns the exit code and the output (long output keeps its start and end)."
     )
     Input = _TerminalInput
     read_only = False

@@ -27,7 +27,7 @@ from hermes_acp.tools.policy import decide
 from .ports import PermissionAnswer, PermissionGate, PermissionQuestion
 from .recorder import Recorder
 
-__all__ = ["ApprovalFlow", "TurnCancelledByClient"]
+__all__ = ["ApprovalFlow", "TurnCancelledByClient", "bounded_display"]
 
 Out = TypeVar("Out")
 
@@ -74,7 +74,7 @@ class ApprovalFlow:
             title=request.title or presentation.title,
             kind=presentation.kind,
             raw_input=cut_json(request.raw_input, MAX_PERMISSION_TEXT_CHARS),
-            content=_bounded(request.content or presentation.content),
+            content=bounded_display(request.content or presentation.content),
             locations=presentation.locations,
             offer_always=verdict.offer_always,
         )
@@ -103,7 +103,7 @@ class ApprovalFlow:
         raise PermissionDeniedError("the user refused this call; it was not run")
 
 
-def _bounded(blocks: list[DisplayBlock]) -> list[DisplayBlock]:
+def bounded_display(blocks: list[DisplayBlock]) -> list[DisplayBlock]:
     """What a permission question shows, each text and each side of a diff within ``MAX_PERMISSION_TEXT_CHARS``
     (``core.bounds``): a longer text is cut with a note, a larger diff is named with its size instead."""
     limit = MAX_PERMISSION_TEXT_CHARS

@@ -124,7 +124,9 @@ LiveUpdate = (
 
 
 class UpdateSink(Protocol):
-    """Where a session's updates go. Sends are awaited in order; nothing is fired and forgotten."""
+    """Where a session's updates go. Sends are awaited in order; nothing is fired and forgotten. Each send is
+    bounded by the sink itself: one whose reader stops taking updates stops sending to it live until the turn ends
+    (its ``TurnEnded``), rather than hold the turn (the recorder adds no bound of its own)."""
 
     async def emit_event(self, event: SessionEvent, *, live: bool) -> None:
         """Render a stored event. ``live`` is False during ``session/load`` replay."""

@@ -4,11 +4,11 @@ What is folded and emitted is what the store returns as stored (the store may ha
 so a live turn shows exactly what a replay will. The write is shielded from cancellation so a cancelled turn never
 leaves the store and the in-memory projection disagreeing. Writes from tasks that run together (tool calls that
 only read) take turns: each is stored, folded in and emitted before the next, so the editor sees the events in the
-order a replay will show them. Every emission is bounded, and a client that lets one
-wait out ``EMIT_TIMEOUT_S`` counts as stalled until the turn ends: nothing more is sent to it live (logged once),
-so a client that stopped reading costs a turn one timeout, not one per update. The log keeps everything and
-``session/load`` replays it. ``notice`` shows a warning live where the client takes notices and stores it as agent
-text where it does not. It knows the store and sink seams, not their implementations.
+order a replay will show them. Emissions are bounded by the sink, not here (``UpdateSink``: the session's audience
+bounds each send per connection and stops sending live to one that stalls, until the turn ends), so each update
+pays for one stall check, not two. The log keeps everything and ``session/load`` replays it. ``notice`` shows a
+warning live where the client takes notices and stores it as agent text where it does not. It knows the store and
+sink seams, not their implementations.
 """
 
 from __future__ import annotations
@@ -17,9 +17,8 @@ import contextlib
 from collections.abc import AsyncIterator, Sequence
 
 import anyio
-import structlog
 
-from hermes_acp.core import NoticeAdded, SessionEvent, TurnEnded
+from hermes_acp.core import NoticeAdded, SessionEvent
 from hermes_acp.core.ids import new_message_id
 from hermes_acp.core.notice import Notice
 from hermes_acp.storage.base import SessionStore
@@ -27,11 +26,7 @@ from hermes_acp.storage.base import SessionStore
 from .ports import LiveUpdate, UpdateSink
 from .projection import SessionProjection
 
-__all__ = ["EMIT_TIMEOUT_S", "Recorder"]
-
-EMIT_TIMEOUT_S = 10.0
-"""Longest wait for the client to take one update off our stdout."""
-_log = structlog.get_logger("hermes_acp.turns")
+__all__ = ["Recorder"]
 
 
 class Recorder:
@@ -40,7 +35,6 @@ class Recorder:
         self._store = store
         self.sink = sink
         self.projection = projection
-        self._stalled = False
         self._writing = anyio.Lock()
 
     async def record(self, *events: SessionEvent) -> None:
@@ -51,8 +45,6 @@ class Recorder:
                 for event in stored:
                     self.projection.apply(event)
                 await self._emit(stored)
-        if any(isinstance(event, TurnEnded) for event in events):
-            self._stalled = False  # the next turn tries the client again
 
     @contextlib.asynccontextmanager
     async def quiet(self) -> AsyncIterator[None]:
@@ -68,23 +60,14 @@ class Recorder:
             await self._emit(events)
 
     async def _emit(self, events: Sequence[SessionEvent]) -> None:
-        if self._stalled:
-            return
-        with anyio.move_on_after(EMIT_TIMEOUT_S) as emitting:
-            for event in events:
-                await self.sink.emit_event(event, live=True)
-        if emitting.cancelled_caught:
-            self._stall()
+        for event in events:
+            await self.sink.emit_event(event, live=True)
 
     async def show(self, notice: Notice) -> bool:
-        """Show a warning live where the client takes notices (bounded; never to a stalled client): True when it
-        was, and then it is never stored; False when the caller is to store its text. The one place that decides
-        between the two."""
-        if self._stalled:
-            return False
-        with anyio.move_on_after(EMIT_TIMEOUT_S):
-            return await self.sink.notice(notice)
-        return False
+        """Show a warning live where the client takes notices (the sink bounds each connection and skips a stalled
+        one): True when it was, and then it is never stored; False when the caller is to store its text. The one
+        place that decides between the two."""
+        return await self.sink.notice(notice)
 
     async def notice(self, notice: Notice, *, turn_id: str) -> None:
         """A warning for the user: a live ``notice`` where the client takes them (``show``), else stored as a line
@@ -93,17 +76,5 @@ class Recorder:
             await self.record(NoticeAdded(turn_id=turn_id, message_id=new_message_id(), text=notice.as_text()))
 
     async def live(self, update: LiveUpdate) -> None:
-        """Send a transient update (streamed text, progress); bounded like every other send, dropped when stalled."""
-        if self._stalled:
-            return
-        with anyio.move_on_after(EMIT_TIMEOUT_S) as emitting:
-            await self.sink.emit_live(update)
-        if emitting.cancelled_caught:
-            self._stall()
-
-    def _stall(self) -> None:
-        self._stalled = True
-        _log.warning(
-            "the client stopped taking updates; the rest of this turn is not sent live (session/load replays it)",
-            session_id=self._session_id,
-        )
+        """Send a transient update (streamed text, progress), never stored."""
+        await self.sink.emit_live(update)

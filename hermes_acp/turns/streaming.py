@@ -32,6 +32,7 @@ from hermes_acp.core import (
     ToolCallPart,
 )
 from hermes_acp.core.bounds import MAX_TOOL_CALLS_PER_RESPONSE
+from hermes_acp.core.flags import Flag
 from hermes_acp.core.ids import new_tool_call_id
 from hermes_acp.core.messages import AssistantPart
 from hermes_acp.core.notice import Notice
@@ -223,7 +224,7 @@ class _Checkpointer:
         self._unsaved = 0
         self._since = 0.0
         """When the oldest unsaved piece arrived (``time.monotonic``)."""
-        self._due = anyio.Event()
+        self._due = Flag()
         """Set when the unsaved text is to be stored."""
         self._stopped = threading.Event()
         self.failure: StorageError | None = None
@@ -244,7 +245,6 @@ class _Checkpointer:
         while True:
             await self._due.wait()
             self._unsaved = 0
-            self._due = anyio.Event()
             checkpoint = self._partial.take_unsaved(turn_id=self._turn_id, model_id=self._model_id)
             if not (checkpoint.text or checkpoint.thinking):
                 continue

@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from hermes_acp.commands import review
 from hermes_acp.commands.review import Changes, NothingToReview, collect_changes
 from hermes_acp.exec.environment import EnvPolicy
 
@@ -88,14 +87,12 @@ async def test_a_repository_without_commits_shows_its_staged_and_unstaged_files(
     assert found.untracked == ["util.py"]
 
 
-async def test_a_big_diff_is_cut_and_the_prompt_says_how_much(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(review, "MAX_DIFF_BYTES", 300)
-    monkeypatch.setattr(review, "MAX_UNTRACKED", 2)
+async def test_a_big_diff_is_cut_and_the_prompt_says_how_much(tmp_path: Path) -> None:
     repo = repository(tmp_path)
     (repo / "app.py").write_text("".join(f"line {i}\n" for i in range(200)))
     for name in ("a.txt", "b.txt", "c.txt"):
         (repo / name).write_text(name)
-    found = await collect_changes(repo, ENV)
+    found = await collect_changes(repo, ENV, max_diff_bytes=300, max_untracked=2)
     assert isinstance(found, Changes)
     assert found.diff_cut and len(found.diff.encode()) <= 300 < found.diff_bytes
     assert (found.untracked, found.untracked_total) == (["a.txt", "b.txt"], 3)

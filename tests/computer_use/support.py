@@ -169,13 +169,15 @@ async def open_desk(
     model: CatalogModel | None = None,
     models: Sequence[CatalogModel] = (),
     providers: Mapping[str, ModelProvider] | None = None,
+    driver: Sequence[str] | None = None,
 ) -> AsyncIterator[Desk]:
+    """The computer_use tool of one session against the simulated driver (``driver``: another driver command)."""
     folder = tmp_path / "desk"
     home = folder / "home"
     home.mkdir(parents=True, exist_ok=True)
     argv, env = command(profile=profile, faults=faults, journal=folder / "journal.jsonl", state=folder / "state.json")
     (home / "config.toml").write_text(pin_sandbox(config))
-    settings = load_settings({"HERMES_CUA_DRIVER_CMD": shlex.join(argv)}, home=home)
+    settings = load_settings({"HERMES_CUA_DRIVER_CMD": shlex.join(driver or argv)}, home=home)
     current = model or catalog_model()
     catalog = ModelCatalog([current, *models], current.id)
     registry = ProviderRegistry(settings, {}, overrides=providers)

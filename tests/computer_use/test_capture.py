@@ -13,11 +13,12 @@ from PIL import Image
 
 from fixtures.cua_driver_sim import CALCULATOR_PID, CALCULATOR_WINDOW_ID, TEXT_EDITOR_WINDOW_ID
 from hermes_acp.core import ImageBlock, ImagePart, TextBlock, TextPart
-from hermes_acp.images import codec as images_module
+from hermes_acp.images.codec import fit, mark_and_fit
+from hermes_acp.images.gate import NATIVE_MAX_EDGE
 from hermes_acp.providers.scripted import ScriptedProvider, text_reply
 from tests.fakes.cache_age import age_past_the_grace
 
-from .support import BUSY_WINDOW, catalog_model, open_desk, payload, use_busy_pixels
+from .support import BUSY_WINDOW, busy_png, catalog_model, open_desk, payload, use_busy_pixels
 
 pytestmark = pytest.mark.anyio
 
@@ -185,23 +186,9 @@ async def test_a_model_without_vision_gets_the_element_list_or_the_auxiliary_des
 
 
 @pytest.mark.parametrize("route", ["native", "auxiliary"])
-async def test_a_busy_screenshot_is_decoded_once_and_never_re_encoded_as_a_png_that_cannot_fit(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, route: str
-) -> None:
-    decoded: list[int] = []
-    encoded: list[str] = []
-    real_open, real_encode = images_module._open, images_module._encode
-
-    def open_spy(data: bytes) -> Any:
-        decoded.append(len(data))
-        return real_open(data)
-
-    def encode_spy(image: Any, fmt: str, quality: int = 85) -> bytes:
-        encoded.append(fmt)
-        return real_encode(image, fmt, quality)
-
-    monkeypatch.setattr(images_module, "_open", open_spy)
-    monkeypatch.setattr(images_module, "_encode", encode_spy)
+async def test_a_busy_screenshot_is_fitted_once_and_the_gate_passes_it_on_as_it_is(tmp_path: Path, route: str) -> None:
+    """The capture marks and fits the screenshot in one pass; the gate's own fit finds it fitting and hands on the
+    same bytes, undecoded (the editor, the model and the describer see one image)."""
     aux = ScriptedProvider([text_reply("A calculator.")], provider_id="aux")
     options: dict[str, Any] = (
         {}
@@ -215,8 +202,25 @@ async def test_a_busy_screenshot_is_decoded_once_and_never_re_encoded_as_a_png_t
     body = payload(outcome)
     editor = next(block for block in outcome.content if isinstance(block, ImageBlock))
     assert body["image"]["route"] == route and len(body["elements"]) == 16
-    assert len(decoded) == 1 and "PNG" not in encoded
+    assert editor.media_type == "image/jpeg", "busy pixels do not fit as a PNG"
     assert len(base64.b64decode(editor.data)) <= desk.settings.vision.embed_target_bytes
     if route == "native":
         shown = outcome.parts[1]
         assert isinstance(shown, ImagePart) and (shown.media_type, shown.data) == (editor.media_type, editor.data)
+    else:
+        [request] = aux.requests
+        sent = next(p for m in request.messages for p in getattr(m, "parts", []) if isinstance(p, ImagePart))
+        assert (sent.media_type, sent.data) == (editor.media_type, editor.data)
+
+
+def test_busy_pixels_are_decoded_once_and_never_encoded_as_a_png_that_cannot_fit() -> None:
+    """A PNG attempt is skipped when the source's bytes scaled by the area already exceed the budget; a fitted image
+    fitted again is returned as it is."""
+    data = base64.b64decode(busy_png(1280, 800))
+    target = 256 * 1024
+    box = (1, (10.0, 10.0, 60.0, 20.0))
+    marked = mark_and_fit(data, "image/png", [box], max_edge=NATIVE_MAX_EDGE, target_bytes=target)
+    assert marked.media_type == "image/jpeg" and len(marked.data) <= target
+    assert marked.encoded and not any(e.startswith("PNG") for e in marked.encoded), marked.encoded
+    again = fit(marked.data, marked.media_type, max_edge=NATIVE_MAX_EDGE, target_bytes=target)
+    assert again.encoded == () and again.data == marked.data, "fitting, so not decoded"

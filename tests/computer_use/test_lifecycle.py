@@ -81,7 +81,7 @@ async def test_the_driver_is_looked_up_once_per_process_for_each_path_and_enviro
         ComputerUse.for_session(_NoOwner(), settings, gate=image_gate(settings, model, catalog, providers), env=env)
         for env in (first_env, dict(first_env), second_env)
     ]
-    envs = [cu.driver._params.env for cu in sessions]
+    envs = [cu.driver.params.env for cu in sessions]
     assert all(cu.available for cu in sessions)
     assert looked_up == [str(tmp_path / "bin"), str(tmp_path / "other")]
     assert envs[0] is envs[1] and "SOME_API_KEY" not in envs[0] and envs[2]["PATH"] == str(tmp_path / "other")
@@ -99,9 +99,6 @@ async def test_check_reports_the_driver_path_and_version(tmp_path: Path) -> None
 
 
 async def test_a_driver_that_cannot_start_is_a_clear_error(tmp_path: Path) -> None:
-    async with open_desk(tmp_path) as desk:
-        desk.cu.driver._params = desk.cu.driver._params.__class__(  # a command that exits at once
-            argv=[sys.executable, "-c", "raise SystemExit(3)"], env={}, start_timeout_s=5
-        )
+    async with open_desk(tmp_path, driver=[sys.executable, "-c", "raise SystemExit(3)"]) as desk:  # exits at once
         outcome = await desk.act(action="capture", app="Calculator")
     assert outcome.failed and outcome.error_code == "driver_unavailable"

@@ -12,6 +12,7 @@ import anyio
 from pydantic import BaseModel, ConfigDict
 
 from hermes_acp.core import DiffBlock, TextBlock, TextPart, ToolCallPart
+from hermes_acp.core.flags import Changed
 from hermes_acp.errors import ToolError
 from hermes_acp.tools.approval import Approval
 from hermes_acp.tools.base import Presentation, Tool, ToolOutcome, TypedTool
@@ -177,7 +178,7 @@ class GatedReadTool(TypedTool[_Message, Any]):
     def __init__(self) -> None:
         self.started: list[str] = []
         self.cancelled: list[str] = []
-        self.changed = anyio.Event()
+        self.changed = Changed()
         self._release: dict[str, anyio.Event] = {}
 
     def release(self, message: str) -> None:
@@ -205,8 +206,7 @@ class GatedReadTool(TypedTool[_Message, Any]):
 
     async def run(self, parsed: _Message, approval: Approval[Any], ctx: ToolContext) -> ToolOutcome[Any]:
         self.started.append(parsed.message)
-        self.changed.set()
-        self.changed = anyio.Event()
+        self.changed.notify()
         try:
             await self._gate(parsed.message).wait()
         except anyio.get_cancelled_exc_class():

@@ -24,7 +24,7 @@ from hermes_acp.core import ImageBlock, ImagePart
 from hermes_acp.errors import OutcomeUnknownError, ToolError, ToolTimeoutError
 from hermes_acp.mcp_client import McpTimeouts
 from hermes_acp.mcp_client._failures import ServerRejected, TransportDropped
-from hermes_acp.mcp_client._wire import _translate
+from hermes_acp.mcp_client._wire import translate_failure
 from hermes_acp.tools.approval import Approval
 from hermes_acp.tools.base import AnyTool, ToolOutcome
 from hermes_acp.tools.context import ApprovalRequest
@@ -279,4 +279,4 @@ async def test_an_error_with_the_closed_code_from_a_live_server_is_its_error_not
     ],
 )
 def test_only_the_sdks_own_closed_errors_are_a_dropped_connection(message: str, expected: type[Exception]) -> None:
-    assert isinstance(_translate(MCPError(code=mcp_types.CONNECTION_CLOSED, message=message), []), expected)
+    assert isinstance(translate_failure(MCPError(code=mcp_types.CONNECTION_CLOSED, message=message), []), expected)

@@ -73,21 +73,19 @@ async def test_a_server_that_fails_is_reported_with_the_prompt_and_the_turn_goes
         assert not any(name.startswith("mcp__") for name in offered(provider, 0))
 
 
-async def test_a_request_goes_out_without_a_server_still_starting_and_says_so(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+async def test_a_request_goes_out_without_a_server_still_starting_and_says_so(tmp_path: Path) -> None:
     provider = ScriptedProvider(
         [text_reply("without"), tool_reply(call("e1", "mcp__fixture__echo", text="x")), text_reply("ok")]
     )
-    async with open_pair(tmp_path, provider=provider) as pair:
+    async with open_pair(tmp_path, provider=provider, config="[mcp]\nready_wait_s = 0\n") as pair:
         session_id = await new_session(pair, [stdio_spec("fixture")])
-        monkeypatch.setattr("hermes_acp.mcp_client.servers.READY_WAIT_S", 0.0)
         with anyio.fail_after(START_S):
             await pair.prompt(session_id, "now")
         assert "MCP server 'fixture' is still starting" in pair.client.text(session_id)
         assert not any(n.startswith("mcp__") for n in offered(provider, 0))
-        monkeypatch.setattr("hermes_acp.mcp_client.servers.READY_WAIT_S", START_S)
         with anyio.fail_after(START_S):
+            await pair.prompt(session_id, "/mcp reconnect fixture")  # answered once the server is ready
+            assert "Reconnected MCP server 'fixture': ready" in pair.client.text(session_id)
             await pair.prompt(session_id, "later")
         assert "mcp__fixture__echo" in offered(provider, 1)
         assert pair.client.cards(session_id)["e1"]["status"] == "completed"

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from hermes_acp.config import Settings, load_settings
+from hermes_acp.providers._http import HttpProvider
 from hermes_acp.providers.catalog import ModelCatalog
 from hermes_acp.providers.registry import ProviderRegistry
 from hermes_acp.providers.routing import ProviderRoute, routed_settings
@@ -88,4 +89,4 @@ async def test_routes_survive_a_reload_and_old_providers_close_with_the_registry
     assert "b" in registry.settings.providers and not registry.disabled
     await registry.aclose()
     for provider in (first, second):
-        assert provider._client.is_closed  # type: ignore[attr-defined]
+        assert isinstance(provider, HttpProvider) and provider.closed

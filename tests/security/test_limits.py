@@ -155,7 +155,7 @@ def test_a_delegated_cgroup_v2_the_agent_holds_alone_gives_each_command_a_child(
     (own / "cgroup.controllers").write_text("cpu pids memory\n")
     (own / "cgroup.subtree_control").write_text("\n")
     (own / "cgroup.procs").write_text(f"{os.getpid()}\n")
-    found, problem = limits_module._unified(own, prepare=True)
+    found, problem = limits_module.unified_cgroups(own, prepare=True)
     assert problem is None and found is not None and found.version == 2
     assert (own / "hermes-acp-agent" / "cgroup.procs").read_text() == str(os.getpid())
     assert (own / "cgroup.subtree_control").read_text() == "+pids +memory"
@@ -167,6 +167,6 @@ def test_a_delegated_cgroup_v2_the_agent_holds_alone_gives_each_command_a_child(
     assert CommandLimits.make(SMALL, enforcement_here, for_editor=True).folders == [], "v2: not for the editor"
     (own / "cgroup.subtree_control").write_text("\n")
     (own / "cgroup.procs").write_text(f"{os.getpid()}\n1\n")
-    assert "other processes share" in (limits_module._unified(own, prepare=True)[1] or "")
+    assert "other processes share" in (limits_module.unified_cgroups(own, prepare=True)[1] or "")
     (own / "cgroup.controllers").write_text("cpu memory\n")
-    assert "not delegated" in (limits_module._unified(own, prepare=True)[1] or "")
+    assert "not delegated" in (limits_module.unified_cgroups(own, prepare=True)[1] or "")

@@ -15,7 +15,6 @@ from hermes_acp.core.sanitize import Removals
 from hermes_acp.errors import OutcomeUnknownError, ToolError
 from hermes_acp.mcp_client import McpTimeouts, McpTool, normalise_schema
 from hermes_acp.mcp_client.naming import ToolKey, assign_names, sanitise
-from hermes_acp.mcp_client.remote_tools import _answer
 from hermes_acp.tools.approval import Approval
 from tests.mcp.support import context
 
@@ -104,8 +103,10 @@ async def test_error_messages_from_the_server_are_cleaned_and_keep_their_kind(
     assert raised.value.code == failure.code
 
 
-async def test_answers_without_hidden_text_come_back_unchanged() -> None:
-    async def plain() -> dict[str, Any]:
-        return {"content": [{"type": "text", "text": "plain"}]}
-
-    assert await _answer(plain(), "s", "tools/call x") == {"content": [{"type": "text", "text": "plain"}]}
+async def test_answers_without_hidden_text_come_back_unchanged(tmp_path: Path) -> None:
+    answer = {"content": [{"type": "text", "text": "plain"}], "structuredContent": {"answer": ["as it was"]}}
+    tool = _tool(_Connection(answer))
+    ctx = context(tmp_path)
+    outcome = await tool.run({"key": "alpha"}, Approval(ctx.tool_call_id, granted="policy"), ctx)
+    assert outcome.raw_output is not None and outcome.raw_output["structuredContent"] == {"answer": ["as it was"]}
+    assert [b.text for b in outcome.content] == ["plain"]  # type: ignore[union-attr]

@@ -12,7 +12,6 @@ from pathlib import Path
 import anyio
 import pytest
 
-from hermes_acp.images import cache as image_cache
 from hermes_acp.images.cache import KEEP, CacheKind, save, save_image, save_json
 from tests.fakes.cache_age import age_past_the_grace
 
@@ -31,21 +30,25 @@ def files(folder: Path, prefix: str) -> set[Path]:
 Dated = dict[CacheKind, dict[Path, tuple[int, str]]]
 
 
-async def _write_concurrently(tmp_path: Path, grace_s: float) -> tuple[Dated, list[Path]]:
-    """``SESSIONS`` writers of every kind at once; each file's date and name the moment its write returned, and the
-    files that were gone when their writer read them right after."""
+async def _write_concurrently(tmp_path: Path, grace_s: float, lock_wait_s: float) -> tuple[Dated, list[Path]]:
+    """``SESSIONS`` writers of every kind at once, each waiting at most ``lock_wait_s`` for the folder's lock; each
+    file's date and name the moment its write returned, and the files that were gone when their writer read them
+    right after."""
     dated: Dated = {"screenshot": {}, "mcp_image": {}, "elements": {}}
     gone: list[Path] = []
+    wait = lock_wait_s
 
     async def session(number: int) -> None:
         rng = random.Random(number)
         for i in range(ROUNDS):
             shot_bytes = f"shot {number}/{i}".encode()
-            shot = await save_image(tmp_path, "screenshot", shot_bytes, "image/png", grace_s=grace_s)
+            shot = await save_image(tmp_path, "screenshot", shot_bytes, "image/png", grace_s=grace_s, lock_wait_s=wait)
             # An MCP server answers with a few images again and again: each is stored once and refreshed.
             mcp_bytes = f"mcp {number}/{rng.randrange(10)}".encode()
-            mcp = await save_image(tmp_path, "mcp_image", mcp_bytes, "image/jpeg", grace_s=grace_s)
-            doc = await save_json(tmp_path, "elements", {"session": number, "capture": i}, grace_s=grace_s)
+            mcp = await save_image(tmp_path, "mcp_image", mcp_bytes, "image/jpeg", grace_s=grace_s, lock_wait_s=wait)
+            doc = await save_json(
+                tmp_path, "elements", {"session": number, "capture": i}, grace_s=grace_s, lock_wait_s=wait
+            )
             kinds: tuple[tuple[CacheKind, Path], ...] = (("screenshot", shot), ("mcp_image", mcp), ("elements", doc))
             for kind, path in kinds:
                 try:
@@ -74,15 +77,12 @@ def _newest(dates: dict[Path, tuple[int, str]], count: int) -> set[Path]:
     return set(sorted(dates, key=dates.__getitem__)[-count:])
 
 
-async def test_concurrent_writers_of_every_kind_lose_nothing_the_rule_keeps(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # Every write gets the lock here, however long a loaded machine stalls a writer: this is the rule itself.
-    monkeypatch.setattr(image_cache, "LOCK_WAIT_S", 60.0)
+async def test_concurrent_writers_of_every_kind_lose_nothing_the_rule_keeps(tmp_path: Path) -> None:
     foreign = tmp_path / "images" / "someone-elses.png"
     foreign.parent.mkdir(parents=True)
     foreign.write_bytes(b"not ours")
-    dated, _ = await _write_concurrently(tmp_path, grace_s=0.0)
+    # Every write gets the lock here, however long a loaded machine stalls a writer: this is the rule itself.
+    dated, _ = await _write_concurrently(tmp_path, grace_s=0.0, lock_wait_s=60.0)
     kept = _kept(tmp_path)
     for kind, dates in dated.items():
         assert len(dates) > KEEP, kind
@@ -91,15 +91,12 @@ async def test_concurrent_writers_of_every_kind_lose_nothing_the_rule_keeps(
     assert all(p.read_bytes().startswith(b"shot ") for p in kept["screenshot"]), "kept files are whole"
 
 
-async def test_a_file_just_written_is_never_pruned_however_many_follow_it(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+async def test_a_file_just_written_is_never_pruned_however_many_follow_it(tmp_path: Path) -> None:
     """The race the suite used to lose on a busy machine: a writer stalled while the others wrote more than ``KEEP``
     files, and the screenshot it had just been handed was gone when it read it. Within the grace nothing goes; once
     the files are older than it, the rule takes the oldest (a clock set back makes files look young, not old)."""
-    monkeypatch.setattr(image_cache, "LOCK_WAIT_S", 60.0)
     first = await save_image(tmp_path, "screenshot", b"handed to the model", "image/png", grace_s=FOREVER_S)
-    dated, gone = await _write_concurrently(tmp_path, grace_s=FOREVER_S)
+    dated, gone = await _write_concurrently(tmp_path, grace_s=FOREVER_S, lock_wait_s=60.0)
     assert gone == [] and first.read_bytes() == b"handed to the model"
     kept = _kept(tmp_path)
     for kind, dates in dated.items():
@@ -134,14 +131,11 @@ async def test_a_cache_folder_that_is_a_link_is_not_written_through(tmp_path: Pa
     assert list(elsewhere.iterdir()) == []
 
 
-async def test_writers_that_never_wait_for_the_lock_still_lose_nothing(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+async def test_writers_that_never_wait_for_the_lock_still_lose_nothing(tmp_path: Path) -> None:
     # As if the machine stalled every writer past the wait: each contended write goes ahead without the lock and
     # skips its prune. A repeated image was refreshed in place then, and a prune that had listed it before the
     # refresh took the name the write returned (FileNotFoundError in the writer that got it back).
-    monkeypatch.setattr(image_cache, "LOCK_WAIT_S", 0.0)
-    dated, _ = await _write_concurrently(tmp_path, grace_s=0.0)
+    dated, _ = await _write_concurrently(tmp_path, grace_s=0.0, lock_wait_s=0.0)
     kept = _kept(tmp_path)
     for kind, dates in dated.items():
         newest = _newest(dates, KEEP)
@@ -166,19 +160,16 @@ async def test_the_same_image_is_stored_once_and_written_whole(tmp_path: Path) -
     assert not [p for p in (tmp_path / "images").iterdir() if p.name.endswith(".partial")]
 
 
-async def test_a_folder_held_by_a_stuck_writer_still_takes_the_file_and_skips_the_prune(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+async def test_a_folder_held_by_a_stuck_writer_still_takes_the_file_and_skips_the_prune(tmp_path: Path) -> None:
     import fcntl
     import os
 
-    monkeypatch.setattr(image_cache, "LOCK_WAIT_S", 0.05)
     olds = [await save_image(tmp_path, "screenshot", f"s{i}".encode(), "image/png") for i in range(KEEP)]
     fd = os.open(tmp_path / "images" / ".lock", os.O_RDWR)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)  # another process froze while holding the lock
         with anyio.fail_after(10):
-            late = await save_image(tmp_path, "screenshot", b"late", "image/png")
+            late = await save_image(tmp_path, "screenshot", b"late", "image/png", lock_wait_s=0.05)
     finally:
         os.close(fd)
     assert late.read_bytes() == b"late" and all(p.exists() for p in olds), "written, nothing pruned"

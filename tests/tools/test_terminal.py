@@ -333,23 +333,32 @@ async def test_a_command_that_cannot_start_is_a_tool_error(tmp_path: Path, monke
         await call(TerminalTool(), context(tmp_path), command="true")
 
 
-async def test_the_process_group_check_stays_off_the_event_loop(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+async def test_the_process_group_check_stays_off_the_event_loop(tmp_path: Path) -> None:
     """A finished group costs one syscall; a live one is scanned in /proc from a worker thread, never on the loop."""
     scans: list[bool] = []
-    scan = _process._members_alive
 
     def recorded(tree: ProcessTree) -> bool:
         scans.append(threading.current_thread() is threading.main_thread())
-        return scan(tree)
+        return _process.members_alive(tree)
 
-    monkeypatch.setattr(_process, "_members_alive", recorded)
-    with anyio.fail_after(15):
-        quick = await call(TerminalTool(), context(tmp_path), command="echo done")
-    assert quick.text == "Exit code 0.\ndone"
+    async def ignore(_buffer: _process.OutputBuffer) -> None:
+        return None
+
+    async def run(command: str) -> _process.CommandResult:
+        with anyio.fail_after(15):
+            return await _process.run_command(
+                ["bash", "-c", command],
+                cwd=tmp_path,
+                env={"PATH": os.environ["PATH"]},
+                timeout_s=10,
+                buffer=_process.OutputBuffer(4096, 4096),
+                on_output=ignore,
+                scan_group=recorded,
+            )
+
+    quick = await run("echo done")
+    assert (quick.exit_code, quick.output) == (0, "done\n")
     assert scans == [], "the group was gone: no /proc scan"
-    with anyio.fail_after(15):
-        await call(TerminalTool(), context(tmp_path), command="sleep 300 > /dev/null 2>&1 & echo $! > bg.pid")
+    await run("sleep 300 > /dev/null 2>&1 & echo $! > bg.pid")
     assert not alive(int((tmp_path / "bg.pid").read_text()))
     assert scans and not any(scans), "every scan ran in a worker thread"

@@ -15,7 +15,7 @@ from hermes_acp.errors import ToolError
 from hermes_acp.tools.approval import Approval
 from hermes_acp.tools.ask_user import AskUserTool
 from hermes_acp.tools.context import ElicitationAnswer
-from hermes_acp.turns.approvals import _bounded
+from hermes_acp.turns.approvals import bounded_display
 from tests.tools.helpers import context
 
 pytestmark = pytest.mark.anyio
@@ -29,7 +29,7 @@ def test_a_permission_question_cuts_long_texts_and_names_large_diffs() -> None:
         DiffBlock(path="/w/big.txt", old_text=None, new_text=long),
         DiffBlock(path="/w/small.txt", old_text="a", new_text="b"),
     ]
-    shown = _bounded(blocks)
+    shown = bounded_display(blocks)
     assert shown[0] == blocks[0] and shown[3] == blocks[3]
     assert isinstance(shown[1], TextBlock) and shown[1].text.endswith("[10 more characters not shown]")
     assert isinstance(shown[2], TextBlock) and "big.txt" in shown[2].text and "too large" in shown[2].text

@@ -70,6 +70,15 @@ def test_bad_value_names_key_and_value(tmp_path: Path) -> None:
     assert "agent.max_turn_requests" in message
 
 
+def test_the_mcp_ready_wait_is_a_bounded_number_of_seconds(tmp_path: Path) -> None:
+    assert load_settings({}, home=tmp_path / "default").mcp.ready_wait_s == 20.0
+    write(tmp_path / "zero", "[mcp]\nready_wait_s = 0\n")
+    assert load_settings({}, home=tmp_path / "zero").mcp.ready_wait_s == 0.0
+    write(tmp_path / "bad", "[mcp]\nready_wait_s = -1\n")
+    with pytest.raises(ConfigError, match=r"mcp\.ready_wait_s"):
+        load_settings({}, home=tmp_path / "bad")
+
+
 def test_invalid_toml_is_reported_with_the_file(tmp_path: Path) -> None:
     path = write(tmp_path, "[agent\n")
     with pytest.raises(ConfigError, match="not valid TOML") as caught:

@@ -78,7 +78,7 @@ def test_load_turn_modules_loads_every_module_a_turn_needs() -> None:
 
 
 def test_the_server_never_loads_httpx_command_line_client() -> None:
-    loaded = _loaded_after("from hermes_acp import cli\ncli._load_app()\nimport hermes_acp.providers.openai")
+    loaded = _loaded_after("from hermes_acp import cli\ncli.load_app()\nimport hermes_acp.providers.openai")
     assert "httpx" in loaded
     assert _present(loaded, ("httpx._main", "pygments")) == []
 
@@ -86,7 +86,7 @@ def test_the_server_never_loads_httpx_command_line_client() -> None:
 def test_the_collector_is_back_on_once_the_server_has_loaded() -> None:
     """The server loads with the cyclic collector off (``cli._serve``); loading it turns it back on."""
     script = (
-        "import gc\nfrom hermes_acp import cli\ngc.disable()\ncli._load_app()\n"
+        "import gc\nfrom hermes_acp import cli\ngc.disable()\ncli.load_app()\n"
         "print(gc.isenabled(), gc.get_freeze_count() > 10_000)"
     )
     done = subprocess.run(

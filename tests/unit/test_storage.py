@@ -14,7 +14,6 @@ import pytest
 from hermes_acp.core import TextPart, TitleSet, TurnEnded, UserMessage, UserPrompted
 from hermes_acp.errors import InvalidParamsError, StorageError
 from hermes_acp.storage import InMemorySessionStore, SessionRecord, SessionStore, SqliteSessionStore, utc_now
-from hermes_acp.storage import sqlite as sqlite_module
 from hermes_acp.storage.base import PROVENANCE_KEY, ArchiveFilter, Provenance
 from hermes_acp.storage.migrations import MIGRATIONS
 from tests.fakes.store_faults import immutable
@@ -321,13 +320,10 @@ async def test_an_append_while_another_process_writes_waits_off_the_event_loop_a
     await store.aclose()
 
 
-async def test_the_store_checkpoints_its_write_ahead_log_so_it_stops_growing(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+async def test_the_store_checkpoints_its_write_ahead_log_so_it_stops_growing(tmp_path: Path) -> None:
     """Automatic checkpoints are off (they would sync the disk inside a commit on the event loop); the store runs
-    them itself every ``CHECKPOINT_EVERY`` appends, so the WAL is reused instead of holding the whole history."""
-    monkeypatch.setattr(sqlite_module, "CHECKPOINT_EVERY", 10)
-    store = await SqliteSessionStore.open(tmp_path / "state.db")
+    them itself every ``checkpoint_every`` appends, so the WAL is reused instead of holding the whole history."""
+    store = await SqliteSessionStore.open(tmp_path / "state.db", checkpoint_every=10)
     await store.create_session(record("s1"))
     wal = tmp_path / "state.db-wal"
     sizes = []

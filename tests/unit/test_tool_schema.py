@@ -48,3 +48,23 @@ def test_builtin_schemas_are_plain_objects_without_refs_and_stable() -> None:
     assert first == second
     assert "$ref" not in first
     assert all(t.input_schema["type"] == "object" for t in builtin_tools())
+
+
+class WithOptionals(BaseModel):
+    limit: int | None = None
+    nullable_with_default: int | None = 3
+    inner: Inner | None = None
+
+
+def test_an_optional_field_is_offered_without_its_null_alternative_and_null_is_still_taken() -> None:
+    schema = model_facing_schema(WithOptionals.model_json_schema())
+    properties = schema["properties"]
+    assert properties["limit"] == {"type": "integer"}
+    assert properties["nullable_with_default"]["anyOf"] == [{"type": "integer"}, {"type": "null"}], "a default kept"
+    assert properties["inner"]["properties"]["title"] == {"type": "string"}, "a $ref behind the null is inlined"
+    assert "required" not in schema
+    assert WithOptionals.model_validate({"limit": None, "inner": None}).limit is None
+
+
+def test_no_builtin_schema_offers_null() -> None:
+    assert '{"type": "null"}' not in json.dumps([t.input_schema for t in builtin_tools()])
