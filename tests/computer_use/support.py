@@ -169,11 +169,19 @@ async def open_desk(
     model: CatalogModel | None = None,
     models: Sequence[CatalogModel] = (),
     providers: Mapping[str, ModelProvider] | None = None,
+    platform: str = "linux",
 ) -> AsyncIterator[Desk]:
+    """``platform``: which build of the driver the simulator answers as (``linux``, ``macos``)."""
     folder = tmp_path / "desk"
     home = folder / "home"
     home.mkdir(parents=True, exist_ok=True)
-    argv, env = command(profile=profile, faults=faults, journal=folder / "journal.jsonl", state=folder / "state.json")
+    argv, env = command(
+        profile=profile,
+        faults=faults,
+        journal=folder / "journal.jsonl",
+        state=folder / "state.json",
+        platform=platform,
+    )
     (home / "config.toml").write_text(pin_sandbox(config))
     settings = load_settings({"HERMES_CUA_DRIVER_CMD": shlex.join(argv)}, home=home)
     current = model or catalog_model()
