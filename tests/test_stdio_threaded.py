@@ -1,6 +1,7 @@
 """The threaded stdio transport Windows uses (a reader and a writer thread), forced on Linux with
 ``HERMES_ACP_PORTABLE=stdio``, through the real ``python -m hermes_acp`` process: it answers ``initialize``, serves a
-turn, cancels a held one, and ends at stdin's EOF and at SIGTERM within 2 s, leaving nothing but JSON-RPC on stdout.
+turn, cancels a held one, and ends at stdin's EOF, at SIGTERM and at the first write after the client closed stdout,
+within 2 s, leaving nothing but JSON-RPC on stdout.
 The log names the transport that served (``stdio-threads``; the pipes are ``stdio``)."""
 
 from __future__ import annotations
@@ -67,6 +68,23 @@ async def test_the_threads_serve_a_turn_a_cancel_and_end_at_eof(tmp_path: Path) 
         transport = _transport(agent)
     assert code == 0
     assert transport == THREADED
+
+
+async def test_a_closed_stdout_ends_the_threads_at_the_next_write(tmp_path: Path) -> None:
+    """The threads learn that the client closed its end of stdout when a write fails (Windows gives no earlier
+    sign; the pipes see it at once): the answer to the next request cannot be written, and the server leaves as at
+    stdin's EOF."""
+    async with spawn_agent(tmp_path, env=FORCED) as agent:
+        await agent.new_session()
+        transport = agent.process._transport  # type: ignore[attr-defined]  # asyncio's: the read end of its stdout
+        transport.get_pipe_transport(1).close()
+        assert agent.process.stdin is not None
+        agent.process.stdin.write(b'{"jsonrpc": "2.0", "id": "after", "method": "session/list", "params": {}}\n')
+        await agent.process.stdin.drain()
+        code = await _exit_code(agent)
+        transport_name = _transport(agent)
+    assert code == 0
+    assert transport_name == THREADED
 
 
 @pytest.mark.parametrize(("env", "served_by"), [(FORCED, THREADED), ({"HERMES_ACP_PORTABLE": ""}, PIPES)])

@@ -1,8 +1,8 @@
 """Shared mode and the platform seam, through real processes: a runtime folder whose socket path would pass the
-Unix limit moves the socket to a short folder that the front door, the host it starts and ``host status`` all find
-(with the front door's relay on ``select`` and on the threads Windows would use), and shared mode refused as on
-Windows (``HERMES_ACP_PORTABLE=refuse-shared``): ``--shared``, ``[host] mode = "shared"`` and ``host`` exit 2 and say
-why, the front door as the answer to the editor's ``initialize`` too."""
+Unix limit moves the socket to a short folder that the front door, the host it starts, ``host status`` and
+``--check`` all find (with the front door's relay on ``select`` and on the threads Windows would use), and shared
+mode refused as on Windows (``HERMES_ACP_PORTABLE=refuse-shared``): ``--shared``, ``[host] mode = "shared"`` and
+``host`` exit 2 and say why, the front door as the answer to the editor's ``initialize`` too."""
 
 from __future__ import annotations
 
@@ -54,6 +54,8 @@ async def test_a_socket_path_too_long_moves_and_the_front_door_and_host_status_a
             assert status["socket_note"] == paths.note
             assert [s["sessionId"] for s in status["sessions"]] == [session]
             assert paths.note in done.stderr.decode()
+            check = (await shared.command("--check")).stdout.decode()
+            assert f"session host socket (--shared): {paths.socket}\n    ({paths.note})" in check
         finally:
             await shared.stop_host()
             shutil.rmtree(paths.directory, ignore_errors=True)
