@@ -16,13 +16,15 @@ the hard signal a process (or process group, ``processes``) gets. Knows nothing 
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import signal
 import sys
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import asyncio
 
 __all__ = ["CLOSE_GRACE_S", "KILL", "SHUTDOWN_SIGNALS", "TERMINATE", "install_shutdown", "signal_name"]
 
