@@ -56,9 +56,15 @@ pytest: $(STAMP)
 release-check: $(STAMP)
 	$(PY) -m registry.release_check
 
-# The portable paths Linux does not need (psutil's process tree), forced, so their code runs in every CI here.
+# The portable paths Linux does not need, forced, so their code runs in every CI here: psutil's process tree and the
+# threaded stdio transport (Windows' two), in this process and in every agent, front door and host the tests start
+# (tests/fakes pass HERMES_ACP_PORTABLE on): the terminal's and the MCP servers' tests, the real process's stdio,
+# lifecycle and turns, the probe's whole flow (e2e) and the shared front door's relay.
+PORTABLE_TESTS := tests/tools/test_terminal.py tests/test_process_platform.py tests/mcp tests/test_stdio.py \
+	tests/test_stdio_threaded.py tests/test_process_lifecycle.py tests/test_process_turns.py tests/test_process_probe.py \
+	tests/host/test_shared_platform.py
 portable: $(STAMP)
-	HERMES_ACP_PORTABLE=tree $(PY) -m pytest -n $(PYTEST_WORKERS) tests/tools/test_terminal.py tests/test_process_platform.py tests/mcp
+	HERMES_ACP_PORTABLE=tree,stdio $(PY) -m pytest -n $(PYTEST_WORKERS) $(PORTABLE_TESTS)
 
 test: lint typecheck workflows layers acp-schema pytest
 

@@ -223,7 +223,13 @@ async def run_connection(connection: Connection) -> None:
         connection.install(None, None, startup_error=exc)
         await connection.finished()
         return
-    log.info("hermes-acp serving", version=__version__, home=str(settings.home), config=str(settings.config_file))
+    log.info(
+        "hermes-acp serving",
+        version=__version__,
+        home=str(settings.home),
+        config=str(settings.config_file),
+        transport=connection.name,
+    )
     for provider in settings.providers.values():
         if provider.api_key_env:
             register_secret(env.get(provider.api_key_env))

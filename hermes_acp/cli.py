@@ -162,6 +162,12 @@ def _host(argv: Sequence[str]) -> int:
     args = parser.parse_args(argv)
     if args.rotate and args.command != "token":
         parser.error("--rotate goes with `token`")
+    from hermes_acp.platform.system import shared_mode_problem
+
+    unsupported = shared_mode_problem()
+    if unsupported is not None:
+        _print_err(f"hermes-acp host: {unsupported}")
+        return 2
     if args.command == "token":
         from hermes_acp.host.token import token_command
 
@@ -178,6 +184,8 @@ def _host(argv: Sequence[str]) -> int:
         if args.detached:
             return
         print(f"hermes-acp host listening on {where.socket}")
+        if where.socket_note is not None:
+            print(f"({where.socket_note})")
         for url in where.doors:
             print(f"remote door: {url}")
         for refused in where.refused:

@@ -41,6 +41,7 @@ from hermes_acp.platform.shells import shell_for
 from hermes_acp.platform.system import shared_mode_problem, system_name
 from hermes_acp.storage.repair import repair_store
 from hermes_acp.storage.sqlite import SqliteSessionStore, StoreHealth
+from hermes_acp.transports.paths import host_paths
 from hermes_acp.version import DISTRIBUTION, __version__
 
 __all__ = ["run_check", "run_repair"]
@@ -228,12 +229,22 @@ def _check_platform(say: Callable[[str], None]) -> None:
     say(f"  contained: {row.contained}")
     say(f"  asks: {row.asks}")
     say(f"  not available: {row.missing}")
+    say(f"  shared mode: {row.shared}")
     say(f"  tested: {row.tested}")
     if system_name() == "wsl":
         say(f"  {_OK} WSL2: Linux rules apply (bubblewrap, cgroups)")
     shared = shared_mode_problem()
     if shared is not None:
         say(f"  {_WARN} --shared and `hermes-acp host`: {shared}")
+    else:
+        try:
+            paths = host_paths(dict(os.environ))
+        except OSError as exc:
+            say(f"  {_WARN} --shared and `hermes-acp host`: {exc}")
+        else:
+            say(f"  session host socket (--shared): {paths.socket}")
+            if paths.note is not None:
+                say(f"    ({paths.note})")
     if system_name() == "win32":
         say("  the editor's terminals start in the editor's own environment (it cannot be cleared there)")
 

@@ -120,6 +120,7 @@ ErrorCode = Literal[
     "unknown_element",
     "element_unaddressable",
     "no_screenshot",
+    "desktop_permission_missing",
 ]
 """Every error code of ours a failed tool call carries."""
 DriverCode = NewType("DriverCode", str)

@@ -15,7 +15,7 @@ from typing import Any
 import anyio
 import pytest
 
-from tests.fakes.agent_process import REPO, AgentProcess, spawn_agent
+from tests.fakes.agent_process import REPO, AgentProcess, portable_env, spawn_agent
 
 pytestmark = pytest.mark.anyio
 
@@ -114,7 +114,11 @@ async def test_stdin_closing_mid_command_cancels_the_turn_stops_the_command_and_
 
 async def test_stdout_closing_mid_command_takes_the_same_path_as_stdin_s_eof(tmp_path: Path) -> None:
     """The editor closes its end of our stdout (EPIPE on the next write) while a command runs and nothing is
-    written: the turn is cancelled, the command stopped, nothing more runs, and the process exits."""
+    written: the turn is cancelled, the command stopped, nothing more runs, and the process exits. The pipes see it
+    at once; the threaded transport (Windows, ``HERMES_ACP_PORTABLE=stdio``) only at its next write, which
+    tests/test_stdio_threaded.py checks."""
+    if "stdio" in portable_env().get("HERMES_ACP_PORTABLE", "").split(","):
+        pytest.skip("the threaded stdio transport learns of a closed stdout at its next write, not while idle")
     home = tmp_path / "home"
     async with spawn_agent(tmp_path, LONG_JOB, home=home) as agent:
         session_id = await _start_long_job(agent)

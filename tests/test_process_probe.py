@@ -13,7 +13,7 @@ from fixtures.model_server import serve_model_server
 from probes.agent import solid_png
 from probes.checks import ProbeOptions
 from probes.probe import run_checks
-from tests.fakes.agent_process import REPO
+from tests.fakes.agent_process import REPO, portable_env
 from tests.fakes.sandbox_pin import pin_sandbox
 
 pytestmark = pytest.mark.anyio
@@ -40,7 +40,7 @@ async def test_e2e_records_a_skipped_computer_step_and_still_runs_cancel_kill_an
         )
         options = ProbeOptions(
             command=[sys.executable, "-m", "hermes_acp"],
-            env={"HERMES_ACP_HOME": str(home), "HOME": str(tmp_path), "PYTHONPATH": str(REPO)},
+            env={"HERMES_ACP_HOME": str(home), "HOME": str(tmp_path), "PYTHONPATH": str(REPO), **portable_env()},
             cwd=workspace,
             stderr=tmp_path / "agent.stderr",
             out_dir=tmp_path / "out",

@@ -17,7 +17,7 @@ import pytest
 
 from registry.launch_check import auth_method_types, empty_stdin_problems, handshake_problems
 from tests.fakes.acp_client import text_block
-from tests.fakes.agent_process import REPO, spawn_agent
+from tests.fakes.agent_process import REPO, portable_env, spawn_agent
 
 pytestmark = pytest.mark.anyio
 
@@ -59,7 +59,12 @@ async def test_stdin_at_end_of_file_exits_cleanly_at_once(tmp_path: Path, stdin:
     regular file: the server sees the end of its input and exits 0 with nothing on stdout."""
     empty = tmp_path / "empty.jsonl"
     empty.write_bytes(b"")
-    env = {"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path), "HERMES_ACP_HOME": str(tmp_path / "home")}
+    env = {
+        "PATH": os.environ.get("PATH", ""),
+        "HOME": str(tmp_path),
+        "HERMES_ACP_HOME": str(tmp_path / "home"),
+        **portable_env(),
+    }
     with open(os.devnull, "rb") if stdin == "devnull" else empty.open("rb") as source, anyio.fail_after(20):
         done = await anyio.run_process(
             [sys.executable, "-m", "hermes_acp"], stdin=source, env={**env, "PYTHONPATH": str(REPO)}, check=False
@@ -75,6 +80,7 @@ def test_the_registry_launch_check_passes_on_the_real_process(tmp_path: Path) ->
         "HOME": str(tmp_path),
         "HERMES_ACP_HOME": str(tmp_path / "home"),
         "PYTHONPATH": str(REPO),
+        **portable_env(),
     }
     command = [sys.executable, "-m", "hermes_acp"]
     assert empty_stdin_problems(command, env, timeout_s=20) == []

@@ -15,7 +15,11 @@ a silent fallback), reads it with ``get_window_state`` in the form this driver a
   cut (both in the one image cache, ``hermes_acp.images.cache``).
 
 ``app="screen"`` reads the whole display (``get_desktop_state``): pixels and the window list, no elements and no
-target. It deliberately knows nothing about approval or input actions.
+target. Before anything is read, the driver is asked whether the system lets it (macOS: Screen Recording for
+pixels, Accessibility for elements; ``permissions``). On macOS the window's bounds and the elements' frames are
+points and the screenshot is points × ``screenshot_scale`` (reported to the model); the geometry maps through the
+window's bounds either way, and a window on another Space (``current_space_id``) is said to be one. It deliberately
+knows nothing about approval or input actions.
 """
 
 from __future__ import annotations
@@ -45,13 +49,19 @@ from .elements import (
     parse_elements,
 )
 from .outputs import CaptureOutput, ImageInfo
+from .permissions import needs_for_capture
 from .results import ComputerUseRefusal, DriverReply
 from .surface import DriverSurface
 from .target import DESKTOP, SCREEN, Target, WindowRow, choose_window, window_rows
 
-__all__ = ["CaptureResult", "Capturer"]
+__all__ = ["OTHER_SPACE_NOTE", "CaptureResult", "Capturer"]
 
 MIN_IMAGE_EDGE = 8
+OTHER_SPACE_NOTE = (
+    "this window is on another Space (macOS desktop), not the one on screen: its screenshot may be blank or "
+    "stale, and foreground input would switch Spaces. Ask the user to switch to it, or capture a window on this "
+    "Space."
+)
 
 
 @dataclass(slots=True)
@@ -135,7 +145,9 @@ class Capturer:
         known: Target | None = None,
     ) -> CaptureResult:
         if app is not None and app.casefold() == SCREEN and known is None:
+            await self._driver.require(needs_for_capture(SCREEN))
             return await self._screen()
+        await self._driver.require(needs_for_capture(mode))
         row: WindowRow | None = None
         if known is None:
             target, row = await self.bind(app=app, pid=pid, window_id=window_id)
@@ -166,6 +178,8 @@ class Capturer:
         window = _window_box(data, row)
         geometry = Geometry(window=window)
         output = CaptureOutput(mode=mode, target=target.payload())
+        if row is not None and row.other_space:
+            output.note = OTHER_SPACE_NOTE
         parts: list[TextPart | ImagePart] = []
         display: list[DisplayBlock] = [TextBlock(text=f"Captured {target.app} — {target.title} ({mode})")]
         editor_image: ImageBlock | None = None
@@ -193,6 +207,9 @@ class Capturer:
         elif mode != "ax":
             output.image = None
             output.note = "the driver returned no usable screenshot; act by element or capture again"
+        scale = data.get("screenshot_scale")
+        if isinstance(scale, int | float) and not isinstance(scale, bool) and scale > 0:
+            output.screenshot_scale = float(scale)
         if mode != "vision":
             await self._describe_elements(output, elements, geometry, data)
         snapshot = data.get("snapshot_id")
@@ -218,10 +235,11 @@ class Capturer:
             output.driver_truncated = True
         scale = bounds_scale(geometry, elements)
         if scale is not None:
+            units = "points (macOS)" if "screenshot_scale" in data else "native window units"
             output.bounds_scale = scale
             output.bounds_note = (
-                f"element bounds are native window units, not image pixels: divide them by {scale} for pixels of "
-                "the image (HiDPI or a resized image); prefer acting by element"
+                f"element bounds are {units}, not image pixels: divide them by {scale} for pixels of the image "
+                "(HiDPI or a resized image); prefer acting by element"
             )
         if data.get("degraded") is True:
             output.degraded = True

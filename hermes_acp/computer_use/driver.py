@@ -16,6 +16,8 @@ What this module adds, the cua-driver's specifics:
 - a result is kept with all its keys (``DriverReply``), ``isError`` becomes a ``DriverRefusal``;
 - a call refused because the driver ended our label (``session_ended``) is revived once: ``start_session``, then
   the call again (it was refused, so it did not act);
+- what the system must grant the driver (macOS: Accessibility, Screen Recording) is asked of its
+  ``check_permissions`` before a call that needs it (``require``, ``permissions``);
 - the supervisor's failures become ``ComputerUseError``s (``driver_unavailable``, ``driver_unresponsive``,
   ``driver_protocol_error``) or ``OutcomeUnknownError``.
 
@@ -44,6 +46,7 @@ from hermes_acp.mcp_client import (
     SupervisedConnection,
 )
 
+from .permissions import NEEDS, DesktopAccess, Need
 from .results import ComputerUseRefusal, DriverRefusal, DriverReply
 from .surface import REPLAY_SAFE_TOOLS, DriverSurface
 
@@ -86,6 +89,8 @@ class DriverClient:
         self._start_lock = anyio.Lock()
         self.busy_s = 0.0
         """Total time spent waiting for the driver's answers (for overhead measurements)."""
+        self._granted: dict[int, frozenset[Need]] = {}
+        """The permissions the driver reported granted, for the connection (generation) that reported them."""
 
     @property
     def params(self) -> DriverParams:
@@ -110,6 +115,24 @@ class DriverClient:
         except NotConnected as exc:
             raise self._unavailable(exc) from None
         return live.prepared
+
+    async def require(self, needs: tuple[Need, ...]) -> None:
+        """Raise ``desktop_permission_missing`` when the driver reports that the system has not granted what a call
+        ``needs`` (``permissions``): asked each time until granted, then trusted for the connection's life (a grant
+        takes effect without a reconnect; a revoked one shows in the driver's own answers). Nothing to ask when the
+        driver does not list ``check_permissions``; a report it refuses to give blocks nothing."""
+        surface = await self.ensure()
+        granted = self._granted.get(self.generation, frozenset())
+        if not surface.has("check_permissions") or granted.issuperset(needs):
+            return
+        try:
+            reply = await self.call("check_permissions", {})
+        except DriverRefusal:
+            access = DesktopAccess()
+        else:
+            access = DesktopAccess.from_report(reply.structured)
+        self._granted = {self.generation: frozenset(n for n in NEEDS if getattr(access, n) is not False)}
+        access.require(needs)
 
     async def call(self, tool: str, arguments: Mapping[str, Any]) -> DriverReply:
         """Call ``tool``; raises ``DriverRefusal`` for ``isError``, ``OutcomeUnknownError`` for a lost mutation."""

@@ -96,6 +96,8 @@ class CaptureOutput(ComputerUseOutput):
     elements_file: str | None = None
     elements_note: str | None = None
     driver_truncated: bool | None = None
+    screenshot_scale: float | None = None
+    """The driver's backing scale of the screenshot (macOS: 2.0 on Retina; the window's units are points)."""
     bounds_scale: float | None = None
     bounds_note: str | None = None
     degraded: bool | None = None

@@ -17,7 +17,15 @@ from typing import Any, Literal
 __all__ = ["REPLAY_SAFE_TOOLS", "DriverSurface", "DriverTool", "ElementForm"]
 
 REPLAY_SAFE_TOOLS = frozenset(
-    {"list_apps", "list_windows", "get_window_state", "get_screen_size", "get_desktop_state", "verify_state"}
+    {
+        "list_apps",
+        "list_windows",
+        "get_window_state",
+        "get_screen_size",
+        "get_desktop_state",
+        "verify_state",
+        "check_permissions",
+    }
 )
 """The only driver tools ever sent twice (after a timeout or a dropped transport): pure reads
 (docs/architecture.md §4.7)."""

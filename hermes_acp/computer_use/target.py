@@ -38,9 +38,12 @@ class WindowRow:
     bounds: tuple[float, float, float, float] | None
     z_index: int | None
     on_screen: bool
+    other_space: bool = False
+    """macOS: the window is on another Space than the one on screen (``current_space_id``)."""
 
     def describe(self) -> str:
-        return f"{self.app or '?'} — {self.title or '(untitled)'} (pid {self.pid}, window_id {self.window_id})"
+        where = ", on another Space" if self.other_space else ""
+        return f"{self.app or '?'} — {self.title or '(untitled)'} (pid {self.pid}, window_id {self.window_id}{where})"
 
     def payload(self) -> dict[str, Any]:
         out: dict[str, Any] = {"window_id": self.window_id, "pid": self.pid, "app": self.app, "title": self.title}
@@ -50,6 +53,8 @@ class WindowRow:
             out["z_index"] = self.z_index
         if not self.on_screen:
             out["on_screen"] = False
+        if self.other_space:
+            out["on_current_space"] = False
         return out
 
     @property
@@ -81,9 +86,23 @@ def _bounds(record: Mapping[str, Any]) -> tuple[float, float, float, float] | No
         return None
 
 
+def _on_current_space(record: Mapping[str, Any], current: Any) -> bool | None:
+    """macOS: whether the window is on the Space on screen (its ``on_current_space``, else its ``space_ids`` against
+    the listing's ``current_space_id``); None where the driver says nothing of Spaces."""
+    flag = record.get("on_current_space")
+    if isinstance(flag, bool):
+        return flag
+    spaces = record.get("space_ids")
+    if isinstance(current, int) and isinstance(spaces, list) and spaces:
+        return current in spaces
+    return None
+
+
 def window_rows(structured: Mapping[str, Any]) -> list[WindowRow]:
-    """Usable ``list_windows`` rows: positive pid and window_id (X11 windows without a pid are skipped)."""
+    """Usable ``list_windows`` rows: positive pid and window_id (X11 windows without a pid are skipped). A window on
+    another macOS Space counts as off screen: no automatic choice picks it over one on screen."""
     rows = []
+    current = structured.get("current_space_id")
     for record in structured.get("windows") or []:
         if not isinstance(record, Mapping):
             continue
@@ -91,6 +110,7 @@ def window_rows(structured: Mapping[str, Any]) -> list[WindowRow]:
         if not isinstance(pid, int) or not isinstance(window_id, int) or pid <= 0 or window_id <= 0:
             continue
         z_index = record.get("z_index")
+        other_space = _on_current_space(record, current) is False
         rows.append(
             WindowRow(
                 window_id=window_id,
@@ -99,7 +119,10 @@ def window_rows(structured: Mapping[str, Any]) -> list[WindowRow]:
                 title=str(record.get("title") or ""),
                 bounds=_bounds(record),
                 z_index=z_index if isinstance(z_index, int) else None,
-                on_screen=record.get("is_on_screen") is not False and record.get("minimized") is not True,
+                on_screen=record.get("is_on_screen") is not False
+                and record.get("minimized") is not True
+                and not other_space,
+                other_space=other_space,
             )
         )
     return rows

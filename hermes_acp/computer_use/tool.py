@@ -214,6 +214,7 @@ class ComputerUseTool:
     async def _verify(self, p: ComputerUseInput) -> Outcome:
         target = self._require_target()
         surface = await self._driver.ensure()
+        await self._driver.require(("accessibility",))
         if not surface.has("verify_state"):
             raise ComputerUseRefusal(
                 "this driver has no verify_state; capture and read the values", code="unsupported_action"
@@ -256,6 +257,7 @@ class ComputerUseTool:
         surface = await self._driver.ensure()
         if not surface.has("bring_to_front"):
             raise ComputerUseRefusal("this driver cannot raise windows", code="foreground_unsupported")
+        await self._driver.require(("accessibility",))
         args = {"pid": target.pid, "window_id": target.window_id}
         await self._driver.call("bring_to_front", surface.with_only("bring_to_front", args))
 
@@ -267,6 +269,7 @@ class ComputerUseTool:
             if p.app is not None and (refusal := mismatch(target, p.app)) is not None:
                 raise refusal
             surface = await self._driver.ensure()
+            await self._driver.require(("accessibility",))
             planned = plan_input(p, target=target, seen=self._desk.seen, surface=surface)
             used_element = planned.used_element
             if p.bring_to_front:

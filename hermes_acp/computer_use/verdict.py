@@ -3,7 +3,8 @@
 ``verdict`` turns an ``ActionReport`` into ``{decision, recommended?, retryable?, next}`` so the model never reads
 "the RPC returned" as "the action worked". Rows, in precedence order:
 
-1. a permission code (``policy_denied``, ``permission_denied``, ``authorization_*``, …) → ``deny``: never retry;
+1. a permission code (``policy_denied``, ``permission_denied``, ``authorization_*``, a macOS permission the driver
+   lacks, …) → ``deny``: never retry;
 2. ``effect == "confirmed"`` or ``verified is True`` → ``done``;
 3. ``effect == "unverifiable"`` → ``verify_fresh_state``: re-capture before any retry;
 4. a code that means "your picture of the screen is out of date" (stale token, window gone, outcome unknown)
@@ -37,6 +38,7 @@ DENY_CODES = frozenset(
         "bounded_resource_outside_manifest",
         "foreign_process_termination_denied",
         "foreground_unsupported",
+        "desktop_permission_missing",
     }
 )
 FRESH_STATE_CODES = frozenset(

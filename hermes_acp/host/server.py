@@ -23,10 +23,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import fcntl
 import json
 import os
-import signal
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -36,6 +34,7 @@ import anyio
 from anyio.abc import TaskStatus
 
 from hermes_acp.app import App, load_app_parts, open_app
+from hermes_acp.platform import locks, signals
 from hermes_acp.providers.catalog import ModelCatalog
 from hermes_acp.telemetry import get_logger
 from hermes_acp.transports.paths import HostPaths, host_paths, private_dir, replace_file
@@ -54,7 +53,7 @@ IDLE_POLL_S = 1.0
 """How often the idle timer looks (at most)."""
 DOORS_CLOSE_S = 5.0
 """How long the remote doors' connections get to close before they are cancelled (the doors open again)."""
-_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+_LOCK_FLAGS = os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOFOLLOW", 0)
 
 
 @dataclass(frozen=True)
@@ -62,6 +61,8 @@ class HostReady:
     """What ``hermes-acp host`` tells its user once it listens."""
 
     socket: str
+    socket_note: str | None = None
+    """Why the socket is not in the usual folder (``HostPaths.note``)."""
     doors: list[str] = field(default_factory=list)
     """The URL of each remote door that listens."""
     refused: list[str] = field(default_factory=list)
@@ -73,7 +74,8 @@ class HostReady:
 
 
 class HostLock:
-    """The home's lock, held for the host's life (an advisory ``flock``: the kernel drops it when the host dies)."""
+    """The home's lock, held for the host's life (an advisory lock, ``platform.locks``: the kernel drops it when the
+    host dies)."""
 
     def __init__(self, paths: HostPaths):
         self._paths = paths
@@ -81,10 +83,8 @@ class HostLock:
 
     def acquire(self) -> bool:
         """True when this process now holds it; False when another host does."""
-        fd = os.open(self._paths.lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
+        fd = os.open(self._paths.lock, _LOCK_FLAGS, 0o600)
+        if not locks.try_lock(fd):
             os.close(fd)
             return False
         self._fd = fd
@@ -114,7 +114,7 @@ async def serve_host(env: Mapping[str, str], *, ready: Callable[[HostReady], Non
     if not lock.acquire():
         _log.info("a session host already serves this home", home=paths.home)
         if ready is not None:
-            ready(HostReady(paths.socket))  # the one that holds the lock listens there
+            ready(HostReady(paths.socket, paths.note))  # the one that holds the lock listens there
         return 0
     try:
         settings, store, failure = await load_app_parts(env)
@@ -138,6 +138,7 @@ async def serve_host(env: Mapping[str, str], *, ready: Callable[[HostReady], Non
                 version=__version__,
                 home=str(settings.home),
                 socket=paths.socket,
+                socket_note=paths.note,
                 idle_exit_s=settings.host.idle_exit,
             )
             try:
@@ -186,6 +187,7 @@ class _HostProcess:
         remote = self.remote
         return HostReady(
             self._paths.socket,
+            self._paths.note,
             doors=[_door_url(door) for door in remote.listening] if remote is not None else [],
             refused=list(remote.refused) if remote is not None else [],
             token_file=str(settings.host_token_file) if settings.host.listen else None,
@@ -203,6 +205,7 @@ class _HostProcess:
             "version": __version__,
             "home": str(app.settings.home),
             "socket": self._paths.socket,
+            "socket_note": self._paths.note,
             "since": self._started,
             "connections": len(app.connections),
             "sessions": sessions,
@@ -214,9 +217,13 @@ class _HostProcess:
 
     async def until_done(self, idle_exit_s: float) -> None:
         """Until ``stop``, a termination signal, or ``idle_exit_s`` with no connection and no running turn."""
-        loop = asyncio.get_running_loop()
-        for signum in _SIGNALS:
-            loop.add_signal_handler(signum, self._stop.set)
+        stop = self._stop
+
+        def on_signal(name: str) -> None:
+            _log.info("the session host got a shutdown signal", signal=name)
+            stop.set()
+
+        undo = signals.install_shutdown(asyncio.get_running_loop(), on_signal)
         try:
             idle_since: float | None = None
             while not self._stop.is_set():
@@ -230,8 +237,7 @@ class _HostProcess:
                 with anyio.move_on_after(wait):
                     await self._stop.wait()
         finally:
-            for signum in _SIGNALS:
-                loop.remove_signal_handler(signum)
+            undo()
 
     def close_all(self) -> None:
         """Shutting down: every connection leaves, and its turns are cancelled with the sessions."""

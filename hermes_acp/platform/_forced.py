@@ -1,8 +1,15 @@
 """Which portable paths a test run forces on a system that does not need them: ``HERMES_ACP_PORTABLE``.
 
-A comma-separated list: ``tree`` (psutil's process tree instead of the POSIX process group), ``stdio`` (the threaded
-stdio transport Windows uses; phase 2). Read once per process. The lock has no such switch: one library serves
-every system. Knows nothing about what the paths do.
+A comma-separated list:
+
+- ``tree``: psutil's process tree instead of the POSIX process group (what Windows uses);
+- ``stdio``: the threaded stdio transport (a reader and a writer thread, what Windows uses), for the server's own
+  stdin/stdout and the shared front door's relay;
+- ``refuse-shared``: shared mode refused as on Windows (``--shared`` and ``hermes-acp host``), so the refusal runs
+  through the real process where shared mode works.
+
+Read once per process. The lock has no such switch: one library serves every system. Knows nothing about what the
+paths do.
 """
 
 from __future__ import annotations
@@ -21,5 +28,5 @@ def _forced() -> frozenset[str]:
 
 
 def forced(path: str) -> bool:
-    """Whether the portable ``path`` (``tree``, ``stdio``) is forced for this process."""
+    """Whether the portable ``path`` (``tree``, ``stdio``, ``refuse-shared``) is forced for this process."""
     return path in _forced()

@@ -22,6 +22,7 @@ import contextlib
 import os
 import subprocess
 import sys
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 from . import signals
@@ -36,6 +37,7 @@ __all__ = [
     "PsutilTree",
     "kill_pid",
     "resolve_command",
+    "spawn_detached",
     "spawn_options",
     "tree_of",
     "uses_groups",
@@ -76,12 +78,67 @@ def uses_groups() -> bool:
         return not forced("tree")
 
 
-def spawn_options() -> dict[str, Any]:
-    """What ``subprocess`` / ``anyio.open_process`` need to start a child this module can end as a whole."""
+def spawn_options(*, detached: bool = False) -> dict[str, Any]:
+    """What ``subprocess`` / ``anyio.open_process`` need to start a child this module can end as a whole; with
+    ``detached``, a child that belongs to no tree, group or console of ours (the session host a front door starts)."""
     if sys.platform == "win32":
+        if detached:  # no console, its own group, out of our Job Object where that allows it
+            flags = subprocess.DETACHED_PROCESS | subprocess.CREATE_NEW_PROCESS_GROUP
+            return {"creationflags": flags | subprocess.CREATE_BREAKAWAY_FROM_JOB}
         return {"creationflags": subprocess.CREATE_NEW_PROCESS_GROUP | subprocess.CREATE_NO_WINDOW}
     else:
         return {"start_new_session": True}
+
+
+def spawn_detached(argv: list[str], env: Mapping[str, str], stderr_path: str) -> None:
+    """Start ``argv`` as nobody's child, stdin and stdout on the null device, stderr appended to ``stderr_path``, in
+    the root folder: it outlives this process, and a client that ends our whole tree or group does not reach it.
+    POSIX: a forked intermediate starts it in a new session (``setsid``: its own process group, no terminal) and exits
+    at once, so it is re-parented (to init or a subreaper). Windows: ``spawn_options(detached=True)``. Raises
+    ``OSError`` with the reason when it could not be started."""
+    root = os.path.abspath(os.sep)
+    if sys.platform == "win32":
+        with open(stderr_path, "ab") as stderr:
+            subprocess.Popen(
+                argv,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=stderr,
+                env=dict(env),
+                cwd=root,
+                **spawn_options(detached=True),
+            )
+    else:
+        read_end, write_end = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the intermediate: nothing of the parent's may run here (no finalizers, no buffered output)
+            code = 0
+            try:
+                os.close(read_end)
+                with open(stderr_path, "ab") as stderr:
+                    subprocess.Popen(
+                        argv,
+                        stdin=subprocess.DEVNULL,
+                        stdout=subprocess.DEVNULL,
+                        stderr=stderr,
+                        env=dict(env),
+                        cwd=root,
+                        **spawn_options(detached=True),
+                    )
+            except BaseException as exc:
+                code = 1
+                with contextlib.suppress(OSError):
+                    os.write(write_end, str(exc).encode("utf-8", "replace")[:4096])
+            finally:
+                os._exit(code)
+        os.close(write_end)
+        try:
+            os.waitpid(pid, 0)
+            failure = os.read(read_end, 4096)
+        finally:
+            os.close(read_end)
+        if failure:
+            raise OSError(f"could not start {' '.join(argv)}: {failure.decode('utf-8', 'replace')}")
 
 
 def tree_of(pid: int) -> ProcessTree:

@@ -16,6 +16,8 @@ import os
 import sys
 from typing import Literal
 
+from ._forced import forced
+
 __all__ = [
     "SANDBOX_EXEC",
     "SHARED_MODE_REFUSAL",
@@ -93,14 +95,19 @@ def sandbox_kind(name: SystemName | None = None) -> tuple[SandboxKind, str | Non
             return "none", "there is no sandbox for Windows yet"
 
 
-def shared_mode_problem() -> str | None:
-    """Why ``--shared`` and ``hermes-acp host`` cannot run here (None: they can)."""
-    return SHARED_MODE_REFUSAL if system_name() == "win32" else None
+def shared_mode_problem(name: SystemName | None = None) -> str | None:
+    """Why ``--shared`` and ``hermes-acp host`` cannot run on this system (or on ``name``); None: they can. Windows'
+    CPython has no Unix sockets, and a named pipe would need its own access list and peer check: refused for now
+    (``HERMES_ACP_PORTABLE=refuse-shared`` forces the refusal here, for tests)."""
+    if name is None and forced("refuse-shared"):
+        return SHARED_MODE_REFUSAL
+    return SHARED_MODE_REFUSAL if (name or system_name()) == "win32" else None
 
 
-def max_socket_path_bytes() -> int:
-    """The longest path ``bind`` takes for a Unix socket: ``sun_path`` less its NUL (108 on Linux, 104 on macOS)."""
-    return 107 if system_name() in ("linux", "wsl") else 103
+def max_socket_path_bytes(name: SystemName | None = None) -> int:
+    """The longest path ``bind`` takes for a Unix socket on this system (or on ``name``): ``sun_path`` less its NUL
+    (108 on Linux, 104 on macOS)."""
+    return 107 if (name or system_name()) in ("linux", "wsl") else 103
 
 
 def child_base_names() -> tuple[str, ...]:

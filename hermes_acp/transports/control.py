@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
+
+from hermes_acp.platform import unix_sockets
 
 from .paths import CONTROL_KEY, decode_line, encode_line, host_paths, untrusted_host
 
@@ -28,7 +29,7 @@ STOP_WAIT_S = 10.0
 def request(env: Mapping[str, str], command: str, *, timeout_s: float = 10.0) -> dict[str, Any] | None:
     """The host's answer to a control request; None when no host listens."""
     paths = host_paths(env)
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock = unix_sockets.stream_socket()
     sock.settimeout(timeout_s)
     try:
         try:
@@ -64,6 +65,8 @@ def host_control(
     except OSError as exc:
         (err or out)(f"hermes-acp: {exc}")
         return 1
+    if paths.note is not None and err is not None:
+        err(f"hermes-acp: {paths.note}")
     if answer is None:
         out(f"no hermes-acp session host runs for {paths.home}")
         return NOT_RUNNING if command == "status" else 0

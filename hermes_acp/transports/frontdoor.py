@@ -9,20 +9,25 @@ sees the connection leave, and the sessions go on there.
 
 The hello carries the editor's keys, so nothing is sent before the front door knows that the host is the user's own:
 the socket's folder must be a real directory (not a link), the user's and ``0700``, and the process listening on
-the socket must be the user's (its uid, ``paths.peer_uid``). Otherwise it refuses, naming the folder and what is
+the socket must be the user's (its uid, ``paths.peer_problem``). Otherwise it refuses, naming the folder and what is
 wrong, and sends nothing; it does not start a host in such a folder either.
 
-The host it starts belongs to nobody: an intermediate child starts it in a session and process group of its own
-and exits at once, so the host is re-parented (to init or a subreaper), stdin and stdout on ``/dev/null``, stderr
-to ``logs/host-stderr.log``. A client that ends its agent's whole process tree or group (acpx does, when its queue
-owner exits) ends only the front door; the host and its turns go on.
+The host it starts belongs to nobody (``platform.processes.spawn_detached``: an intermediate child starts it in a
+session and process group of its own and exits at once, so the host is re-parented to init or a subreaper), stdin
+and stdout on ``/dev/null``, stderr to ``logs/host-stderr.log``. A client that ends its agent's whole process tree
+or group (acpx does, when its queue owner exits) ends only the front door; the host and its turns go on.
 
 A host of another version does not take the connection: the front door answers the editor's first request with
 an error that says which versions differ and how to stop the old host (``hermes-acp host stop``), says so on
 stderr, and exits 1. It never attaches across versions.
 
-It must start in milliseconds, so it imports only the standard library and ``paths`` (never the server: no
-asyncio, no pydantic, nothing of ``protocol`` or ``sessions``); ``subprocess`` only when it starts a host.
+Where shared mode cannot run (Windows, ``platform.system.shared_mode_problem``) it refuses the same way, exit status
+``UNSUPPORTED`` (2): "shared mode needs macOS or Linux for now". The relay is ``select`` over the editor's pipe and
+the socket, or two threads where the platform's stdio is threaded (``platform.stdio``).
+
+It must start in milliseconds, so it imports only the standard library, ``paths`` and the platform seam's small
+modules (never the server: no asyncio, no pydantic, nothing of ``protocol`` or ``sessions``); ``subprocess`` only
+when it starts a host.
 """
 
 from __future__ import annotations
@@ -31,15 +36,24 @@ import contextlib
 import errno
 import json
 import os
-import select
 import socket
 import sys
 import time
 from collections.abc import Mapping
 
+from hermes_acp.platform import stdio, system, unix_sockets
 from hermes_acp.version import __version__
 
-from .paths import HELLO_KEY, HostPaths, decode_line, encode_line, host_paths, private_dir_problem, untrusted_host
+from .paths import (
+    HELLO_KEY,
+    MAX_HELLO_BYTES,
+    HostPaths,
+    decode_line,
+    encode_line,
+    host_paths,
+    private_dir_problem,
+    untrusted_host,
+)
 
 __all__ = ["START_TIMEOUT_S", "run_front_door"]
 
@@ -47,12 +61,19 @@ START_TIMEOUT_S = 30.0
 """How long the front door waits for a host it started to listen."""
 HELLO_TIMEOUT_S = 30.0
 """How long it waits for the host's answer to its hello."""
+REFUSAL_WAIT_S = 10.0
+"""How long a refusing front door waits for the editor's first request, to answer it with the reason."""
+UNSUPPORTED = 2
+"""The exit status where shared mode cannot run on this system (``platform.system.shared_mode_problem``)."""
 _CHUNK = 1 << 16
 
 
 def run_front_door(env: Mapping[str, str] | None = None) -> int:
     """Relay stdin/stdout to the host until either side closes; the exit status."""
     env = dict(os.environ) if env is None else dict(env)
+    unsupported = system.shared_mode_problem()
+    if unsupported is not None:
+        return _refuse(f"--shared: {unsupported}", status=UNSUPPORTED)
     try:
         paths = host_paths(env)
         sock = _connect(paths)
@@ -93,7 +114,7 @@ def _refuse_unsafe_folder(paths: HostPaths) -> None:
 
 
 def _connect(paths: HostPaths) -> socket.socket | None:
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock = unix_sockets.stream_socket()
     try:
         sock.connect(paths.socket)
     except OSError as exc:
@@ -105,12 +126,18 @@ def _connect(paths: HostPaths) -> socket.socket | None:
 
 
 def _start_host(paths: HostPaths, env: Mapping[str, str]) -> socket.socket:
-    """Start ``hermes-acp host`` detached (``_spawn_detached``: it outlives this process and its tree), then connect
-    to it."""
+    """Start ``hermes-acp host`` detached (``platform.processes.spawn_detached``: it outlives this process and its
+    tree), then connect to it."""
+    from hermes_acp.platform.processes import spawn_detached
+
     logs = os.path.join(paths.home, "logs")
     os.makedirs(logs, mode=0o700, exist_ok=True)
     log = os.path.join(logs, "host-stderr.log")
-    _spawn_detached([sys.executable, "-m", "hermes_acp", "host", "--detached"], env, log)
+    argv = [sys.executable, "-m", "hermes_acp", "host", "--detached"]
+    try:
+        spawn_detached(argv, env, log)
+    except OSError as exc:
+        raise OSError(f"could not start the session host: {exc}") from None
     deadline = time.monotonic() + START_TIMEOUT_S
     delay = 0.002
     while time.monotonic() < deadline:
@@ -122,44 +149,6 @@ def _start_host(paths: HostPaths, env: Mapping[str, str]) -> socket.socket:
     raise OSError(
         f"the session host did not start listening on {paths.socket} within {START_TIMEOUT_S:g} s (its errors: {log})"
     )
-
-
-def _spawn_detached(argv: list[str], env: Mapping[str, str], log: str) -> None:
-    """Run ``argv`` as nobody's child: a forked intermediate starts it in a new session (``setsid``: its own process
-    group, no terminal) and exits at once, so it is re-parented and no tree or group of ours holds it. Raises
-    ``OSError`` with the reason when it could not be started."""
-    import subprocess
-
-    read_end, write_end = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the intermediate: nothing of the parent's may run here (no finalizers, no buffered output)
-        code = 0
-        try:
-            os.close(read_end)
-            with open(log, "ab") as stderr:
-                subprocess.Popen(
-                    argv,
-                    stdin=subprocess.DEVNULL,
-                    stdout=subprocess.DEVNULL,
-                    stderr=stderr,
-                    env=dict(env),
-                    cwd="/",
-                    start_new_session=True,
-                )
-        except BaseException as exc:
-            code = 1
-            with contextlib.suppress(OSError):
-                os.write(write_end, str(exc).encode("utf-8", "replace")[:4096])
-        finally:
-            os._exit(code)
-    os.close(write_end)
-    try:
-        os.waitpid(pid, 0)
-        failure = os.read(read_end, 4096)
-    finally:
-        os.close(read_end)
-    if failure:
-        raise OSError(f"could not start the session host ({' '.join(argv)}): {failure.decode('utf-8', 'replace')}")
 
 
 def _read_line(sock: socket.socket) -> tuple[bytes, bytes]:
@@ -177,7 +166,18 @@ def _read_line(sock: socket.socket) -> tuple[bytes, bytes]:
 
 
 def _relay(sock: socket.socket) -> None:
-    """stdin → socket and socket → stdout, until the host closes (the editor's EOF is passed on as a half-close)."""
+    """stdin → socket and socket → stdout, until the host closes (the editor's EOF is passed on as a half-close):
+    ``select`` over the pipe and the socket, or two threads where the standard handles cannot be selected
+    (``platform.stdio.threaded``: Windows, and ``HERMES_ACP_PORTABLE=stdio``)."""
+    if stdio.threaded():
+        _relay_threads(sock)
+    else:
+        _relay_select(sock)
+
+
+def _relay_select(sock: socket.socket) -> None:
+    import select
+
     stdin, stdout, remote = 0, 1, sock.fileno()
     reading = [stdin, remote]
     while remote in reading:
@@ -205,6 +205,33 @@ def _relay(sock: socket.socket) -> None:
                     return  # the editor closed our stdout: leaving, like its EOF
 
 
+def _relay_threads(sock: socket.socket) -> None:
+    """The editor's bytes go up in a daemon thread (a read of stdin cannot be interrupted); the host's come down in
+    this one, which returns when the host closes or the editor stops reading."""
+    import threading
+
+    def upstream() -> None:
+        try:
+            while data := os.read(0, _CHUNK):
+                sock.sendall(data)
+        except OSError:
+            pass
+        _half_close(sock)
+
+    threading.Thread(target=upstream, name="hermes-acp front door stdin", daemon=True).start()
+    while True:
+        try:
+            data = sock.recv(_CHUNK)
+        except OSError:
+            return
+        if not data:
+            return
+        try:
+            _write_all(1, data)
+        except OSError:
+            return
+
+
 def _half_close(sock: socket.socket) -> None:
     with contextlib.suppress(OSError):
         sock.shutdown(socket.SHUT_WR)
@@ -217,22 +244,41 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[written:]
 
 
-def _refuse(message: str) -> int:
-    """Say why on stderr and answer the editor's first request with it, so the editor shows it too."""
+def _refuse(message: str, *, status: int = 1) -> int:
+    """Say why on stderr and answer the editor's first request with it, so the editor shows it too; ``status``."""
     sys.stderr.write(f"hermes-acp: {message}\n")
     sys.stderr.flush()
-    ready, _, _ = select.select([0], [], [], 10.0)
-    if ready:
+    request = decode_line(_first_line(REFUSAL_WAIT_S))
+    if request is not None and "id" in request and "method" in request:
+        error = {"code": -32603, "message": message}
+        reply = json.dumps({"jsonrpc": "2.0", "id": request["id"], "error": error}) + "\n"
+        with contextlib.suppress(OSError):
+            _write_all(1, reply.encode())
+    return status
+
+
+def _first_line(wait_s: float) -> bytes:
+    """The editor's first line on stdin (at most ``MAX_HELLO_BYTES``), or what came of it within ``wait_s``. Read
+    in a daemon thread, which works on every system's stdin (a pipe cannot be selected on Windows) and is left
+    behind if the editor sends nothing."""
+    import threading
+
+    got: list[bytes] = []
+    done = threading.Event()
+
+    def read() -> None:
         first = b""
-        while not first.endswith(b"\n"):
-            chunk = os.read(0, _CHUNK)
-            if not chunk:
-                break
-            first += chunk
-        request = decode_line(first.split(b"\n", 1)[0])
-        if request is not None and "id" in request and "method" in request:
-            error = {"code": -32603, "message": message}
-            reply = json.dumps({"jsonrpc": "2.0", "id": request["id"], "error": error}) + "\n"
-            with contextlib.suppress(OSError):
-                _write_all(1, reply.encode())
-    return 1
+        try:
+            while b"\n" not in first and len(first) < MAX_HELLO_BYTES:
+                chunk = os.read(0, _CHUNK)
+                if not chunk:
+                    break
+                first += chunk
+        except OSError:
+            pass
+        got.append(first)
+        done.set()
+
+    threading.Thread(target=read, name="hermes-acp first line", daemon=True).start()
+    done.wait(wait_s)
+    return got[0].split(b"\n", 1)[0] if got else b""

@@ -23,7 +23,6 @@ implementation; none of it is imported unless a door is configured.
 from __future__ import annotations
 
 import contextlib
-import os
 import secrets
 import socket
 import stat
@@ -39,6 +38,7 @@ from starlette.websockets import WebSocket
 from hermes_acp import anchored
 from hermes_acp.config import Settings
 from hermes_acp.errors import ConfigError
+from hermes_acp.platform import peers
 from hermes_acp.protocol.connection import Serve
 from hermes_acp.telemetry import get_logger
 
@@ -77,7 +77,7 @@ def load_token(settings: Settings) -> str:
         return token
     if not stat.S_ISREG(info.st_mode):
         raise ConfigError(f"{path}: the host's token file must be a regular file (it is a link or a folder)")
-    if info.st_uid == os.getuid() and stat.S_IMODE(info.st_mode) & 0o077:
+    if peers.owned_by_me(info) and stat.S_IMODE(info.st_mode) & 0o077:
         anchored.set_mode(path.parent, path, anchored.PRIVATE_FILE)
     handle = anchored.open_read(path.parent, path)
     token = ""

@@ -6,11 +6,16 @@ other routes, and requests that arrived in the meantime are answered in order. I
 gone and the app has shut down.
 
 stdout carries JSON-RPC only: ``serve_stdio`` keeps a private duplicate of the real stdout for the protocol and
-points file descriptor 1 at stderr, so a stray print (ours, a library's, a child process's) cannot corrupt the
-channel. SIGTERM, SIGINT and SIGHUP, and the client closing its end of stdout (even while nothing is written), take
-the path of stdin's EOF (``Dispatcher.close_input``): turns are cancelled and settled, sessions close with their
-child processes, and the process exits. This module imports neither
-pydantic nor the rest of the server.
+points file descriptor 1 at stderr (``platform.stdio.claim_stdout``), so a stray print (ours, a library's, a child
+process's) cannot corrupt the channel. The bytes go through the event loop's pipe transports on Linux and macOS, or
+through a reader and a writer thread (``stdio_threads``) on Windows and under ``HERMES_ACP_PORTABLE=stdio``
+(``platform.stdio.threaded``); the connection is named after the transport (``stdio``, ``stdio-threads``).
+
+The shutdown signals (``platform.signals``: SIGTERM, SIGINT and SIGHUP on POSIX; Ctrl-C, Ctrl-Break and closing the
+console on Windows), and the client closing its end of stdout (on the pipes even while nothing is written; through
+the threads at the next write), take the path of stdin's EOF (``Dispatcher.close_input``): turns are cancelled and
+settled, sessions close with their child processes, and the process exits. This module imports neither pydantic
+nor the rest of the server.
 """
 
 from __future__ import annotations
@@ -19,7 +24,6 @@ import asyncio
 import contextlib
 import logging
 import os
-import signal
 import stat
 import sys
 from collections.abc import Callable, Mapping
@@ -31,12 +35,17 @@ import anyio.to_thread
 from hermes_acp.jsonrpc.dispatcher import Dispatcher
 from hermes_acp.jsonrpc.framing import LineReader
 from hermes_acp.jsonrpc.link import ClientGone, LineWriter, Writer
+from hermes_acp.platform import signals, stdio
 from hermes_acp.protocol.connection import Connection, Serve
 
-__all__ = ["FileWriter", "serve_stdio", "serve_streams"]
+from .stdio_threads import ThreadReader, ThreadWriter
+
+__all__ = ["PIPES", "THREADED", "FileWriter", "serve_stdio", "serve_streams"]
 
 _log = logging.getLogger("hermes_acp.protocol")
-_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+PIPES = "stdio"
+THREADED = "stdio-threads"
+"""The connection's name for each transport (its id in the log: ``stdio-1``, ``stdio-threads-1``)."""
 
 
 class FileWriter:
@@ -63,10 +72,12 @@ async def serve_streams(
     env: Mapping[str, str] | None = None,
     *,
     started: Callable[[Dispatcher], None] | None = None,
+    name: str = PIPES,
 ) -> None:
-    """Serve one client on a byte stream and a ``Writer`` until it leaves (``started`` gets the dispatcher)."""
+    """Serve one client on a byte stream and a ``Writer`` until it leaves (``started`` gets the dispatcher; ``name``
+    names the connection, and so the transport, in the log)."""
     env = dict(os.environ) if env is None else env
-    connection = Connection(LineReader(reader), writer, env)
+    connection = Connection(LineReader(reader), writer, env, name=name)
     dispatcher = connection.dispatcher
     if started is not None:
         started(dispatcher)
@@ -87,8 +98,7 @@ async def serve_streams(
 
 def serve_stdio(load_app: Callable[[], Serve]) -> None:
     """The ``hermes-acp`` server: protocol on the real stdout, everything else on stderr."""
-    protocol_fd = os.dup(sys.stdout.fileno())
-    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
+    protocol_fd = stdio.claim_stdout()
     sys.stdout = sys.stderr
     asyncio.run(_serve_fds(sys.stdin.fileno(), protocol_fd, load_app))
 
@@ -96,57 +106,77 @@ def serve_stdio(load_app: Callable[[], Serve]) -> None:
 async def _serve_fds(in_fd: int, out_fd: int, load_app: Callable[[], Serve]) -> None:
     loop = asyncio.get_running_loop()
     watching: list[Dispatcher] = []
+    undo: list[Callable[[], None]] = []
     reader = asyncio.StreamReader(limit=1024 * 1024)
+
+    def client_left() -> None:
+        for dispatcher in watching:
+            dispatcher.close_input()
+
+    def started(dispatcher: Dispatcher) -> None:
+        watching.append(dispatcher)
+
+        def stop(name: str) -> None:
+            """A termination signal stops reading: the EOF path, bounded, which leaves no child process behind."""
+            _log.warning("%s received: shutting down", name)
+            dispatcher.close_input()
+
+        undo.append(signals.install_shutdown(loop, stop))
+
+    if stdio.threaded():
+        thread_reader = ThreadReader(in_fd, reader, loop)
+        thread_reader.start()
+        undo.append(thread_reader.close)
+        writer: Writer = ThreadWriter(out_fd, loop, client_left)
+        name = THREADED
+    else:
+        writer = await _open_pipes(loop, (in_fd, out_fd), reader, client_left, undo)
+        name = PIPES
+    try:
+        await serve_streams(reader, writer, load_app, started=started, name=name)
+    finally:
+        for step in undo:
+            step()
+
+
+async def _open_pipes(
+    loop: asyncio.AbstractEventLoop,
+    fds: tuple[int, int],
+    reader: asyncio.StreamReader,
+    client_left: Callable[[], None],
+    undo: list[Callable[[], None]],
+) -> Writer:
+    """The event loop's pipe transports: stdin watched when it can be (else read in a worker thread), stdout
+    watched for the client closing its end."""
+    in_fd, out_fd = fds
     read_pipe = os.fdopen(in_fd, "rb", buffering=0, closefd=False)
-    feeder: asyncio.Task[None] | None = None
     if _pollable(in_fd):
         await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), read_pipe)
     else:
         feeder = asyncio.create_task(_feed_from_thread(read_pipe, reader), name="hermes-acp stdin reader")
-    writer: Writer
-    if stat.S_ISREG(os.fstat(out_fd).st_mode):
-        writer = FileWriter(out_fd)
-    else:
-        write_pipe = os.fdopen(out_fd, "wb", buffering=0)
-        transport, protocol = await loop.connect_write_pipe(lambda: _WatchedPipe(watching), write_pipe)
-        writer = LineWriter(asyncio.StreamWriter(transport, protocol, reader, loop))
 
-    def started(dispatcher: Dispatcher) -> None:
-        watching.append(dispatcher)
-        _on_signals(loop, dispatcher)
-
-    try:
-        await serve_streams(reader, writer, load_app, started=started)
-    finally:
-        for signum in _SIGNALS:
-            loop.remove_signal_handler(signum)
-        if feeder is not None:
+        def stop_feeder() -> None:
             feeder.cancel()
+
+        undo.append(stop_feeder)
+    if stat.S_ISREG(os.fstat(out_fd).st_mode):
+        return FileWriter(out_fd)
+    write_pipe = os.fdopen(out_fd, "wb", buffering=0)
+    transport, protocol = await loop.connect_write_pipe(lambda: _WatchedPipe(client_left), write_pipe)
+    return LineWriter(asyncio.StreamWriter(transport, protocol, reader, loop))
 
 
 class _WatchedPipe(asyncio.streams.FlowControlMixin):
     """stdout's protocol: the client closing its end of the pipe (the reader gone, POLLERR) is the client leaving,
     even while nothing is being written."""
 
-    def __init__(self, dispatchers: list[Dispatcher]):
+    def __init__(self, client_left: Callable[[], None]):
         super().__init__()
-        self._dispatchers = dispatchers
+        self._client_left = client_left
 
     def connection_lost(self, exc: Exception | None) -> None:
         super().connection_lost(exc)
-        for dispatcher in self._dispatchers:
-            dispatcher.close_input()
-
-
-def _on_signals(loop: asyncio.AbstractEventLoop, dispatcher: Dispatcher) -> None:
-    """A termination signal stops reading: the EOF path, bounded, which leaves no child process behind."""
-
-    def handle(signum: int) -> None:
-        _log.warning("%s received: shutting down", signal.Signals(signum).name)
-        dispatcher.close_input()
-
-    for signum in _SIGNALS:
-        loop.add_signal_handler(signum, handle, signum)
+        self._client_left()
 
 
 def _pollable(fd: int) -> bool:

@@ -1,8 +1,8 @@
 """The session host's Unix-socket door: a connection on ``host.sock`` becomes a ``Connection``, or a control
 request the host answers.
 
-A connection is taken only from a process of the same user (the peer's uid, ``paths.peer_uid``), and starts with
-one line (``paths``):
+A connection is taken only from a process of the same user (the peer's uid, ``paths.peer_problem`` through
+``platform.peers``: ``SO_PEERCRED`` on Linux, ``LOCAL_PEERCRED`` on macOS), and starts with one line (``paths``):
 
 - a front door's hello: with the same version it is answered ``ok`` and becomes a ``Connection`` (a
   ``jsonrpc.framing.LineReader`` and a ``jsonrpc.link.LineWriter`` over the socket) handed to ``serve``, with the
@@ -26,11 +26,12 @@ import anyio
 
 from hermes_acp.jsonrpc.framing import LineReader
 from hermes_acp.jsonrpc.link import LineWriter
+from hermes_acp.platform import peers, unix_sockets
 from hermes_acp.protocol.connection import Connection, Serve
 from hermes_acp.telemetry import get_logger
 from hermes_acp.version import __version__
 
-from .paths import CONTROL_KEY, HELLO_KEY, MAX_HELLO_BYTES, decode_line, encode_line, peer_uid
+from .paths import CONTROL_KEY, HELLO_KEY, MAX_HELLO_BYTES, decode_line, encode_line, peer_problem
 
 __all__ = ["HELLO_TIMEOUT_S", "Control", "UnixDoor"]
 
@@ -45,16 +46,24 @@ class UnixDoor:
     """The socket's connections: ``serve`` gets each front door's, ``control`` each control request; ``home`` names
     the home in what a front door of another version is told."""
 
-    def __init__(self, serve: Serve, control: Control, home: str):
+    def __init__(self, serve: Serve, control: Control, home: str, *, read_peer: peers.PeerReader | None = None):
         self._serve_connection = serve
         self._control = control
         self._home = home
+        self._read_peer = read_peer
+        """How a client's uid is read (None: this system's way, ``platform.peers``)."""
 
     async def open(self, path: str) -> asyncio.Server:
         """Listen on ``path`` (the caller made its folder private and removed a dead host's socket), mode ``0600``."""
-        server = await asyncio.start_unix_server(self.accept, path=path, limit=1024 * 1024)
+        server = await unix_sockets.start_server(self.accept, path, limit=1024 * 1024)
         os.chmod(path, 0o600)
         return server
+
+    def refusal(self, sock: peers.PeerSocket | None) -> str | None:
+        """Why a connection on ``sock`` is not let in (its process is not this user's), or None."""
+        if sock is None:
+            return "a connection without a socket"
+        return peer_problem(sock, "the connecting process", self._read_peer)
 
     async def accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
@@ -67,10 +76,9 @@ class UnixDoor:
                 await writer.wait_closed()
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        sock = writer.get_extra_info("socket")
-        uid = peer_uid(sock) if sock is not None else -1
-        if uid != os.getuid():
-            _log.warning("refused a connection from another user", uid=uid)
+        problem = self.refusal(writer.get_extra_info("socket"))
+        if problem is not None:
+            _log.warning("refused a connection from another user", reason=problem)
             return
         with anyio.move_on_after(HELLO_TIMEOUT_S):
             line = await reader.readline()

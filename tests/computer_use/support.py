@@ -170,12 +170,20 @@ async def open_desk(
     models: Sequence[CatalogModel] = (),
     providers: Mapping[str, ModelProvider] | None = None,
     driver: Sequence[str] | None = None,
+    platform: str = "linux",
 ) -> AsyncIterator[Desk]:
-    """The computer_use tool of one session against the simulated driver (``driver``: another driver command)."""
+    """The computer_use tool of one session against the simulated driver (``driver``: another driver command;
+    ``platform``: which build of the driver the simulator answers as, ``linux`` or ``macos``)."""
     folder = tmp_path / "desk"
     home = folder / "home"
     home.mkdir(parents=True, exist_ok=True)
-    argv, env = command(profile=profile, faults=faults, journal=folder / "journal.jsonl", state=folder / "state.json")
+    argv, env = command(
+        profile=profile,
+        faults=faults,
+        journal=folder / "journal.jsonl",
+        state=folder / "state.json",
+        platform=platform,
+    )
     (home / "config.toml").write_text(pin_sandbox(config))
     settings = load_settings({"HERMES_CUA_DRIVER_CMD": shlex.join(driver or argv)}, home=home)
     current = model or catalog_model()

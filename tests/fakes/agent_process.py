@@ -2,8 +2,9 @@
 
 ``spawn_agent(tmp_path, scenario)`` starts the fixture model server (``fixtures.model_server``) in this process,
 writes ``config.toml`` in a fresh ``HERMES_ACP_HOME`` with one OpenAI-compatible provider ``fx`` pointing at it
-(models ``fx:m`` and ``fx:m2``, default ``fx:m``), spawns the agent with stderr to a file and stdout teed (every
-line kept, to check it is JSON-RPC only, and every frame logged as sent), and connects the acp SDK's client to it;
+(models ``fx:m`` and ``fx:m2``, default ``fx:m``), spawns the agent (with the test run's ``HERMES_ACP_PORTABLE``,
+``portable_env``) with stderr to a file and stdout teed (every line kept, to check it is JSON-RPC only, and every
+frame logged as sent), and connects the acp SDK's client to it;
 the child-session updates that client does not know (``subagent_update``, ``session_message``) are logged but not
 handed to it. On the way out the agent's stdin is closed and it is given ``EXIT_TIMEOUT_S`` to exit on its own
 (closing its sessions and their MCP servers), then killed. ``AgentProcess`` has small helpers for what tests do
@@ -27,13 +28,14 @@ import anyio
 from acp.client.connection import ClientSideConnection
 
 from fixtures.model_server import ModelServer, RequestRecord, serve_model_server
+from hermes_acp.platform._forced import PORTABLE_ENV
 from probes.agent import stop_agent
 
 from .acp_client import RecordingClient, text_block
 from .acp_schema import FrameLog, hidden_from_the_sdk, read_frame
 from .sandbox_pin import DEFAULT_TEST_SANDBOX, SandboxMode, pin_sandbox
 
-__all__ = ["EXIT_TIMEOUT_S", "MODEL", "MODEL_2", "REPO", "AgentProcess", "spawn_agent"]
+__all__ = ["EXIT_TIMEOUT_S", "MODEL", "MODEL_2", "REPO", "AgentProcess", "portable_env", "spawn_agent"]
 
 REPO = Path(__file__).resolve().parent.parent.parent
 MODEL = "fx:m"
@@ -151,6 +153,13 @@ class AgentProcess:
             assert "method" in message or "id" in message, line
 
 
+def portable_env() -> dict[str, str]:
+    """``HERMES_ACP_PORTABLE`` of the test run, passed on to the processes it starts (``make portable`` forces the
+    portable paths in the real process too)."""
+    forced = os.environ.get(PORTABLE_ENV)
+    return {PORTABLE_ENV: forced} if forced else {}
+
+
 def servers(specs: Sequence[Mapping[str, Any]]) -> list[Any]:
     """ACP ``mcpServers`` entries from their JSON shapes (stdio, http, sse)."""
     out: list[Any] = []
@@ -215,6 +224,7 @@ async def spawn_agent(
             "HOME": str(tmp_path),
             "HERMES_ACP_HOME": str(home),
             "PYTHONPATH": str(REPO),
+            **portable_env(),
             **(env or {}),
         }
         with stderr_path.open("ab") as stderr:

@@ -29,10 +29,11 @@ import anyio
 from acp.client.connection import ClientSideConnection
 
 from fixtures.model_server import ModelServer, serve_model_server
+from hermes_acp.transports.paths import host_paths
 
 from .acp_client import RecordingClient, text_block
 from .acp_schema import FrameLog, hidden_from_the_sdk, read_frame
-from .agent_process import FRAME_LIMIT, REPO, START_TIMEOUT_S, TURN_TIMEOUT_S, RawAnswers
+from .agent_process import FRAME_LIMIT, REPO, START_TIMEOUT_S, TURN_TIMEOUT_S, RawAnswers, portable_env
 from .sandbox_pin import pin_sandbox
 
 __all__ = ["FrontDoor", "SharedHome", "shared_home"]
@@ -91,8 +92,8 @@ class SharedHome:
 
     def record(self) -> dict[str, Any] | None:
         """``host.json`` of the running host, if any."""
-        found = list(self.runtime.glob("hermes-acp/*/host.json"))
-        return json.loads(found[0].read_text()) if found else None
+        path = Path(host_paths(self.env).record)
+        return json.loads(path.read_text()) if path.exists() else None
 
     async def start_host(self, *, env: Mapping[str, str] | None = None) -> asyncio.subprocess.Process:
         """``hermes-acp host`` as a child of the test; returns once it listens."""
@@ -230,6 +231,7 @@ async def shared_home(
                 "HERMES_ACP_HOME": str(home),
                 "XDG_RUNTIME_DIR": str(runtime),
                 "PYTHONPATH": str(REPO),
+                **portable_env(),
             }
             shared = SharedHome(home, workspace, env, model)
             try:

@@ -150,6 +150,7 @@ async def open_sim(
     faults: Sequence[Mapping[str, Any]] | None = None,
     apps: Sequence[str] | None = None,
     initialize: bool = True,
+    platform: str = "linux",
 ) -> AsyncIterator[SimClient]:
     argv, env = command(
         profile=profile,
@@ -157,6 +158,7 @@ async def open_sim(
         journal=tmp_path / "journal.jsonl",
         state=tmp_path / "state.json",
         apps=apps,
+        platform=platform,
     )
     with open(tmp_path / "stderr.log", "wb") as stderr:
         process = await anyio.open_process(argv, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,

@@ -1,4 +1,5 @@
-"""Every structuredContent the fake sends validates against the recorded 0.37 outputSchema of its tool."""
+"""Every structuredContent the fake sends validates against the recorded 0.37 outputSchema of its tool, as the Linux
+build and as the macOS build (``--platform macos``)."""
 
 from __future__ import annotations
 
@@ -13,9 +14,10 @@ from .support import CALC, EDITOR, open_sim
 pytestmark = pytest.mark.anyio
 
 
-async def test_successes_and_refusals_match_the_recorded_output_schemas(tmp_path: Path) -> None:
+@pytest.mark.parametrize("platform", ["linux", "macos"])
+async def test_successes_and_refusals_match_the_recorded_output_schemas(tmp_path: Path, platform: str) -> None:
     checked: list[tuple[str, bool]] = []
-    async with open_sim(tmp_path) as sim:
+    async with open_sim(tmp_path, platform=platform) as sim:
         schemas = {name: tool.get("outputSchema") for name, tool in (await sim.tools()).items()}
 
         async def check(tool: str, **arguments: Any) -> dict[str, Any]:

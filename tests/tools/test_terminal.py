@@ -14,7 +14,7 @@ import pytest
 from hermes_acp.core import AgentTerminalBlock, TerminalBlock, TextBlock
 from hermes_acp.errors import HardBlockedError, ToolError, ToolInputError
 from hermes_acp.exec import process as _process
-from hermes_acp.platform.processes import ProcessTree
+from hermes_acp.platform.processes import ProcessTree, uses_groups
 from hermes_acp.tools.approval import Approval
 from hermes_acp.tools.context import TerminalExit
 from hermes_acp.tools.policy import decide
@@ -162,6 +162,10 @@ async def test_background_jobs_do_not_outlive_the_call(tmp_path: Path) -> None:
     assert not alive(int((tmp_path / "bg.pid").read_text()))
 
 
+@pytest.mark.skipif(
+    not uses_groups(),
+    reason="psutil's tree (HERMES_ACP_PORTABLE=tree) misses a job orphaned before its first look: the documented gap",
+)
 async def test_the_group_is_gone_when_the_call_returns_whatever_the_caller_says_of_namespaces(tmp_path: Path) -> None:
     """``own_pid_namespace`` is not taken as proof that nothing is left: bwrap exits as soon as its command has,
     while the kernel may still be ending the rest of its PID namespace. Here there is no namespace at all, so a
@@ -333,6 +337,7 @@ async def test_a_command_that_cannot_start_is_a_tool_error(tmp_path: Path, monke
         await call(TerminalTool(), context(tmp_path), command="true")
 
 
+@pytest.mark.skipif(not uses_groups(), reason="the /proc scan is the process group's; psutil's tree has none")
 async def test_the_process_group_check_stays_off_the_event_loop(tmp_path: Path) -> None:
     """A finished group costs one syscall; a live one is scanned in /proc from a worker thread, never on the loop."""
     scans: list[bool] = []

@@ -1,7 +1,6 @@
 """The platform seam holds: no module outside ``hermes_acp/platform/`` imports an OS-only module or touches the
-POSIX-only names directly (the AST of every module is read; ``getattr(module, "NAME")`` counts too). The allow-list
-names only the files the transports' move (issue 29) takes out of ``protocol/`` and ``host/``; it empties when they
-go through the seam."""
+POSIX-only names directly (the AST of every module is read; ``getattr(module, "NAME")`` counts too), with no
+exception: the transports and the session host go through the seam as well."""
 
 from __future__ import annotations
 
@@ -11,22 +10,15 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parents[2] / "hermes_acp"
 OS_ONLY_MODULES = frozenset({"fcntl", "resource", "termios", "pwd", "grp", "msvcrt", "winreg", "_winapi"})
 BANNED_ATTRIBUTES = {
-    "os": frozenset({"killpg", "getuid", "geteuid", "getpgid", "setsid", "statvfs", "uname"}),
-    "socket": frozenset({"SO_PEERCRED", "LOCAL_PEERCRED"}),
+    "os": frozenset(
+        {"killpg", "getuid", "geteuid", "getpgid", "setsid", "statvfs", "uname", "fork", "setpgid", "getpgrp"}
+    ),
+    "socket": frozenset({"SO_PEERCRED", "LOCAL_PEERCRED", "AF_UNIX"}),
+    "asyncio": frozenset({"start_unix_server", "open_unix_connection"}),
 }
 BANNED_KEYWORDS = frozenset({"start_new_session", "preexec_fn"})
-PHASE_2 = frozenset(
-    {
-        "transports/stdio.py",
-        "transports/unix.py",
-        "transports/frontdoor.py",
-        "transports/paths.py",
-        "transports/remote.py",
-        "host/server.py",
-    }
-)
-"""Moving to ``transports/`` (issue 29), which will take the seam's ``signals``, ``peers``, ``locks``,
-``processes`` and ``system`` there; nothing else may stay here."""
+BANNED_METHODS = frozenset({"add_signal_handler", "remove_signal_handler"})
+"""The event loop's POSIX-only signal handling, on whatever object it is called."""
 
 
 def _banned_attribute(module: str, name: str) -> bool:
@@ -46,9 +38,11 @@ def offences(source: str) -> list[str]:
             if root in OS_ONLY_MODULES:
                 found.append(f"from {node.module} import ...")
             found += [f"from {root} import {a.name}" for a in node.names if _banned_attribute(root, a.name)]
-        elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
-            if _banned_attribute(node.value.id, node.attr):
+        elif isinstance(node, ast.Attribute):
+            if isinstance(node.value, ast.Name) and _banned_attribute(node.value.id, node.attr):
                 found.append(f"{node.value.id}.{node.attr}")
+            elif node.attr in BANNED_METHODS:
+                found.append(f".{node.attr}")
         elif isinstance(node, ast.Call):
             func = node.func
             if isinstance(func, ast.Name) and func.id == "getattr" and len(node.args) >= 2:
@@ -68,17 +62,12 @@ def test_no_module_outside_the_seam_uses_an_os_only_mechanism() -> None:
     found = {}
     for path in sorted(PACKAGE.rglob("*.py")):
         relative = path.relative_to(PACKAGE).as_posix()
-        if relative.startswith("platform/") or relative in PHASE_2:
+        if relative.startswith("platform/"):
             continue
         bad = offences(path.read_text(encoding="utf-8"))
         if bad:
             found[relative] = bad
     assert found == {}
-
-
-def test_the_allow_list_names_only_files_that_still_need_it() -> None:
-    stale = [name for name in PHASE_2 if (PACKAGE / name).exists() and not offences((PACKAGE / name).read_text())]
-    assert stale == [], "these go through the seam now: take them off PHASE_2"
 
 
 def test_the_audit_sees_every_way_around_the_seam() -> None:
@@ -91,8 +80,11 @@ import os, signal, socket, subprocess
 os.killpg(1, signal.SIGTERM)
 os.getuid()
 socket.SO_PEERCRED
+socket.socket(socket.AF_UNIX)
 getattr(signal, "SIGHUP")
 subprocess.Popen(["x"], start_new_session=True)
+asyncio.get_running_loop().add_signal_handler(signal.SIGINT, print)
+os.fork()
 """
     assert sorted(offences(source)) == sorted(
         [
@@ -104,8 +96,12 @@ subprocess.Popen(["x"], start_new_session=True)
             "signal.SIGTERM",
             "os.getuid",
             "socket.SO_PEERCRED",
+            "socket.AF_UNIX",
             "getattr(signal, 'SIGHUP')",
             "start_new_session=",
+            ".add_signal_handler",
+            "signal.SIGINT",
+            "os.fork",
         ]
     )
     assert offences("import os\nos.kill(1, 0)\nimport signal\nsignal.Signals(9)\n") == []

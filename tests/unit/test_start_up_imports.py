@@ -115,12 +115,19 @@ def test_loading_the_server_builds_no_model_schema() -> None:
 
 
 def test_the_front_door_loads_none_of_the_server_and_no_event_loop() -> None:
-    """``hermes-acp --shared`` relays bytes: the standard library and ``transports.paths``, nothing else of ours."""
+    """``hermes-acp --shared`` relays bytes: the standard library, ``transports.paths`` and the platform seam's small
+    modules (which system, peers, sockets, stdio), nothing else of ours."""
     loaded = _loaded_after("import hermes_acp.cli, hermes_acp.transports.frontdoor, hermes_acp.transports.control")
     ours = sorted(name for name in loaded if name.startswith("hermes_acp"))
     assert ours == [
         "hermes_acp",
         "hermes_acp.cli",
+        "hermes_acp.platform",
+        "hermes_acp.platform._forced",
+        "hermes_acp.platform.peers",
+        "hermes_acp.platform.stdio",
+        "hermes_acp.platform.system",
+        "hermes_acp.platform.unix_sockets",
         "hermes_acp.transports",
         "hermes_acp.transports.control",
         "hermes_acp.transports.frontdoor",
