@@ -1,6 +1,7 @@
-"""The ``hermes-acp`` command: serve ACP on stdio (default), ``--shared``, ``host [status|stop|token]``, ``--check``
-(``--probe``, ``--json``), ``--repair``, ``--version``, ``--setup``, ``sandbox-profile``; ``--config FILE`` for a config
-file other than the home's (every mode reads it: it is passed on as ``HERMES_ACP_CONFIG``).
+"""The ``hermes-acp`` command: serve ACP on stdio (default), ``--shared``, ``host [status|stop|token]``, ``exec`` (one
+prompt without an editor: ``headless``), ``--check`` (``--probe``, ``--json``), ``--repair``, ``--version``,
+``--setup``, ``sandbox-profile``; ``--config FILE`` for a config file other than the home's (every mode reads it: it
+is passed on as ``HERMES_ACP_CONFIG``).
 
 Serving must answer ``initialize`` fast, so this module imports almost nothing; the rest of the server is loaded in
 a worker thread while the dispatcher already answers (``_load_app``). With ``--shared`` or ``[host] mode =
@@ -95,6 +96,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         sys.exit(_host(argv[1:]))
     if argv[0] == "sandbox-profile":
         sys.exit(_sandbox_profile(argv[1:]))
+    if argv[0] == "exec":
+        _exec(argv[1:])
     parser = _parser()
     args = parser.parse_args(argv)
     if (args.probe or args.json) and not args.check:
@@ -123,6 +126,17 @@ def main(argv: Sequence[str] | None = None) -> None:
     if args.shared or _configured_shared(os.environ):
         _front_door()
     _serve()
+
+
+def _exec(argv: Sequence[str]) -> None:
+    """``hermes-acp exec``: one prompt to its answer, through the server in this process (``headless``)."""
+    from hermes_acp.headless.run import main as exec_main
+
+    def load_server() -> Serve:
+        gc.disable()  # as ``_serve``: ``_load_app`` turns the collector back on
+        return _load_app()
+
+    sys.exit(exec_main(argv, load_server))
 
 
 def _front_door() -> None:

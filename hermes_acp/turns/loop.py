@@ -266,6 +266,8 @@ async def _within_budget(state: TurnState, deps: TurnDeps) -> TurnFailure | None
         await deps.recorder.record(
             *[NoticeAdded(turn_id=state.turn_id, message_id=new_message_id(), text=text) for text in check.notices]
         )
+    if check.stop is not None:  # the meter as the turn stops: what was spent (a subagent's work included)
+        await deps.recorder.live(Meter.of(deps).usage(tuple(deps.surface.tools())))
     return check.stop
 
 

@@ -13,6 +13,7 @@ from acp import RequestError
 from hermes_acp.core import AssistantMessageStored, TextPart, ToolCallPart, ToolResultMessage, UserMessage
 from hermes_acp.errors import ProviderUnavailableError
 from hermes_acp.providers.scripted import ScriptedProvider, ScriptedReply, text_reply, tool_reply
+from tests.fakes.acp_client import data_of
 from tests.fakes.server import open_pair
 from tests.fakes.tools import BlockingTool, EchoTool, FailingTool, GuardedWriteTool, call
 
@@ -157,7 +158,7 @@ async def test_stream_cut_after_output_ends_turn_with_visible_error_and_consiste
         shown = pair.client.text(session_id)
         second = await pair.prompt(session_id, "second")
     assert first.value.code == -32603
-    assert first.value.data["kind"] == "stream_cut"
+    assert data_of(first.value)["kind"] == "stream_cut"
     assert str(first.value).startswith("The model request failed: ")
     assert "Half an answer t" in shown
     assert "The model request failed" in shown
@@ -176,8 +177,13 @@ async def test_provider_error_before_output_is_visible_and_the_session_continues
             await pair.prompt(session_id, "one")
         second = await pair.prompt(session_id, "two")
         text = pair.client.text(session_id)
-    assert (first.value.code, first.value.data["kind"], first.value.data["status"]) == (-32603, "server_error", 503)
-    assert first.value.data["provider"] == "scripted"
+    data = data_of(first.value)
+    assert (first.value.code, data["kind"], data["status"], data["provider"]) == (
+        -32603,
+        "server_error",
+        503,
+        "scripted",
+    )
     assert "HTTP 503" in text, "the person reads the notice in the transcript"
     assert second.stop_reason == "end_turn"
     assert isinstance(provider.requests[1].messages[0], UserMessage)

@@ -23,6 +23,7 @@ import pytest
 from acp import RequestError
 
 from fixtures.model_server import ModelServer, serve_model_server
+from tests.fakes.acp_client import data_of
 from tests.fakes.agent_process import AgentProcess, spawn_agent
 
 from .corpus_cases import (
@@ -198,8 +199,8 @@ async def play(agent: AgentProcess, server: ModelServer, case: Case) -> None:
     else:  # a failed turn answers with an error a script can see, and its notice stays in the transcript
         with pytest.raises(RequestError) as failed:
             await agent.prompt(session_id, "Go.")
-        assert failed.value.data["provider"] == provider_of(case)
-        assert failed.value.data["message"] in str(failed.value)
+        assert data_of(failed.value)["provider"] == provider_of(case)
+        assert data_of(failed.value)["message"] in str(failed.value)
         stop = "end_turn"
     shown = seen(agent, session_id)
     assert stop == view["stop"]
