@@ -57,9 +57,7 @@ class ExecHome:
 
     async def run(self, *args: str, stdin: bytes = b"", timeout: float = EXEC_TIMEOUT_S) -> ExecRun:
         with anyio.fail_after(timeout):
-            done = await anyio.run_process(
-                self.argv(*args), env=self.env, input=stdin, check=False, cwd=self.workspace
-            )
+            done = await anyio.run_process(self.argv(*args), env=self.env, input=stdin, check=False, cwd=self.workspace)
         return ExecRun(done.returncode, done.stdout.decode(), done.stderr.decode())
 
     async def start(self, *args: str) -> Process:
