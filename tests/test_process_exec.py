@@ -3,8 +3,9 @@ script or a CI job runs it (docs/ci.md): the answer on stdout and exit code 0; a
 answers, a 401, a 404 model, a 503, a stream cut for good) exits 1 with the failure's kind in the result; a command
 the policy refuses ends the turn with exit code 4 and never runs, one the policy file allows runs; ``--json`` is
 every ``session/update`` (each valid against the ACP schema) and then the result; a prompt's and a session's budget
-(a subagent's usage counted in its parent's) end the turn with exit code 3; ``--session`` continues a conversation;
-``--timeout`` exits 5; SIGINT while a command runs exits 130 and leaves no process; bad options exit 2."""
+(a subagent's usage counted in its parent's) end the turn with exit code 3; ``--session`` continues a conversation
+(and what it spent in earlier runs counts); ``--timeout`` exits 5; SIGINT while a command runs exits 130 and leaves
+no process; bad options exit 2."""
 
 from __future__ import annotations
 
@@ -219,7 +220,11 @@ async def test_session_continues_a_conversation_and_its_id_is_printed(tmp_path: 
         session_id = first.result["sessionId"]
         second = await home.run("--session", session_id, "Which word?")
         sent = server.requests()[-1].body
+        capped = await home.run("--json", "--session", session_id, "--session-tokens", "10", "Again?")
+        asked = len(server.requests())
     assert (first.code, second.code) == (0, 0), second.stderr
+    assert (capped.code, asked) == (3, 2), "what the session spent in earlier runs counts: no third request"
+    assert capped.result["failure"]["limit"] == "session_tokens"
     assert f"hermes-acp exec: session {session_id}" in second.stderr
     assert isinstance(sent, dict)
     said = [m["content"] for m in sent["messages"] if m["role"] == "user"]
