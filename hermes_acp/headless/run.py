@@ -9,8 +9,9 @@ stdout; permission requests are answered from the policy at once. The run ends i
 ``outcome.EXIT_CODES``: the client leaves (the link closed), the server cancels and settles whatever still runs,
 closes the session with its child processes, the providers and the store, and only then does the process exit.
 
-SIGINT, SIGTERM and SIGHUP cancel the turn (``session/cancel``: it settles, then answers ``cancelled``; exit code
-128 + the signal); a second one closes the link at once (the server's EOF path, bounded). ``--timeout`` cancels
+A shutdown signal (``platform.signals``: SIGINT, SIGTERM, SIGHUP; Ctrl-C and Ctrl-Break on Windows) cancels the turn
+(``session/cancel``: it settles, then answers ``cancelled``; exit code 128 + the signal); a second one closes the
+link at once (the server's EOF path, bounded). ``--timeout`` cancels
 the turn the same way (exit code 5).
 
 stdout belongs to the answer (or the NDJSON): the process's file descriptor 1 is pointed at stderr for everything
@@ -19,6 +20,7 @@ else, as ``transports.stdio`` does for the protocol, so nothing a library or a c
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -33,6 +35,7 @@ from anyio.abc import TaskGroup
 
 from hermes_acp.jsonrpc.boundary import ClientRequestError
 from hermes_acp.jsonrpc.link import ClientGone
+from hermes_acp.platform.signals import install_shutdown
 from hermes_acp.protocol.connection import Connection, Serve
 from hermes_acp.transports.memory import MemoryEnd, memory_link
 
@@ -45,7 +48,6 @@ __all__ = ["LEAVE_TIMEOUT_S", "main", "run_exec"]
 
 LEAVE_TIMEOUT_S = 10.0
 """Bound on the turn's answer once it was cancelled (a signal, the timeout): it settles first, in well under that."""
-_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
 def main(argv: Sequence[str], load_server: Callable[[], Serve]) -> int:
@@ -148,17 +150,22 @@ async def _deadline(seconds: float, stop: _Stop, client: ExecClient) -> None:
 
 
 async def _watch_signals(stop: _Stop, client: ExecClient, end: MemoryEnd, driving: TaskGroup) -> None:
-    """The first signal cancels the turn (or, before it, the run); a second one leaves at once."""
-    with anyio.open_signal_receiver(*_SIGNALS) as signals:
-        async for signum in signals:
+    """The first shutdown signal (``platform.signals``) cancels the turn (or, before it, the run); a second one
+    leaves at once."""
+    send, received = anyio.create_memory_object_stream[str](8)
+    undo = install_shutdown(asyncio.get_running_loop(), send.send_nowait)
+    try:
+        async for name in received:
             if stop.signum is not None:
                 end.close()
                 continue
-            stop.signum = signum
+            stop.signum = signal.Signals[name].value
             if stop.prompting:
                 await client.cancel()
             else:
                 driving.cancel_scope.cancel()
+    finally:
+        undo()
 
 
 @dataclass
