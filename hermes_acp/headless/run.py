@@ -21,6 +21,7 @@ else, as ``transports.stdio`` does for the protocol, so nothing a library or a c
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import signal
@@ -44,7 +45,7 @@ from .options import ExecOptions, UsageError, parse_options
 from .outcome import Outcome
 from .report import Spinner, Transcript
 
-__all__ = ["LEAVE_TIMEOUT_S", "main", "run_exec"]
+__all__ = ["LEAVE_TIMEOUT_S", "Stdout", "main", "run_exec"]
 
 LEAVE_TIMEOUT_S = 10.0
 """Bound on the turn's answer once it was cancelled (a signal, the timeout): it settles first, in well under that."""
@@ -60,50 +61,60 @@ def main(argv: Sequence[str], load_server: Callable[[], Serve]) -> int:
     out_fd = os.dup(sys.stdout.fileno())  # the answer's; fd 1 now leads to stderr for anything else
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
     sys.stdout = sys.stderr
-    with os.fdopen(out_fd, "w", encoding="utf-8", errors="replace") as out:
+    out = Stdout(os.fdopen(out_fd, "w", encoding="utf-8", errors="replace"))
+    try:
         return anyio.run(run_exec, options, load_server(), out, sys.stderr)
+    finally:
+        out.close()
 
 
-@dataclass
-class _Stop:
-    """Why the run is being cut short, as it learns it (a signal, the deadline)."""
+class Stdout:
+    """The answer's stream: a reader that went away (``exec … | head -1``) stops the writing, not the run (the turn
+    still ends as it would, and the exit code says how)."""
 
-    signum: int | None = None
-    deadline: bool = False
-    prompting: bool = False
+    def __init__(self, stream: IO[str]):
+        self._stream = stream
+        self._gone = False
+
+    def line(self, text: str) -> None:
+        if self._gone:
+            return
+        try:
+            self._stream.write(text + "\n")
+            self._stream.flush()
+        except OSError:
+            self._gone = True
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            self._stream.close()
 
 
-async def run_exec(options: ExecOptions, serve: Serve, out: IO[str], err: IO[str]) -> int:
+async def run_exec(options: ExecOptions, serve: Serve, out: Stdout, err: IO[str]) -> int:
     """Run ``options``' prompt against ``serve`` in this process; write the answer (or the NDJSON) to ``out`` and
     progress to ``err``; the exit code."""
     started = time.monotonic()
     server_end, client_end = memory_link()
     connection = Connection(server_end, server_end, options.env, name="exec")
     spinner = Spinner(err, enabled=err.isatty())
-
-    def ndjson(line: str) -> None:
-        out.write(line + "\n")
-        out.flush()
-
-    transcript = Transcript(options.cwd, ndjson=ndjson if options.json else None, say=spinner.line)
-    client = ExecClient(client_end, options.policy, transcript)
-    stop = _Stop()
+    transcript = Transcript(options.cwd, ndjson=out.line if options.json else None, say=spinner.line)
+    run = _Run(options, ExecClient(client_end, options.policy, transcript), client_end, spinner)
     answer: dict[str, Any] | None = None
     outcome = Outcome("failed")  # what stands when a signal cut the run short before the prompt
     async with anyio.create_task_group() as group:
         group.start_soon(_serve, connection, serve, server_end, name="hermes-acp exec server")
-        group.start_soon(client.dispatcher.run, name="hermes-acp exec client")
+        group.start_soon(run.client.dispatcher.run, name="hermes-acp exec client")
         try:
             async with anyio.create_task_group() as driving:
-                driving.start_soon(_watch_signals, stop, client, client_end, driving)
+                driving.start_soon(run.watch_signals, driving)
                 driving.start_soon(spinner.run)
-                outcome, answer = await _drive(options, client, stop, spinner, driving)
+                outcome, answer = await run.drive(driving)
                 driving.cancel_scope.cancel()
         finally:
             client_end.close()  # the client leaves: the server settles and closes everything, then its task ends
-    if stop.signum is not None and outcome.name != "config":
-        outcome = Outcome.signalled(stop.signum, outcome.stop_reason)
-    _Ending(options, client, transcript, started).write(outcome, answer, out, spinner)
+    if run.signum is not None and outcome.name != "config":
+        outcome = Outcome.signalled(run.signum, outcome.stop_reason)
+    _Ending(options, run.client, transcript, started).write(outcome, answer, out, spinner)
     return outcome.code
 
 
@@ -116,56 +127,72 @@ async def _serve(connection: Connection, serve: Serve, end: MemoryEnd) -> None:
         end.close()
 
 
-async def _drive(
-    options: ExecOptions, client: ExecClient, stop: _Stop, spinner: Spinner, driving: TaskGroup
-) -> tuple[Outcome, dict[str, Any] | None]:
-    """Open the session, prompt, and wait for the answer (cancelled at the deadline, a task of ``driving``): how it
-    ended."""
-    try:
-        await client.open(
-            options.cwd, options.additional, resume=options.session, mode=options.mode, model=options.model
-        )
-        spinner.line(f"hermes-acp exec: session {client.session_id}")
-        stop.prompting = True
-        if options.timeout_s is not None:
-            driving.start_soon(_deadline, options.timeout_s, stop, client)
-        answer = await client.prompt(options.prompt)
-    except ClientRequestError as exc:
-        return Outcome.of_error(exc), None
-    except ClientGone:  # a second signal closed the link before the answer
-        return Outcome("failed", "cancelled"), None
-    finally:
-        stop.prompting = False
-    if stop.deadline:
-        return Outcome.timed_out(options.timeout_s or 0.0, str(answer.get("stopReason"))), answer
-    if client.refusal is not None:
-        return Outcome.refused(client.refusal.reason, client.refused_title), answer
-    return Outcome.of_answer(answer), answer
+@dataclass
+class _Run:
+    """The client's side of one run, and why it is being cut short as it learns it (a signal, the deadline)."""
 
+    options: ExecOptions
+    client: ExecClient
+    end: MemoryEnd
+    spinner: Spinner
+    signum: int | None = None
+    deadline: bool = False
+    prompting: bool = False
 
-async def _deadline(seconds: float, stop: _Stop, client: ExecClient) -> None:
-    await anyio.sleep(seconds)
-    stop.deadline = True
-    await client.cancel()
+    async def drive(self, driving: TaskGroup) -> tuple[Outcome, dict[str, Any] | None]:
+        """Open the session, prompt, and wait for the answer (cancelled at the deadline, a task of ``driving``): how
+        it ended."""
+        options, client = self.options, self.client
+        try:
+            await client.open(
+                options.cwd, options.additional, resume=options.session, mode=options.mode, model=options.model
+            )
+            self.spinner.line(f"hermes-acp exec: session {client.session_id}")
+            self.prompting = True
+            if options.timeout_s is not None:
+                driving.start_soon(self._deadline, options.timeout_s)
+            answer = await client.prompt(options.prompt)
+        except ClientRequestError as exc:
+            return Outcome.of_error(exc), None
+        except ClientGone:  # a second signal closed the link before the answer
+            return Outcome("failed", "cancelled"), None
+        finally:
+            self.prompting = False
+        if self.deadline:
+            return Outcome.timed_out(options.timeout_s or 0.0, str(answer.get("stopReason"))), answer
+        if client.refusal is not None:
+            return Outcome.refused(client.refusal.reason, client.refused_title), answer
+        return Outcome.of_answer(answer), answer
 
+    async def watch_signals(self, driving: TaskGroup) -> None:
+        """The first shutdown signal (``platform.signals``) cancels the turn (or, before it, the run); a second one
+        leaves at once."""
+        send, received = anyio.create_memory_object_stream[str](8)
+        undo = install_shutdown(asyncio.get_running_loop(), send.send_nowait)
+        try:
+            async for name in received:
+                if self.signum is not None:
+                    self.end.close()
+                    continue
+                self.signum = signal.Signals[name].value
+                if self.prompting:
+                    await self.client.cancel()
+                    driving.start_soon(self._leave_after)
+                else:
+                    driving.cancel_scope.cancel()
+        finally:
+            undo()
 
-async def _watch_signals(stop: _Stop, client: ExecClient, end: MemoryEnd, driving: TaskGroup) -> None:
-    """The first shutdown signal (``platform.signals``) cancels the turn (or, before it, the run); a second one
-    leaves at once."""
-    send, received = anyio.create_memory_object_stream[str](8)
-    undo = install_shutdown(asyncio.get_running_loop(), send.send_nowait)
-    try:
-        async for name in received:
-            if stop.signum is not None:
-                end.close()
-                continue
-            stop.signum = signal.Signals[name].value
-            if stop.prompting:
-                await client.cancel()
-            else:
-                driving.cancel_scope.cancel()
-    finally:
-        undo()
+    async def _deadline(self, seconds: float) -> None:
+        await anyio.sleep(seconds)
+        self.deadline = True
+        await self.client.cancel()
+        await self._leave_after()
+
+    async def _leave_after(self) -> None:
+        """A cancelled turn answers once it has settled, at once (docs/architecture.md §4.10); should it not, leave."""
+        await anyio.sleep(LEAVE_TIMEOUT_S)
+        self.end.close()
 
 
 @dataclass
@@ -177,13 +204,12 @@ class _Ending:
     transcript: Transcript
     started: float
 
-    def write(self, outcome: Outcome, answer: dict[str, Any] | None, out: IO[str], spinner: Spinner) -> None:
+    def write(self, outcome: Outcome, answer: dict[str, Any] | None, out: Stdout, spinner: Spinner) -> None:
         text = self.transcript.answer if outcome.name not in ("failed", "config") else ""
         if self.options.json:
-            out.write(json.dumps(self.result(outcome, answer, text), ensure_ascii=False, separators=(",", ":")) + "\n")
+            out.line(json.dumps(self.result(outcome, answer, text), ensure_ascii=False, separators=(",", ":")))
         elif text:
-            out.write(text + "\n")
-        out.flush()
+            out.line(text)
         if outcome.sentence:
             spinner.line(f"hermes-acp exec: {outcome.sentence} (exit code {outcome.code})")
 
