@@ -68,13 +68,17 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _load_app() -> Serve:
+def _leave_out_unused() -> None:
     # structlog's console renderer imports rich when it is installed (mcp pulls it in); the server only writes
     # JSON, and skipping rich cuts a quarter of a second from start-up.
     sys.modules.setdefault("rich", None)  # type: ignore[arg-type]
     # httpx imports its command-line client when click is installed (mcp brings it), which imports click and
     # pygments before it finds rich missing: ~25 ms of the first turn for a client the server never runs.
     sys.modules.setdefault("click", None)  # type: ignore[arg-type]
+
+
+def _load_app() -> Serve:
+    _leave_out_unused()
     try:
         from hermes_acp.app import run_connection
     finally:
@@ -129,14 +133,14 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 
 def _exec(argv: Sequence[str]) -> None:
-    """``hermes-acp exec``: one prompt to its answer, through the server in this process (``headless``)."""
+    """``hermes-acp exec``: one prompt to its answer, through the server in this process (``headless``). Its client
+    imports much of the server's core, so the collector is off from here, as in ``_serve`` (``_load_app`` turns it
+    back on)."""
+    gc.disable()
+    _leave_out_unused()
     from hermes_acp.headless.run import main as exec_main
 
-    def load_server() -> Serve:
-        gc.disable()  # as ``_serve``: ``_load_app`` turns the collector back on
-        return _load_app()
-
-    sys.exit(exec_main(argv, load_server))
+    sys.exit(exec_main(argv, _load_app))
 
 
 def _front_door() -> None:
