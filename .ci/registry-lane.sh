@@ -3,7 +3,9 @@
 # wheel installs into a fresh venv with nothing but PyPI dependencies and its two commands run; then uv (from PyPI)
 # runs it as the registry does, `uvx --from <wheel> hermes-acp-server` in a fresh cache and a fresh home: with empty
 # stdin it must exit cleanly, and its answer to `initialize` must list an `agent` or `terminal` auth method
-# (registry/launch_check.py). Needs .venv (`make venv`) and PyPI; leaves nothing behind.
+# (registry/launch_check.py). Then `uvx --from <wheel> hermes-acp exec` runs a task as a CI job would (docs/ci.md):
+# against the scripted model server it prints the answer's JSON and exits 0; with nothing at the provider's address
+# it exits 1. Needs .venv (`make venv`) and PyPI; leaves nothing behind.
 #
 # Usage: bash .ci/registry-lane.sh     Env: UV_VERSION (default 0.9.5)
 set -euo pipefail
@@ -12,7 +14,8 @@ cd "$(dirname "$0")/.."
 UV_VERSION="${UV_VERSION:-0.9.5}"
 PY=.venv/bin/python
 work="$(mktemp -d)"
-trap 'rm -rf "$work"' EXIT
+model_pid=""
+trap '[ -n "$model_pid" ] && kill "$model_pid" 2>/dev/null; rm -rf "$work"' EXIT
 quietly() { "$@" >"$work/step.log" 2>&1 || { cat "$work/step.log"; exit 1; }; }
 
 "$PY" -m registry.release_check
@@ -41,3 +44,30 @@ mkdir -p "$work/home" "$work/run"
     ${SSL_CERT_FILE:+SSL_CERT_FILE="$SSL_CERT_FILE"} \
     "$OLDPWD/$PY" -m registry.launch_check --timeout 300 -- "$work/uv/bin/uvx" --from "$wheel" hermes-acp-server)
 echo "registry-lane: uvx --from $(basename "$wheel") hermes-acp-server passes the registry's check"
+
+# exec from the wheel, as a CI job runs it (docs/ci.md): the scripted model server answers; a dead address exits 1.
+"$PY" -m fixtures.model_server --scenario fixtures/model_server/scenarios/plain_text.json \
+    --ready-file "$work/model.json" >"$work/model.log" 2>&1 &
+model_pid=$!
+for _ in $(seq 300); do [ -s "$work/model.json" ] && break; sleep 0.1; done
+port="$("$PY" -c 'import json, sys; print(json.load(open(sys.argv[1]))["port"])' "$work/model.json")"
+exec_in_ci() {
+    (cd "$work/run" && env -i PATH="/usr/local/bin:/usr/bin:/bin" HOME="$work/home" TERM=dumb \
+        UV_CACHE_DIR="$work/uv-cache" UV_PYTHON_DOWNLOADS=never UV_NO_CONFIG=1 \
+        ${SSL_CERT_FILE:+SSL_CERT_FILE="$SSL_CERT_FILE"} HERMES_ACP_MODEL=fixture-model "$@")
+}
+exec_in_ci HERMES_ACP_BASE_URL="http://127.0.0.1:$port/v1" \
+    "$work/uv/bin/uvx" --from "$wheel" hermes-acp exec --json --approve edits "Say hello" >"$work/exec.ndjson"
+"$PY" -c '
+import json, sys
+result = json.loads(open(sys.argv[1]).read().splitlines()[-1])
+assert (result["outcome"], result["exitCode"]) == ("finished", 0), result
+assert result["answer"].startswith("Hello!"), result
+' "$work/exec.ndjson"
+status=0
+exec_in_ci HERMES_ACP_BASE_URL="http://127.0.0.1:9/v1" HERMES_ACP_PROVIDERS__CUSTOM__MAX_RETRIES=0 \
+    "$work/uv/bin/uvx" --from "$wheel" hermes-acp exec "Say hello" >/dev/null 2>"$work/exec.err" || status=$?
+if [ "$status" != 1 ]; then
+    cat "$work/exec.err"; echo "registry-lane: exec with nothing at the provider's address exited $status, not 1"; exit 1
+fi
+echo "registry-lane: uvx --from $(basename "$wheel") hermes-acp exec answers (exit 0) and fails visibly (exit 1)"

@@ -1,6 +1,7 @@
-"""The ``hermes-acp`` command: serve ACP on stdio (default), ``--shared``, ``host [status|stop|token]``, ``--check``
-(``--probe``, ``--json``), ``--repair``, ``--version``, ``--setup``, ``sandbox-profile``; ``--config FILE`` for a config
-file other than the home's (every mode reads it: it is passed on as ``HERMES_ACP_CONFIG``).
+"""The ``hermes-acp`` command: serve ACP on stdio (default), ``--shared``, ``host [status|stop|token]``, ``exec`` (one
+prompt without an editor: ``headless``), ``--check`` (``--probe``, ``--json``), ``--repair``, ``--version``,
+``--setup``, ``sandbox-profile``; ``--config FILE`` for a config file other than the home's (every mode reads it: it
+is passed on as ``HERMES_ACP_CONFIG``).
 
 Serving must answer ``initialize`` fast, so this module imports almost nothing; the rest of the server is loaded in
 a worker thread while the dispatcher already answers (``load_app``). With ``--shared`` or ``[host] mode =
@@ -67,9 +68,8 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def load_app() -> Serve:
-    """The server's connection runner, loaded (what stdio loads in a worker thread while it answers ``initialize``);
-    the cyclic collector, off while it loads, is on again when this returns."""
+def _leave_out_unused() -> None:
+    """Modules the server never uses, kept from loading (a serve and an ``exec`` run both start this way)."""
     # structlog's console renderer imports rich when it is installed (mcp pulls it in); the server only writes
     # JSON, and skipping rich cuts a quarter of a second from start-up.
     sys.modules.setdefault("rich", None)  # type: ignore[arg-type]
@@ -81,6 +81,12 @@ def load_app() -> Serve:
     # of ms of the first session/new, for plugins the server never uses. Its documented switch turns the lookup off
     # (a user who sets it keeps their value; commands and MCP servers get allow-listed environments).
     os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
+
+
+def load_app() -> Serve:
+    """The server's connection runner, loaded (what stdio loads in a worker thread while it answers ``initialize``);
+    the cyclic collector, off while it loads, is on again when this returns."""
+    _leave_out_unused()
     try:
         from hermes_acp.app import run_connection
     finally:
@@ -102,6 +108,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         sys.exit(_host(argv[1:]))
     if argv[0] == "sandbox-profile":
         sys.exit(_sandbox_profile(argv[1:]))
+    if argv[0] == "exec":
+        _exec(argv[1:])
     parser = _parser()
     args = parser.parse_args(argv)
     if (args.probe or args.json) and not args.check:
@@ -130,6 +138,17 @@ def main(argv: Sequence[str] | None = None) -> None:
     if args.shared or _configured_shared(os.environ):
         _front_door()
     _serve()
+
+
+def _exec(argv: Sequence[str]) -> None:
+    """``hermes-acp exec``: one prompt to its answer, through the server in this process (``headless``). Its client
+    imports much of the server's core, so the collector is off from here, as in ``_serve`` (``load_app`` turns it
+    back on)."""
+    gc.disable()
+    _leave_out_unused()
+    from hermes_acp.headless.run import main as exec_main
+
+    sys.exit(exec_main(argv, load_app))
 
 
 def _front_door() -> None:

@@ -29,6 +29,7 @@ __all__ = [
     "FILE",
     "SEND_BACK_FIELDS",
     "AgentSettings",
+    "BudgetSettings",
     "ComputerUseSettings",
     "Effort",
     "HostSettings",
@@ -469,6 +470,22 @@ class LoggingSettings(_Section):
     """What stderr shows (some editors show every stderr line as an error); ``--verbose`` shows everything."""
 
 
+class BudgetSettings(_Section):
+    """``[budget]``: what one prompt and one session may spend, their subagents' work included (unset: no cap).
+
+    Tokens are every model request's input and output tokens, summed (what a provider bills); USD comes from the
+    models' ``input_price`` and ``output_price``, so a USD cap cannot be held for a model without prices (tokens
+    still count, and the session is told once). At ``warn_at`` of a cap the user is warned; at the cap the turn
+    stops before its next model request (``max_turn_requests``)."""
+
+    prompt_tokens: Annotated[int, Field(ge=1)] | None = None
+    session_tokens: Annotated[int, Field(ge=1)] | None = None
+    prompt_usd: Annotated[float, Field(gt=0)] | None = None
+    session_usd: Annotated[float, Field(gt=0)] | None = None
+    warn_at: Annotated[float, Field(gt=0, le=1)] = 0.8
+    """Of a cap: a warning notice when this share of it is spent."""
+
+
 class TerminalSettings(_Section):
     """``[terminal]``: the shell commands run in."""
 
@@ -487,6 +504,7 @@ class _FileSettings(_Section):
     vision: VisionSettings = Field(default_factory=VisionSettings)
     permissions: PermissionSettings = Field(default_factory=PermissionSettings)
     mcp: McpSettings = Field(default_factory=McpSettings)
+    budget: BudgetSettings = Field(default_factory=BudgetSettings)
     computer_use: ComputerUseSettings = Field(default_factory=ComputerUseSettings)
     sandbox: SandboxSettings = Field(default_factory=SandboxSettings)
     terminal: TerminalSettings = Field(default_factory=TerminalSettings)

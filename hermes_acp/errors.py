@@ -15,12 +15,14 @@ Every error we raise on purpose is a ``HermesError``. The tree says who has to a
     │   ├── ProviderAuthError        missing or rejected credentials (→ ACP auth_required, -32000)
     │   │   └── NoProviderError      no usable provider is configured at all
     │   ├── ProviderRateLimitError   HTTP 429 after every retry
-    │   ├── ProviderUnavailableError connection refused/reset, 5xx after every retry
+    │   ├── ProviderUnavailableError connection reset, a stream cut, 5xx after every retry
+    │   │   └── ProviderUnreachableError  nothing answers at the provider's address (connection refused)
     │   ├── ProviderTimeoutError     the provider did not answer within the configured timeout
     │   ├── ProviderRequestError     the provider rejected the request (4xx other than auth/429)
     │   │   └── ContextLengthError   … because the prompt does not fit the model's context window
     │   ├── ProviderStreamError      the stream broke or carried something we cannot read
     │   └── ScriptExhaustedError     (providers.scripted, the test double) asked for more than its script
+    ├── TurnFailedError              a prompt's turn did not finish (``TurnFailure``: → its JSON-RPC error)
     ├── ToolError                    a tool failed; goes back to the model as its result, never to the wire
     │   ├── ToolInputError           arguments invalid, unknown tool, bad JSON
     │   ├── PermissionDeniedError    the user (or the mode) refused
@@ -36,14 +38,18 @@ Every error we raise on purpose is a ``HermesError``. The tree says who has to a
 
 ``ErrorCode`` lists every code a failed tool call carries (its card's ``rawOutput`` and the model's result say
 it); a cua-driver's own refusal codes pass through as it sent them (``DriverCode``). ``WireErrorCode`` lists the
-JSON-RPC error codes we answer with. Translation to JSON-RPC happens in exactly one place
-(``hermes_acp.jsonrpc.boundary``). This module imports nothing from the SDKs: adapters translate foreign
-exceptions into these classes where they import the library.
+JSON-RPC error codes we answer with. ``TurnFailure`` is the one description of a turn that did not finish (the
+provider failed after its retries, the configuration let no model work, a budget or the request limit was
+reached): its ``kind`` comes from the ``ProviderError`` class one to one (``failure_of``), the JSON-RPC error of
+``session/prompt`` carries it as ``data`` and ``hermes-acp exec`` as its result's ``failure`` (docs/ci.md).
+Translation to JSON-RPC happens in exactly one place (``hermes_acp.jsonrpc.boundary``). This module imports nothing
+from the SDKs: adapters translate foreign exceptions into these classes where they import the library.
 """
 
 from __future__ import annotations
 
-from typing import Literal, NewType
+from dataclasses import dataclass
+from typing import Any, Final, Literal, NewType
 
 __all__ = [
     "ComputerUseError",
@@ -52,6 +58,7 @@ __all__ = [
     "DriverCode",
     "DriverUnavailableError",
     "ErrorCode",
+    "FailureKind",
     "HardBlockedError",
     "HermesError",
     "InvalidParamsError",
@@ -66,6 +73,7 @@ __all__ = [
     "ProviderStreamError",
     "ProviderTimeoutError",
     "ProviderUnavailableError",
+    "ProviderUnreachableError",
     "SessionBusyError",
     "SessionError",
     "SessionNotFoundError",
@@ -76,9 +84,12 @@ __all__ = [
     "ToolErrorCode",
     "ToolInputError",
     "ToolTimeoutError",
+    "TurnFailedError",
+    "TurnFailure",
     "UnknownModeError",
     "UnknownModelError",
     "WireErrorCode",
+    "failure_of",
 ]
 
 
@@ -190,6 +201,8 @@ class ProviderError(HermesError):
         super().__init__(message)
         self.provider = provider
         self.status = status
+        self.retries = 0
+        """How many times the request was sent again before this error was given up on."""
 
 
 class ProviderAuthError(ProviderError):
@@ -208,6 +221,10 @@ class ProviderUnavailableError(ProviderError):
     """Connection failure or HTTP 5xx, still after every retry."""
 
 
+class ProviderUnreachableError(ProviderUnavailableError):
+    """Nothing answers at the provider's address (connection refused, no route), still after every retry."""
+
+
 class ProviderTimeoutError(ProviderError):
     """The provider did not answer within the configured timeout."""
 
@@ -222,6 +239,102 @@ class ContextLengthError(ProviderRequestError):
 
 class ProviderStreamError(ProviderError):
     """The response stream broke off or carried something unreadable."""
+
+
+FailureKind = Literal[
+    "unreachable",
+    "unauthorized",
+    "model_not_found",
+    "rate_limited",
+    "server_error",
+    "timeout",
+    "stream_cut",
+    "context_length",
+    "bad_request",
+    "config",
+    "budget",
+    "turn_requests",
+]
+"""Why a turn did not finish: what the provider did after its retries (``failure_of``), the configuration letting no
+model work (``config``), or a limit reached (``budget``: ``[budget]``; ``turn_requests``: ``max_turn_requests``)."""
+LIMIT_KINDS: Final[frozenset[FailureKind]] = frozenset({"budget", "turn_requests"})
+"""Kinds that end a turn with a stop reason (``max_turn_requests``), not with an error."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TurnFailure:
+    """What stopped a turn before a finished answer, in one object every rendering shares: the JSON-RPC error's
+    ``data`` of a v1 ``session/prompt``, a v2 turn's end, ``hermes-acp exec``'s result and exit code."""
+
+    kind: FailureKind
+    message: str
+    """For people: the provider's own words (redacted, prefixed with the provider id), or the limit's sentence."""
+    provider: str | None = None
+    model: str | None = None
+    status: int | None = None
+    """The HTTP status the provider answered with; None when nothing answered, or for a limit."""
+    retries: int = 0
+    limit: str | None = None
+    """The ``[budget]`` key (``session_tokens``…) or ``max_turn_requests`` that was reached."""
+
+    @property
+    def is_error(self) -> bool:
+        """The turn failed (answered with an error); False for a limit (a stop reason)."""
+        return self.kind not in LIMIT_KINDS
+
+    @property
+    def sentence(self) -> str:
+        """One sentence saying what happened (a JSON-RPC error's ``message``, ``exec``'s last line on stderr)."""
+        if self.kind == "config":
+            return f"No model can work: {self.message}"
+        if self.is_error:
+            return f"The model request failed: {self.message}"
+        return self.message
+
+    def to_json(self) -> dict[str, Any]:
+        found: dict[str, Any] = {"kind": self.kind, "message": self.message}
+        if self.is_error:
+            found |= {"provider": self.provider, "model": self.model, "status": self.status, "retries": self.retries}
+        else:
+            found["limit"] = self.limit
+        return found
+
+
+def failure_of(exc: ProviderError, *, model: str | None = None) -> TurnFailure:
+    """The failure a provider error that ended a turn stands for (one kind per class; the status refines two)."""
+    kind: FailureKind
+    match exc:
+        case NoProviderError():
+            kind = "config"
+        case ProviderAuthError():
+            kind = "unauthorized"
+        case ContextLengthError():
+            kind = "context_length"
+        case ProviderRequestError():
+            kind = "model_not_found" if exc.status == 404 else "bad_request"
+        case ProviderRateLimitError():
+            kind = "rate_limited"
+        case ProviderTimeoutError():
+            kind = "timeout"
+        case ProviderStreamError():
+            kind = "stream_cut"
+        case ProviderUnreachableError():
+            kind = "unreachable"
+        case ProviderUnavailableError():
+            kind = "server_error" if exc.status is not None else "stream_cut"
+        case _:
+            kind = "bad_request"
+    return TurnFailure(
+        kind=kind, message=str(exc), provider=exc.provider, model=model, status=exc.status, retries=exc.retries
+    )
+
+
+class TurnFailedError(HermesError):
+    """A prompt's turn ended without a finished answer because of ``failure`` (the transcript says why too)."""
+
+    def __init__(self, failure: TurnFailure):
+        super().__init__(failure.sentence)
+        self.failure = failure
 
 
 class ToolError(HermesError):

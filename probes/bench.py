@@ -1342,6 +1342,13 @@ async def subagent_rows(bench: Bench) -> list[Row]:
     return rows
 
 
+async def exec_start_rows(bench: Bench) -> list[Row]:
+    """``hermes-acp exec``'s start beside the inline server's first turn (``probes/bench_exec.py``)."""
+    from .bench_exec import exec_rows
+
+    return await exec_rows(bench, Row, COMMAND)
+
+
 async def acp_v2_rows(bench: Bench) -> list[Row]:
     """ACP v2 beside v1 (``probes/bench_v2.py``): the renderings of one 2,000-event session, a rejoin by cursor."""
     from .bench_v2 import rendering_rows
@@ -1351,6 +1358,7 @@ async def acp_v2_rows(bench: Bench) -> list[Row]:
 
 ROWS: dict[str, Callable[[Bench], Awaitable[list[Row]]]] = {
     "cold_start": lambda b: cold_start(b, 5),
+    "exec": exec_start_rows,
     "model_switch": lambda b: model_switch(b, 5),
     "fresh_load": lambda b: fresh_load(b, 5),
     "delete_after_load": lambda b: delete_after_load(b, 5),

@@ -2,7 +2,8 @@
 
 Model and mode; the context the next request would take (the meter a ``usage_update`` shows) against the window,
 the threshold at which it is compacted, and the estimated breakdown (system prompt, tool schemas, history,
-images); the compactions so far; the session's cost (its subagents' included); each subagent with its tokens and
+images); the compactions so far; the session's cost (its subagents' included); each ``[budget]`` cap set, spent
+and left; each subagent with its tokens and
 cost, and their total; each MCP server and its state; the session's directories and the instruction files read when
 it opened; its skills, and those skipped with why; the system prompt the editor gave it; the prompts and steering
 messages waiting. Reads session state only.
@@ -86,7 +87,22 @@ def _context(session: CommandView, meter: Meter) -> list[str]:
         f"- compactions so far: {projection.compactions}",
         f"**Cost so far:** {f'${cost.amount:.4f}' if cost is not None else 'unknown (no prices configured)'}"
         + (" (subagents included)" if projection.children else ""),
+        *_budget(meter),
     ]
+
+
+def _budget(meter: Meter) -> list[str]:
+    caps = meter.budget.status() if meter.budget is not None else []
+    if not caps:
+        return []
+    lines = ["**Budget:** (subagents included)"]
+    for cap in caps:
+        lifted = ", lifted for this session" if cap.lifted else ""
+        lines.append(
+            f"- {cap.scope} ({cap.key}): {cap.amount(cap.spent)} of {cap.amount(cap.limit)} spent,"
+            f" {cap.amount(cap.left)} left{lifted}"
+        )
+    return lines
 
 
 def _children(session: CommandView, meter: Meter) -> list[str]:

@@ -33,6 +33,7 @@ from hermes_acp.errors import (
     InvalidParamsError,
     NoProviderError,
     ProviderAuthError,
+    TurnFailedError,
 )
 from hermes_acp.jsonrpc.dispatcher import RequestContext, Route
 from hermes_acp.mcp_client.specs import unreadable_entry
@@ -353,10 +354,19 @@ class HermesAgent:
         result = await session.prompt(prompt_to_display(params.prompt), origin=self._bridge)
         if result.config_changed:
             await self._announce_config(session, mode_changed=result.mode_changed)
+        if result.failure is not None and result.failure.is_error:  # the notice is in the transcript already
+            raise TurnFailedError(result.failure)
         usage = result.usage
         answer: dict[str, Any] = {"stopReason": result.stop_reason}
+        hermes: dict[str, Any] = {}
         if result.user_message_id is not None:  # what _session/rewind and a fork at a message name
-            answer["_meta"] = {"hermes": {"userMessageId": result.user_message_id}}
+            hermes["userMessageId"] = result.user_message_id
+        if result.failure is not None:  # a limit (a budget, max_turn_requests): which one
+            hermes["limit"] = result.failure.to_json()
+        if result.cost is not None:
+            hermes["cost"] = {"amount": result.cost.amount, "currency": result.cost.currency}
+        if hermes:
+            answer["_meta"] = {"hermes": hermes}
         if usage is None:  # no model was asked (a slash command the session answered, or cancelled while queued)
             return answer
         return {**answer, "usage": usage_json(usage)}

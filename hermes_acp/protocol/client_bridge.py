@@ -29,7 +29,7 @@ from hermes_acp.errors import InvalidParamsError, PermissionDeniedError
 from hermes_acp.jsonrpc.boundary import ClientRequestError
 from hermes_acp.jsonrpc.dispatcher import Dispatcher
 from hermes_acp.sessions.options import SessionOptions
-from hermes_acp.sessions.switches import SWITCHES, Switch
+from hermes_acp.sessions.switches import Switch
 from hermes_acp.tools.context import EditorFiles, EditorTerminals, Elicitor
 from hermes_acp.turns.ports import LiveUpdate, PermissionAnswer, PermissionChoice, PermissionQuestion
 
@@ -256,7 +256,7 @@ class AcpClientBridge:
         """The session's on/off switches, for a client that takes boolean options (none for any other)."""
         if not self.capabilities.boolean_options:
             return []
-        return [(switch, options.switch(switch.id)) for switch in SWITCHES]
+        return options.switches()
 
     async def config_changed(self, session_id: str, options: SessionOptions, *, mode_changed: bool) -> None:
         """A mode switch sends ``current_mode_update`` (for clients that read ``modes``); every change sends the

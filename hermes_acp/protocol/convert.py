@@ -17,14 +17,16 @@
   in its child's log → the child's incoming ``session_message``;
 - transient live updates and notices → ``session/update`` payloads: a compaction still running (or stopped) and
   its summary chunks only for a client with ``session.compaction`` (None for the others), and the context meter
-  (``usage_update``: tokens in the context now, the window, and the session's cost when the models have prices).
+  (``usage_update``: tokens in the context now, the window, the session's cost when the models have prices, and
+  ``[budget]``'s caps, spent and left, in ``_meta.hermes.budget``).
 
 Every ``tool_call`` carries ``name``: the tool's programmatic name as the model was offered it. No I/O here.
 """
 
 from __future__ import annotations
 
-from typing import Any, assert_never
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, assert_never
 
 from hermes_acp.core import (
     AgentTerminalBlock,
@@ -76,7 +78,11 @@ from hermes_acp.turns.ports import (
 from .terminal_cards import card_title, terminal_events, zed_meta
 from .wire import AudioContent, ContentBlock, EmbeddedResourceContent, ImageContent, ResourceLinkContent, TextContent
 
+if TYPE_CHECKING:
+    from hermes_acp.turns.budget import CapStatus
+
 __all__ = [
+    "budget_json",
     "compaction_note",
     "compaction_summary",
     "content_block",
@@ -469,9 +475,20 @@ def live_update(
             meter: Update = {"sessionUpdate": "usage_update", "used": update.used, "size": update.size}
             if update.cost is not None:
                 meter["cost"] = {"amount": update.cost.amount, "currency": update.cost.currency}
+            if update.budget:
+                meter["_meta"] = {"hermes": {"budget": budget_json(update.budget)}}
             return meter
         case _:
             assert_never(update)
+
+
+def budget_json(caps: Sequence[CapStatus]) -> dict[str, Any]:
+    """``[budget]``'s caps as ``usage_update._meta.hermes.budget`` carries them: by key, the unit, the limit, what
+    is spent and left, and whether the session's switch lifted it."""
+    return {
+        cap.key: {"unit": cap.unit, "limit": cap.limit, "spent": cap.spent, "left": cap.left, "lifted": cap.lifted}
+        for cap in caps
+    }
 
 
 def notice_update(notice: Notice) -> Update:

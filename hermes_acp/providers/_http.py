@@ -282,6 +282,7 @@ class HttpProvider(ABC):
                         status=failure.error.status,
                     ) from failure.__cause__
                 if attempt >= self._max_retries:
+                    failure.error.retries = attempt
                     raise failure.error from failure.__cause__
                 delay = retry_delay(attempt, retry_after=failure.retry_after, random=self._random.random)
                 attempt += 1

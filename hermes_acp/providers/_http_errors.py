@@ -2,8 +2,9 @@
 
 Three sources, one vocabulary:
 
-* httpx exceptions (``map_httpx_errors``, in the style of httpx's own ``map_httpcore_exceptions``): connection
-  failures and broken streams become ``ProviderUnavailableError``, timeouts ``ProviderTimeoutError``;
+* httpx exceptions (``map_httpx_errors``, in the style of httpx's own ``map_httpcore_exceptions``): a connection
+  refused becomes ``ProviderUnreachableError``, broken streams ``ProviderUnavailableError``, timeouts
+  ``ProviderTimeoutError``;
 * HTTP error responses (``error_for_response``): 401/403 → ``ProviderAuthError`` naming the env var to set,
   429 → ``ProviderRateLimitError``, 408/5xx → ``ProviderUnavailableError``, other 4xx and redirects →
   ``ProviderRequestError`` carrying the provider's own message from the body, or ``ContextLengthError`` when
@@ -40,6 +41,7 @@ from hermes_acp.errors import (
     ProviderStreamError,
     ProviderTimeoutError,
     ProviderUnavailableError,
+    ProviderUnreachableError,
 )
 
 from ._retry import parse_retry_after
@@ -123,7 +125,7 @@ def map_httpx_errors(identity: ProviderIdentity, url: str) -> Iterator[None]:
         text = f"no answer from {url} within the timeout ({type(exc).__name__})"
         raise identity.error(ProviderTimeoutError, text) from exc
     except httpx.ConnectError as exc:
-        raise TransientFailure(identity.error(ProviderUnavailableError, f"cannot connect to {url}: {exc}")) from exc
+        raise TransientFailure(identity.error(ProviderUnreachableError, f"cannot connect to {url}: {exc}")) from exc
     except (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError, httpx.CloseError) as exc:
         text = f"the connection to {url} broke: {exc}"
         raise TransientFailure(identity.error(ProviderUnavailableError, text)) from exc

@@ -30,7 +30,7 @@ from hermes_acp.turns.system_prompt import ClientSystemPrompt
 
 from .metadata import normalise_title, stored_system_prompt
 from .services import SessionServices
-from .switches import SWITCHES, switch_value
+from .switches import SWITCHES, Switch, switch_value
 from .titles import title_from_prompt, title_with_model
 
 __all__ = ["SessionOptions"]
@@ -95,6 +95,11 @@ class SessionOptions:
     def configured_model(self, model_id: str) -> CatalogModel | None:
         catalog = self._services.catalog
         return catalog.get(model_id) if model_id in catalog else None
+
+    def switches(self) -> list[tuple[Switch, bool]]:
+        """The switches this session offers (``Switch.offered``), each with its value."""
+        settings = self._services.settings
+        return [(s, self.switch(s.id)) for s in SWITCHES if s.offered(settings)]
 
     def switch(self, switch_id: str) -> bool:
         """The value of one of ``switches.SWITCHES`` in this session."""

@@ -39,6 +39,7 @@ from hermes_acp.core.ids import new_input_id, new_message_id, new_turn_id
 from hermes_acp.core.notice import Notice
 from hermes_acp.errors import InvalidParamsError, SessionBusyError
 from hermes_acp.mcp_client import McpServers
+from hermes_acp.providers.catalog import Cost
 from hermes_acp.storage.base import SessionRecord
 from hermes_acp.subagents.lineage import ChildOpener, Lineage, SubagentLink
 from hermes_acp.subagents.runner import SubagentRunner
@@ -243,7 +244,14 @@ class Session:
             self._running = False
         children = [child.usage for child in self.recorder.projection.children.values() if child.turn_id == turn_id]
         usage = sum(children, turn.usage)  # what the prompt cost, its subagents' work included
-        return PromptResult(stop_reason=turn.stop_reason, usage=usage, failure=turn.failure, user_message_id=message_id)
+        usd = wiring.budget.prompt_usd
+        return PromptResult(
+            stop_reason=turn.stop_reason,
+            usage=usage,
+            failure=turn.failure,
+            cost=Cost(usd) if usd is not None and self.lineage.link is None else None,
+            user_message_id=message_id,
+        )
 
     # -- steering -----------------------------------------------------------------------------------------------
 

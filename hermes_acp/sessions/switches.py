@@ -1,4 +1,5 @@
-"""The session's on/off switches: automatic compaction, and the network for sandboxed commands.
+"""The session's on/off switches: automatic compaction, the network for sandboxed commands, and lifting the session's
+budget (offered only while ``[budget]`` caps the session).
 
 Each is a boolean config option for a client that advertised ``session.configOptions.boolean``; its value is kept
 in the session record's ``meta`` (under the switch's id), so it survives a reload and travels with a fork, like the
@@ -15,11 +16,13 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from hermes_acp.config import Settings
+from hermes_acp.turns.budget import LIFT_OPTION_NAME
 
-__all__ = ["AUTO_COMPACTION", "SANDBOX_NETWORK", "SWITCHES", "Switch", "switch_value"]
+__all__ = ["AUTO_COMPACTION", "LIFT_SESSION_BUDGET", "SANDBOX_NETWORK", "SWITCHES", "Switch", "switch_value"]
 
 AUTO_COMPACTION = "auto_compaction"
 SANDBOX_NETWORK = "sandbox_network"
+LIFT_SESSION_BUDGET = "lift_session_budget"
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,6 +32,8 @@ class Switch:
     name: str
     description: str
     default: Callable[[Settings], bool]
+    offered: Callable[[Settings], bool] = lambda settings: True
+    """Whether a session with these settings offers the switch at all."""
 
 
 SWITCHES: Final[tuple[Switch, ...]] = (
@@ -43,6 +48,13 @@ SWITCHES: Final[tuple[Switch, ...]] = (
         "Network for commands",
         "Sandboxed commands may reach the network (never in read_only mode).",
         lambda settings: settings.sandbox.network,
+    ),
+    Switch(
+        LIFT_SESSION_BUDGET,
+        LIFT_OPTION_NAME,
+        "Lift this session's [budget] caps (tokens and USD) for the rest of the session; each prompt's still apply.",
+        lambda settings: False,
+        offered=lambda settings: settings.budget.session_tokens is not None or settings.budget.session_usd is not None,
     ),
 )
 

@@ -6,10 +6,11 @@ subagent's is its parent's, as is its ``computer_use``), the image gate, ``compu
 ``delegate``, ``load_skill`` and plan mode's ``exit_plan_mode``, ``TurnDeps`` for each turn (the model and its
 provider, which sends what the session learned about its server's reasoning fields, ``providers/echo.py``; the
 recorder, the audience as update sink and permission gate, the files and terminals of the connection whose prompt
-runs, the compaction policy with its automatic switch; a subagent's with its parent's rights or fewer), the context
-meter and a manual compaction. The turn loop, compaction, the meter, ``computer_use``, the sandbox and the
-built-in tools are imported at the top of this module, so importing it is what loads them
-(``turn_imports.load_turn_modules`` imports it in a worker thread as soon as a session opens). No ACP here.
+runs, the compaction policy with its automatic switch; a subagent's with its parent's rights or fewer), the
+session's budget (its root's, for a subagent), the context meter and a manual compaction. The turn loop,
+compaction, the meter, ``computer_use``, the sandbox and the built-in tools are imported at the top of this module,
+so importing it is what loads them (``turn_imports.load_turn_modules`` imports it in a worker thread as soon as a
+session opens). No ACP here.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ import structlog
 from hermes_acp.commands.command_set import Reply
 from hermes_acp.commands.plan_mode import PlanHandOff
 from hermes_acp.computer_use import ComputerUse
-from hermes_acp.core import DisplayBlock, ModeId
+from hermes_acp.core import DisplayBlock, ModeId, Usage
 from hermes_acp.core.ids import new_compaction_id
 from hermes_acp.errors import NoProviderError, ProviderError
 from hermes_acp.exec.sandbox import Sandbox
@@ -42,6 +43,7 @@ from hermes_acp.tools.context import Elicitor, ToolEnvironment
 from hermes_acp.tools.delegate import DelegateTool
 from hermes_acp.tools.load_skill import LoadSkillTool, SkillBook
 from hermes_acp.tools.plan_handoff import PlanHandOffTool
+from hermes_acp.turns.budget import Budget
 from hermes_acp.turns.compaction import compact, log_compaction
 from hermes_acp.turns.loop import TurnDeps, TurnResult, TurnState, run_turn
 from hermes_acp.turns.meter import Meter
@@ -50,7 +52,7 @@ from hermes_acp.turns.recovery import STORE_FAILED_TEXT, recovery_events
 from hermes_acp.turns.state import MAX_PARALLEL_READS, CompactionPolicy
 from hermes_acp.turns.system_prompt import build_system_prompt
 
-from .switches import AUTO_COMPACTION, SANDBOX_NETWORK
+from .switches import AUTO_COMPACTION, LIFT_SESSION_BUDGET, SANDBOX_NETWORK
 from .tool_surface import why_unavailable
 
 if TYPE_CHECKING:
@@ -170,6 +172,31 @@ class TurnWiring:
 
         return (PlanHandOffTool(PlanHandOff(session.audience, start)),)
 
+    @cached_property
+    def budget(self) -> Budget:
+        """What the session may still spend (``[budget]``); a subagent's is its root session's, so children count
+        in their parent's. Its spend so far is read from the log at the first use; the session's switch lifts the
+        session's caps."""
+        session = self._session
+        link = session.lineage.link
+        if link is not None:
+            return link.parent.wiring.budget
+        options = session.options
+        projection = session.recorder.projection
+
+        def spent_before() -> dict[str, Usage]:
+            spent = dict(projection.usage_by_model)
+            for model_id, usage in projection.children_usage_by_model().items():
+                spent[model_id] = spent[model_id] + usage if model_id in spent else usage
+            return spent
+
+        return Budget(
+            session.services.settings.budget,
+            options.configured_model,
+            spent_before,
+            lifted=lambda: options.switch(LIFT_SESSION_BUDGET),
+        )
+
     def deps(self, steering: SteeringInbox | None = None) -> TurnDeps:
         """The wiring of one turn (or one ``/compact``): raises ``ProviderAuthError`` when the model lacks its key.
         ``steering``: where the turn takes steering messages from.
@@ -205,6 +232,7 @@ class TurnWiring:
             sender_session_id=link.parent.id if link is not None else None,
             rules=lineage.rules_recorder if link is not None else None,
             steering=steering,
+            budget=self.budget,
         )
 
     async def run(
@@ -219,6 +247,8 @@ class TurnWiring:
         steering: SteeringInbox | None = None,
     ) -> TurnResult:
         deps = self.deps(steering)
+        if self._session.lineage.link is None:  # a child's turns are part of its root's prompt
+            self.budget.start_prompt()
         state = TurnState(turn_id=turn_id)
         return await run_turn(
             state, deps, display, notices=notices, prompt=prompt, input_id=input_id, message_id=message_id
@@ -276,7 +306,9 @@ class TurnWiring:
         native = self.image_gate.route() == "native"
         options = session.options
         projection = session.recorder.projection
-        return Meter(model, self.system_prompt, projection, native, options.configured_model, options.effort)
+        return Meter(
+            model, self.system_prompt, projection, native, options.configured_model, options.effort, self.budget
+        )
 
     # -- the ToolSurface of the session's turns ------------------------------------------------------------------
 

@@ -40,6 +40,8 @@ from .tool_surface import SurfaceView
 if TYPE_CHECKING:
     from hermes_acp.commands.instructions import InstructionFile
     from hermes_acp.core.notice import Notice
+    from hermes_acp.errors import TurnFailure
+    from hermes_acp.providers.catalog import Cost
 
     from .options import SessionOptions
 
@@ -56,8 +58,10 @@ class PromptResult:
     mode_changed: bool = False
     config_changed: bool = False
     """The mode, model or thinking effort changed (a command did it)."""
-    failure: str | None = None
-    """Why the model request failed, when that ended the turn."""
+    failure: TurnFailure | None = None
+    """What ended the turn before a finished answer: the provider failing after its retries, or a limit."""
+    cost: Cost | None = None
+    """What the prompt's model calls cost, its subagents' included; None when a model it used has no prices."""
     user_message_id: str | None = None
     """The id the prompt is stored with (what ``_session/rewind`` and a fork at a message name)."""
 

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Protocol
 from hermes_acp.config import Settings
 from hermes_acp.core import DisplayBlock, ModeId, StopReason, SubagentRole
 from hermes_acp.core.modes import READ_ONLY_MODES
-from hermes_acp.errors import InvalidParamsError
+from hermes_acp.errors import InvalidParamsError, TurnFailure
 from hermes_acp.providers.catalog import CatalogModel
 from hermes_acp.storage.base import SessionRecord, SessionStore
 from hermes_acp.tools.context import Workspace
@@ -34,6 +34,7 @@ from .view import Fanout, Relay
 if TYPE_CHECKING:
     from hermes_acp.computer_use import ComputerUse
     from hermes_acp.exec.sandbox import Sandbox
+    from hermes_acp.turns.budget import Budget
 
 __all__ = ["ChildOpener", "ChildView", "Lineage", "ParentView", "SubagentLink", "subagent_prompt"]
 
@@ -66,13 +67,17 @@ class ParentServices(Protocol):
 
 
 class Inherited(Protocol):
-    """What a child's turns take from its parent's turn wiring as they are: its sandbox and its ``computer_use``."""
+    """What a child's turns take from its parent's turn wiring as they are: its sandbox, its ``computer_use`` and its
+    budget."""
 
     @property
     def sandbox(self) -> Sandbox: ...
 
     @property
     def computer_use(self) -> ComputerUse: ...
+
+    @property
+    def budget(self) -> Budget: ...
 
 
 class ParentOptions(Protocol):
@@ -124,7 +129,7 @@ class TaskEnd(Protocol):
     def stop_reason(self) -> StopReason: ...
 
     @property
-    def failure(self) -> str | None: ...
+    def failure(self) -> TurnFailure | None: ...
 
 
 class Tailed(Protocol):

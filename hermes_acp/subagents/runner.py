@@ -186,12 +186,15 @@ class SubagentRunner:
             result = await child.task(display)
             timer.cancel_scope.cancel()
         link = running.link
+        failure = result.failure
+        if failure is not None and failure.kind == "budget":  # the session's caps: no report (it would spend more)
+            return "budget", result.stop_reason, failure.message
         if result.stop_reason == "max_turn_requests" and running.over is None:
             running.over = "requests"
         over = running.over
         if over is None:
-            if result.failure is not None:
-                return "failed", result.stop_reason, f"its model request failed: {result.failure}"
+            if failure is not None and failure.is_error:
+                return "failed", result.stop_reason, f"its model request failed: {failure.message}"
             if result.stop_reason == "cancelled":
                 return "cancelled", "cancelled", "cancelled by the user"
             return "completed", result.stop_reason, None

@@ -54,7 +54,14 @@ from hermes_acp.core import (
     UserPrompted,
 )
 from hermes_acp.core.ids import new_compaction_id, new_message_id
-from hermes_acp.errors import ContextLengthError, ProviderAuthError, ProviderError, StorageError
+from hermes_acp.errors import (
+    ContextLengthError,
+    ProviderAuthError,
+    ProviderError,
+    StorageError,
+    TurnFailure,
+    failure_of,
+)
 from hermes_acp.providers.base import ModelStopReason, ProviderRequest
 from hermes_acp.tools.base import AnyTool
 
@@ -114,7 +121,7 @@ TOO_LONG_ADVICE = (
 ENDINGS: Final[tuple[tuple[type[BaseException], Ending], ...]] = (
     (TurnCancelledByClient, Ending("cancelled", "cancelled", propagate=False)),
     (StorageError, Ending("store_failed", None, propagate=True)),
-    (ProviderAuthError, Ending("failed", "end_turn", propagate=True)),
+    (ProviderAuthError, Ending("failed", "end_turn", propagate=False, notice=True)),
     (ContextLengthError, Ending("failed", "end_turn", propagate=False, notice=True, advice=TOO_LONG_ADVICE)),
     (ProviderError, Ending("failed", "end_turn", propagate=False, notice=True)),
     (Exception, Ending("failed", "end_turn", propagate=True, log=True)),
@@ -171,12 +178,14 @@ async def run_turn(
         if ending.propagate:
             raise
         return result
-    why = f"the turn reached its limit of {deps.max_requests} model requests first"
+    limit = current.limit
+    said = limit.message.rstrip(".") if limit is not None else "The turn ended first"
+    why = said[0].lower() + said[1:]
     await deps.recorder.record(
         *_steers_not_taken(state, deps, why),
         TurnEnded(turn_id=state.turn_id, stop_reason=current.stop_reason, usage=state.usage),
     )
-    return TurnResult(stop_reason=current.stop_reason, usage=state.usage)
+    return TurnResult(stop_reason=current.stop_reason, usage=state.usage, failure=limit)
 
 
 def _steers_not_taken(state: TurnState, deps: TurnDeps, why: str) -> list[SessionEvent]:
@@ -239,9 +248,27 @@ async def _converted(display: list[DisplayBlock], state: TurnState, deps: TurnDe
 
 async def _between(state: TurnState, deps: TurnDeps) -> Phase | Ended:
     if state.requests >= deps.max_requests:
-        return Ended("max_turn_requests")
+        text = f"The turn reached its limit of {deps.max_requests} model requests first."
+        return Ended("max_turn_requests", TurnFailure(kind="turn_requests", message=text, limit="max_turn_requests"))
+    spent = await _within_budget(state, deps)
+    if spent is not None:
+        return Ended("max_turn_requests", spent)
     await _apply_steering(state, deps)
     return _next_request(state, deps)
+
+
+async def _within_budget(state: TurnState, deps: TurnDeps) -> TurnFailure | None:
+    """The budget's notices that are due, stored; the failure to stop with when a cap is spent."""
+    if deps.budget is None:
+        return None
+    check = deps.budget.check()
+    if check.notices:
+        await deps.recorder.record(
+            *[NoticeAdded(turn_id=state.turn_id, message_id=new_message_id(), text=text) for text in check.notices]
+        )
+    if check.stop is not None:  # the meter as the turn stops: what was spent (a subagent's work included)
+        await deps.recorder.live(Meter.of(deps).usage(tuple(deps.surface.tools())))
+    return check.stop
 
 
 async def _apply_steering(state: TurnState, deps: TurnDeps) -> None:
@@ -295,6 +322,8 @@ async def _compact(phase: Compacting, state: TurnState, deps: TurnDeps) -> Phase
         await deps.recorder.record(event)
         if event.usage is not None:  # the summary request is one of the turn's model calls
             state.usage = state.usage + event.usage
+            if deps.budget is not None:
+                deps.budget.charge(event.model_id or deps.model.id, event.usage)
         await deps.recorder.live(meter.usage(phase.tools))
         log_compaction(event, session_id=deps.env.session_id, started=started)
     return _streaming(deps, meter.request(phase.tools), phase.tools, retry=phase.trigger == "overflow")
@@ -320,6 +349,8 @@ async def _stream(phase: Streaming, state: TurnState, deps: TurnDeps) -> Phase |
         return Compacting(tools=phase.tools, trigger="overflow", compaction_id=new_compaction_id())
     if done.usage is not None:
         state.usage = state.usage + done.usage
+        if deps.budget is not None:
+            deps.budget.charge(deps.model.id, done.usage)
     calls = await announce(deps, state, phase.partial.message_id, done, list(phase.tools))
     await deps.recorder.live(Meter.of(deps).usage(phase.tools))
     if calls:
@@ -405,7 +436,7 @@ async def _finish(phase: Phase, exc: BaseException, ending: Ending, state: TurnS
             await settle(phase, "store_failed", state, deps)
     if refused is not None and not ending.propagate:
         raise refused
-    why = str(exc) if ending.notice else None
+    why = failure_of(exc, model=deps.model.id) if ending.notice and isinstance(exc, ProviderError) else None
     return TurnResult(stop_reason=ending.stop or "end_turn", usage=state.usage, failure=why)
 
 

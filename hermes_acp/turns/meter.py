@@ -4,7 +4,8 @@
 as the projection holds it, the tool surface of this request, the image gate's answer), so what the loop sends,
 what a compaction measures and what ``/status`` shows are the same thing. ``Meter.usage`` is the ``usage_update``
 an editor gets after every model call and every compaction: the tokens the context holds now
-(``context.measure``), the window, and what the session cost so far (its subagents' work included). It needs no
+(``context.measure``), the window, what the session cost so far (its subagents' work included) and, with
+``[budget]`` caps, what each has left. It needs no
 provider, so a session whose model lacks its key can still show its meter. Knows the turn's wiring, not ACP.
 """
 
@@ -19,6 +20,7 @@ from hermes_acp.providers.base import ProviderRequest
 from hermes_acp.providers.catalog import CatalogModel, Cost
 from hermes_acp.tools.base import AnyTool
 
+from .budget import Budget
 from .context import Measurement, measure, session_cost, window_tokens
 from .ports import LiveUsage
 from .projection import SessionProjection
@@ -39,12 +41,15 @@ class Meter:
     """The configured models by id, for the prices of every model the session used."""
     effort: Effort | None = None
     """The thinking effort the requests ask for (it never changes the system prompt or the tool schemas)."""
+    budget: Budget | None = None
+    """The session's caps, shown with the meter."""
 
     @classmethod
     def of(cls, deps: TurnDeps) -> Meter:
         images = deps.env.images
         native = images.route() == "native" if images is not None else None
-        return cls(deps.model, deps.system_prompt, deps.recorder.projection, native, deps.models, deps.effort)
+        projection = deps.recorder.projection
+        return cls(deps.model, deps.system_prompt, projection, native, deps.models, deps.effort, deps.budget)
 
     @property
     def window(self) -> int:
@@ -67,7 +72,8 @@ class Meter:
 
     def usage(self, tools: Sequence[AnyTool]) -> LiveUsage:
         """The context meter now, for the request the session would send next with ``tools``."""
-        return LiveUsage(used=self.measure(self.request(tools)).used, size=self.window, cost=self.cost())
+        caps = tuple(self.budget.status()) if self.budget is not None else ()
+        return LiveUsage(used=self.measure(self.request(tools)).used, size=self.window, cost=self.cost(), budget=caps)
 
     def cost(self) -> Cost | None:
         """What the session's model calls cost so far, its subagents' included (None when no model it used has

@@ -28,6 +28,7 @@ from typing import Literal
 
 from hermes_acp.core import DisplayBlock, StopReason
 from hermes_acp.core.ids import new_message_id
+from hermes_acp.errors import TurnFailure
 from hermes_acp.providers.base import ModelStopReason, ProviderRequest
 from hermes_acp.tools.base import AnyTool
 
@@ -86,6 +87,8 @@ class RunningTool:
 @dataclass(frozen=True, slots=True)
 class Ended:
     stop_reason: StopReason
+    limit: TurnFailure | None = None
+    """The limit that ended the turn (``max_turn_requests``, a ``[budget]`` cap); None for the model's own stop."""
 
 
 Phase = Converting | BetweenRequests | Compacting | Streaming | RunningTool

@@ -21,6 +21,8 @@ from hermes_acp.providers.catalog import Cost
 if TYPE_CHECKING:
     from hermes_acp.tools.base import AnyTool
 
+    from .budget import CapStatus
+
 __all__ = [
     "LiveCompaction",
     "LiveCompactionChunk",
@@ -101,6 +103,8 @@ class LiveUsage:
     used: int
     size: int
     cost: Cost | None = None
+    budget: tuple[CapStatus, ...] = ()
+    """Each ``[budget]`` cap that is set, spent and left (``turns.budget``)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,10 +12,12 @@ from dataclasses import dataclass, field
 
 from hermes_acp.config import Effort
 from hermes_acp.core import StopReason, Usage
+from hermes_acp.errors import TurnFailure
 from hermes_acp.providers.base import ModelProvider
 from hermes_acp.providers.catalog import CatalogModel
 from hermes_acp.tools.context import ToolEnvironment
 
+from .budget import Budget
 from .ports import PermissionGate, SteeringInbox, ToolSurface
 from .recorder import Recorder
 from .streaming import CHECKPOINTS, CheckpointPolicy
@@ -67,6 +69,9 @@ class TurnDeps:
     """The thinking effort every request of the turn asks for (None: none is sent)."""
     steering: SteeringInbox | None = None
     """Where steering messages for this turn wait (None: the turn takes none)."""
+    budget: Budget | None = None
+    """What the session (its root's, for a subagent) may still spend: charged after every model call, checked before
+    every request (None: no caps)."""
     parallel_calls: int = MAX_PARALLEL_READS
     """How many calls that only read (and delegations) of one response run at the same time."""
     sender_session_id: str | None = None
@@ -90,5 +95,6 @@ class TurnState:
 class TurnResult:
     stop_reason: StopReason
     usage: Usage
-    failure: str | None = None
-    """Why the model request failed, when that ended the turn (the notice the user was shown says so too)."""
+    failure: TurnFailure | None = None
+    """What ended the turn before a finished answer: the provider failing after its retries, or a limit (the
+    transcript's notice says so too, for a failure and a budget)."""

@@ -55,6 +55,11 @@ SCENARIO: dict[str, Any] = {
         },
         {"match": {"last_message_contains": "Plan updated"}, "steps": [{"text": "All planned."}]},
         {"match": {"last_message_contains": "long job"}, "hold_after_chunks": 1, "steps": [{"text": "Working on it"}]},
+        {
+            "match": {"last_message_contains": "fail please"},
+            "repeat": True,
+            "error": {"status": 503, "message": "overloaded", "retry_after": "0"},
+        },
         {"repeat": True, "steps": [{"text": "Hello from hermes."}]},
     ],
 }
@@ -119,6 +124,18 @@ async def test_exec_json_frames_show_every_tool_call_settle(lane: Lane) -> None:
     assert settled == started
     assert any(r.get("stopReason") == "end_turn" for r in results)
     assert all(json.loads(json.dumps(m))["jsonrpc"] == "2.0" for m in messages)
+
+
+async def test_exec_exits_non_zero_when_the_provider_fails_and_its_json_carries_what_failed(lane: Lane) -> None:
+    """A provider that answers 503 after every retry: the prompt's JSON-RPC error (with its ``data``) reaches acpx,
+    which fails instead of reporting a finished turn."""
+    code, output = await run(lane, "--format", "json", "--json-strict", "--approve-all", "exec", "fail please")
+    errors = [m["error"] for m in frames(output) if "error" in m and isinstance(m["error"], dict)]
+    failed = [e for e in errors if isinstance(e.get("data"), dict) and e["data"].get("kind") == "server_error"]
+    assert code != 0, output
+    assert failed, output
+    assert (failed[0]["code"], failed[0]["data"]["status"], failed[0]["data"]["provider"]) == (-32603, 503, "fx")
+    assert failed[0]["message"].startswith("The model request failed: fx: ")
 
 
 async def test_persistent_session_prompt_set_model_cancel_and_close(lane: Lane) -> None:

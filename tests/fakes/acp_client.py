@@ -18,7 +18,15 @@ from acp import RequestError, schema
 
 from probes.bare_client import BareClient
 
-__all__ = ["PermissionCall", "RecordingClient", "text_block"]
+__all__ = ["PermissionCall", "RecordingClient", "data_of", "text_block"]
+
+
+def data_of(error: RequestError) -> dict[str, Any]:
+    """The ``data`` object of an ACP error answer (a failed turn's ``TurnFailure``)."""
+    data = error.data
+    assert isinstance(data, dict), f"the error carries no data object: {error}"
+    return data
+
 
 _CARD_KINDS = ("tool_call", "tool_call_update")
 

@@ -146,7 +146,7 @@ async def test_an_appended_system_prompt_follows_ours_byte_for_byte_and_survives
 
 
 async def test_an_override_replaces_our_instructions_and_keeps_the_workspace(tmp_path: Path) -> None:
-    provider = _answers("a")
+    provider = _answers("a", "b")
     async with open_pair(tmp_path, provider=provider) as pair:
         content = [{"type": "text", "text": "You are a reviewer."}, {"type": "text", "text": "Only review."}]
         session_id = await _new_with_prompt(pair, {"mode": "override", "content": content})

@@ -57,6 +57,7 @@ async def test_the_model_sees_the_skills_and_loads_one_then_reads_a_global_skill
             tool_reply(ToolCallPart(id="l1", name="load_skill", arguments=args(name="release"))),
             lambda request: tool_reply(call("r1", "read_file", path=str(_checklist(request)))),
             text_reply("Released."),
+            text_reply("Again."),
         ]
     )
     async with open_pair(tmp_path, provider=provider) as pair:

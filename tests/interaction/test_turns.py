@@ -8,10 +8,12 @@ from typing import Any
 
 import anyio
 import pytest
+from acp import RequestError
 
 from hermes_acp.core import AssistantMessageStored, TextPart, ToolCallPart, ToolResultMessage, UserMessage
 from hermes_acp.errors import ProviderUnavailableError
 from hermes_acp.providers.scripted import ScriptedProvider, ScriptedReply, text_reply, tool_reply
+from tests.fakes.acp_client import data_of
 from tests.fakes.server import open_pair
 from tests.fakes.tools import BlockingTool, EchoTool, FailingTool, GuardedWriteTool, call
 
@@ -151,10 +153,13 @@ async def test_stream_cut_after_output_ends_turn_with_visible_error_and_consiste
     )
     async with open_pair(tmp_path, provider=provider) as pair:
         session_id = await pair.new_session()
-        first = await pair.prompt(session_id, "first")
+        with pytest.raises(RequestError) as first:
+            await pair.prompt(session_id, "first")
         shown = pair.client.text(session_id)
         second = await pair.prompt(session_id, "second")
-    assert first.stop_reason == "end_turn"
+    assert first.value.code == -32603
+    assert data_of(first.value)["kind"] == "stream_cut"
+    assert str(first.value).startswith("The model request failed: ")
     assert "Half an answer t" in shown
     assert "The model request failed" in shown
     history = provider.requests[1].messages
@@ -164,15 +169,22 @@ async def test_stream_cut_after_output_ends_turn_with_visible_error_and_consiste
 
 
 async def test_provider_error_before_output_is_visible_and_the_session_continues(tmp_path: Path) -> None:
-    down = ProviderUnavailableError("HTTP 503 from the model server after 3 retries", provider="scripted")
+    down = ProviderUnavailableError("HTTP 503 from the model server after 3 retries", provider="scripted", status=503)
     provider = ScriptedProvider([ScriptedReply(parts=[], error=down), text_reply("back")])
     async with open_pair(tmp_path, provider=provider) as pair:
         session_id = await pair.new_session()
-        first = await pair.prompt(session_id, "one")
+        with pytest.raises(RequestError) as first:
+            await pair.prompt(session_id, "one")
         second = await pair.prompt(session_id, "two")
         text = pair.client.text(session_id)
-    assert first.stop_reason == "end_turn"
-    assert "HTTP 503" in text
+    data = data_of(first.value)
+    assert (first.value.code, data["kind"], data["status"], data["provider"]) == (
+        -32603,
+        "server_error",
+        503,
+        "scripted",
+    )
+    assert "HTTP 503" in text, "the person reads the notice in the transcript"
     assert second.stop_reason == "end_turn"
     assert isinstance(provider.requests[1].messages[0], UserMessage)
     assert len(provider.requests[1].messages) == 1, "the unanswered prompt merges with the next one"

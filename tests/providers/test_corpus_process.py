@@ -20,8 +20,10 @@ from typing import Any
 
 import anyio
 import pytest
+from acp import RequestError
 
 from fixtures.model_server import ModelServer, serve_model_server
+from tests.fakes.acp_client import data_of
 from tests.fakes.agent_process import AgentProcess, spawn_agent
 
 from .corpus_cases import (
@@ -191,10 +193,17 @@ def seen(agent: AgentProcess, session_id: str) -> dict[str, Any]:
 async def play(agent: AgentProcess, server: ModelServer, case: Case) -> None:
     session_id = await agent.new_session()
     await agent.request("session/set_model", {"sessionId": session_id, "modelId": f"{provider_of(case)}:{case.id}"})
-    first = await agent.prompt(session_id, "Go.")
     view = first_turn_view(case)
+    if view["error"] is None:
+        stop = (await agent.prompt(session_id, "Go.")).stop_reason
+    else:  # a failed turn answers with an error a script can see, and its notice stays in the transcript
+        with pytest.raises(RequestError) as failed:
+            await agent.prompt(session_id, "Go.")
+        assert data_of(failed.value)["provider"] == provider_of(case)
+        assert data_of(failed.value)["message"] in str(failed.value)
+        stop = "end_turn"
     shown = seen(agent, session_id)
-    assert first.stop_reason == view["stop"]
+    assert stop == view["stop"]
     assert shown["text"] == view["text"]
     assert len(shown["retries"]) == (1 if case.repeat else 0), "a retried request is told, once per retry"
     assert shown["thoughts"] == view["thoughts"]

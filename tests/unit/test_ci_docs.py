@@ -1,5 +1,6 @@
-"""docs/ci.md says what is true: its workflow blocks are the example files `make workflows` checks, and each row of
-its table of variables sets the key it says, to the value it says."""
+"""docs/ci.md says what is true: its workflow blocks are the example files `make workflows` checks, each row of its
+table of variables sets the key it says, to the value it says, and its table of exit codes is ``hermes-acp exec``'s
+own (``headless.outcome.EXIT_CODES``)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from pathlib import Path
 
 from hermes_acp.checks.sources import setting_origins
 from hermes_acp.config import load_settings
+from hermes_acp.headless.outcome import EXIT_CODES
 
 ROOT = Path(__file__).resolve().parents[2]
 CI = (ROOT / "docs" / "ci.md").read_text(encoding="utf-8")
@@ -45,3 +47,9 @@ def test_each_variable_of_the_table_sets_the_key_it_names(tmp_path: Path) -> Non
         found = origins[dotted]
         shown = [m["id"] for m in found.value] if dotted.endswith(".models") else found.value
         assert (shown, found.variable) == (value, variable), row.group()
+
+
+def test_the_table_of_exit_codes_is_exec_s_own() -> None:
+    table = CI.split("### Exit codes", 1)[1].split("\n\n", 2)[1]
+    rows = [line.split(" | ") for line in table.splitlines()[2:]]
+    assert {int(code.strip("| ")): meaning.rstrip(" |") for code, meaning in rows} == dict(EXIT_CODES.values())

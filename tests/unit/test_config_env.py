@@ -49,6 +49,10 @@ UNSET_BY_DEFAULT: dict[str, Any] = {
     "host.idle_exit_s": 60.0,
     "host.token_file": "~/door.token",
     "terminal.shell": "bash",
+    "budget.prompt_tokens": 20000,
+    "budget.session_tokens": 100000,
+    "budget.prompt_usd": 0.5,
+    "budget.session_usd": 2.0,
 }
 """A value for each key that has none by default (the others are set to the value they have)."""
 
