@@ -678,7 +678,7 @@ async def checkpoint_overhead(bench: Bench, pairs: int, chunks: int) -> list[Row
             return None
 
     class WireSink:
-        async def emit_event(self, event: Any, *, live: bool) -> None:
+        async def emit_event(self, event: Any, *, live: bool, seq: int | None = None) -> None:
             for update in event_updates(event, live=live):
                 encode_frame({"jsonrpc": "2.0", "method": "session/update", "params": {"update": update}})
 

@@ -126,8 +126,9 @@ LiveUpdate = (
 class UpdateSink(Protocol):
     """Where a session's updates go. Sends are awaited in order; nothing is fired and forgotten."""
 
-    async def emit_event(self, event: SessionEvent, *, live: bool) -> None:
-        """Render a stored event. ``live`` is False during ``session/load`` replay."""
+    async def emit_event(self, event: SessionEvent, *, live: bool, seq: int | None = None) -> None:
+        """Render a stored event. ``live`` is False during ``session/load`` replay; ``seq`` is its place in the
+        session's log (None: not stored, or a child's in its parent's replay), what its delivery cursor names."""
         ...
 
     async def emit_live(self, update: LiveUpdate) -> None: ...

@@ -14,12 +14,12 @@ text where it does not. It knows the store and sink seams, not their implementat
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 
 import anyio
 import structlog
 
-from hermes_acp.core import NoticeAdded, SessionEvent, TurnEnded
+from hermes_acp.core import NoticeAdded, SessionEvent, TurnEnded, UserPrompted
 from hermes_acp.core.ids import new_message_id
 from hermes_acp.core.notice import Notice
 from hermes_acp.storage.base import SessionStore
@@ -42,15 +42,21 @@ class Recorder:
         self.projection = projection
         self._stalled = False
         self._writing = anyio.Lock()
+        self.on_prompted: Callable[[UserPrompted], None] | None = None
+        """Told of each user prompt once it is stored and emitted (the prompt queue: ACP v2 answers a prompt then)."""
 
     async def record(self, *events: SessionEvent) -> None:
-        """Store ``events`` (one transaction), apply them, then emit them in order. Raises ``StorageError``."""
+        """Store ``events`` (one transaction), apply them, then emit them in order, each with its ``seq``. Raises
+        ``StorageError``."""
         with anyio.CancelScope(shield=True):
             async with self._writing:
-                stored = [s.event for s in await self._store.append_events(self._session_id, events)]
-                for event in stored:
-                    self.projection.apply(event)
-                await self._emit(stored)
+                stored = await self._store.append_events(self._session_id, events)
+                for item in stored:
+                    self.projection.apply(item.event)
+                await self._emit([(item.event, item.seq) for item in stored])
+        for event in events:
+            if isinstance(event, UserPrompted) and self.on_prompted is not None:
+                self.on_prompted(event)
         if any(isinstance(event, TurnEnded) for event in events):
             self._stalled = False  # the next turn tries the client again
 
@@ -65,14 +71,14 @@ class Recorder:
         """Emit ``events`` without storing them: the settlements of a turn whose store refused a write. The
         projection does not change (the session's next turn, or a reload, stores the same settlements)."""
         with anyio.CancelScope(shield=True):
-            await self._emit(events)
+            await self._emit([(event, None) for event in events])
 
-    async def _emit(self, events: Sequence[SessionEvent]) -> None:
+    async def _emit(self, events: Sequence[tuple[SessionEvent, int | None]]) -> None:
         if self._stalled:
             return
         with anyio.move_on_after(EMIT_TIMEOUT_S) as emitting:
-            for event in events:
-                await self.sink.emit_event(event, live=True)
+            for event, seq in events:
+                await self.sink.emit_event(event, live=True, seq=seq)
         if emitting.cancelled_caught:
             self._stall()
 

@@ -22,7 +22,7 @@ class StuckSink:
         self.attempts: list[str] = []
         self.unstick = anyio.Event()
 
-    async def emit_event(self, event: SessionEvent, *, live: bool) -> None:
+    async def emit_event(self, event: SessionEvent, *, live: bool, seq: int | None = None) -> None:
         self.attempts.append(event.kind)
         await self.unstick.wait()
 

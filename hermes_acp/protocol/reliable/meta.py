@@ -43,8 +43,10 @@ __all__ = [
     "MAX_ID_CHARS",
     "OPERATION_ID",
     "OPERATION_RECEIPT",
+    "PER_SESSION",
     "RECOVERY",
     "REMOTE",
+    "RETENTION_S",
     "SERVER_EPOCH",
     "Condition",
     "after_cursor",
@@ -68,6 +70,10 @@ CLIENT_INSTANCE_ID = "clientInstanceId"
 REMOTE = "remote"
 MAX_ID_CHARS = 256
 """The longest operation id, cursor or client instance id taken."""
+RETENTION_S = 3600.0
+"""How long the operation ledger keeps an outcome (``operations.OperationLedger``), as advertised."""
+PER_SESSION = 256
+"""How many finished outcomes it keeps per session, as advertised."""
 Condition = Literal["cursor_gap", "server_epoch_changed", "operation_conflict", "operation_outcome_unknown"]
 
 
@@ -142,7 +148,7 @@ def with_result_meta(result: dict[str, Any], **hermes: Any) -> dict[str, Any]:
     return {**result, "_meta": meta}
 
 
-def remote_advert(epoch: str, *, retention_s: float, per_session: int) -> dict[str, Any]:
+def remote_advert(epoch: str, *, retention_s: float = RETENTION_S, per_session: int = PER_SESSION) -> dict[str, Any]:
     """``_meta.hermes.remote`` of an ``initialize`` result: the epoch and what the operation ledger keeps."""
     return {
         SERVER_EPOCH: epoch,
