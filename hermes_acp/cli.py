@@ -1,4 +1,5 @@
-"""The ``hermes-acp`` command: serve ACP on stdio (default), ``--shared``, ``host [status|stop|token]``, ``--check``
+"""The ``hermes-acp`` command: serve ACP on stdio (default), ``--shared``, ``--connect URL`` (a stdio front door to
+a remote host's door: ``transports.connect``), ``host [status|stop|token]``, ``--check``
 (``--probe``, ``--json``), ``--repair``, ``--version``, ``--setup``, ``sandbox-profile``; ``--config FILE`` for a config
 file other than the home's (every mode reads it: it is passed on as ``HERMES_ACP_CONFIG``).
 
@@ -48,6 +49,12 @@ def _parser() -> argparse.ArgumentParser:
     group.add_argument("--version", action="store_true", help="print the version and exit")
     group.add_argument("--setup", action="store_true", help="interactive setup of a model provider")
     group.add_argument(
+        "--connect",
+        metavar="URL",
+        help="relay stdio to a remote host's door (wss://host/acp), with --token-file FILE (or HERMES_ACP_TOKEN)"
+        " and --cacert FILE",
+    )
+    group.add_argument(
         "--shared",
         action="store_true",
         help='relay to the session host (started when none runs): sessions outlive the editor ([host] mode = "shared")',
@@ -91,6 +98,10 @@ def main(argv: Sequence[str] | None = None) -> None:
             _front_door()
         _serve()
         return
+    if any(arg == "--connect" or arg.startswith("--connect=") for arg in argv):  # as fast as the local front door
+        from hermes_acp.transports.connect import run_connect
+
+        sys.exit(run_connect(argv))
     if argv[0] == "host":
         sys.exit(_host(argv[1:]))
     if argv[0] == "sandbox-profile":

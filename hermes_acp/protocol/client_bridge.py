@@ -4,8 +4,9 @@ questions to the user.
 ``AcpClientBridge`` implements ``hermes_acp.sessions.ClientBridge`` over one connection's dispatcher: one per
 connection, carrying the services that connection's environment gives. Updates are awaited in order (no
 fire-and-forget); a closed connection is tolerated (the update is dropped and logged, the turn still settles and
-stores everything). Each update rendered from a stored event carries that event's delivery cursor
-(``_meta.hermes.cursor``, made by the app's ``Epoch``), on both versions.
+stores everything). Each update carries the delivery cursor (``_meta.hermes.cursor``, made by the app's ``Epoch``) of
+the last stored event passed to the client, the one it was rendered from or one before it (a stored event may show
+nothing: a v1 client saw the response stream), on both versions.
 
 The connection's version (``Handshake.version``) decides the rendering: v1 here (``convert``), v2 through
 ``v2.bridge`` (``v2.render``: upserts, ``state_update`` for where the foreground work stands, the permission
@@ -76,6 +77,7 @@ class AcpUpdateSink:
 
     async def emit_event(self, event: SessionEvent, *, live: bool, seq: int | None = None) -> None:
         capabilities = self._bridge.capabilities
+        self.passed(seq)
         for update in event_updates(
             event,
             live=live,
@@ -84,7 +86,13 @@ class AcpUpdateSink:
             terminal_cards=capabilities.terminal_cards,
             subagents=capabilities.subagents,
         ):
-            await self.send(update, seq)
+            await self.send(update)
+
+    def passed(self, seq: int | None) -> None:
+        """The stored event ``seq`` was passed to the client (even one it shows nothing of: a response it saw
+        stream): every update from here on carries its cursor."""
+        if seq is not None:
+            self._bridge.passed(self._session_id, seq)
 
     async def emit_live(self, update: LiveUpdate) -> None:
         capabilities = self._bridge.capabilities
@@ -103,9 +111,9 @@ class AcpUpdateSink:
         await self.send(notice_update(notice))
         return True
 
-    async def send(self, update: dict[str, Any], seq: int | None = None) -> None:
-        """One ``session/update``; ``seq``: the stored event it was rendered from (its cursor goes with it)."""
-        params = update_params(self._session_id, update, self._bridge.cursor(self._session_id, seq))
+    async def send(self, update: dict[str, Any]) -> None:
+        """One ``session/update``, with the cursor of the last stored event passed to the client."""
+        params = update_params(self._session_id, update, self._bridge.cursor(self._session_id))
         try:
             await self._bridge.dispatcher.notify("session/update", params)
         except ConnectionError:
@@ -212,6 +220,7 @@ class AcpClientBridge:
         self.dispatcher = dispatcher
         self._handshake = handshake
         self._ledger = ledger
+        self._passed: dict[str, int] = {}
         self._services = services
         self._read_from: dict[str, Any] | None = None
         self._capabilities = ClientCapabilities()
@@ -241,8 +250,14 @@ class AcpClientBridge:
         """The server epoch its cursors are made with (the app's: ``Handshake.adopt``)."""
         return self._handshake.epoch
 
-    def cursor(self, session_id: str, seq: int | None) -> str | None:
-        """The delivery cursor of the event ``seq`` of ``session_id`` (None for an update from no stored event)."""
+    def passed(self, session_id: str, seq: int) -> None:
+        """The stored event ``seq`` of ``session_id`` was passed to the client (replays pass earlier ones again)."""
+        self._passed[session_id] = seq
+
+    def cursor(self, session_id: str) -> str | None:
+        """The delivery cursor of the last stored event of ``session_id`` passed to the client (None: none yet):
+        what every update carries, so that a client that rejoins after it misses nothing and gets nothing twice."""
+        seq = self._passed.get(session_id)
         return None if seq is None else self.epoch.cursor(session_id, seq)
 
     @property

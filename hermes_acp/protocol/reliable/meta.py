@@ -10,9 +10,11 @@ acks or snapshot sets), and puts nothing in ``capabilities``.
   {"retentionSeconds", "maximumPerSession"}}`` (counts as decimal strings, as the drafts write them);
 - ``initialize`` request, ``_meta.hermes.clientInstanceId``: the client's own id, the same across its reconnects;
   it scopes the client's operation ids;
-- ``session/update`` params, ``_meta.hermes.cursor``: the delivery cursor of the stored event the update was
-  rendered from (at the params' level: an update's own ``_meta`` would patch the entity it upserts). Transient
-  updates (chunks, state, usage, notices) carry none;
+- ``session/update`` params, ``_meta.hermes.cursor``: the delivery cursor of the last stored event passed to the
+  client (at the params' level: an update's own ``_meta`` would patch the entity it upserts): the event the update
+  was rendered from, or, for a transient update (chunks, state, usage, notices), the last one before it. It says
+  "you have everything up to here": a stored event that shows the client nothing (a v1 client saw its response
+  stream) moves it too, with the next update;
 - ``session/resume`` (v2) and ``session/load`` (v1) request, ``_meta.hermes.afterCursor``: rejoin, replaying only
   the stored events after it; their result's ``_meta.hermes.recovery`` says ``"replay"`` (only what was missed) or
   ``"full"`` (the whole history: the client rebuilds its view);

@@ -1,11 +1,11 @@
 """The v2 side of the client bridge (``protocol/client_bridge.py``): what changes for a connection that speaks v2.
 
-- ``UpdateSink``: stored events and live updates rendered by ``render`` (upserts by id, ``state_update``, agent-owned
-  terminals, plans by id, compactions, notices: all baseline in v2), sent through the connection's v1 sink's
-  ``send`` (the same ``session/update`` with the same delivery cursor). A turn's end is not rendered from its
-  ``TurnEnded``: the session tells where its foreground work stands (``state_update``, below), which says how the
-  prompt ended with what the event does not hold (a failure after the prompt was inserted). A notice is always
-  shown: every v2 client takes them.
+- ``UpdateSink``: stored events and live updates rendered by ``render`` (upserts by id, ``state_update``,
+  agent-owned terminals, plans by id, compactions, notices: all baseline in v2), sent through the connection's v1
+  sink's ``send`` (the same ``session/update`` with the same delivery cursor). A turn's end is not rendered from
+  its ``TurnEnded`` (its cursor goes with the next update): the session tells where its foreground work stands
+  (``state_update``, below), which says how the prompt ended with what the event does not hold (a failure after
+  the prompt was inserted). A notice is always shown: every v2 client takes them.
 - ``asking``: a permission question in v2's shape (prompt copy, the tool call as the subject).
 - ``state_update``: the session's ``Foreground`` as v2's ``state_update`` (a failure as ``stopReason: "error"`` with
   the JSON-RPC error object ``failures.failure_error`` makes, the one the v1 answer of such a prompt carries too).
@@ -37,7 +37,9 @@ routed but refuses every terminal: stopping a command without failing its call i
 
 
 class _Send(Protocol):
-    async def send(self, update: dict[str, Any], seq: int | None = None) -> None: ...
+    def passed(self, seq: int | None) -> None: ...
+
+    async def send(self, update: dict[str, Any]) -> None: ...
 
 
 class UpdateSink:
@@ -47,10 +49,11 @@ class UpdateSink:
         self._base = base
 
     async def emit_event(self, event: SessionEvent, *, live: bool, seq: int | None = None) -> None:
+        self._base.passed(seq)
         if isinstance(event, TurnEnded):
             return  # the foreground's idle state reports it (``state_update``)
         for update in render.event_updates(event, live=live, features=FEATURES):
-            await self._base.send(update, seq)
+            await self._base.send(update)
 
     async def emit_live(self, update: LiveUpdate) -> None:
         rendered = render.live_update(update)
@@ -61,8 +64,8 @@ class UpdateSink:
         await self._base.send(render.notice(notice))
         return True
 
-    async def send(self, update: dict[str, Any], seq: int | None = None) -> None:
-        await self._base.send(update, seq)
+    async def send(self, update: dict[str, Any]) -> None:
+        await self._base.send(update)
 
 
 def asking(session_id: str) -> Callable[[PermissionQuestion, Sequence[PermissionChoice]], dict[str, Any]]:
