@@ -26,7 +26,7 @@ from anyio.abc import TaskGroup
 
 from hermes_acp.commands.instructions import load_instructions
 from hermes_acp.commands.prompt_files import load_prompt_files
-from hermes_acp.core import SessionEvent, TitleSet
+from hermes_acp.core import SessionEvent, TitleSet, TurnEnded
 from hermes_acp.errors import InvalidParamsError, SessionNotFoundError, SessionNotOpenError
 from hermes_acp.mcp_client import McpServers
 from hermes_acp.providers.catalog import CatalogModel
@@ -47,7 +47,7 @@ from .records import child_record, derived_record, directories, new_record, norm
 from .services import SessionServices
 from .session import Session
 from .turn_imports import warm_up_turn_modules
-from .views import ClientBridge
+from .views import ClientBridge, Foreground
 
 __all__ = ["SessionManager"]
 
@@ -199,9 +199,13 @@ class SessionManager:
                 history.extend(await store.append_events(session_id, repairs))
             else:
                 history.extend(repairs)
+        projection_events = [item.event if isinstance(item, StoredEvent) else item for item in history]
         if after is not None:
             history = [item for item in history if not isinstance(item, StoredEvent) or item.seq > after]
         session = await self._open(record, projection, mcp_servers, client.services, warm_up=not replay)
+        ended = next((e for e in reversed(projection_events) if isinstance(e, TurnEnded)), None)
+        if ended is not None:  # idle, as its last turn left it
+            session.audience.state = Foreground("idle", ended.stop_reason)
         await session.attach(client, replay=history, catch_up=replay)
         if replay:
             self._warm_up(session)  # after the replay, which it would slow down by competing for the interpreter
