@@ -124,7 +124,8 @@ async def test_a_session_made_on_v2_loads_on_v1_and_its_replay_folds_as_it_was_s
         live = peer.updates(session_id)
         await peer.request("session/close", {"sessionId": session_id})
         at = len(peer.messages)
-        await peer.request("session/resume", {"sessionId": session_id, "cwd": str(workspace), "replayFrom": {"type": "start"}})
+        resume = {"sessionId": session_id, "cwd": str(workspace), "replayFrom": {"type": "start"}}
+        await peer.request("session/resume", resume)
         replayed = [m["params"]["update"] for m in peer.messages[at:] if m.get("method") == "session/update"]
     assert _fold(replayed) == _fold(live), "live and replayed frames show the same"
     async with spawn_agent(tmp_path / "v1", SCENARIO, home=home) as v1:

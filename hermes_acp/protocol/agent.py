@@ -318,7 +318,7 @@ class HermesAgent:
     async def set_config_option(self, ctx: RequestContext, raw: Any) -> dict[str, Any]:
         params = parse(SetConfigOptionParams, raw)
         session = await self._session(params.session_id)
-        offered = [option.get("configId", option.get("id")) for option in self._options(session)]  # v2's, v1's
+        offered = [str(option.get("configId", option.get("id"))) for option in self._options(session)]  # v2's, v1's
         if params.config_id not in offered:
             raise InvalidParamsError(
                 f"configId: unknown option {params.config_id!r}; this session's options: {', '.join(offered)}",

@@ -21,7 +21,8 @@ them again; its sessions are reattached without a replay. What the editor sends 
 
 A link that cannot be made says why on stderr (the token refused, the certificate, the host unreachable) and
 answers the editor's requests with an ACP error, then the process exits 1; it never waits without a bound. It starts
-as fast as the local front door: the standard library only (``ssl`` only for a TLS link), nothing of the server.
+as fast as the local front door: one thread, ``select`` over stdin and the link as the local front door does; the
+standard library only, and little of it (``ssl`` only for a TLS link), nothing of the server.
 """
 
 from __future__ import annotations
@@ -30,13 +31,10 @@ import contextlib
 import itertools
 import json
 import os
-import queue
-import secrets
+import select
 import sys
-import threading
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from .wsclient import Link, LinkError, Target, open_link, parse_target
@@ -107,33 +105,39 @@ def _token(path: str | None, env: Mapping[str, str]) -> str | None:
     return token
 
 
-@dataclass
 class _Open:
     """A session the editor has open: how to open it again, and the last cursor it was given."""
 
-    params: dict[str, Any]
-    cursor: str | None = None
+    __slots__ = ("cursor", "params")
+
+    def __init__(self, params: dict[str, Any]):
+        self.params = params
+        self.cursor: str | None = None
 
 
-@dataclass
 class _Pending:
-    """A request of the editor's the host has not answered."""
+    """A request of the editor's the host has not answered, and the link it was sent on."""
 
-    message: dict[str, Any]
-    generation: int
+    __slots__ = ("generation", "message")
+
+    def __init__(self, message: dict[str, Any], generation: int):
+        self.message = message
+        self.generation = generation
 
 
-@dataclass
 class _State:
-    initialize: dict[str, Any] | None = None
-    version: int = 1
-    epoch: str | None = None
-    sessions: dict[str, _Open] = field(default_factory=dict)
-    pending: dict[Any, _Pending] = field(default_factory=dict)
-    asks: dict[Any, tuple[int, Any]] = field(default_factory=dict)
-    """The host's requests the editor has not answered: the id the editor knows → (generation, the host's id)."""
-    withdrawn: set[Any] = field(default_factory=set)
-    """Ids of host requests of an old link: a late answer is dropped."""
+    """What the relay knows of the editor's conversation with the host (what a reconnect needs)."""
+
+    def __init__(self) -> None:
+        self.initialize: dict[str, Any] | None = None
+        self.version = 1
+        self.epoch: str | None = None
+        self.sessions: dict[str, _Open] = {}
+        self.pending: dict[Any, _Pending] = {}
+        self.asks: dict[Any, tuple[int, Any]] = {}
+        """The host's requests the editor has not answered: the id the editor knows → (generation, the host's)."""
+        self.withdrawn: set[Any] = set()
+        """Ids of host requests of an old link: a late answer is dropped."""
 
 
 class _Dropped(Exception):
@@ -161,10 +165,13 @@ class Relay:
         self._reconnect_s = reconnect_s
         self._in_fd = in_fd
         self._out_fd = out_fd
-        self._events: queue.Queue[tuple[Any, ...]] = queue.Queue()
+        self._events: list[tuple[Any, ...]] = []
+        """What the last ``select`` found, not yet handled."""
+        self._rest = b""
+        self._editor_open = True
         self._link: Link | None = None
         self._generation = 0
-        self._instance = f"connect-{secrets.token_hex(8)}"
+        self._instance = f"connect-{os.urandom(8).hex()}"
         self._operations = itertools.count(1)
         self._own = itertools.count(1)
         self._state = _State()
@@ -174,16 +181,14 @@ class Relay:
     # -- running -------------------------------------------------------------------------------------------------
 
     def run(self) -> int:
-        threading.Thread(target=self._read_editor, name="editor", daemon=True).start()
         try:
             self._start(open_link(self._target, self._token, cafile=self._cafile, timeout_s=CONNECT_TIMEOUT_S))
         except LinkError as exc:
             return self._refuse(str(exc))
         try:
             while not self._eof:
-                try:
-                    event = self._events.get(timeout=PING_S)
-                except queue.Empty:
+                event = self._next(PING_S)
+                if event is None:
                     self._keepalive()
                     continue
                 self._handle(event)
@@ -208,38 +213,55 @@ class Relay:
     def _start(self, link: Link) -> None:
         self._link = link
         self._generation += 1
-        generation = self._generation
-        threading.Thread(target=self._read_host, args=(link, generation), name="host", daemon=True).start()
+
+    def _next(self, timeout: float) -> tuple[Any, ...] | None:
+        """The next event (``editor`` line, ``eof``, ``host`` message, ``dropped`` link); None after ``timeout``
+        without one."""
+        if not self._events:
+            self._poll(timeout)
+        return self._events.pop(0) if self._events else None
+
+    def _poll(self, timeout: float) -> None:
+        link = self._link
+        watched: list[Any] = [self._in_fd] if self._editor_open else []
+        if link is not None:
+            watched.append(link)
+            if link.buffered():
+                timeout = 0
+        try:
+            readable, _, _ = select.select(watched, [], [], timeout) if watched else ([], [], [])
+        except (OSError, ValueError):  # the link's socket was closed under it
+            readable = [link] if link is not None else []
+        if not watched:
+            time.sleep(timeout)
+        if self._in_fd in readable:
+            self._read_editor()
+        if link is not None and (link in readable or link.buffered()):
+            generation = self._generation
+            try:
+                messages = link.read()
+            except LinkError as exc:
+                self._events.append(("dropped", generation, str(exc)))
+                return
+            if messages is None:
+                self._events.append(("dropped", generation, "the host closed the link"))
+                return
+            self._events.extend(("host", generation, text) for text in messages)
 
     def _read_editor(self) -> None:
-        rest = b""
-        while True:
-            try:
-                chunk = os.read(self._in_fd, 1 << 16)
-            except OSError:
-                chunk = b""
-            if not chunk:
-                if rest.strip():
-                    self._events.put(("editor", rest))
-                self._events.put(("eof",))
-                return
-            rest += chunk
-            *lines, rest = rest.split(b"\n")
-            for line in lines:
-                if line.strip():
-                    self._events.put(("editor", line))
-
-    def _read_host(self, link: Link, generation: int) -> None:
-        while True:
-            try:
-                text = link.receive()
-            except LinkError as exc:
-                self._events.put(("dropped", generation, str(exc)))
-                return
-            if text is None:
-                self._events.put(("dropped", generation, "the host closed the link"))
-                return
-            self._events.put(("host", generation, text))
+        try:
+            chunk = os.read(self._in_fd, 1 << 16)
+        except OSError:
+            chunk = b""
+        if not chunk:
+            if self._rest.strip():
+                self._events.append(("editor", self._rest))
+            self._rest = b""
+            self._editor_open = False
+            self._events.append(("eof",))
+            return
+        *lines, self._rest = (self._rest + chunk).split(b"\n")
+        self._events.extend(("editor", line) for line in lines if line.strip())
 
     def _keepalive(self) -> None:
         link = self._link
@@ -441,9 +463,8 @@ class Relay:
             left = deadline - time.monotonic()
             if left <= 0:
                 raise LinkError(f"the host did not answer {method} in time")
-            try:
-                event = self._events.get(timeout=left)
-            except queue.Empty:
+            event = self._next(left)
+            if event is None:
                 continue
             kind = event[0]
             if kind == "editor":
@@ -517,9 +538,8 @@ class Relay:
             left = deadline - time.monotonic()
             if left <= 0:
                 return 1
-            try:
-                event = self._events.get(timeout=left)
-            except queue.Empty:
+            event = self._next(left)
+            if event is None:
                 return 1
             lines = [event[1]] if event[0] == "editor" else []
             self._eof = event[0] == "eof"

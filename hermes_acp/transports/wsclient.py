@@ -8,22 +8,24 @@ could not be reached, it is no WebSocket door. ``Link`` sends text messages (mas
 whole messages (fragments joined, pings answered, a close answered and reported as the end).
 
 Why not the ``websockets`` package (installed with the server): its synchronous client costs about 200 ms to import,
-and the relay must start as fast as the local front door; the part of the protocol a client needs is small.
-Standard library only (``ssl`` only for a TLS link); nothing of the server.
+and the relay must start as fast as the local front door; the part of the protocol a client needs is small. A link
+is read when ``select`` says so (``read``: one receive, every message it completed), so the relay needs no thread.
+Standard library only, and of it no more than it needs (``ssl`` only for a TLS link; no ``urllib``, ``dataclasses``
+or ``hashlib``, each of which costs milliseconds to load); nothing of the server.
 """
 
 from __future__ import annotations
 
-import base64
+import binascii
 import contextlib
-import hashlib
 import os
 import socket
-import struct
-import threading
 import time
-from dataclasses import dataclass
-from urllib.parse import urlsplit
+
+try:  # CPython's own SHA-1 (one small module): hashlib would load OpenSSL, tens of ms of the relay's start-up
+    from _sha1 import sha1  # type: ignore[import-not-found,unused-ignore]
+except ImportError:  # pragma: no cover - another Python
+    from hashlib import sha1
 
 __all__ = ["MAX_MESSAGE_BYTES", "Link", "LinkError", "Target", "open_link", "parse_target"]
 
@@ -42,15 +44,13 @@ class LinkError(Exception):
         """Trying again cannot help (the token, the certificate, not a door): reconnecting stops."""
 
 
-@dataclass(frozen=True, slots=True)
 class Target:
     """Where the door is: ``wss://host:port/path`` (``https://`` names the same door: it takes an upgrade)."""
 
-    url: str
-    host: str
-    port: int
-    path: str
-    tls: bool
+    __slots__ = ("host", "path", "port", "tls", "url")
+
+    def __init__(self, url: str, host: str, port: int, path: str, tls: bool):
+        self.url, self.host, self.port, self.path, self.tls = url, host, port, path, tls
 
     @property
     def authority(self) -> str:
@@ -61,23 +61,27 @@ class Target:
 
 def parse_target(url: str) -> Target:
     """``url`` as a door's address; ``ValueError`` naming what is wrong."""
-    parts = urlsplit(url)
-    scheme = parts.scheme.lower()
-    if scheme not in ("ws", "wss", "http", "https"):
+    scheme, sep, rest = url.partition("://")
+    scheme = scheme.lower()
+    if not sep or scheme not in ("ws", "wss", "http", "https"):
         raise ValueError(
             f"{url!r}: use a wss:// (or ws://, https://, http://) URL of the host's door, e.g. wss://host/acp"
         )
-    if not parts.hostname:
-        raise ValueError(f"{url!r}: the URL names no host")
     tls = scheme in ("wss", "https")
-    try:
-        port = parts.port or (443 if tls else 80)
-    except ValueError as exc:
-        raise ValueError(f"{url!r}: {exc}") from None
-    path = parts.path or "/acp"
-    if parts.query:
-        path += "?" + parts.query
-    return Target(url, parts.hostname, port, path, tls)
+    authority, slash, path = rest.partition("/")
+    path = "/" + path if slash else "/acp"
+    authority = authority.rpartition("@")[2]  # no credentials in the URL: the token comes from its file
+    if authority.startswith("["):
+        host, _, after = authority[1:].partition("]")
+        port_text = after.removeprefix(":")
+    else:
+        host, _, port_text = authority.partition(":")
+    if not host:
+        raise ValueError(f"{url!r}: the URL names no host")
+    if port_text and not (port_text.isdigit() and 0 < int(port_text) < 65536):
+        raise ValueError(f"{url!r}: {port_text!r} is no port")
+    port = int(port_text) if port_text else (443 if tls else 80)
+    return Target(url, host.lower(), port, path.partition("#")[0], tls)
 
 
 def open_link(target: Target, token: str | None, *, cafile: str | None, timeout_s: float) -> Link:
@@ -128,7 +132,7 @@ def _tls(raw: socket.socket, target: Target, cafile: str | None) -> socket.socke
 
 def _upgrade(sock: socket.socket, target: Target, token: str | None) -> bytes:
     """The HTTP/1.1 upgrade; what the server sent past its answer's headers (the first frames, maybe)."""
-    key = base64.b64encode(os.urandom(16)).decode("ascii")
+    key = binascii.b2a_base64(os.urandom(16), newline=False).decode("ascii")
     lines = [
         f"GET {target.path} HTTP/1.1",
         f"Host: {target.authority}",
@@ -168,7 +172,7 @@ def _upgrade(sock: socket.socket, target: Target, token: str | None) -> bytes:
                 fatal=True,
             )
         raise LinkError(f"{target.url} is no hermes-acp door: it answered {status_line.strip()!r}", fatal=True)
-    expected = base64.b64encode(hashlib.sha1(key.encode("ascii") + _GUID).digest()).decode("ascii")
+    expected = binascii.b2a_base64(sha1(key.encode("ascii") + _GUID).digest(), newline=False).decode("ascii")
     if headers.get("sec-websocket-accept") != expected:
         raise LinkError(f"{target.url} answered the upgrade wrongly (Sec-WebSocket-Accept)", fatal=True)
     return rest
@@ -204,15 +208,24 @@ def _read_head(sock: socket.socket) -> tuple[bytes, bytes]:
 
 
 class Link:
-    """One WebSocket connection: ``send`` from any thread, ``receive`` from one."""
+    """One WebSocket connection, read when ``select`` says so: ``read`` takes what arrived and returns the messages
+    it completed (pings answered on the way)."""
 
     def __init__(self, sock: socket.socket, buffered: bytes = b""):
         self._sock = sock
         self._buffer = bytearray(buffered)
-        self._sending = threading.Lock()
+        self._parts: list[bytes] = []
         self._closed = False
         self.heard = time.monotonic()
         """When the host last sent anything (a pong too): a link silent for long is a link that dropped."""
+
+    def fileno(self) -> int:
+        return self._sock.fileno()
+
+    def buffered(self) -> bool:
+        """Something is read already and not yet taken (TLS keeps decrypted bytes that ``select`` does not see)."""
+        pending = getattr(self._sock, "pending", None)
+        return bool(self._buffer) or (pending is not None and pending() > 0)
 
     def send(self, text: str) -> None:
         """One text message; ``LinkError`` when the link broke."""
@@ -221,26 +234,33 @@ class Link:
     def ping(self) -> None:
         self._frame(_PING, b"")
 
-    def receive(self) -> str | None:
-        """The next whole message, None once the host closed the link; ``LinkError`` when it broke."""
-        parts: list[bytes] = []
-        size = 0
-        while True:
-            opcode, fin, payload = self._read_frame()
+    def read(self) -> list[str] | None:
+        """One receive (call it when the socket is readable, or ``buffered``): the messages it completed; None
+        once the host closed the link; ``LinkError`` when it broke."""
+        try:
+            chunk = self._sock.recv(1 << 16)
+        except OSError as exc:
+            raise LinkError(f"the link broke: {exc.strerror or exc}") from exc
+        if not chunk:
+            raise LinkError("the host closed the link")
+        self._buffer += chunk
+        self.heard = time.monotonic()
+        messages: list[str] = []
+        while (frame := self._next_frame()) is not None:
+            opcode, fin, payload = frame
             if opcode == _PING:
                 self._frame(_PONG, payload)
-                continue
-            if opcode == _PONG:
-                continue
-            if opcode == _CLOSE:
+            elif opcode == _CLOSE:
                 self._answer_close(payload)
-                return None
-            size += len(payload)
-            if size > MAX_MESSAGE_BYTES:
-                raise LinkError(f"the host sent a message over {MAX_MESSAGE_BYTES} bytes")
-            parts.append(payload)
-            if fin:
-                return b"".join(parts).decode("utf-8", "replace")
+                return messages or None
+            elif opcode in (_TEXT, _BINARY, _CONTINUATION):
+                self._parts.append(payload)
+                if sum(len(part) for part in self._parts) > MAX_MESSAGE_BYTES:
+                    raise LinkError(f"the host sent a message over {MAX_MESSAGE_BYTES} bytes")
+                if fin:
+                    messages.append(b"".join(self._parts).decode("utf-8", "replace"))
+                    self._parts = []
+        return messages
 
     def close(self) -> None:
         """Say goodbye (a close frame, bounded) and close the socket; safe to call twice."""
@@ -249,13 +269,13 @@ class Link:
         self._closed = True
         try:
             self._sock.settimeout(1.0)
-            self._frame(_CLOSE, struct.pack("!H", 1000), closing=True)
+            self._frame(_CLOSE, (1000).to_bytes(2, "big"), closing=True)
         except (OSError, LinkError):
             pass
         self.abort()
 
     def abort(self) -> None:
-        """Close the socket at once (a reader blocked on it wakes with an error)."""
+        """Close the socket at once."""
         self._closed = True
         with contextlib.suppress(OSError):
             self._sock.shutdown(socket.SHUT_RDWR)
@@ -267,45 +287,45 @@ class Link:
         mask = os.urandom(4)
         length = len(payload)
         if length < 126:
-            header = struct.pack("!BB", 0x80 | opcode, 0x80 | length)
+            header = bytes((0x80 | opcode, 0x80 | length))
         elif length < 1 << 16:
-            header = struct.pack("!BBH", 0x80 | opcode, 0x80 | 126, length)
+            header = bytes((0x80 | opcode, 0x80 | 126)) + length.to_bytes(2, "big")
         else:
-            header = struct.pack("!BBQ", 0x80 | opcode, 0x80 | 127, length)
+            header = bytes((0x80 | opcode, 0x80 | 127)) + length.to_bytes(8, "big")
         try:
-            with self._sending:
-                self._sock.sendall(header + mask + _masked(payload, mask))
+            self._sock.sendall(header + mask + _masked(payload, mask))
         except OSError as exc:
             raise LinkError(f"the link broke: {exc.strerror or exc}") from exc
 
-    def _read_frame(self) -> tuple[int, bool, bytes]:
-        first, second = self._read(2)
-        self.heard = time.monotonic()
-        length = second & 0x7F
+    def _next_frame(self) -> tuple[int, bool, bytes] | None:
+        """The first whole frame in the buffer, taken out of it; None until one is whole."""
+        buffer = self._buffer
+        if len(buffer) < 2:
+            return None
+        first, second = buffer[0], buffer[1]
+        length, at = second & 0x7F, 2
         if length == 126:
-            (length,) = struct.unpack("!H", self._read(2))
+            if len(buffer) < 4:
+                return None
+            length, at = int.from_bytes(buffer[2:4], "big"), 4
         elif length == 127:
-            (length,) = struct.unpack("!Q", self._read(8))
+            if len(buffer) < 10:
+                return None
+            length, at = int.from_bytes(buffer[2:10], "big"), 10
         if length > MAX_MESSAGE_BYTES:
             raise LinkError(f"the host sent a frame over {MAX_MESSAGE_BYTES} bytes")
-        mask = self._read(4) if second & 0x80 else None
-        payload = self._read(length)
+        mask = None
+        if second & 0x80:
+            if len(buffer) < at + 4:
+                return None
+            mask, at = bytes(buffer[at : at + 4]), at + 4
+        if len(buffer) < at + length:
+            return None
+        payload = bytes(buffer[at : at + length])
+        del buffer[: at + length]
         if mask is not None:
             payload = _masked(payload, mask)
         return first & 0x0F, bool(first & 0x80), payload
-
-    def _read(self, count: int) -> bytes:
-        while len(self._buffer) < count:
-            try:
-                chunk = self._sock.recv(max(65536, count - len(self._buffer)))
-            except OSError as exc:
-                raise LinkError(f"the link broke: {exc.strerror or exc}") from exc
-            if not chunk:
-                raise LinkError("the host closed the link")
-            self._buffer += chunk
-        data = bytes(self._buffer[:count])
-        del self._buffer[:count]
-        return data
 
     def _answer_close(self, payload: bytes) -> None:
         with contextlib.suppress(LinkError):

@@ -24,10 +24,6 @@ from tests.fakes.v2_peer import INITIALIZE, V2Peer, v2_peer
 pytestmark = pytest.mark.anyio
 
 
-def _text(peer: V2Peer, *, request_id: Any) -> dict[str, Any]:
-    return {"jsonrpc": "2.0", "id": request_id}
-
-
 async def _new(peer: V2Peer, tmp_path: Path) -> str:
     workspace = tmp_path / "workspace"
     workspace.mkdir(exist_ok=True)
@@ -50,7 +46,8 @@ async def test_the_version_is_chosen_per_connection_and_the_router_s_refusals_ho
         null_id = (await raw.response(None))["error"]
         await raw.send({"jsonrpc": "2.0", "id": 2, "method": "initialize", "params": {"protocolVersion": 2}})
         no_info = (await raw.response(2))["error"]
-        await raw.send({"jsonrpc": "2.0", "id": 3, "method": "initialize", "params": {**INITIALIZE, "protocolVersion": 7}})
+        later = {**INITIALIZE, "protocolVersion": 7}
+        await raw.send({"jsonrpc": "2.0", "id": 3, "method": "initialize", "params": later})
         chosen = (await raw.response(3))["result"]
         await raw.send({"jsonrpc": "2.0", "id": 4, "method": "initialize", "params": {"protocolVersion": 1}})
         lower = (await raw.response(4))["error"]
@@ -149,14 +146,13 @@ async def test_tool_call_cancel_settles_that_call_cancelled_and_the_turn_goes_on
         await peer.request("session/prompt", _prompt(session_id, "block please"))
         with anyio.fail_after(10):
             await blocking.started.wait()
-        started = next(u for u in peer.updates() if u["sessionUpdate"] == "tool_call_update" and u["toolCallId"] == "c1")
+        calls = [u for u in peer.updates() if u["sessionUpdate"] == "tool_call_update" and u["toolCallId"] == "c1"]
+        started = calls[0]
         assert started["capabilities"] == {"cancel": {}}
         assert await peer.request("tool_call/cancel", {"sessionId": session_id, "toolCallId": "c1"}) == {}
         await peer.wait_for(lambda: bool(peer.states()) and peer.states()[-1]["state"] == "idle")
         again = await peer.answer(await peer.send("tool_call/cancel", {"sessionId": session_id, "toolCallId": "c1"}))
-        terminal = await peer.answer(
-            await peer.send("terminal/cancel", {"sessionId": session_id, "terminalId": "c1"})
-        )
+        terminal = await peer.answer(await peer.send("terminal/cancel", {"sessionId": session_id, "terminalId": "c1"}))
     final = [u for u in peer.updates() if u["sessionUpdate"] == "tool_call_update" and u["toolCallId"] == "c1"][-1]
     assert final["status"] == "cancelled" and final["capabilities"] is None
     assert blocking.cancelled
