@@ -127,9 +127,11 @@ async def test_close_sends_the_cancelled_idle_state_then_answers(tmp_path: Path)
     async with open_raw(tmp_path, provider=provider) as raw, v2_peer(raw) as peer:
         session_id = await _new(peer, tmp_path)
         await peer.request("session/prompt", _prompt(session_id, "go"))
+        held = await peer.send("session/prompt", _prompt(session_id, "after it"))
         await peer.wait_for(lambda: any(u["sessionUpdate"] == "agent_message_chunk" for u in peer.updates()))
         closing = await peer.send("session/close", {"sessionId": session_id})
         assert (await peer.answer(closing))["result"] == {}
+        assert (await peer.answer(held))["error"]["code"] == -32800, "a held prompt closed with its session"
         unknown = await peer.request("session/close", {"sessionId": "never-was"})
     idle = peer.index(lambda m: m.get("method") == "session/update" and m["params"]["update"].get("state") == "idle")
     answered = peer.index(lambda m: m.get("id") == closing and "method" not in m)
@@ -221,3 +223,48 @@ async def test_a_permission_answer_s_operation_id_answers_one_question_only(tmp_
     assert writer.writes == ["one"], "applied once: the second question was not answered by it"
     second = [u for u in peer.updates() if u["sessionUpdate"] == "tool_call_update" and u["toolCallId"] == "w2"]
     assert second[-1]["status"] == "failed"
+
+
+async def test_the_unstable_methods_answer_in_v2_s_shapes(tmp_path: Path) -> None:
+    provider = ScriptedProvider([text_reply("hello")])
+    async with open_raw(tmp_path, provider=provider) as raw, v2_peer(raw) as peer:
+        session_id = await _new(peer, tmp_path)
+        await peer.request("session/prompt", _prompt(session_id, "hi"))
+        await peer.wait_for(lambda: bool(peer.states()) and peer.states()[-1]["state"] == "idle")
+        title = await peer.request("session/set_title", {"sessionId": session_id, "title": "Named"})
+        status = await peer.request("session/status", {"sessionId": session_id})
+        forked = await peer.request("session/fork", {"sessionId": session_id, "cwd": str(tmp_path / "workspace")})
+        listed = await peer.request("session/list", {})
+        await peer.request("session/archive", {"sessionId": forked["sessionId"]})
+        archived = await peer.request("session/list", {"archived": "only"})
+        providers = await peer.request("providers/list", {})
+        missing = await peer.answer(await peer.send("session/status", {"sessionId": "missing"}))
+    assert title == {"title": "Named"}
+    assert status["status"] == "open"
+    assert status["state"] == {"state": "idle", "stopReason": "end_turn", "usage": status["state"]["usage"]}
+    assert "modes" not in forked and forked["sessionId"] != session_id
+    assert {s["sessionId"] for s in listed["sessions"]} == {session_id, forked["sessionId"]}
+    assert [s["sessionId"] for s in archived["sessions"]] == [forked["sessionId"]]
+    assert isinstance(providers["providers"], list)
+    assert missing["error"]["code"] == -32002 and missing["error"]["data"]["sessionId"] == "missing"
+
+
+async def test_a_cursor_from_before_a_restart_is_refused_as_another_epoch(tmp_path: Path) -> None:
+    async with open_raw(tmp_path, provider=ScriptedProvider([text_reply("first")])) as raw, v2_peer(raw) as peer:
+        session_id = await _new(peer, tmp_path)
+        await peer.request("session/prompt", _prompt(session_id, "hi"))
+        await peer.wait_for(lambda: bool(peer.states()) and peer.states()[-1]["state"] == "idle")
+        cursor = [m for m in peer.messages if m.get("method") == "session/update"][-1]["params"]["_meta"]["hermes"]
+        epoch = peer.messages[0]["result"]["_meta"]["hermes"]["remote"]["serverEpoch"]
+    async with open_raw(tmp_path) as raw, v2_peer(raw) as peer:  # the same store, a new server
+        again = peer.messages[0]["result"]["_meta"]["hermes"]["remote"]["serverEpoch"]
+        resume = {
+            "sessionId": session_id,
+            "cwd": str(tmp_path / "workspace"),
+            "_meta": {"hermes": {"afterCursor": cursor["cursor"]}},
+        }
+        refused = await peer.answer(await peer.send("session/resume", resume))
+    assert again != epoch
+    assert refused["error"]["code"] == -32602
+    assert refused["error"]["data"]["condition"] == "server_epoch_changed"
+    assert refused["error"]["data"]["serverEpoch"] == again
