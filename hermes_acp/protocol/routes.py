@@ -54,6 +54,8 @@ STATE_CHANGING = frozenset(
     }
 )
 """The requests (and the ``session/cancel`` notification) an operation id makes apply once."""
+WITHDRAW_WAIT_S = 35.0
+"""How long a withdrawn request waits for its operation to say what it made of the withdrawal."""
 Spawn = Callable[[Callable[[], Coroutine[Any, Any, None]], str], None]
 """Starts a task in the app's task group."""
 
@@ -104,7 +106,9 @@ class VersionedRoutes:
             key = OperationKey(self._scope(), session_id if isinstance(session_id, str) else "", operation)
             identity = fingerprint(method, raw)
             result = await self._detached(
-                lambda: ledger.apply(key, identity, lambda: route.handler(ctx, raw)), f"operation {method}"
+                lambda: ledger.apply(key, identity, lambda: route.handler(ctx, raw)),
+                f"operation {method}",
+                withdrawn=route.cancel is None,
             )
             if ctx.request_id is None:  # a notification: nothing to answer
                 return result
@@ -122,23 +126,38 @@ class VersionedRoutes:
 
         return cancel
 
-    async def _detached(self, run: Callable[[], Awaitable[Any]], name: str) -> Any:
-        """``run`` in the app's task group; its outcome, waited for here."""
+    async def _detached(self, run: Callable[[], Awaitable[Any]], name: str, *, withdrawn: bool) -> Any:
+        """``run`` in the app's task group; its outcome, waited for here. A request that is withdrawn while it
+        waits (``$/cancel_request``, or its client gone) withdraws the operation too when its route has no cancel
+        hook of its own (``withdrawn``: a v2 prompt not yet started is taken back, one inserted answers its id),
+        and gets what that made of it; one whose route has a hook (a v1 prompt: the hook cancels the turn, a link
+        that dropped does not) stops waiting and leaves it running."""
         if self._spawn is None:
             return await run()
         done = anyio.Event()
         outcome: dict[str, Any] = {}
+        scope = anyio.CancelScope()
 
         async def work() -> None:
             try:
-                outcome["result"] = await run()
+                with scope:
+                    outcome["result"] = await run()
             except Exception as exc:
                 outcome["error"] = exc
             finally:
                 done.set()
 
         self._spawn(work, name)
-        await done.wait()
+        try:
+            await done.wait()
+        except anyio.get_cancelled_exc_class():
+            if not withdrawn:
+                raise
+            scope.cancel()
+            with anyio.CancelScope(shield=True), anyio.move_on_after(WITHDRAW_WAIT_S):
+                await done.wait()
+            if not outcome:
+                raise
         if "error" in outcome:
             raise outcome["error"]
         if "result" not in outcome:

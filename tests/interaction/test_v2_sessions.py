@@ -268,3 +268,23 @@ async def test_a_cursor_from_before_a_restart_is_refused_as_another_epoch(tmp_pa
     assert refused["error"]["code"] == -32602
     assert refused["error"]["data"]["condition"] == "server_epoch_changed"
     assert refused["error"]["data"]["serverEpoch"] == again
+
+
+async def test_a_held_prompt_with_an_operation_id_is_withdrawn_and_a_resend_gets_the_same_answer(
+    tmp_path: Path,
+) -> None:
+    hold = anyio.Event()
+    provider = ScriptedProvider([ScriptedReply(parts=[TextPart(text="busy")], hold=hold), text_reply("never")])
+    async with open_raw(tmp_path, provider=provider) as raw, v2_peer(raw) as peer:
+        session_id = await _new(peer, tmp_path)
+        await peer.request("session/prompt", _prompt(session_id, "first"))
+        once = {**_prompt(session_id, "second"), "_meta": {"hermes": {"operationId": "op-held"}}}
+        held = await peer.send("session/prompt", once)
+        await peer.notify("$/cancel_request", {"requestId": held})
+        withdrawn = await peer.answer(held)
+        resent = await peer.answer(await peer.send("session/prompt", once))
+        hold.set()
+        await peer.wait_for(lambda: bool(peer.states()) and peer.states()[-1]["state"] == "idle")
+    assert withdrawn["error"]["code"] == -32800
+    assert resent["error"] == withdrawn["error"], "the first outcome, again"
+    assert len(provider.requests) == 1, "the withdrawn prompt never ran"

@@ -147,12 +147,8 @@ class V2Agent(HermesAgent):
         params = parse(wire.PromptParams, raw)
         session = await self._session(params.session_id)
         ticket = session.submit(prompt_to_display(params.prompt), origin=self._bridge)
-        if not await _inserted(ticket):
-            raise ClientRequestError(
-                CANCELLED["code"],
-                "Request cancelled: the prompt was cancelled before it started",
-                {"sessionId": params.session_id},
-            )
+        if not await _inserted(ticket, params.session_id):
+            raise _cancelled(params.session_id, "the prompt was cancelled before it started")
         return {"messageId": ticket.message_id}
 
     async def cancel_tool_call(self, ctx: RequestContext, raw: Any) -> dict[str, Any]:
@@ -178,14 +174,19 @@ class V2Agent(HermesAgent):
         )
 
 
-async def _inserted(ticket: PromptTicket) -> bool:
+def _cancelled(session_id: str, why: str) -> ClientRequestError:
+    return ClientRequestError(CANCELLED["code"], f"Request cancelled: {why}", {"sessionId": session_id})
+
+
+async def _inserted(ticket: PromptTicket, session_id: str) -> bool:
     """Whether the prompt was inserted. A request withdrawn (``$/cancel_request``, the client leaving) takes back a
-    prompt that has not started; one that has is still answered with its id once it is inserted (bounded)."""
+    prompt that has not started (answered -32800, the outcome an operation id keeps); one that has is still answered
+    with its id once it is inserted (bounded)."""
     try:
         return await ticket.inserted()
     except anyio.get_cancelled_exc_class():
         if ticket.withdraw():
-            raise
+            raise _cancelled(session_id, "the prompt was withdrawn before it started") from None
         inserted = False
         with anyio.CancelScope(shield=True), anyio.move_on_after(INSERT_WAIT_S):
             inserted = await ticket.inserted()
