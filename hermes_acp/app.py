@@ -4,7 +4,10 @@ connections to them.
 ``App`` builds the manager itself, attaches it to its root task group (in which every session's owner task and
 turns live), gives each connection the services of the environment it brought (``services_for``: settings, model
 catalog and providers from that environment, so one client's keys never serve another's sessions) and serves the
-connection until its client has gone (``serve``). On the way out it closes every session (turns settled, MCP
+connection until its client has gone (``serve``). It holds the one server ``epoch`` its connections' delivery
+cursors are made with (minted when it starts: a restarted host has another) and the one ``ledger`` of operations
+applied once (``protocol.reliable``): every connection to a host shares them, so a client that reconnects to the
+same host rejoins by cursor and resends by operation id. On the way out it closes every session (turns settled, MCP
 servers, drivers and commands stopped), then the providers, then the store: shielded, each step bounded, so a
 provider's client or a store that hangs on close cannot hold the process (``close_timeout_s``).
 
@@ -28,6 +31,8 @@ from hermes_acp.config import Settings, load_settings
 from hermes_acp.errors import ConfigError, HermesError, StorageError
 from hermes_acp.home import make_private
 from hermes_acp.protocol.connection import Connection
+from hermes_acp.protocol.reliable.epoch import Epoch
+from hermes_acp.protocol.reliable.operations import OperationLedger
 from hermes_acp.providers.catalog import ModelCatalog
 from hermes_acp.providers.registry import ProviderRegistry
 from hermes_acp.sessions import SessionManager, SessionServices, derive_tool_surface
@@ -68,8 +73,13 @@ class App:
         tool_surface: ToolSurface | None = None,
         shared: bool = False,
         close_timeout_s: float = CLOSE_TIMEOUT_S,
+        epoch: Epoch | None = None,
     ):
         self.settings = settings
+        self.epoch = epoch or Epoch.mint()
+        """The server epoch (``serverEpoch``) of every connection's cursors."""
+        self.ledger = OperationLedger()
+        """The operations applied once, for every connection."""
         self.store = store
         self.shared = shared
         """A session host: connections come and go, turns outlive them, questions wait for an attach."""
@@ -126,7 +136,7 @@ class App:
             connection.install(None, None, startup_error=exc)
             await connection.finished()
             return
-        bridge = connection.install(self.manager, services)
+        bridge = connection.install(self.manager, services, epoch=self.epoch, ledger=self.ledger)
         self.connections.add(connection)
         try:
             await connection.finished()
@@ -261,6 +271,14 @@ async def serve_app(
     tool_surface: ToolSurface | None = None,
 ) -> None:
     """Serve one client with these parts until it has gone; then close sessions, providers and the store."""
-    app = App(settings, env, store, catalog=catalog, providers=providers, tool_surface=tool_surface)
+    app = App(
+        settings,
+        env,
+        store,
+        catalog=catalog,
+        providers=providers,
+        tool_surface=tool_surface,
+        epoch=connection.handshake.epoch,  # what its initialize, answered while the server loaded, told the client
+    )
     async with open_app(app):
         await app.serve(connection)

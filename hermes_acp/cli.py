@@ -1,7 +1,8 @@
-"""The ``hermes-acp`` command: serve ACP on stdio (default), ``--shared``, ``host [status|stop|token]``, ``exec`` (one
-prompt without an editor: ``headless``), ``--check`` (``--probe``, ``--json``), ``--repair``, ``--version``,
-``--setup``, ``sandbox-profile``; ``--config FILE`` for a config file other than the home's (every mode reads it: it
-is passed on as ``HERMES_ACP_CONFIG``).
+"""The ``hermes-acp`` command: serve ACP on stdio (default), ``--shared``, ``--connect URL`` (a stdio front door to
+a remote host's door: ``transports.connect``), ``host [status|stop|token]``, ``exec`` (one prompt without an editor:
+``headless``), ``--check`` (``--probe``, ``--json``), ``--repair``, ``--version``, ``--setup``, ``sandbox-profile``;
+``--config FILE`` for a config file other than the home's (every mode reads it: it is passed on as
+``HERMES_ACP_CONFIG``).
 
 Serving must answer ``initialize`` fast, so this module imports almost nothing; the rest of the server is loaded in
 a worker thread while the dispatcher already answers (``load_app``). With ``--shared`` or ``[host] mode =
@@ -48,6 +49,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     group.add_argument("--version", action="store_true", help="print the version and exit")
     group.add_argument("--setup", action="store_true", help="interactive setup of a model provider")
+    group.add_argument(
+        "--connect",
+        metavar="URL",
+        help="relay stdio to a remote host's door (wss://host/acp), with --token-file FILE (or HERMES_ACP_TOKEN)"
+        " and --cacert FILE",
+    )
     group.add_argument(
         "--shared",
         action="store_true",
@@ -104,6 +111,10 @@ def main(argv: Sequence[str] | None = None) -> None:
             _front_door()
         _serve()
         return
+    if any(arg == "--connect" or arg.startswith("--connect=") for arg in argv):  # as fast as the local front door
+        from hermes_acp.transports.connect import run_connect
+
+        sys.exit(run_connect(argv))
     if argv[0] == "host":
         sys.exit(_host(argv[1:]))
     if argv[0] == "sandbox-profile":

@@ -137,9 +137,10 @@ ErrorCode = Literal[
 DriverCode = NewType("DriverCode", str)
 """A code the cua-driver chose, passed on as it came."""
 ToolErrorCode = ErrorCode | DriverCode
-WireErrorCode = Literal[-32700, -32600, -32601, -32602, -32603, -32800, -32000, -32002]
+WireErrorCode = Literal[-32700, -32600, -32601, -32602, -32603, -32800, -32000, -32002, -32022]
 """The JSON-RPC errors we answer with: parse error, invalid request, method not found, invalid params, internal
-error, request cancelled, ACP auth_required, ACP resource_not_found."""
+error, request cancelled, ACP auth_required, ACP resource_not_found, ACP unsupported protocol version (v2's
+``initialize``)."""
 
 
 class HermesError(Exception):

@@ -380,8 +380,8 @@ _LONG_COMMAND: dict[str, Any] = {
 }
 
 
-async def _stored_session(bench: Bench, turns: int) -> str:
-    """A session of ``turns`` question/answer turns written straight into the store."""
+async def _stored_session(bench: Bench, turns: int, home: Path | None = None) -> str:
+    """A session of ``turns`` question/answer turns written straight into the store (of ``home``: the bench's)."""
     from hermes_acp.core import (
         AssistantMessage,
         AssistantMessageStored,
@@ -394,7 +394,7 @@ async def _stored_session(bench: Bench, turns: int) -> str:
     )
     from hermes_acp.storage import SessionRecord, SqliteSessionStore, utc_now
 
-    store = await SqliteSessionStore.open(bench.home / "state.db")
+    store = await SqliteSessionStore.open((home or bench.home) / "state.db")
     now = utc_now()
     session_id = f"bench-{turns}-turns-{time.time_ns()}"
     await store.create_session(
@@ -693,7 +693,7 @@ async def checkpoint_overhead(bench: Bench, pairs: int, chunks: int) -> list[Row
             return None
 
     class WireSink:
-        async def emit_event(self, event: Any, *, live: bool) -> None:
+        async def emit_event(self, event: Any, *, live: bool, seq: int | None = None) -> None:
             for update in event_updates(event, live=live):
                 encode_frame({"jsonrpc": "2.0", "method": "session/update", "params": {"update": update}})
 
@@ -1349,6 +1349,19 @@ async def exec_start_rows(bench: Bench) -> list[Row]:
     return await exec_rows(bench, Row, COMMAND)
 
 
+async def connect_rows(bench: Bench) -> list[Row]:
+    """``hermes-acp --connect`` against a warm host on loopback beside the local front door, and a rejoin by cursor
+    after 100 missed events against a full ``session/load`` (``probes/bench_host.py``)."""
+    from .bench_host import remote_front_door
+
+    home = bench.home.parent / "connect-home"
+    home.mkdir(exist_ok=True)
+    config = (bench.home / "config.toml").read_text()
+    stored = await _stored_session(bench, turns=667, home=home)
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home), "PYTHONPATH": str(REPO)}
+    return [Row(**row) for row in await remote_front_door(home, bench.workspace, config, env, stored)]
+
+
 async def acp_v2_rows(bench: Bench) -> list[Row]:
     """ACP v2 beside v1 (``probes/bench_v2.py``): the renderings of one 2,000-event session, a rejoin by cursor."""
     from .bench_v2 import rendering_rows
@@ -1390,6 +1403,7 @@ ROWS: dict[str, Callable[[Bench], Awaitable[list[Row]]]] = {
     "steering": lambda b: steering_rows(b, Row),
     "rewind": lambda b: rewind_rows(b, Row),
     "acp_v2": acp_v2_rows,
+    "connect": connect_rows,
 }
 
 

@@ -27,8 +27,9 @@ from acp import schema
 
 from .agent import AgentProcess, ProbeClient, spawn_agent
 from .http_upload import post_streaming
+from .raw import raw_agent
 
-__all__ = ["remote_door_body", "shared_host"]
+__all__ = ["remote_door_body", "remote_front_door", "shared_host"]
 
 REPO = Path(__file__).resolve().parent.parent
 FRONT_DOOR = [sys.executable, "-m", "hermes_acp", "--shared"]
@@ -240,3 +241,81 @@ async def remote_door_body(root: Path, config: str, base_env: dict[str, str]) ->
             "note": f"loopback, chunked from a generator, {sent / 1024 / 1024:.0f} MiB sent before the answer came",
         },
     ]
+
+
+MISSED = 100
+"""Events a rejoining client missed (``remote_front_door``)."""
+
+
+async def remote_front_door(
+    home: Path, workspace: Path, config: str, base_env: dict[str, str], stored: str, runs: int = 10
+) -> list[dict[str, str]]:
+    """A host with a remote door on loopback, warm: ``hermes-acp --connect`` spawned → ``initialize`` answered,
+    beside ``hermes-acp --shared`` (the local front door) spawned in turn with it; then ``session/load`` of a stored
+    session of about 2,000 events, whole and rejoined after the cursor ``MISSED`` events before its end (each on a
+    fresh local front door, the session open in the host)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = int(probe.getsockname()[1])
+    (home / "config.toml").write_text(config + f'\n[host]\nlisten = ["ws://127.0.0.1:{port}"]\n')
+    runtime = Path(tempfile.mkdtemp(prefix="hacp-bench-", dir="/tmp"))
+    env = {**base_env, "HERMES_ACP_HOME": str(home), "XDG_RUNTIME_DIR": str(runtime)}
+    stderr = home / "host-bench.stderr"
+    connect = [
+        *FRONT_DOOR[:-1],
+        "--connect",
+        f"ws://127.0.0.1:{port}/acp",
+        "--token-file",
+        str(home / "host.token"),
+    ]
+    local: list[float] = []
+    remote: list[float] = []
+    try:
+        async with _host(env, stderr):
+            for _ in range(runs + 1):  # the first of each warms the host and the page cache: left out
+                for command, times in ((FRONT_DOOR, local), (connect, remote)):
+                    async with spawn_agent(command, env=env, stderr=stderr, client=ProbeClient(), cwd=workspace) as a:
+                        times.append(a.initialize_ms or 0)
+            loads = await _loads(env, workspace, stored, runs)
+    finally:
+        shutil.rmtree(runtime, ignore_errors=True)
+    local, remote = local[1:], remote[1:]
+    gap = sorted(there - here for there, here in zip(remote, local, strict=True))[len(remote) // 2]
+    return [
+        {
+            "name": "--connect (warm host, loopback door) → initialize response",
+            "value": _ms(remote),
+            "note": f"median of {runs} spawns of `hermes-acp --connect ws://…/acp`; {gap:+.1f} ms against the local"
+            f" front door's {_ms(local)} in the same runs (goal: within 20 ms)",
+        },
+        *loads,
+    ]
+
+
+async def _loads(env: dict[str, str], workspace: Path, session_id: str, runs: int) -> list[dict[str, str]]:
+    load = {"sessionId": session_id, "cwd": str(workspace), "mcpServers": []}
+    async with raw_agent(FRONT_DOOR, env=env, cwd=workspace, keep_updates=True) as agent:
+        await agent.ask("initialize", {"protocolVersion": 1})
+        await agent.ask("session/load", load)  # opens it in the host; the cursors of every event
+    seqs = sorted({(int(a.cursor.split(".")[1]), a.cursor) for a in agent.updates if a.cursor})
+    last = seqs[-1][0]
+    cursor = max((item for item in seqs if item[0] <= last - MISSED), default=seqs[0])[1]
+    rows = []
+    for name, params in (
+        ("whole session/load", load),
+        (f"rejoin by cursor, {MISSED} events missed", {**load, "_meta": {"hermes": {"afterCursor": cursor}}}),
+    ):
+        times, updates = [], 0
+        for _ in range(runs):
+            async with raw_agent(FRONT_DOOR, env=env, cwd=workspace) as agent:
+                await agent.ask("initialize", {"protocolVersion": 1})
+                elapsed, updates, _ = await agent.ask("session/load", params)
+                times.append(elapsed)
+        rows.append(
+            {
+                "name": f"session/load of {last:,} stored events (open in the host): {name}",
+                "value": _ms(times),
+                "note": f"{updates} updates; request to answer over a local front door, median of {runs}",
+            }
+        )
+    return rows

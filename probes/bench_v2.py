@@ -5,8 +5,9 @@ In-process: the rendering functions are pure, so the rows time them alone (``pro
 client with Zed's capabilities gets it; ``protocol/v2`` for v2), each update framed as the server frames a
 ``session/update`` notification (compact JSON, one line). The session is synthetic but shaped like real work: every
 turn a prompt, a response with reasoning and two tool calls (an edit with its diff, a command in an agent-owned
-terminal with its output), the permission, the settlements, a plan and the turn's end. The server itself does not
-speak v2 yet (issue 32, phase 2): the rows that need the process come with it.
+terminal with its output), the permission, the settlements, a plan and the turn's end. The rows through the real
+processes (``--connect``, a rejoin against a whole ``session/load`` in a host) are ``probes/bench_host.py``'s (group
+``connect``).
 """
 
 from __future__ import annotations

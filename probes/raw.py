@@ -29,6 +29,8 @@ class Arrival:
     """``time.monotonic()`` when the line was read."""
     session_id: str
     update: dict[str, Any]
+    cursor: str | None = None
+    """The delivery cursor it carried (``_meta.hermes.cursor``)."""
 
 
 @dataclass
@@ -55,7 +57,8 @@ class RawAgent:
                 updates += 1
                 if self.keep_updates:
                     params_ = json.loads(line)["params"]
-                    self.updates.append(Arrival(time.monotonic(), params_["sessionId"], params_["update"]))
+                    cursor = params_.get("_meta", {}).get("hermes", {}).get("cursor")
+                    self.updates.append(Arrival(time.monotonic(), params_["sessionId"], params_["update"], cursor))
                 continue
             message = json.loads(line)
             if message.get("method") == "session/request_permission":

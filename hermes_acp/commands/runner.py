@@ -109,9 +109,16 @@ class CommandRunner:
         files = stamp(prompt_folders(workspace.cwd, home), limit=MAX_FILES)
         return (*files, *stamp(self.skills.folders, member=SKILL_FILE, limit=MAX_SKILLS))
 
-    async def run(self, invocation: Invocation, display: list[DisplayBlock], input_id: str | None) -> Outcome:
+    async def run(
+        self,
+        invocation: Invocation,
+        display: list[DisplayBlock],
+        input_id: str | None,
+        message_id: str | None = None,
+    ) -> Outcome:
         """Run the command ``invocation`` names: an ``Ask`` for a model turn (a prompt file's text or a skill's
-        instructions, its arguments in; or a built-in's), else the built-in's ``Reply``, stored already."""
+        instructions, its arguments in; or a built-in's), else the built-in's ``Reply``, stored already (the user's
+        line under ``message_id``, when given)."""
         if invocation.file is not None:
             return Ask(expand(invocation.file.template, invocation.argument))
         if invocation.skill is not None:
@@ -121,19 +128,28 @@ class CommandRunner:
         try:
             outcome = await _HANDLERS[invocation.command.name](self._view, invocation.argument)
             if isinstance(outcome, Reply):
-                await self._reply(display, outcome, turn_id, input_id)
+                await self._reply(display, outcome, turn_id, input_id, message_id)
                 if any(isinstance(event, Rewound) for event in outcome.events):
                     await self._view.rewinds.refold()
         finally:
             self.turn_id = None
         return outcome
 
-    async def answer_at_once(self, invocation: Invocation, display: list[DisplayBlock]) -> None:
+    async def answer_at_once(
+        self, invocation: Invocation, display: list[DisplayBlock], message_id: str | None = None
+    ) -> None:
         """``/status`` while the session works, or the refusal of a rewind: answered and stored now."""
         text = session_status(self._view) if invocation.command.name == "status" else BUSY_REWIND
-        await self._reply(display, Reply(text), new_turn_id(), None)
+        await self._reply(display, Reply(text), new_turn_id(), None, message_id)
 
-    async def _reply(self, display: list[DisplayBlock], reply: Reply, turn_id: str, input_id: str | None) -> None:
+    async def _reply(
+        self,
+        display: list[DisplayBlock],
+        reply: Reply,
+        turn_id: str,
+        input_id: str | None,
+        message_id: str | None = None,
+    ) -> None:
         """Store a command the session answered itself like a turn the model never sees, in one write: the user's
         line, the answer (which may quote servers' and files' words: it passes the sanitizer), what the command
         itself did that the log keeps (a compaction), the turn's end."""
@@ -142,7 +158,7 @@ class CommandRunner:
         await self._view.recorder.record(
             UserPrompted(
                 turn_id=turn_id,
-                message_id=new_message_id(),
+                message_id=message_id or new_message_id(),
                 display=display,
                 message=UserMessage(parts=[TextPart(text=typed)]),
                 for_model=False,

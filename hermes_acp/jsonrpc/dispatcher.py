@@ -12,7 +12,8 @@ registered in the in-flight table *before* the task starts, so a ``$/cancel_requ
   (``boundary.to_wire``, with the ``ErrorMap`` the server hands in for its own exceptions); a cancelled request is
   -32800.
 - **Cancellation.** ``$/cancel_request`` for a request in flight calls its route's ``cancel`` hook when it has one
-  (``session/prompt`` cancels its turn, which then answers ``stopReason: cancelled``), else cancels its scope. One
+  (``session/prompt`` cancels its turn, which then answers ``stopReason: cancelled``), else (or when the hook says
+  False) cancels its scope. One
   that arrives as a request (with an id) is answered too (an empty result), as JSON-RPC wants.
 - **Requests we send** (``request``): ids of our own, correlated with the answers, each wait bounded by the caller;
   a wait that is abandoned sends ``$/cancel_request`` to the client. The first answer to an id is final: the
@@ -53,6 +54,7 @@ __all__ = [
     "HOOK_TIMEOUT_S",
     "Dispatcher",
     "FrameSource",
+    "Handler",
     "RequestContext",
     "Route",
 ]
@@ -94,9 +96,10 @@ class Route:
     method: str
     handler: Handler
     """For a request: returns the result (JSON data). For a notification: returns nothing."""
-    cancel: Callable[[Any], None] | None = None
+    cancel: Callable[[Any], bool | None] | None = None
     """How ``$/cancel_request`` (or the client leaving) stops this request, given its params, when cancelling its
-    scope is not the right answer (a prompt turn settles and answers ``cancelled``)."""
+    scope is not the right answer (a prompt turn settles and answers ``cancelled``); a hook that returns False
+    leaves it to the scope after all (a route that serves several protocol versions decides per request)."""
 
 
 @dataclass
@@ -304,9 +307,8 @@ class Dispatcher:
 
     @staticmethod
     def _cancel(flight: _InFlight) -> None:
-        if flight.route is not None and flight.route.cancel is not None:
-            flight.route.cancel(flight.params)
-        else:
+        hook = flight.route.cancel if flight.route is not None else None
+        if hook is None or hook(flight.params) is False:
             flight.scope.cancel()
 
     async def _client_left(self) -> None:

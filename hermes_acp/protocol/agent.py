@@ -48,11 +48,12 @@ from .convert import prompt_to_display, usage_json
 from .initialize import ENV_METHOD_ID, FORM_SETUP_METHOD_ID, SETUP_METHOD_ID, key_variables
 from .lifecycle_params import archive_filter, client_system_prompt
 from .provider_routes import ProviderRoutes
+from .rejoin import rejoin_point
+from .reliable.meta import with_result_meta
 from .session_view import (
     EFFORT_OPTION_ID,
     MODE_OPTION_ID,
     MODEL_OPTION_ID,
-    commands_update,
     rewind_result,
     session_meta,
 )
@@ -174,7 +175,9 @@ class HermesAgent:
         return {"sessionId": session.id, **self._view(session)}
 
     async def load_session(self, ctx: RequestContext, raw: Any) -> dict[str, Any]:
+        """``session/load``; with ``_meta.hermes.afterCursor``, only what came after that cursor (``rejoin``)."""
         params = parse(LoadSessionParams, raw)
+        after, recovery = await rejoin_point(self.manager, self._bridge.epoch, params.session_id, raw)
         session = await self.manager.open_existing(
             params.session_id,
             params.cwd,
@@ -183,10 +186,12 @@ class HermesAgent:
             replay=True,
             client=self._bridge,
             system_prompt=client_system_prompt(params.system_prompt),
+            after=after,
         )
         self._announce_commands(ctx, session)
         self._announce_usage(ctx, session)
-        return self._view(session)
+        result = self._view(session)
+        return with_result_meta(result, recovery=recovery) if recovery is not None else result
 
     async def resume_session(self, ctx: RequestContext, raw: Any) -> dict[str, Any]:
         params = parse(ResumeSessionParams, raw)
@@ -314,7 +319,7 @@ class HermesAgent:
     async def set_config_option(self, ctx: RequestContext, raw: Any) -> dict[str, Any]:
         params = parse(SetConfigOptionParams, raw)
         session = await self._session(params.session_id)
-        offered = [option["id"] for option in self._options(session)]
+        offered = [str(option.get("configId", option.get("id"))) for option in self._options(session)]  # v2's, v1's
         if params.config_id not in offered:
             raise InvalidParamsError(
                 f"configId: unknown option {params.config_id!r}; this session's options: {', '.join(offered)}",
@@ -352,8 +357,6 @@ class HermesAgent:
         params = parse(PromptParams, raw)
         session = await self._session(params.session_id)
         result = await session.prompt(prompt_to_display(params.prompt), origin=self._bridge)
-        if result.config_changed:
-            await self._announce_config(session, mode_changed=result.mode_changed)
         if result.failure is not None and result.failure.is_error:  # the notice is in the transcript already
             raise TurnFailedError(result.failure)
         usage = result.usage
@@ -397,7 +400,7 @@ class HermesAgent:
 
     def _announce_commands(self, ctx: RequestContext, session: LiveSession) -> None:
         async def send() -> None:  # the first listing has the skills (the scan is off the response's path)
-            await self._bridge.send(session.id, commands_update(await session.commands.listing()))
+            await self._bridge.commands_changed(session.id, await session.commands.listing())
             session.runtime.submit(session.notices.report_servers, "report MCP servers")
 
         ctx.after_response(send)

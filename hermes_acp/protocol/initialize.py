@@ -1,9 +1,9 @@
-"""``initialize``: the handshake, answered as plain JSON before the rest of the server has loaded.
+"""The v1 answer to ``initialize``, as plain JSON, answered before the rest of the server has loaded.
 
-``Handshake`` is the route the dispatcher has from the start: it answers ``initialize`` in milliseconds and keeps
-what the client said (its capabilities decide notices, compaction updates, the editor's file system and terminals,
-and the ``ask_user`` tool). The shapes follow the official ACP schema (``@agentclientprotocol/sdk`` 2.4.0);
-capabilities are objects, never booleans, where the schema says so (JetBrains rejects booleans).
+``handshake.Handshake`` (the route) chooses the connection's version and answers a v1 client with this; what the
+client advertised decides notices, compaction updates, the editor's file system and terminals, and the ``ask_user``
+tool. The shapes follow the official ACP schema (``@agentclientprotocol/sdk`` 2.4.0); capabilities are objects,
+never booleans, where the schema says so (JetBrains rejects booleans).
 
 The top-level ``_meta.steering.supported`` tells clients built for claude-agent-acp and codex-acp that
 ``_session/steering`` is answered here too.
@@ -27,23 +27,17 @@ from collections.abc import Mapping
 from typing import Any
 
 from hermes_acp.home import config_file
-from hermes_acp.jsonrpc.boundary import ClientRequestError
-from hermes_acp.jsonrpc.dispatcher import RequestContext, Route
 from hermes_acp.version import DISTRIBUTION, __version__
 
 __all__ = [
     "ENV_METHOD_ID",
     "FORM_SETUP_METHOD_ID",
     "SETUP_METHOD_ID",
-    "SUPPORTED_PROTOCOL_VERSIONS",
-    "Handshake",
     "auth_methods",
     "initialize_result",
     "key_variables",
-    "negotiate_version",
 ]
 
-SUPPORTED_PROTOCOL_VERSIONS = (1,)
 SETUP_METHOD_ID = "hermes-setup"
 FORM_SETUP_METHOD_ID = "hermes-setup-form"
 ENV_METHOD_ID = "hermes-env"
@@ -51,33 +45,8 @@ MAX_CONFIG_CHARS = 1_000_000
 """More of config.toml than ``initialize`` reads for the key variables (a larger file is not read for them here)."""
 
 
-class Handshake:
-    """The ``initialize`` route, and what the client said in it (None until it has)."""
-
-    def __init__(self, env: Mapping[str, str]):
-        self._env = env
-        self.params: dict[str, Any] | None = None
-        self.route = Route("initialize", self._answer)
-
-    async def _answer(self, ctx: RequestContext, raw: Any) -> dict[str, Any]:
-        if not isinstance(raw, dict) or "protocolVersion" not in raw:
-            raise ClientRequestError(-32602, "Invalid params: protocolVersion: required (an integer, e.g. 1)")
-        self.params = raw
-        return initialize_result(raw, self._env)
-
-
-def negotiate_version(requested: object) -> int:
-    """The highest version we support that is ≤ the client's; our lowest when the client's is older or odd."""
-    if isinstance(requested, bool) or not isinstance(requested, int):
-        try:
-            requested = int(str(requested))
-        except ValueError:
-            return max(SUPPORTED_PROTOCOL_VERSIONS)
-    usable = [v for v in SUPPORTED_PROTOCOL_VERSIONS if v <= requested]
-    return max(usable) if usable else min(SUPPORTED_PROTOCOL_VERSIONS)
-
-
 def initialize_result(params: Mapping[str, Any], env: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """The v1 answer (the connection speaks v1 whatever a v1 client asked for: ``v2.version.negotiate``)."""
     env = os.environ if env is None else env
     capabilities = params.get("clientCapabilities")
     auth = capabilities.get("auth") if isinstance(capabilities, dict) else None
@@ -85,7 +54,7 @@ def initialize_result(params: Mapping[str, Any], env: Mapping[str, str] | None =
     elicitation = capabilities.get("elicitation") if isinstance(capabilities, dict) else None
     forms = isinstance(elicitation, dict) and isinstance(elicitation.get("form"), dict)
     return {
-        "protocolVersion": negotiate_version(params.get("protocolVersion")),
+        "protocolVersion": 1,
         "agentInfo": {"name": "hermes-acp", "title": "Hermes ACP", "version": __version__},
         "agentCapabilities": {
             "loadSession": True,

@@ -15,6 +15,9 @@ audience is the session's ``UpdateSink`` and ``PermissionGate`` (the ports the t
   nobody attached, a question waits for the next attach (``wait_for_attach``, bounded by ``unattended_wait_s``,
   0 = as long as the turn lives); without ``wait_for_attach`` (inline mode: the one client is gone) it fails at
   once as a closed connection.
+- **Where the foreground work stands** (``foreground``): running, waiting on the user while a question is open
+  (``requires_action``, then running again once it is answered), idle with how the prompt ended; each connection
+  is told as it can show it (``ClientBridge.state_changed``: ACP v2's ``state_update``), in turn with its updates.
 - **Catch-up** (``attach`` with a history): the connection is added while the recorder holds its write lock, so
   every stored event is either in the history it is given (replayed) or emitted after it joined (live), never
   both, never neither: an event-level cursor. What it receives live meanwhile waits in its backlog until the
@@ -54,6 +57,7 @@ from hermes_acp.core import (
 )
 from hermes_acp.core.notice import Notice
 from hermes_acp.errors import PermissionDeniedError, ToolError
+from hermes_acp.storage.base import StoredEvent
 from hermes_acp.subagents.view import Relay, Viewer
 from hermes_acp.tools.context import EditorFiles, EditorTerminals, ElicitationAnswer, Elicitor
 from hermes_acp.turns.ports import (
@@ -69,7 +73,7 @@ from hermes_acp.turns.ports import (
 )
 from hermes_acp.turns.projection import transcript_events
 
-from .views import ClientBridge
+from .views import ClientBridge, Foreground
 
 if TYPE_CHECKING:
     from .options import SessionOptions
@@ -259,6 +263,8 @@ class Audience:
         self.origin_shows_prompt = True
         """False for a turn the origin did not send as a prompt (a steering message that started one): then it is
         shown the prompt too."""
+        self.state = Foreground()
+        """Where the session's foreground work stands now (``foreground``)."""
 
     # -- who is attached --------------------------------------------------------------------------------------
 
@@ -283,11 +289,12 @@ class Audience:
         self,
         client: ClientBridge,
         *,
-        history: Callable[[], Awaitable[Sequence[SessionEvent | Replayed]]] | None = None,
+        history: Callable[[], Awaitable[Sequence[SessionEvent | StoredEvent | Replayed]]] | None = None,
         quiet: Callable[[], AbstractAsyncContextManager[None]] | None = None,
     ) -> None:
-        """Attach ``client``; with ``history`` (``session/load``) it first gets the log so far, then the streamed
-        tail, then what happened meanwhile. ``quiet`` holds the recorder's writes while the cursor is taken."""
+        """Attach ``client``; with ``history`` (``session/load``) it first gets the log so far (stored events carry
+        their seq to the sink), then the streamed tail, then what happened meanwhile. ``quiet`` holds the
+        recorder's writes while the cursor is taken."""
         if self.has(client):
             if history is None:
                 return
@@ -302,13 +309,14 @@ class Audience:
             tail = self._tail.snapshot()
             self._members.append(member)
         try:
-            own: list[SessionEvent] = [item for item in events if not isinstance(item, Replayed)]
+            own = [_event(item) for item in events if not isinstance(item, Replayed)]
             shown = {id(event) for event in transcript_events(own)}
             for item in events:
                 if isinstance(item, Replayed):
                     await item.replay(member.client, member.sink)
-                elif id(item) in shown:
-                    await member.sink.emit_event(item, live=False)
+                elif id(_event(item)) in shown:
+                    seq = item.seq if isinstance(item, StoredEvent) else None
+                    await member.sink.emit_event(_event(item), live=False, seq=seq)
             for update in tail:
                 await member.sink.emit_live(update)
             while member.backlog:
@@ -347,12 +355,12 @@ class Audience:
 
     # -- UpdateSink ----------------------------------------------------------------------------------------
 
-    async def emit_event(self, event: SessionEvent, *, live: bool) -> None:
-        await self._emit_event(event, live=live)
+    async def emit_event(self, event: SessionEvent, *, live: bool, seq: int | None = None) -> None:
+        await self._emit_event(event, live=live, seq=seq)
         if self._relay is not None:
-            await self._relay.emit_event(event, live=live)
+            await self._relay.emit_event(event, live=live, seq=seq)
 
-    async def _emit_event(self, event: SessionEvent, *, live: bool) -> None:
+    async def _emit_event(self, event: SessionEvent, *, live: bool, seq: int | None) -> None:
         if live:
             self._tail.stored(event)
         skip: set[int] = set()
@@ -368,7 +376,7 @@ class Audience:
             )
 
             async def send(sink: UpdateSink, replayed: bool = shown_as_replay) -> None:
-                await sink.emit_event(event, live=live and not replayed)
+                await sink.emit_event(event, live=live and not replayed, seq=seq)
 
             await member.deliver(send)
         if isinstance(event, TurnEnded):
@@ -385,6 +393,17 @@ class Audience:
             await member.deliver(send)
         if self._relay is not None:
             await self._relay.emit_live(update)
+
+    async def foreground(self, state: Foreground) -> None:
+        """The foreground work is now ``state``: each attached connection is told, in turn with its updates."""
+        self.state = state
+        session_id = self._session_id
+        for member in list(self._members):
+
+            async def send(_: UpdateSink, client: ClientBridge = member.client) -> None:
+                await client.state_changed(session_id, state)
+
+            await member.deliver(send)
 
     async def deliver_each(self, send_to: Callable[[ClientBridge], _Send | None]) -> None:
         """Send each attached connection what ``send_to`` makes for it (None: nothing), in turn with the rest of
@@ -505,6 +524,8 @@ class Audience:
         question: _Question[T] = _Question(call, can_answer)
         self._questions.append(question)
         unanswered: ConnectionError | TimeoutError | None = None
+        if self.state.state == "running":
+            await self.foreground(Foreground("requires_action"))
         try:
             async with anyio.create_task_group() as group:
                 question.group = group
@@ -518,6 +539,9 @@ class Audience:
                 group.cancel_scope.cancel()  # the requests to the others are withdrawn
         finally:
             self._questions.remove(question)
+            if self.state.state == "requires_action" and not self._questions:
+                with anyio.CancelScope(shield=True):
+                    await self.foreground(Foreground("running"))
         if unanswered is not None:
             raise unanswered
         if question.error is not None:
@@ -551,6 +575,10 @@ class Audience:
     def origin_terminals(self) -> EditorTerminals | None:
         origin = self.origin
         return origin.terminals(self._session_id) if origin is not None and origin.present else None
+
+
+def _event(item: SessionEvent | StoredEvent) -> SessionEvent:
+    return item.event if isinstance(item, StoredEvent) else item
 
 
 class _AudienceElicitor:

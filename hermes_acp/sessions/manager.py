@@ -26,7 +26,7 @@ from anyio.abc import TaskGroup
 
 from hermes_acp.commands.instructions import load_instructions
 from hermes_acp.commands.prompt_files import load_prompt_files
-from hermes_acp.core import SessionEvent, TitleSet
+from hermes_acp.core import SessionEvent, TitleSet, TurnEnded
 from hermes_acp.errors import InvalidParamsError, SessionNotFoundError, SessionNotOpenError
 from hermes_acp.mcp_client import McpServers
 from hermes_acp.providers.catalog import CatalogModel
@@ -47,7 +47,7 @@ from .records import child_record, derived_record, directories, new_record, norm
 from .services import SessionServices
 from .session import Session
 from .turn_imports import warm_up_turn_modules
-from .views import ClientBridge
+from .views import ClientBridge, Foreground
 
 __all__ = ["SessionManager"]
 
@@ -85,6 +85,12 @@ class SessionManager:
     def attach(self, task_group: TaskGroup) -> None:
         """Owner tasks of sessions are started in this (root) task group."""
         self._task_group = task_group
+
+    def background(self, work: Callable[[], Coroutine[Any, Any, None]], name: str) -> None:
+        """Run ``work`` in the root task group: it outlives the request that started it."""
+        if self._task_group is None:
+            raise RuntimeError("SessionManager.attach() must be called first")
+        self._task_group.start_soon(work, name=name)
 
     async def attached(self, session_id: str, client: ClientBridge) -> Session:
         """The live session ``client`` is attached to (one it created, loaded or resumed). For any other id the error
@@ -149,8 +155,10 @@ class SessionManager:
         replay: bool,
         client: ClientBridge,
         system_prompt: ClientSystemPrompt | None = None,
+        after: int | None = None,
     ) -> Session:
-        """``session/load`` (replay=True: the log so far, then live) and ``session/resume`` (replay=False)."""
+        """``session/load`` (replay=True: the log so far, then live; ``after``: only the events after that seq, for
+        a client that rejoins by cursor) and ``session/resume`` (replay=False)."""
         real = normalise_cwd(cwd)
         extra = directories(additional)
         live = self._live.get(session_id)
@@ -161,7 +169,7 @@ class SessionManager:
                     " while it is open; send the same one, or none, or close the session first",
                     field="systemPrompt",
                 )
-            await live.attach(client, catch_up=replay)
+            await live.attach(client, catch_up=replay, after=after)
             return live
         record, logged = await self._stored(session_id)
         changes: dict[str, object] = {}
@@ -177,20 +185,28 @@ class SessionManager:
         store = self.services.store
         if changes and store.read_only is None:  # a read-only store still loads: it keeps the old values
             record = await store.update_session(session_id, **changes)
-        events = [stored.event for stored in effective(logged, _event)]
+        kept = effective(logged, _event)
+        history: list[SessionEvent | StoredEvent] = list(kept)
         projection = SessionProjection()
-        for event in events:
-            projection.apply(event)
+        for stored in history:
+            projection.apply(stored.event if isinstance(stored, StoredEvent) else stored)
         repairs = recovery_events(projection)
         if repairs:
             _log.info("repairing interrupted session", session_id=session_id, events=len(repairs))
-            if store.read_only is None:  # else shown and folded only: stored by the next load that can write
-                await store.append_events(session_id, repairs)
             for event in repairs:
                 projection.apply(event)
-            events.extend(repairs)
+            if store.read_only is None:  # else shown and folded only: stored by the next load that can write
+                history.extend(await store.append_events(session_id, repairs))
+            else:
+                history.extend(repairs)
+        projection_events = [item.event if isinstance(item, StoredEvent) else item for item in history]
+        if after is not None:
+            history = [item for item in history if not isinstance(item, StoredEvent) or item.seq > after]
         session = await self._open(record, projection, mcp_servers, client.services, warm_up=not replay)
-        await session.attach(client, replay=events, catch_up=replay)
+        ended = next((e for e in reversed(projection_events) if isinstance(e, TurnEnded)), None)
+        if ended is not None:  # idle, as its last turn left it
+            session.audience.state = Foreground("idle", ended.stop_reason)
+        await session.attach(client, replay=history, catch_up=replay)
         if replay:
             self._warm_up(session)  # after the replay, which it would slow down by competing for the interpreter
         return session

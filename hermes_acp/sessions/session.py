@@ -34,26 +34,26 @@ from hermes_acp.commands.instructions import InstructionFile
 from hermes_acp.commands.prompt_files import PromptFile
 from hermes_acp.commands.runner import BUSY_REWIND, CommandRunner
 from hermes_acp.commands.skills import SkillShelf, skill_roots
-from hermes_acp.core import DisplayBlock, InputQueued, Rewound
+from hermes_acp.core import DisplayBlock, InputQueued, Rewound, SessionEvent
 from hermes_acp.core.ids import new_input_id, new_message_id, new_turn_id
 from hermes_acp.core.notice import Notice
 from hermes_acp.errors import InvalidParamsError, SessionBusyError
 from hermes_acp.mcp_client import McpServers
 from hermes_acp.providers.catalog import Cost
-from hermes_acp.storage.base import SessionRecord
+from hermes_acp.storage.base import SessionRecord, StoredEvent
 from hermes_acp.subagents.lineage import ChildOpener, Lineage, SubagentLink
 from hermes_acp.subagents.runner import SubagentRunner
 from hermes_acp.tools.context import Workspace
 from hermes_acp.turns.ports import Steer
 from hermes_acp.turns.recorder import Recorder
 from hermes_acp.turns.settlements import dropped_input
-from hermes_acp.turns.timeline import effective_events
+from hermes_acp.turns.timeline import effective
 
 from ._runtime import SessionRuntime
 from .audience import Audience
 from .notices import SessionNotices
 from .options import SessionOptions
-from .prompt_queue import PromptQueue, Spawn
+from .prompt_queue import PromptQueue, Spawn, Ticket
 from .rewind import Rewinds
 from .services import SessionServices
 from .steering import IdleBehavior, SteeringQueue, SteerOutcome
@@ -70,6 +70,10 @@ LEFT_NOTICE = Notice(
     "The editor that started this turn left",
     "the turn goes on; its files and commands now use the host's own disk and sandboxed terminal",
 )
+
+
+def _event(stored: StoredEvent) -> SessionEvent:
+    return stored.event
 
 
 class Session:
@@ -116,6 +120,7 @@ class Session:
         """Its mode, model, thinking effort, switches and title (and its stored record)."""
         self.queue = PromptQueue(self.id, recorder, audience, spawn, self.options.answered)
         """Every prompt queued or running, in order; one runs at a time."""
+        recorder.on_prompted = self.queue.prompted
         self.steering = SteeringQueue()
         """Steering messages for the running model turn (opened for each turn, closed when it ends)."""
         self.commands = CommandRunner(self, prompt_files, SkillShelf(skill_roots(workspace, services.settings.home)))
@@ -150,20 +155,27 @@ class Session:
     # -- connections --------------------------------------------------------------------------------------------
 
     async def attach(
-        self, client: ClientBridge, *, replay: Sequence[Any] | None = None, catch_up: bool = False
+        self,
+        client: ClientBridge,
+        *,
+        replay: Sequence[SessionEvent | StoredEvent] | None = None,
+        catch_up: bool = False,
+        after: int | None = None,
     ) -> None:
         """Attach ``client``. ``catch_up`` (``session/load``): it first gets the log up to now (``replay``, when
-        the caller has it already, else read from the store), each child's log in its place, the streamed tail,
-        then the rest live."""
+        the caller has it already, else read from the store; ``after``: only the events after that seq, what a
+        client that rejoins by cursor missed), each child's log in its place, the streamed tail, then the rest
+        live."""
         if not catch_up:
             await self.audience.attach(client)
             return
 
         async def history() -> Sequence[Any]:
-            events = replay
-            if events is None:
-                events = effective_events([s.event for s in await self.services.store.load_events(self.id)])
-            return await self.subagents.expand(events)
+            items = replay
+            if items is None:
+                stored = await self.services.store.load_events(self.id, after=after or 0)
+                items = stored if after is not None else effective(stored, _event)
+            return await self.subagents.expand(items)
 
         await self.audience.attach(client, history=history, quiet=self.subagents.held)
 
@@ -184,39 +196,62 @@ class Session:
 
     # -- prompts ------------------------------------------------------------------------------------------------
 
-    async def prompt(self, display: list[DisplayBlock], *, origin: ClientBridge | None = None) -> PromptResult:
-        """Queue one prompt (a model turn, or the slash command it names) and wait for its end. It is queued, and
-        cancellable, before the first await; one that has to wait for the turn before it is stored as queued
-        (``InputQueued``) first. A cancel while queued or running answers ``cancelled`` (a command that had not
-        started does not run). The turn runs in a task of the session's: a caller that stops waiting (its
-        connection left) leaves it running. ``/status`` while the session works is answered at once, and
-        ``/rewind`` / ``/undo`` are refused at once (they need an idle session), without waiting in the queue."""
+    def submit(self, display: list[DisplayBlock], *, origin: ClientBridge | None = None) -> Ticket:
+        """Queue one prompt (a model turn, or the slash command it names); its ticket says when it is inserted and
+        how it ended. It is queued, and cancellable, before this returns; one that has to wait for the turn before
+        it is stored as queued (``InputQueued``) first. A cancel while queued or running ends it ``cancelled`` (a
+        command that had not started does not run). The turn runs in a task of the session's: a caller that stops
+        waiting (its connection left) leaves it running. ``/status`` while the session works is answered at once,
+        and ``/rewind`` / ``/undo`` are refused at once (they need an idle session), without waiting in the
+        queue."""
         self.lineage.refuse("prompts")
         if self.queue.working and (invocation := self.commands.at_once(display)) is not None:
-            await self.commands.answer_at_once(invocation, display)
-            return PromptResult("end_turn")
-        return await self.queue.run(display, origin, lambda input_id: self._prompt(display, input_id))
+
+            async def at_once(_: str | None, message_id: str) -> PromptResult:
+                await self.commands.answer_at_once(invocation, display, message_id)
+                return PromptResult("end_turn", user_message_id=message_id)
+
+            return self.queue.now(display, at_once)
+        return self.queue.put(display, origin, lambda input_id, message_id: self._prompt(display, input_id, message_id))
+
+    async def prompt(self, display: list[DisplayBlock], *, origin: ClientBridge | None = None) -> PromptResult:
+        """``submit``, then wait for the prompt's end."""
+        return await self.submit(display, origin=origin).result()
 
     async def task(self, display: list[DisplayBlock]) -> PromptResult:
         """A subagent's task from its parent: queued like a prompt (``cancel`` stops it), always a model turn."""
-        return await self.queue.run_task(display, lambda input_id: self._turn(display, input_id=input_id))
+        return await self.queue.run_task(
+            display, lambda input_id, message_id: self._turn(display, input_id=input_id, message_id=message_id)
+        )
 
-    async def _prompt(self, display: list[DisplayBlock], input_id: str | None = None) -> PromptResult:
+    async def _prompt(self, display: list[DisplayBlock], input_id: str | None, message_id: str) -> PromptResult:
         """A prompt's turn in the queue: the slash command it names (looked up once the commands were looked at
         again), or a model turn."""
         await self.commands.refresh()
         invocation = self.commands.find(display)
-        outcome = await self.commands.run(invocation, display, input_id) if invocation is not None else None
+        outcome = await self.commands.run(invocation, display, input_id, message_id) if invocation is not None else None
         if isinstance(outcome, Reply):
-            result = PromptResult("end_turn", mode_changed=outcome.mode_changed, config_changed=outcome.config_changed)
+            result = PromptResult(
+                "end_turn",
+                mode_changed=outcome.mode_changed,
+                config_changed=outcome.config_changed,
+                user_message_id=message_id,
+            )
+            if outcome.config_changed:  # every attached connection is told, each as it shows the options
+                await self.audience.config_changed(self.options, mode_changed=outcome.mode_changed)
         else:
             prompt = outcome.prompt if outcome is not None else None
-            result = await self._turn(display, prompt, input_id=input_id)
+            result = await self._turn(display, prompt, input_id=input_id, message_id=message_id)
         await self.commands.refresh()
         return result
 
     async def _turn(
-        self, display: list[DisplayBlock], prompt: str | None = None, *, input_id: str | None = None
+        self,
+        display: list[DisplayBlock],
+        prompt: str | None = None,
+        *,
+        input_id: str | None = None,
+        message_id: str | None = None,
     ) -> PromptResult:
         self._running = True
         try:
@@ -225,7 +260,7 @@ class Session:
             texts = await self.notices.at_turn()
             turn_id = self._turn_id = new_turn_id()
             steering = self.steering.open(turn_id)
-            message_id = new_message_id()
+            message_id = message_id or new_message_id()
             try:
                 turn = await wiring.run(
                     display,
@@ -262,8 +297,8 @@ class Session:
         at its next safe point (``injected``). Without a turn taking steering, ``idle`` decides: start a new turn
         with it (``startedNewTurn``, queued like a prompt) or hand it back (``promptRequired``)."""
 
-        def work(queued_as: str | None) -> Coroutine[Any, Any, PromptResult]:
-            return self._prompt(display, queued_as)
+        def work(queued_as: str | None, message_id: str) -> Coroutine[Any, Any, PromptResult]:
+            return self._prompt(display, queued_as, message_id)
 
         turn_id = self.steering.turn_id
         if turn_id is None:

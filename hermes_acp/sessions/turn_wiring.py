@@ -44,6 +44,7 @@ from hermes_acp.tools.delegate import DelegateTool
 from hermes_acp.tools.load_skill import LoadSkillTool, SkillBook
 from hermes_acp.tools.plan_handoff import PlanHandOffTool
 from hermes_acp.turns.budget import Budget
+from hermes_acp.turns.cancels import CallCancels
 from hermes_acp.turns.compaction import compact, log_compaction
 from hermes_acp.turns.loop import TurnDeps, TurnResult, TurnState, run_turn
 from hermes_acp.turns.meter import Meter
@@ -78,6 +79,8 @@ class TurnWiring:
         """What the session learned about the reasoning fields its providers' servers take back (in memory)."""
         self._sandbox: Sandbox | None = None
         self._system_prompt: str | None = None
+        self.cancels = CallCancels()
+        """The calls of the session's turns a client may stop one at a time."""
 
     @property
     def system_prompt(self) -> str:
@@ -233,6 +236,7 @@ class TurnWiring:
             rules=lineage.rules_recorder if link is not None else None,
             steering=steering,
             budget=self.budget,
+            cancels=self.cancels,
         )
 
     async def run(
@@ -329,6 +333,10 @@ class TurnWiring:
         if model is None:
             return None
         return self.meter(model).usage(tuple(self.tools()))
+
+    def cancel_call(self, tool_call_id: str) -> bool:
+        """Stop one running call (``tool_call/cancel``): it settles failed as cancelled; False when none runs."""
+        return self.cancels.cancel(tool_call_id)
 
     async def compact(self, instructions: str, *, turn_id: str) -> Reply:
         """``/compact [instructions]``: compact the whole history now, the summary focused by ``instructions``.

@@ -12,19 +12,21 @@ wiring may use of a session — so that no module but the manager, which builds 
 - ``WiringView`` is what the turn wiring builds a turn from (``sessions.turn_wiring``); it includes ``SurfaceView``,
   what the tool surface is derived from (``sessions.tool_surface``).
 
-``PromptResult`` and ``QueuedInput`` are the values a prompt and the queue answer with. No ACP here.
+``PromptResult``, ``PromptTicket``, ``QueuedInput`` and ``Foreground`` are the values a prompt, the queue and the
+audience answer with. No ACP here.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from hermes_acp.commands.command_set import Command
 from hermes_acp.commands.runner import CommandRunner
 from hermes_acp.commands.skills import SkillShelf
 from hermes_acp.core import DisplayBlock, InputKind, Rewound, StopReason, TextBlock, Usage
+from hermes_acp.errors import TurnFailure
 from hermes_acp.mcp_client import McpServers
 from hermes_acp.subagents.lineage import Lineage
 from hermes_acp.subagents.runner import SubagentRunner
@@ -45,7 +47,16 @@ if TYPE_CHECKING:
 
     from .options import SessionOptions
 
-__all__ = ["ClientBridge", "LiveSession", "PromptResult", "QueuedInput", "WiringView"]
+__all__ = [
+    "ClientBridge",
+    "Foreground",
+    "ForegroundState",
+    "LiveSession",
+    "PromptResult",
+    "PromptTicket",
+    "QueuedInput",
+    "WiringView",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +75,46 @@ class PromptResult:
     """What the prompt's model calls cost, its subagents' included; None when a model it used has no prices."""
     user_message_id: str | None = None
     """The id the prompt is stored with (what ``_session/rewind`` and a fork at a message name)."""
+
+
+class PromptTicket(Protocol):
+    """One prompt handed to a session (``LiveSession.submit``): when it is inserted, and how it ended."""
+
+    @property
+    def message_id(self) -> str:
+        """The id the prompt is stored with (its user message's)."""
+        ...
+
+    async def inserted(self) -> bool:
+        """True once the prompt is in the log; False when it ended without (cancelled or withdrawn before it
+        started); the error that stopped it before it was inserted is raised."""
+        ...
+
+    async def result(self) -> PromptResult:
+        """How the prompt ended; its error raised."""
+        ...
+
+    def withdraw(self) -> bool:
+        """Take it back when it has not started (True: it will not run)."""
+        ...
+
+
+ForegroundState = Literal["running", "requires_action", "idle"]
+
+
+@dataclass(frozen=True, slots=True)
+class Foreground:
+    """Where a session's foreground work stands: ``running`` from the start of a prompt (again once the user
+    answered a question), ``requires_action`` while a turn waits on the user, ``idle`` when the prompt ended."""
+
+    state: ForegroundState = "idle"
+    stop_reason: StopReason | None = None
+    """How the prompt ended (idle only; None: the session has not run one since it opened)."""
+    usage: Usage | None = None
+    """What it used, its subagents' work included (idle only)."""
+    failure: Exception | TurnFailure | None = None
+    """Why it failed after its prompt was inserted: the error it raised, or the failure the model request ended it
+    on (idle only; a limit it reached is its stop reason, ``max_turn_requests``, not a failure)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,11 +176,25 @@ class ClientBridge(Protocol):
         """Tell the editor the session's options changed (its mode too, when ``mode_changed``)."""
         ...
 
+    async def state_changed(self, session_id: str, state: Foreground) -> None:
+        """Tell the editor where the session's foreground work stands (a client that cannot show it is told
+        nothing)."""
+        ...
+
 
 class _Attached(Protocol):
     """The connections attached to a session."""
 
     def __len__(self) -> int: ...
+
+    @property
+    def state(self) -> Foreground:
+        """Where the session's foreground work stands now."""
+        ...
+
+    def has(self, client: Any) -> bool:
+        """``client`` is attached."""
+        ...
 
     async def config_changed(self, options: SessionOptions, *, mode_changed: bool) -> None:
         """Each attached connection is told the session's options changed, as it can show them."""
@@ -144,6 +209,10 @@ class _Waiting(Protocol):
 
     def listing(self) -> list[QueuedInput]: ...
 
+    async def settled(self) -> None:
+        """Until the prompt that runs has ended (bounded)."""
+        ...
+
 
 class _Reporting(Protocol):
     async def report_servers(self) -> None:
@@ -154,6 +223,10 @@ class _Reporting(Protocol):
 class _Metered(Protocol):
     def usage(self) -> LiveUsage | None:
         """The context meter now; None without a model."""
+        ...
+
+    def cancel_call(self, tool_call_id: str) -> bool:
+        """Stop the running tool call ``tool_call_id``: it settles failed as cancelled (False: no such call runs)."""
         ...
 
 
@@ -183,6 +256,8 @@ class LiveSession(Protocol):
 
     @property
     def wiring(self) -> _Metered: ...
+
+    def submit(self, display: list[DisplayBlock], *, origin: ClientBridge | None = None) -> PromptTicket: ...
 
     async def prompt(self, display: list[DisplayBlock], *, origin: ClientBridge | None = None) -> PromptResult: ...
 

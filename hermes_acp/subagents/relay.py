@@ -70,7 +70,7 @@ class ParentRelay:
         """A connection attached to the root that shows child sessions is attached to every descendant too."""
         return client.subagents and self._root.audience.has(client)
 
-    async def emit_event(self, event: SessionEvent, *, live: bool) -> None:
+    async def emit_event(self, event: SessionEvent, *, live: bool, seq: int | None = None) -> None:
         self._on_event(event)
         line = progress_line(event) if self._link.depth == 1 else None  # a grandchild's steps: not on the card
         if line is not None:
@@ -82,7 +82,7 @@ class ParentRelay:
             if client.subagents:
 
                 async def child_update(_: UpdateSink) -> None:
-                    await client.sink(child_id).emit_event(event, live=live)
+                    await client.sink(child_id).emit_event(event, live=live, seq=seq)
 
                 return child_update
             if content is None:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import structlog
 
 from hermes_acp.core import SessionEvent, SubagentStarted
-from hermes_acp.storage.base import SessionStore
+from hermes_acp.storage.base import SessionStore, StoredEvent
 from hermes_acp.turns.ports import LiveToolProgress, LiveUpdate, UpdateSink
 from hermes_acp.turns.projection import SessionProjection, transcript_events
 from hermes_acp.turns.recovery import recovery_events
@@ -37,7 +37,7 @@ class ChildReplay:
 
     session_id: str
     tool_call_id: str
-    items: Sequence[SessionEvent | ChildReplay]
+    items: Sequence[SessionEvent | StoredEvent | ChildReplay]
     tail: Sequence[LiveUpdate] = ()
     """What a running child streamed that is not in its log yet."""
 
@@ -46,17 +46,18 @@ class ChildReplay:
         (``sink`` is the client's sink for the parent; a grandchild's steps are not shown there)."""
         if client.subagents:
             child = client.sink(self.session_id)
-            events = [item for item in self.items if not isinstance(item, ChildReplay)]
+            events = [_event(item) for item in self.items if not isinstance(item, ChildReplay)]
             shown = {id(event) for event in transcript_events(events)}
             for item in self.items:
                 if isinstance(item, ChildReplay):
                     await item.replay_nested(client, child)
-                elif id(item) in shown:
-                    await child.emit_event(item, live=False)
+                elif id(_event(item)) in shown:
+                    seq = item.seq if isinstance(item, StoredEvent) else None
+                    await child.emit_event(_event(item), live=False, seq=seq)
             for update in self.tail:
                 await child.emit_live(update)
             return
-        lines = progress_lines([item for item in self.items if not isinstance(item, ChildReplay)])
+        lines = progress_lines([_event(item) for item in self.items if not isinstance(item, ChildReplay)])
         if lines:
             await sink.emit_live(LiveToolProgress(self.tool_call_id, progress_content(lines)))
 
@@ -66,14 +67,23 @@ class ChildReplay:
             await self.replay(client, sink)
 
 
+def _event(item: SessionEvent | StoredEvent) -> SessionEvent:
+    return item.event if isinstance(item, StoredEvent) else item
+
+
 async def expand(
-    store: SessionStore, events: Sequence[SessionEvent], running: Mapping[str, RunningChild], *, depth: int = 0
-) -> list[SessionEvent | ChildReplay]:
-    """``events`` with each child's log in place, right after its ``SubagentStarted`` (``running``: the children
-    live now, by session id). Call it while their writes are held."""
-    out: list[SessionEvent | ChildReplay] = []
-    for event in events:
-        out.append(event)
+    store: SessionStore,
+    events: Sequence[SessionEvent | StoredEvent],
+    running: Mapping[str, RunningChild],
+    *,
+    depth: int = 0,
+) -> list[SessionEvent | StoredEvent | ChildReplay]:
+    """``events`` (stored ones with their seqs, or bare) with each child's log in place, right after its
+    ``SubagentStarted`` (``running``: the children live now, by session id). Call it while their writes are held."""
+    out: list[SessionEvent | StoredEvent | ChildReplay] = []
+    for item in events:
+        out.append(item)
+        event = item.event if isinstance(item, StoredEvent) else item
         if isinstance(event, SubagentStarted) and depth < MAX_REPLAY_DEPTH:
             replayed = await _child_replay(store, event, running.get(event.session_id), depth=depth)
             if replayed is not None:
@@ -84,7 +94,7 @@ async def expand(
 async def _child_replay(
     store: SessionStore, started: SubagentStarted, running: RunningChild | None, *, depth: int
 ) -> ChildReplay | None:
-    child_events = [stored.event for stored in await store.load_events(started.session_id)]
+    child_events = await store.load_events(started.session_id)
     live = running.session if running is not None else None
     if live is not None:
         items = await expand(store, child_events, live.subagents.running, depth=depth + 1)
@@ -92,12 +102,11 @@ async def _child_replay(
     if not child_events and await store.get_session(started.session_id) is None:
         return None  # the server stopped between the record and the event: there is nothing to show
     projection = SessionProjection()
-    for event in child_events:
-        projection.apply(event)
+    for stored in child_events:
+        projection.apply(stored.event)
     repairs = recovery_events(projection)
     if repairs:
         _log.info("repairing an interrupted subagent", session_id=started.session_id, events=len(repairs))
-        stored = await store.append_events(started.session_id, repairs)
-        child_events.extend(s.event for s in stored)
+        child_events.extend(await store.append_events(started.session_id, repairs))
     items = await expand(store, child_events, {}, depth=depth + 1)
     return ChildReplay(started.session_id, started.tool_call_id, items)

@@ -42,6 +42,7 @@ from hermes_acp.core import (
 )
 from hermes_acp.errors import ToolError
 from hermes_acp.providers.catalog import CatalogModel
+from hermes_acp.storage.base import StoredEvent
 from hermes_acp.tools.delegation import Delegation, DelegationResult
 from hermes_acp.turns.projection import SessionProjection
 
@@ -251,7 +252,9 @@ class SubagentRunner:
                 await stack.enter_async_context(child.subagents.held())
             yield
 
-    async def expand(self, events: Sequence[SessionEvent]) -> list[SessionEvent | ChildReplay]:
+    async def expand(
+        self, events: Sequence[SessionEvent | StoredEvent]
+    ) -> list[SessionEvent | StoredEvent | ChildReplay]:
         """The parent's log with each child's log in place, right after its ``SubagentStarted``, and theirs in
         theirs (a child cut short by a crash repaired first). Call it inside ``held``."""
         return await expand(self._session.services.store, events, self._running)

@@ -132,8 +132,9 @@ class UpdateSink(Protocol):
     bounded by the sink itself: one whose reader stops taking updates stops sending to it live until the turn ends
     (its ``TurnEnded``), rather than hold the turn (the recorder adds no bound of its own)."""
 
-    async def emit_event(self, event: SessionEvent, *, live: bool) -> None:
-        """Render a stored event. ``live`` is False during ``session/load`` replay."""
+    async def emit_event(self, event: SessionEvent, *, live: bool, seq: int | None = None) -> None:
+        """Render a stored event. ``live`` is False during ``session/load`` replay; ``seq`` is its place in the
+        session's log (None: not stored, or a child's in its parent's replay), what its delivery cursor names."""
         ...
 
     async def emit_live(self, update: LiveUpdate) -> None: ...

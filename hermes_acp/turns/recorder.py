@@ -14,11 +14,11 @@ sink seams, not their implementations.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 
 import anyio
 
-from hermes_acp.core import NoticeAdded, SessionEvent
+from hermes_acp.core import NoticeAdded, SessionEvent, UserPrompted
 from hermes_acp.core.ids import new_message_id
 from hermes_acp.core.notice import Notice
 from hermes_acp.storage.base import SessionStore
@@ -36,15 +36,21 @@ class Recorder:
         self.sink = sink
         self.projection = projection
         self._writing = anyio.Lock()
+        self.on_prompted: Callable[[UserPrompted], None] | None = None
+        """Told of each user prompt once it is stored and emitted (the prompt queue: ACP v2 answers a prompt then)."""
 
     async def record(self, *events: SessionEvent) -> None:
-        """Store ``events`` (one transaction), apply them, then emit them in order. Raises ``StorageError``."""
+        """Store ``events`` (one transaction), apply them, then emit them in order, each with its ``seq``. Raises
+        ``StorageError``."""
         with anyio.CancelScope(shield=True):
             async with self._writing:
-                stored = [s.event for s in await self._store.append_events(self._session_id, events)]
-                for event in stored:
-                    self.projection.apply(event)
-                await self._emit(stored)
+                stored = await self._store.append_events(self._session_id, events)
+                for item in stored:
+                    self.projection.apply(item.event)
+                await self._emit([(item.event, item.seq) for item in stored])
+        for event in events:
+            if isinstance(event, UserPrompted) and self.on_prompted is not None:
+                self.on_prompted(event)
 
     @contextlib.asynccontextmanager
     async def quiet(self) -> AsyncIterator[None]:
@@ -57,11 +63,11 @@ class Recorder:
         """Emit ``events`` without storing them: the settlements of a turn whose store refused a write. The
         projection does not change (the session's next turn, or a reload, stores the same settlements)."""
         with anyio.CancelScope(shield=True):
-            await self._emit(events)
+            await self._emit([(event, None) for event in events])
 
-    async def _emit(self, events: Sequence[SessionEvent]) -> None:
-        for event in events:
-            await self.sink.emit_event(event, live=True)
+    async def _emit(self, events: Sequence[tuple[SessionEvent, int | None]]) -> None:
+        for event, seq in events:
+            await self.sink.emit_event(event, live=True, seq=seq)
 
     async def show(self, notice: Notice) -> bool:
         """Show a warning live where the client takes notices (the sink bounds each connection and skips a stalled

@@ -18,6 +18,7 @@ from hermes_acp.providers.catalog import CatalogModel
 from hermes_acp.tools.context import ToolEnvironment
 
 from .budget import Budget
+from .cancels import CallCancels
 from .ports import PermissionGate, SteeringInbox, ToolSurface
 from .recorder import Recorder
 from .streaming import CHECKPOINTS, CheckpointPolicy
@@ -76,6 +77,8 @@ class TurnDeps:
     """How many calls that only read (and delegations) of one response run at the same time."""
     sender_session_id: str | None = None
     """The session whose task this turn runs (a subagent's parent; its prompt is stored as coming from it)."""
+    cancels: CallCancels | None = None
+    """Where a client stops one call (``tool_call/cancel``); None: calls stop only with their turn."""
     rules: Recorder | None = None
     """Whose "always" rules the permission questions follow, and whose log also keeps the "always" answers (a
     subagent's: its parent's, so an "always allow" given in a child holds for the parent's session); None: this

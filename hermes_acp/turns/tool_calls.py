@@ -367,9 +367,14 @@ async def _guarded(
     item: PreparedCall, deps: TurnDeps, work: Callable[[], Awaitable[_Done]]
 ) -> _Done | ToolOutcome[Any]:
     """``work`` for ``item``: a ``ToolError`` is the call's failure, any other exception a crash (logged); a
-    cancelled turn and a failing store stop the turn instead."""
+    cancelled turn and a failing store stop the turn instead; the client stopping this one call
+    (``TurnDeps.cancels``) is its failure as ``cancelled``."""
     try:
-        return await work()
+        if deps.cancels is None:
+            return await work()
+        with deps.cancels.scope(item.call.id) as stopping:
+            done = await work()
+        return _cancelled() if stopping.cancelled_caught else done
     except ToolError as exc:
         return _failure(exc)
     except (TurnCancelledByClient, StorageError):
@@ -381,6 +386,11 @@ async def _guarded(
 def _crashed(item: PreparedCall, deps: TurnDeps, exc: Exception) -> ToolOutcome[Any]:
     _log.exception("tool crashed", tool=item.call.name, session_id=deps.env.session_id)
     return _failure(ToolError(f"{item.call.name} failed unexpectedly: {type(exc).__name__}: {exc}"))
+
+
+def _cancelled() -> ToolOutcome[Any]:
+    text = "Error (cancelled): the user stopped this call"
+    return ToolOutcome(parts=[TextPart(text=text)], content=[TextBlock(text=text)], failed=True, error_code="cancelled")
 
 
 def _failure(exc: ToolError) -> ToolOutcome[Any]:

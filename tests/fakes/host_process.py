@@ -138,15 +138,21 @@ class SharedHome:
 
     @contextlib.asynccontextmanager
     async def front_door(
-        self, client: RecordingClient | None = None, *, env: Mapping[str, str] | None = None, initialize: bool = True
+        self,
+        client: RecordingClient | None = None,
+        *,
+        env: Mapping[str, str] | None = None,
+        initialize: bool = True,
+        args: tuple[str, ...] = ("--shared",),
     ) -> AsyncIterator[FrontDoor]:
-        """A front door (``--shared``) with the acp SDK's client on its stdio."""
+        """A front door (``--shared``; ``args``: another, e.g. ``--connect URL``) with the acp SDK's client on its
+        stdio."""
         stderr = (self.home / "front-door-stderr.log").open("ab")
         process = await asyncio.create_subprocess_exec(
             sys.executable,
             "-m",
             "hermes_acp",
-            "--shared",
+            *args,
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
             stderr=stderr,

@@ -267,10 +267,14 @@ class RawPair:
 
 
 @contextlib.asynccontextmanager
-async def open_raw(tmp_path: Path, *, provider: ScriptedProvider | None = None) -> AsyncIterator[RawPair]:
+async def open_raw(
+    tmp_path: Path, *, provider: ScriptedProvider | None = None, tools: Sequence[AnyTool] = ()
+) -> AsyncIterator[RawPair]:
     async with (
         socket_streams() as (agent_reader, agent_writer, client_reader, client_writer),
-        _running_server(tmp_path, agent_reader, agent_writer, provider=provider, models=None, config=None, env={}),
+        _running_server(
+            tmp_path, agent_reader, agent_writer, provider=provider, models=None, config=None, env={}, tools=tools
+        ),
     ):
         raw = RawPair(client_reader, client_writer)
         yield raw

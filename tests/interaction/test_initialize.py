@@ -11,7 +11,9 @@ from pathlib import Path
 import pytest
 from acp import schema
 
-from hermes_acp.protocol.initialize import initialize_result, negotiate_version
+from hermes_acp.jsonrpc.boundary import ClientRequestError
+from hermes_acp.protocol.initialize import initialize_result
+from hermes_acp.protocol.v2.version import negotiate
 from tests.fakes.server import open_pair, open_raw
 
 pytestmark = pytest.mark.anyio
@@ -28,6 +30,9 @@ async def test_initialize_answer_matches_golden(tmp_path: Path) -> None:
     assert os.path.isabs(terminal_auth["command"]), "an editor that launched us by path must find the setup too"
     assert terminal_auth["args"][-1] == "--setup"
     terminal_auth.update(command="<the running executable>", args=["<…>", "--setup"])
+    remote = result["_meta"]["hermes"]["remote"]
+    assert remote["serverEpoch"], "the server epoch the connection's cursors are made with"
+    remote["serverEpoch"] = "<epoch>"
     assert result == json.loads((GOLDEN / "initialize.json").read_text())
 
 
@@ -54,9 +59,18 @@ async def test_sdk_client_reads_the_answer(tmp_path: Path) -> None:
     assert caps.auth is not None and caps.auth.logout is not None
 
 
-@pytest.mark.parametrize(("requested", "answered"), [(1, 1), (7, 1), (0, 1), ("2024-11-05", 1), (True, 1)])
+@pytest.mark.parametrize(("requested", "answered"), [(1, 1), (2, 2), (7, 2), ("2024-11-05", 1), (True, 1)])
 def test_version_negotiation_answers_highest_supported_not_above_client(requested: object, answered: int) -> None:
-    assert negotiate_version(requested) == answered
+    """The TS SDK router's rule: v1 and v2 are served, so 7 gets 2; a legacy odd value still gets v1."""
+    assert negotiate(requested) == answered
+
+
+def test_version_0_is_below_every_supported_one_and_refused() -> None:
+    """The router answers -32022 naming both sides (before v2, 0 got our lowest, 1)."""
+    with pytest.raises(ClientRequestError) as refused:
+        negotiate(0)
+    assert refused.value.code == -32022
+    assert refused.value.data == {"requested": 0, "supported": [1, 2]}
 
 
 def test_answer_validates_against_the_sdk_schema() -> None:

@@ -22,6 +22,7 @@ from hermes_acp.providers.registry import ProviderRegistry
 from hermes_acp.providers.scripted import ScriptedProvider
 from hermes_acp.sessions import SessionManager, SessionServices, derive_tool_surface
 from hermes_acp.sessions.options import SessionOptions
+from hermes_acp.sessions.views import Foreground
 from hermes_acp.storage import InMemorySessionStore
 from hermes_acp.tools.context import EditorFiles, EditorTerminals, Elicitor
 from hermes_acp.turns import LiveUpdate, PermissionAnswer, PermissionQuestion
@@ -36,7 +37,7 @@ class RecordingSink:
     events: list[SessionEvent] = field(default_factory=list)
     notices: list[Notice] = field(default_factory=list)
 
-    async def emit_event(self, event: SessionEvent, *, live: bool) -> None:
+    async def emit_event(self, event: SessionEvent, *, live: bool, seq: int | None = None) -> None:
         self.events.append(event)
 
     async def emit_live(self, update: LiveUpdate) -> None:
@@ -66,6 +67,8 @@ class Bridge:
     """Each session's command lists as announced, by name."""
     modes: dict[str, list[str]] = field(default_factory=dict)
     """Each session's mode as of each options change it announced."""
+    states: dict[str, list[Foreground]] = field(default_factory=dict)
+    """Each session's foreground states as announced."""
 
     connection_id: str = "test"
     present: bool = True
@@ -99,6 +102,9 @@ class Bridge:
 
     async def config_changed(self, session_id: str, options: SessionOptions, *, mode_changed: bool) -> None:
         self.modes.setdefault(session_id, []).append(options.mode)
+
+    async def state_changed(self, session_id: str, state: Foreground) -> None:
+        self.states.setdefault(session_id, []).append(state)
 
 
 _CLIENTS: weakref.WeakKeyDictionary[SessionManager, Bridge] = weakref.WeakKeyDictionary()

@@ -88,9 +88,9 @@ async def test_closing_the_manager_closes_its_sessions_at_once(tmp_path: Path) -
 class _YieldingSink(RecordingSink):
     """Lets other tasks run at every event, as a real connection does."""
 
-    async def emit_event(self, event: SessionEvent, *, live: bool) -> None:
+    async def emit_event(self, event: SessionEvent, *, live: bool, seq: int | None = None) -> None:
         await anyio.lowlevel.checkpoint()
-        await super().emit_event(event, live=live)
+        await super().emit_event(event, live=live, seq=seq)
 
 
 class _YieldingBridge(Bridge):

@@ -74,7 +74,7 @@ async def test_a_ts_sdk_client_steers_running_turns_with_the_peers_extension(tmp
         report = await sdk.run("steering_client.mjs", [sys.executable, "-m", "hermes_acp"], env=env, timeout_s=90)
         requests = [r for r in server.requests() if r.method == "POST"]
 
-    assert report["initialize"]["_meta"] == {"steering": {"supported": True}}
+    assert report["initialize"]["_meta"]["steering"] == {"supported": True}
     steers = report["steers"]
     assert steers["stream"] == steers["tool"] == steers["permission"] == {"outcome": "injected"}
     assert steers["end"] in ({"outcome": "injected"}, {"outcome": "startedNewTurn"})

@@ -70,7 +70,7 @@ class Sink:
     arrived: anyio.Event = field(default_factory=anyio.Event)
     """Set (and replaced by a fresh one) by every send."""
 
-    async def emit_event(self, event: SessionEvent, *, live: bool) -> None:
+    async def emit_event(self, event: SessionEvent, *, live: bool, seq: int | None = None) -> None:
         self.events.append((live, event))
         self._arrived()
 

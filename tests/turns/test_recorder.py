@@ -31,7 +31,7 @@ class Sink:
         if self.stuck:
             await self.unstick.wait()
 
-    async def emit_event(self, event: SessionEvent, *, live: bool) -> None:
+    async def emit_event(self, event: SessionEvent, *, live: bool, seq: int | None = None) -> None:
         await self._take(event.kind)
 
     async def emit_live(self, update: LiveUpdate) -> None:

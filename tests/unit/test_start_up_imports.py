@@ -135,3 +135,21 @@ def test_the_front_door_loads_none_of_the_server_and_no_event_loop() -> None:
         "hermes_acp.version",
     ]
     assert _present(loaded, ("asyncio", "anyio", "pydantic", "structlog", "subprocess", "pathlib", "tomllib")) == []
+
+
+def test_the_remote_front_door_loads_none_of_the_server_and_no_event_loop() -> None:
+    """``hermes-acp --connect`` relays frames over a WebSocket of its own: the standard library (no ``ssl`` for a
+    ``ws://`` door), nothing else of ours but the version."""
+    loaded = _loaded_after("import hermes_acp.cli, hermes_acp.transports.connect")
+    ours = sorted(name for name in loaded if name.startswith("hermes_acp"))
+    assert ours == [
+        "hermes_acp",
+        "hermes_acp.cli",
+        "hermes_acp.transports",
+        "hermes_acp.transports.connect",
+        "hermes_acp.transports.wsclient",
+        "hermes_acp.version",
+    ]
+    heavy: tuple[str, ...] = ("asyncio", "anyio", "pydantic", "structlog", "subprocess", "pathlib", "ssl")
+    heavy += ("websockets", "threading", "hashlib", "urllib.parse", "dataclasses")
+    assert _present(loaded, heavy) == []

@@ -10,9 +10,11 @@ acks or snapshot sets), and puts nothing in ``capabilities``.
   {"retentionSeconds", "maximumPerSession"}}`` (counts as decimal strings, as the drafts write them);
 - ``initialize`` request, ``_meta.hermes.clientInstanceId``: the client's own id, the same across its reconnects;
   it scopes the client's operation ids;
-- ``session/update`` params, ``_meta.hermes.cursor``: the delivery cursor of the stored event the update was
-  rendered from (at the params' level: an update's own ``_meta`` would patch the entity it upserts). Transient
-  updates (chunks, state, usage, notices) carry none;
+- ``session/update`` params, ``_meta.hermes.cursor``: the delivery cursor of the last stored event passed to the
+  client (at the params' level: an update's own ``_meta`` would patch the entity it upserts): the event the update
+  was rendered from, or, for a transient update (chunks, state, usage, notices), the last one before it. It says
+  "you have everything up to here": a stored event that shows the client nothing (a v1 client saw its response
+  stream) moves it too, with the next update;
 - ``session/resume`` (v2) and ``session/load`` (v1) request, ``_meta.hermes.afterCursor``: rejoin, replaying only
   the stored events after it; their result's ``_meta.hermes.recovery`` says ``"replay"`` (only what was missed) or
   ``"full"`` (the whole history: the client rebuilds its view);
@@ -43,8 +45,10 @@ __all__ = [
     "MAX_ID_CHARS",
     "OPERATION_ID",
     "OPERATION_RECEIPT",
+    "PER_SESSION",
     "RECOVERY",
     "REMOTE",
+    "RETENTION_S",
     "SERVER_EPOCH",
     "Condition",
     "after_cursor",
@@ -68,6 +72,10 @@ CLIENT_INSTANCE_ID = "clientInstanceId"
 REMOTE = "remote"
 MAX_ID_CHARS = 256
 """The longest operation id, cursor or client instance id taken."""
+RETENTION_S = 3600.0
+"""How long the operation ledger keeps an outcome (``operations.OperationLedger``), as advertised."""
+PER_SESSION = 256
+"""How many finished outcomes it keeps per session, as advertised."""
 Condition = Literal["cursor_gap", "server_epoch_changed", "operation_conflict", "operation_outcome_unknown"]
 
 
@@ -142,7 +150,7 @@ def with_result_meta(result: dict[str, Any], **hermes: Any) -> dict[str, Any]:
     return {**result, "_meta": meta}
 
 
-def remote_advert(epoch: str, *, retention_s: float, per_session: int) -> dict[str, Any]:
+def remote_advert(epoch: str, *, retention_s: float = RETENTION_S, per_session: int = PER_SESSION) -> dict[str, Any]:
     """``_meta.hermes.remote`` of an ``initialize`` result: the epoch and what the operation ledger keeps."""
     return {
         SERVER_EPOCH: epoch,

@@ -40,7 +40,7 @@ from typing import Any, TypeVar, cast
 
 import anyio
 
-from .meta import condition_error
+from .meta import PER_SESSION, RETENTION_S, condition_error
 
 __all__ = ["OperationKey", "OperationLedger", "fingerprint"]
 
@@ -79,9 +79,9 @@ class OperationLedger:
     def __init__(
         self,
         *,
-        per_session: int = 256,
+        per_session: int = PER_SESSION,
         sessions: int = 1024,
-        retention_s: float = 3600.0,
+        retention_s: float = RETENTION_S,
         clock: Callable[[], float] = time.monotonic,
     ):
         self.per_session = per_session

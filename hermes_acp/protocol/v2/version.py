@@ -15,14 +15,14 @@ connection accepts a repeat that asks for 2 or later before any other request, a
 comes after other requests (``-32600``); a v1 connection keeps answering repeats as it always did.
 ``request_id_refusal`` is the v2 rule on the first ``initialize``'s id (a string or an integer).
 
-No I/O, no connection state: the connection (``Handshake``) keeps the version and calls these.
+No I/O, no connection state: the connection (``protocol/handshake.py``) keeps the version and calls these.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from hermes_acp.errors import InvalidParamsError
+from hermes_acp.errors import InvalidParamsError, WireErrorCode
 from hermes_acp.jsonrpc.boundary import ClientRequestError
 
 __all__ = [
@@ -36,9 +36,9 @@ __all__ = [
 
 SUPPORTED_VERSIONS: tuple[int, ...] = (1, 2)
 """The versions this server speaks, lowest first."""
-UNSUPPORTED_VERSION = -32022
+UNSUPPORTED_VERSION: WireErrorCode = -32022
 """ACP's "Unsupported protocol version" (new in the 2.4.0 schema's ``ErrorCode``)."""
-INVALID_REQUEST = -32600
+INVALID_REQUEST: WireErrorCode = -32600
 _MAX_VERSION = 65_535
 
 

@@ -1,0 +1,290 @@
+"""ACP v2 on a real connection pair, in raw frames: the version chosen at ``initialize`` and the router's refusals, the
+routes per version, and what v2 changes in a session's life: a prompt answered ``{messageId}`` once inserted, a held
+prompt answered -32800 when cancelled (by ``session/cancel`` or ``$/cancel_request``, which leaves an inserted one
+alone), ``session/close`` sending the cancelled idle state before it answers, ``tool_call/cancel``, a turn that fails
+after its prompt was inserted (idle with the error), the foreground states around a permission question, and a
+permission answer that carries an operation id applied once. Every frame is checked against the v2 schema and its
+closed lists."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from hermes_acp.core import TextPart
+from hermes_acp.errors import ProviderAuthError, ProviderUnavailableError
+from hermes_acp.providers.scripted import ScriptedProvider, ScriptedReply, text_reply, tool_reply
+from tests.fakes.server import open_raw
+from tests.fakes.tools import BlockingTool, GuardedWriteTool, call
+from tests.fakes.v2_peer import INITIALIZE, V2Peer, v2_peer
+
+pytestmark = pytest.mark.anyio
+
+
+async def _new(peer: V2Peer, tmp_path: Path) -> str:
+    workspace = tmp_path / "workspace"
+    workspace.mkdir(exist_ok=True)
+    result = await peer.request("session/new", {"cwd": str(workspace)})
+    assert "modes" not in result and "models" not in result, "v2 has its options only"
+    assert all("configId" in option for option in result["configOptions"])
+    session_id: str = result["sessionId"]
+    return session_id
+
+
+def _prompt(session_id: str, text: str) -> dict[str, Any]:
+    return {"sessionId": session_id, "prompt": [{"type": "text", "text": text}]}
+
+
+async def test_the_version_is_chosen_per_connection_and_the_router_s_refusals_hold(tmp_path: Path) -> None:
+    async with open_raw(tmp_path) as raw:
+        await raw.send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 0}})
+        unsupported = (await raw.response(1))["error"]
+        await raw.send({"jsonrpc": "2.0", "id": None, "method": "initialize", "params": INITIALIZE})
+        null_id = (await raw.response(None))["error"]
+        await raw.send({"jsonrpc": "2.0", "id": 2, "method": "initialize", "params": {"protocolVersion": 2}})
+        no_info = (await raw.response(2))["error"]
+        later = {**INITIALIZE, "protocolVersion": 7}
+        await raw.send({"jsonrpc": "2.0", "id": 3, "method": "initialize", "params": later})
+        chosen = (await raw.response(3))["result"]
+        await raw.send({"jsonrpc": "2.0", "id": 4, "method": "initialize", "params": {"protocolVersion": 1}})
+        lower = (await raw.response(4))["error"]
+        await raw.send({"jsonrpc": "2.0", "id": 5, "method": "session/load", "params": {"sessionId": "x", "cwd": "/"}})
+        v1_only = (await raw.response(5))["error"]
+        await raw.send({"jsonrpc": "2.0", "id": 6, "method": "initialize", "params": INITIALIZE})
+        after_other = (await raw.response(6))["error"]
+    assert unsupported == {
+        "code": -32022,
+        "message": "Unsupported protocol version 0: this agent speaks 1, 2",
+        "data": {"requested": 0, "supported": [1, 2]},
+    }
+    assert null_id["code"] == -32600 and "strings or integers" in null_id["message"]
+    assert no_info["code"] == -32602 and "info" in no_info["message"]
+    assert chosen["protocolVersion"] == 2 and chosen["_meta"]["hermes"]["remote"]["serverEpoch"]
+    assert lower["code"] == -32600, "a v2 connection takes no repeat for v1"
+    assert v1_only["code"] == -32601 and "ACP v2" in v1_only["message"], "session/load is v1's"
+    assert after_other["code"] == -32600, "nor a repeat after other requests"
+
+
+async def test_v2_methods_are_not_routed_on_a_v1_connection(tmp_path: Path) -> None:
+    async with open_raw(tmp_path) as raw:
+        await raw.send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1}})
+        assert (await raw.response(1))["result"]["protocolVersion"] == 1
+        await raw.send({"jsonrpc": "2.0", "id": 2, "method": "auth/logout", "params": {}})
+        refused = (await raw.response(2))["error"]
+        await raw.send({"jsonrpc": "2.0", "id": 3, "method": "logout", "params": {}})
+        answered = await raw.response(3)
+    assert refused["code"] == -32601 and "ACP v1" in refused["message"]
+    assert answered["result"] == {}
+
+
+async def test_a_prompt_is_answered_once_inserted_and_a_held_one_is_cancelled_with_the_session(
+    tmp_path: Path,
+) -> None:
+    hold = anyio.Event()
+    provider = ScriptedProvider([ScriptedReply(parts=[TextPart(text="streaming on")], hold=hold), text_reply("no")])
+    async with open_raw(tmp_path, provider=provider) as raw, v2_peer(raw) as peer:
+        session_id = await _new(peer, tmp_path)
+        first = await peer.request("session/prompt", _prompt(session_id, "first"))
+        held = await peer.send("session/prompt", _prompt(session_id, "second"))
+        await peer.wait_for(lambda: any(u["sessionUpdate"] == "agent_message_chunk" for u in peer.updates()))
+        await peer.notify("session/cancel", {"sessionId": session_id})
+        withdrawn = await peer.answer(held)
+        await peer.wait_for(lambda: peer.states()[-1]["state"] == "idle")
+        hold.set()
+    user = next(u for u in peer.updates() if u["sessionUpdate"] == "user_message")
+    assert first == {"messageId": user["messageId"]}, "answered with the id of its user message, at once"
+    assert withdrawn["error"]["code"] == -32800, "the held prompt never started"
+    assert [s["state"] for s in peer.states()] == ["running", "idle"]
+    assert peer.states()[-1]["stopReason"] == "cancelled"
+    assert len(provider.requests) == 1
+
+
+async def test_cancel_request_withdraws_a_held_prompt_and_leaves_an_inserted_one(tmp_path: Path) -> None:
+    hold = anyio.Event()
+    provider = ScriptedProvider([ScriptedReply(parts=[TextPart(text="working")], hold=hold), text_reply("then")])
+    async with open_raw(tmp_path, provider=provider) as raw, v2_peer(raw) as peer:
+        session_id = await _new(peer, tmp_path)
+        running = await peer.send("session/prompt", _prompt(session_id, "first"))
+        assert "result" in await peer.answer(running)
+        held = await peer.send("session/prompt", _prompt(session_id, "second"))
+        await peer.notify("$/cancel_request", {"requestId": held})
+        await peer.notify("$/cancel_request", {"requestId": running})  # answered already: ignored
+        withdrawn = await peer.answer(held)
+        hold.set()
+        await peer.wait_for(lambda: bool(peer.states()) and peer.states()[-1]["state"] == "idle")
+    assert withdrawn["error"]["code"] == -32800
+    assert peer.states()[-1]["stopReason"] == "end_turn", "the inserted prompt's turn went on"
+    assert [u["content"][0]["text"] for u in peer.updates() if u["sessionUpdate"] == "user_message"] == ["first"]
+    assert len(provider.requests) == 1, "the withdrawn prompt never ran"
+
+
+async def test_close_sends_the_cancelled_idle_state_then_answers(tmp_path: Path) -> None:
+    hold = anyio.Event()
+    provider = ScriptedProvider([ScriptedReply(parts=[TextPart(text="long")], hold=hold)])
+    async with open_raw(tmp_path, provider=provider) as raw, v2_peer(raw) as peer:
+        session_id = await _new(peer, tmp_path)
+        await peer.request("session/prompt", _prompt(session_id, "go"))
+        held = await peer.send("session/prompt", _prompt(session_id, "after it"))
+        await peer.wait_for(lambda: any(u["sessionUpdate"] == "agent_message_chunk" for u in peer.updates()))
+        closing = await peer.send("session/close", {"sessionId": session_id})
+        assert (await peer.answer(closing))["result"] == {}
+        assert (await peer.answer(held))["error"]["code"] == -32800, "a held prompt closed with its session"
+        unknown = await peer.request("session/close", {"sessionId": "never-was"})
+    idle = peer.index(lambda m: m.get("method") == "session/update" and m["params"]["update"].get("state") == "idle")
+    answered = peer.index(lambda m: m.get("id") == closing and "method" not in m)
+    assert idle < answered, "the cancelled idle state before the answer"
+    assert peer.messages[idle]["params"]["update"]["stopReason"] == "cancelled"
+    assert unknown == {}, "an unknown session is closed already"
+
+
+async def test_tool_call_cancel_settles_that_call_cancelled_and_the_turn_goes_on(tmp_path: Path) -> None:
+    blocking = BlockingTool()
+    provider = ScriptedProvider([tool_reply(call("c1", "block", message="x")), text_reply("went on")])
+    async with open_raw(tmp_path, provider=provider, tools=[blocking]) as raw, v2_peer(raw) as peer:
+        session_id = await _new(peer, tmp_path)
+        await peer.request("session/prompt", _prompt(session_id, "block please"))
+        with anyio.fail_after(10):
+            await blocking.started.wait()
+        calls = [u for u in peer.updates() if u["sessionUpdate"] == "tool_call_update" and u["toolCallId"] == "c1"]
+        started = calls[0]
+        assert started["capabilities"] == {"cancel": {}}
+        assert await peer.request("tool_call/cancel", {"sessionId": session_id, "toolCallId": "c1"}) == {}
+        await peer.wait_for(lambda: bool(peer.states()) and peer.states()[-1]["state"] == "idle")
+        again = await peer.answer(await peer.send("tool_call/cancel", {"sessionId": session_id, "toolCallId": "c1"}))
+        terminal = await peer.answer(await peer.send("terminal/cancel", {"sessionId": session_id, "terminalId": "c1"}))
+    final = [u for u in peer.updates() if u["sessionUpdate"] == "tool_call_update" and u["toolCallId"] == "c1"][-1]
+    assert final["status"] == "cancelled" and final["capabilities"] is None
+    assert blocking.cancelled
+    assert peer.states()[-1]["stopReason"] == "end_turn", "the turn went on with the call's result"
+    assert any(u["sessionUpdate"] == "agent_message" and u["content"][0]["text"] == "went on" for u in peer.updates())
+    assert again["error"]["code"] == -32602, "a final call takes no more cancels"
+    assert terminal["error"]["code"] == -32602
+
+
+@pytest.mark.parametrize(
+    ("error", "code"),
+    [
+        (ProviderAuthError("the key was refused", provider="scripted"), -32000),
+        (ProviderUnavailableError("the provider is down", provider="scripted"), -32603),
+    ],
+    ids=["raised", "ended-on"],
+)
+async def test_a_turn_that_fails_after_insertion_ends_idle_with_the_error(
+    tmp_path: Path, error: Exception, code: int
+) -> None:
+    provider = ScriptedProvider([ScriptedReply(parts=[], error=error)])  # type: ignore[arg-type]
+    async with open_raw(tmp_path, provider=provider) as raw, v2_peer(raw) as peer:
+        session_id = await _new(peer, tmp_path)
+        answer = await peer.request("session/prompt", _prompt(session_id, "fail please"))
+        await peer.wait_for(lambda: bool(peer.states()) and peer.states()[-1]["state"] == "idle")
+    assert answer["messageId"], "inserted: the prompt's answer is its id"
+    idle = peer.states()[-1]
+    assert idle["stopReason"] == "error"
+    assert idle["error"]["code"] == code and str(error) in idle["error"]["message"]
+
+
+async def test_the_foreground_requires_action_while_a_question_waits(tmp_path: Path) -> None:
+    writer = GuardedWriteTool()
+    provider = ScriptedProvider([tool_reply(call("w1", "guarded_write", message="x")), text_reply("done")])
+    async with open_raw(tmp_path, provider=provider, tools=[writer]) as raw, v2_peer(raw) as peer:
+        session_id = await _new(peer, tmp_path)
+        await peer.request("session/prompt", _prompt(session_id, "write please"))
+        await peer.wait_for(lambda: bool(peer.asks()))
+        [ask] = peer.asks()
+        assert ask["params"]["subject"]["toolCall"]["toolCallId"] == "w1" and ask["params"]["title"]
+        assert peer.states()[-1]["state"] == "requires_action"
+        await peer.reply(ask, {"outcome": {"outcome": "selected", "optionId": "allow_once"}})
+        await peer.wait_for(lambda: peer.states()[-1]["state"] == "idle")
+    assert [s["state"] for s in peer.states()] == ["running", "requires_action", "running", "idle"]
+    assert writer.writes == ["x"]
+
+
+async def test_a_permission_answer_s_operation_id_answers_one_question_only(tmp_path: Path) -> None:
+    writer = GuardedWriteTool()
+    provider = ScriptedProvider(
+        [
+            tool_reply(call("w1", "guarded_write", message="one")),
+            tool_reply(call("w2", "guarded_write", message="two")),
+            text_reply("done"),
+        ]
+    )
+    allow = {"outcome": {"outcome": "selected", "optionId": "allow_once"}, "_meta": {"hermes": {"operationId": "a1"}}}
+    async with open_raw(tmp_path, provider=provider, tools=[writer]) as raw, v2_peer(raw) as peer:
+        session_id = await _new(peer, tmp_path)
+        await peer.request("session/prompt", _prompt(session_id, "write twice"))
+        await peer.wait_for(lambda: len(peer.asks()) == 1)
+        await peer.reply(peer.asks()[0], allow)
+        await peer.wait_for(lambda: len(peer.asks()) == 2)
+        await peer.reply(peer.asks()[1], allow)  # the same answer, resent to another question
+        await peer.wait_for(lambda: peer.states()[-1]["state"] == "idle")
+    assert writer.writes == ["one"], "applied once: the second question was not answered by it"
+    second = [u for u in peer.updates() if u["sessionUpdate"] == "tool_call_update" and u["toolCallId"] == "w2"]
+    assert second[-1]["status"] == "failed"
+
+
+async def test_the_unstable_methods_answer_in_v2_s_shapes(tmp_path: Path) -> None:
+    provider = ScriptedProvider([text_reply("hello")])
+    async with open_raw(tmp_path, provider=provider) as raw, v2_peer(raw) as peer:
+        session_id = await _new(peer, tmp_path)
+        await peer.request("session/prompt", _prompt(session_id, "hi"))
+        await peer.wait_for(lambda: bool(peer.states()) and peer.states()[-1]["state"] == "idle")
+        title = await peer.request("session/set_title", {"sessionId": session_id, "title": "Named"})
+        status = await peer.request("session/status", {"sessionId": session_id})
+        forked = await peer.request("session/fork", {"sessionId": session_id, "cwd": str(tmp_path / "workspace")})
+        listed = await peer.request("session/list", {})
+        await peer.request("session/archive", {"sessionId": forked["sessionId"]})
+        archived = await peer.request("session/list", {"archived": "only"})
+        providers = await peer.request("providers/list", {})
+        missing = await peer.answer(await peer.send("session/status", {"sessionId": "missing"}))
+    assert title == {"title": "Named"}
+    assert status["status"] == "open"
+    assert status["state"] == {"state": "idle", "stopReason": "end_turn", "usage": status["state"]["usage"]}
+    assert "modes" not in forked and forked["sessionId"] != session_id
+    assert {s["sessionId"] for s in listed["sessions"]} == {session_id, forked["sessionId"]}
+    assert [s["sessionId"] for s in archived["sessions"]] == [forked["sessionId"]]
+    assert isinstance(providers["providers"], list)
+    assert missing["error"]["code"] == -32002 and missing["error"]["data"]["sessionId"] == "missing"
+
+
+async def test_a_cursor_from_before_a_restart_is_refused_as_another_epoch(tmp_path: Path) -> None:
+    async with open_raw(tmp_path, provider=ScriptedProvider([text_reply("first")])) as raw, v2_peer(raw) as peer:
+        session_id = await _new(peer, tmp_path)
+        await peer.request("session/prompt", _prompt(session_id, "hi"))
+        await peer.wait_for(lambda: bool(peer.states()) and peer.states()[-1]["state"] == "idle")
+        cursor = [m for m in peer.messages if m.get("method") == "session/update"][-1]["params"]["_meta"]["hermes"]
+        epoch = peer.messages[0]["result"]["_meta"]["hermes"]["remote"]["serverEpoch"]
+    async with open_raw(tmp_path) as raw, v2_peer(raw) as peer:  # the same store, a new server
+        again = peer.messages[0]["result"]["_meta"]["hermes"]["remote"]["serverEpoch"]
+        resume = {
+            "sessionId": session_id,
+            "cwd": str(tmp_path / "workspace"),
+            "_meta": {"hermes": {"afterCursor": cursor["cursor"]}},
+        }
+        refused = await peer.answer(await peer.send("session/resume", resume))
+    assert again != epoch
+    assert refused["error"]["code"] == -32602
+    assert refused["error"]["data"]["condition"] == "server_epoch_changed"
+    assert refused["error"]["data"]["serverEpoch"] == again
+
+
+async def test_a_held_prompt_with_an_operation_id_is_withdrawn_and_a_resend_gets_the_same_answer(
+    tmp_path: Path,
+) -> None:
+    hold = anyio.Event()
+    provider = ScriptedProvider([ScriptedReply(parts=[TextPart(text="busy")], hold=hold), text_reply("never")])
+    async with open_raw(tmp_path, provider=provider) as raw, v2_peer(raw) as peer:
+        session_id = await _new(peer, tmp_path)
+        await peer.request("session/prompt", _prompt(session_id, "first"))
+        once = {**_prompt(session_id, "second"), "_meta": {"hermes": {"operationId": "op-held"}}}
+        held = await peer.send("session/prompt", once)
+        await peer.notify("$/cancel_request", {"requestId": held})
+        withdrawn = await peer.answer(held)
+        resent = await peer.answer(await peer.send("session/prompt", once))
+        hold.set()
+        await peer.wait_for(lambda: bool(peer.states()) and peer.states()[-1]["state"] == "idle")
+    assert withdrawn["error"]["code"] == -32800
+    assert resent["error"] == withdrawn["error"], "the first outcome, again"
+    assert len(provider.requests) == 1, "the withdrawn prompt never ran"
