@@ -7,7 +7,8 @@ fire-and-forget); a closed connection is tolerated (the update is dropped and lo
 stores everything). What the client advertised in ``initialize`` (``capabilities``) decides what is offered to it:
 its file system and terminals (not its terminals when it renders agent-owned ones), terminal cards for the
 commands the agent runs itself, ``notice`` updates instead of agent text, compaction updates instead of an agent
-message saying what was compacted, the ``ask_user`` tool.
+message saying what was compacted, the ``ask_user`` tool, and addresses to open (URL elicitation: an MCP server's
+sign-in page or its questions).
 
 Permission answers map to our four outcomes; an unknown option id counts as a refusal, and a client that answers
 with a JSON-RPC error refuses that call with its reason (the turn goes on). A client that goes away before it
@@ -30,11 +31,12 @@ from hermes_acp.jsonrpc.boundary import ClientRequestError
 from hermes_acp.jsonrpc.dispatcher import Dispatcher
 from hermes_acp.sessions.options import SessionOptions
 from hermes_acp.sessions.switches import SWITCHES, Switch
+from hermes_acp.sessions.views import EditorLinks
 from hermes_acp.tools.context import EditorFiles, EditorTerminals, Elicitor
 from hermes_acp.turns.ports import LiveUpdate, PermissionAnswer, PermissionChoice, PermissionQuestion
 
 from .convert import event_updates, live_update, notice_update, tool_content, tool_locations
-from .editor import AcpEditorFiles, AcpEditorTerminals, AcpElicitor
+from .editor import AcpEditorFiles, AcpEditorTerminals, AcpElicitor, AcpLinks
 from .initialize import Handshake
 from .session_view import commands_update, config_options, session_view
 from .terminal_cards import card_title
@@ -69,6 +71,7 @@ class AcpUpdateSink:
             plans=capabilities.plans,
             terminal_cards=capabilities.terminal_cards,
             subagents=capabilities.subagents,
+            terminal_delta=capabilities.terminal_delta,
         ):
             await self.send(update)
 
@@ -79,6 +82,7 @@ class AcpUpdateSink:
             compaction=capabilities.compaction,
             terminal_cards=capabilities.terminal_cards,
             subagents=capabilities.subagents,
+            terminal_delta=capabilities.terminal_delta,
         )
         if rendered is not None:
             await self.send(rendered)
@@ -227,6 +231,11 @@ class AcpClientBridge:
     def elicitor(self, session_id: str) -> Elicitor | None:
         """Questions to the user (``elicitation/create``, form mode) when the client advertised ``elicitation.form``."""
         return AcpElicitor(self.dispatcher, session_id) if self.capabilities.elicitation_form else None
+
+    def links(self, session_id: str) -> EditorLinks | None:
+        """Addresses for the user to open (``elicitation/create``, URL mode, and ``elicitation/complete``) when the
+        client advertised ``elicitation.url``."""
+        return AcpLinks(self.dispatcher, session_id) if self.capabilities.elicitation_url else None
 
     def request_elicitor(self, request_id: str | int | None) -> Elicitor | None:
         """Questions tied to one of the client's requests rather than a session (the setup in ``authenticate``)."""
