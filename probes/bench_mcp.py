@@ -23,7 +23,7 @@ from fixtures.mcp_auth import Authority, follow, serve_protected
 from fixtures.mcp_server import stdio_spec
 from hermes_acp.mcp_client import LinkState, McpServers
 
-__all__ = ["mcp_client_rows"]
+__all__ = ["mcp_client_rows", "sign_in_once"]
 
 READY_S = 60.0
 
@@ -39,8 +39,8 @@ class _Browser:
         assert error is None, error
 
 
-def _entry(url: str) -> dict[str, Any]:
-    return {"type": "http", "name": "remote", "url": url, "headers": []}
+def _entry(url: str, name: str = "remote") -> dict[str, Any]:
+    return {"type": "http", "name": name, "url": url, "headers": []}
 
 
 async def _connect_ms(root: Path, entries: Sequence[Mapping[str, Any]], auth_dir: Path, runs: int) -> list[float]:
@@ -54,6 +54,16 @@ async def _connect_ms(root: Path, entries: Sequence[Mapping[str, Any]], auth_dir
                     await conn.wait_for(lambda c: c.state == LinkState.READY)
             times.append((time.perf_counter() - started) * 1000)
     return times
+
+
+async def sign_in_once(url: str, auth_dir: Path, name: str = "remote") -> None:
+    """Sign in to the protected server at ``url`` as a session of a home whose token folder is ``auth_dir`` would
+    (its tokens are then on disk for the agent of that home)."""
+    servers = McpServers([_entry(url, name)], cwd=auth_dir.parent, auth_dir=auth_dir, sign_in=_Browser())
+    async with servers.running():
+        with anyio.fail_after(READY_S):
+            for conn in servers.connections:
+                await conn.wait_for(lambda c: c.state == LinkState.READY and not c.signing_in)
 
 
 def _ms(values: list[float]) -> str:

@@ -210,8 +210,11 @@ async def test_with_the_capability_each_child_is_announced_then_streams_under_it
             if s == session_id and u["sessionUpdate"] == "subagent_update" and u["sessionId"] == kid
         )
         assert announce < first_child_frame[kid], "announced on the parent before any of its traffic"
-        first = live[first_child_frame[kid]][1]
+        first, chunk = [u for s, u in live if s == kid][:2]
+        assert live[first_child_frame[kid]][1] is first
         assert first["sessionUpdate"] == "session_message" and first["senderSessionId"] == session_id
+        assert chunk["sessionUpdate"] == "session_message_chunk", "the task's content, as a chunk of the message"
+        assert chunk["messageId"] == first["messageId"] and chunk["content"]["text"].startswith("TASK-")
     updates_a = [u for s, u in live if s == kids[0]]
     updates_b = [u for s, u in live if s == kids[1]]
     assert [u["sessionUpdate"] for u in updates_a].count("tool_call") == 1

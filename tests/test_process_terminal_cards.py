@@ -196,3 +196,30 @@ async def test_the_permission_question_is_asked_inside_the_terminal_card(tmp_pat
     assert question["toolCall"]["title"] == "echo asked", "the terminal's label stays the command"
     assert question["toolCall"]["content"][0] == {"type": "terminal", "terminalId": "call_ask"}
     assert live["status"] == "completed" and live["terminal"]["output"] == "asked\n"
+
+
+@pytest.mark.parametrize("dialect", ["terminal_output_delta", "none"])
+async def test_a_client_that_reads_output_deltas_gets_the_card_and_a_plain_one_the_full_output(
+    tmp_path: Path, dialect: str
+) -> None:
+    """``_meta.terminal_output_delta`` (codex-acp's name, unverified against any schema: none has it) gets the same
+    card with the output appended under that key; a client with neither gets the output as the card's text."""
+    scenario = _scenario(("two lines", "call_two", {"command": "echo one; echo two"}))
+    meta = {"terminal_output_delta": True} if dialect != "none" else {}
+    async with spawn_zed(tmp_path, scenario, initialize=False) as zed:  # the plain one has no terminal of its own
+        await zed.initialize({"terminal": dialect != "none", "_meta": meta})
+        session_id = await zed.new_session()
+        await zed.set_mode(session_id, "dont_ask")
+        await zed.prompt(session_id, "Print two lines")
+        card = zed.card(session_id, "call_two")
+        metas = [u.get("_meta") or {} for _, _, u in zed.updates if u.get("toolCallId") == "call_two"]
+        calls = _calls_made(zed)
+    assert card["status"] == "completed" and "terminal/create" not in calls
+    assert not any("terminal_output" in m for m in metas), "Zed's name is not used"
+    if dialect == "none":
+        assert card["terminal"] is None and not any(metas)
+        assert "one\ntwo" in "".join(i["content"]["text"] for i in card["content"] if i["type"] == "content")
+        return
+    deltas = [m["terminal_output_delta"] for m in metas if "terminal_output_delta" in m]
+    assert deltas and all(d["terminal_id"] == "call_two" for d in deltas)
+    assert card["terminal"]["output"] == "one\ntwo\n" and card["terminal"]["exit"] == {"exit_code": 0, "signal": None}

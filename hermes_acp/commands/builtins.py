@@ -1,7 +1,10 @@
 """The built-in slash commands: each one's listing (name, description, input hint) and what it does.
 
 ``/help``, ``/mode``, ``/model``, ``/title``, ``/status``, ``/mcp`` and ``/compact`` (whose summary is a model call
-of the compaction's own, stored with the command) are answered by the session (``Reply``). ``/setup`` sets a model
+of the compaction's own, stored with the command) are answered by the session (``Reply``). ``/mcp`` lists the MCP
+servers with their state (ready, signing in, needs sign-in, failed and why) and reconnects one, signs in to one
+(``login``: the page opened in the editor where it can open one, else its address in the answer) or out of it
+(``logout``: its tokens deleted). ``/setup`` sets a model
 provider up through the editor's forms when it can show them (``onboarding.flow``: nothing is written until a test
 request worked, and the session uses the new model at once), and otherwise says how to run the terminal setup.
 ``/rewind [N]`` and ``/undo`` (``sessions.rewind``; the rewind is stored with the command) answer too: ``/rewind``
@@ -21,7 +24,7 @@ from typing import TYPE_CHECKING
 
 from hermes_acp.core.modes import MODES
 from hermes_acp.errors import InvalidParamsError
-from hermes_acp.mcp_client import NotConnected
+from hermes_acp.mcp_client import NotConnected, SignInFailed
 from hermes_acp.providers.effort import effort_choices
 
 from .command_set import Ask, Command, Outcome, Reply
@@ -188,25 +191,71 @@ async def _review(session: CommandView, argument: str) -> Outcome:
     return Ask(changes.prompt(argument))
 
 
+MCP_USAGE = "`/mcp` (list the servers), `/mcp reconnect NAME`, `/mcp login NAME` or `/mcp logout NAME`"
+
+
 async def _mcp(session: CommandView, argument: str) -> Reply:
     servers = session.mcp
-    action, _, name = argument.partition(" ")
+    action, _, rest = argument.partition(" ")
     if not argument:
         return Reply(_listing(session))
-    if action != "reconnect":
-        return Reply(f"Unknown /mcp argument {argument!r}. Usage: `/mcp` (list the servers) or `/mcp reconnect NAME`.")
-    names = [c.name for c in servers.connections]
-    known = ", ".join(names) if names else "it has none"
-    name = name.strip()
+    if action not in ("reconnect", "login", "logout"):
+        return Reply(f"Unknown /mcp argument {argument!r}. Usage: {MCP_USAGE}.")
+    name, _, address = rest.strip().partition(" ")
     if not name or servers.connection(name) is None:
-        asked = f"No MCP server named {name!r} in this session" if name else "Name the server to reconnect"
+        names = [c.name for c in servers.connections]
+        known = ", ".join(names) if names else "it has none"
+        asked = f"No MCP server named {name!r} in this session" if name else f"Name the server to {action}"
         return Reply(f"{asked}; its servers: {known}.")
+    if action == "login":
+        return await _login(session, name, address.strip())
+    if action == "logout":
+        return await _logout(session, name)
     try:
         await servers.reconnect(name)
     except NotConnected as exc:
         return Reply(f"MCP server {name!r} could not be reconnected: {exc}")
     status = next(s for s in servers.status() if s.name == name)
     return Reply(f"Reconnected MCP server {name!r}: {status.state}, {len(status.tools)} tools.")
+
+
+async def _login(session: CommandView, name: str, address: str) -> Reply:
+    """Sign in to ``name``: the page opened in the editor where it can open one, else its address in the answer
+    (the notice showed it once); ``address``: where the browser ended up, for a browser on another machine."""
+    servers = session.mcp
+    try:
+        if address:
+            if await servers.finish_sign_in(name, address):
+                return Reply(f"Signed in to MCP server {name!r}; its tools are offered from the next turn.")
+            return Reply(f"Took the address for MCP server {name!r}; its tools are offered once it has signed in.")
+        url = await servers.sign_in(name)
+    except SignInFailed as exc:
+        return Reply(f"Signing in to MCP server {name!r} did not work: {exc}")
+    except TimeoutError:
+        return Reply(f"The sign-in page of MCP server {name!r} was not shown in time; `/mcp login {name}` tries again.")
+    if url is None:
+        return Reply(f"MCP server {name!r} is signed in (its stored tokens are good).")
+    if session.audience.can_elicit("url"):
+        return Reply(
+            f"The sign-in page of MCP server {name!r} was opened: approve it in your browser, and its tools are"
+            " offered from the next turn."
+        )
+    return Reply(
+        f"To sign in to MCP server {name!r}, open this address in your browser and approve: {url}\n"
+        "Its tools are offered from the next turn once you have. If the browser then ends on a page that does not"
+        " load (the agent runs on another machine than your browser), copy that page's address and send"
+        f" `/mcp login {name} ADDRESS`."
+    )
+
+
+async def _logout(session: CommandView, name: str) -> Reply:
+    try:
+        removed = await session.mcp.sign_out(name)
+    except SignInFailed as exc:
+        return Reply(f"MCP server {name!r}: {exc}")
+    if not removed:
+        return Reply(f"No sign-in of MCP server {name!r} is stored here.")
+    return Reply(f"Signed out of MCP server {name!r}: its tokens are deleted; `/mcp login {name}` signs in again.")
 
 
 async def _setup(session: CommandView, argument: str) -> Reply:
@@ -239,6 +288,8 @@ def _listing(session: CommandView) -> str:
             line += f"; {len(status.tools)} tools: " + ", ".join(status.tools)
         lines.append(line)
     lines.append("`/mcp reconnect NAME` drops a server's connection and connects again.")
+    if any(status.signs_in for status in statuses):
+        lines.append("`/mcp login NAME` signs in to a server that needs it; `/mcp logout NAME` forgets its tokens.")
     return "\n".join(lines)
 
 
@@ -256,7 +307,14 @@ BUILT_INS: tuple[BuiltIn, ...] = (
     BuiltIn(Command("status", "Show the model, mode, context use, cost, MCP servers and directories."), _status),
     BuiltIn(Command("init", "Write an AGENTS.md for this project (asks before writing).", "[what to stress]"), _init),
     BuiltIn(Command("review", "Review the uncommitted changes (git diff against HEAD).", "[focus]"), _review),
-    BuiltIn(Command("mcp", "List the MCP servers, their state and tools; or reconnect one.", "[reconnect NAME]"), _mcp),
+    BuiltIn(
+        Command(
+            "mcp",
+            "List the MCP servers, their state and tools; reconnect one, sign in to one or out of it.",
+            "[reconnect|login|logout NAME]",
+        ),
+        _mcp,
+    ),
     BuiltIn(Command("setup", "Set up a model provider (a form here, or how to run it in a terminal)."), _setup),
     BuiltIn(
         Command(

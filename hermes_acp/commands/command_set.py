@@ -1,7 +1,8 @@
 """Slash commands: which a session offers, how a prompt names one, and what running one yields.
 
-A session's commands are the built-in ones (``builtin_commands``), its prompt files (``prompt_files``) and its
-skills (``skills``); a built-in name wins over a file of the same name, and either over a skill (logged once).
+A session's commands are the built-in ones (``builtin_commands``), its prompt files (``prompt_files``), its
+skills (``skills``) and its MCP servers' prompts (``/server:prompt``, ``mcp_prompts``); a built-in name wins over a
+file of the same name, and either over a skill (logged once); a prompt's name has a colon, which no other has.
 ``CommandSet`` is that list, and the listing the editor gets (``available_commands_update``).
 
 A prompt that is exactly one text block ``/name`` or ``/name argument`` (the argument may span lines) for a
@@ -11,8 +12,8 @@ command yields an ``Outcome``:
 - ``Reply``: the session answers without the model. The user's line, the answer and what the command itself did that
   the log keeps (a ``/compact``'s compaction) are stored like a turn the model never sees, so a replay shows them.
 - ``Ask``: a model turn whose prompt (what the model gets) is not what the user typed (what the transcript shows,
-  live and on replay): a prompt file expanded, a skill's instructions with the arguments, the review request with
-  the diff, the ``/init`` instructions.
+  live and on replay): a prompt file expanded, a skill's instructions with the arguments, an MCP prompt's text, the
+  review request with the diff, the ``/init`` instructions.
 
 This module knows neither the session nor ACP.
 """
@@ -26,11 +27,24 @@ from dataclasses import dataclass
 import structlog
 
 from hermes_acp.core import DisplayBlock, SessionEvent, TextBlock
+from hermes_acp.mcp_client import ServerPrompt
+from hermes_acp.mcp_client.naming import sanitise
 
 from .prompt_files import PromptFile
 from .skills import Skill
 
-__all__ = ["Ask", "Command", "CommandSet", "Invocation", "Outcome", "Reply", "parse_command"]
+__all__ = [
+    "Ask",
+    "Command",
+    "CommandSet",
+    "Invocation",
+    "Outcome",
+    "Reply",
+    "command_name",
+    "parse_command",
+    "prompt_command",
+    "prompt_hint",
+]
 
 _COMMAND_LINE = re.compile(r"/([^\s/]+)(?:\s+(.*))?", re.S)
 _log = structlog.get_logger("hermes_acp.sessions")
@@ -77,6 +91,7 @@ class Invocation:
     argument: str
     file: PromptFile | None = None
     skill: Skill | None = None
+    prompt: ServerPrompt | None = None
 
 
 def parse_command(display: Sequence[DisplayBlock]) -> tuple[str, str] | None:
@@ -89,9 +104,29 @@ def parse_command(display: Sequence[DisplayBlock]) -> tuple[str, str] | None:
     return match.group(1), (match.group(2) or "").strip()
 
 
+def command_name(prompt: ServerPrompt) -> str | None:
+    """An MCP prompt's command, ``<server>:<prompt>`` (the server's name as the tool names spell it), or None when
+    the prompt's name cannot be typed after a slash (a slash, a blank)."""
+    name = prompt.name
+    if not name or "/" in name or any(ch.isspace() for ch in name):
+        return None
+    return f"{sanitise(prompt.server)}:{name}"
+
+
+def prompt_hint(prompt: ServerPrompt) -> str | None:
+    """Its declared arguments: ``<required> [optional]``."""
+    parts = [f"<{a.name}>" if a.required else f"[{a.name}]" for a in prompt.arguments]
+    return " ".join(parts) or None
+
+
+def prompt_command(name: str, prompt: ServerPrompt) -> Command:
+    description = prompt.description or f"Prompt {prompt.name!r} of MCP server {prompt.server!r}."
+    return Command(name, description, prompt_hint(prompt))
+
+
 class CommandSet:
     """The built-in commands, then the prompt files whose names no built-in takes, then the skills whose names
-    neither takes, each sorted by name."""
+    neither takes, each sorted by name, then the MCP servers' prompts in the servers' order."""
 
     def __init__(
         self,
@@ -99,9 +134,11 @@ class CommandSet:
         files: Sequence[PromptFile] = (),
         skills: Sequence[Skill] = (),
         *,
+        prompts: Sequence[ServerPrompt] = (),
         logged: frozenset[str] = frozenset(),
     ):
-        """``logged``: the shadowed names already logged (by the set this one replaces)."""
+        """``logged``: the shadowed names already logged (by the set this one replaces); ``prompts``: the MCP
+        servers' (one whose name a user cannot type is left out; the first of two with one name wins)."""
         taken = {command.name for command in built_in}
         self.built_in = tuple(built_in)
         self.files = tuple(sorted((f for f in files if f.name not in taken), key=lambda f: f.name))
@@ -114,15 +151,34 @@ class CommandSet:
             _log.warning(
                 "a prompt file or skill is named like another command; that one is used", name=name, path=shadowed[name]
             )
+        named: dict[str, ServerPrompt] = {}
+        for prompt in prompts:
+            typed = command_name(prompt)
+            if typed is not None:
+                named.setdefault(typed, prompt)
+        self.prompts: dict[str, ServerPrompt] = named
+        """The MCP prompts, by command name."""
         self.listing: tuple[Command, ...] = (
             *self.built_in,
             *(Command(f.name, f.description, f.hint) for f in self.files),
             *(Command(s.name, s.description, s.hint) for s in self.skills),
+            *(prompt_command(name, p) for name, p in named.items()),
         )
 
-    def with_files(self, files: Sequence[PromptFile], skills: Sequence[Skill] | None = None) -> CommandSet:
-        """The same built-ins with ``files`` and ``skills`` (a rescan; None keeps the skills)."""
-        return CommandSet(self.built_in, files, self.skills if skills is None else skills, logged=self.shadowed)
+    def with_files(
+        self,
+        files: Sequence[PromptFile],
+        skills: Sequence[Skill] | None = None,
+        prompts: Sequence[ServerPrompt] | None = None,
+    ) -> CommandSet:
+        """The same built-ins with ``files``, ``skills`` and ``prompts`` (a rescan; None keeps them)."""
+        return CommandSet(
+            self.built_in,
+            files,
+            self.skills if skills is None else skills,
+            prompts=list(self.prompts.values()) if prompts is None else prompts,
+            logged=self.shadowed,
+        )
 
     def find(self, display: Sequence[DisplayBlock]) -> Invocation | None:
         """The command the prompt names, if it is exactly one of this set's."""
@@ -139,6 +195,9 @@ class CommandSet:
         skill = next((s for s in self.skills if s.name == name), None)
         if skill is not None:
             return Invocation(Command(skill.name, skill.description, skill.hint), argument, skill=skill)
+        prompt = self.prompts.get(name)
+        if prompt is not None:
+            return Invocation(prompt_command(name, prompt), argument, prompt=prompt)
         return None
 
     def help_text(self, extra: Sequence[str] = ()) -> str:
@@ -154,6 +213,9 @@ class CommandSet:
                 "Skills (.agents/skills/NAME/SKILL.md or .claude/skills/NAME/SKILL.md, skills/NAME of the home):"
             )
             lines.extend(_usage(Command(s.name, s.description, s.hint)) for s in self.skills)
+        if self.prompts:
+            lines.append("MCP prompts (/server:prompt; arguments in order, or name=value):")
+            lines.extend(_usage(prompt_command(name, p)) for name, p in self.prompts.items())
         lines.extend(extra)
         return "\n".join(lines)
 

@@ -1,13 +1,16 @@
 """``CommandRunner``: one session's slash commands — the set it offers, the one a prompt names, and running it.
 
-The set (``set``) is the built-in commands (``builtins.BUILT_INS``), the session's prompt files and its skills
-(``skills``, found in the background when the session opens). They are looked at again when each prompt starts and
-when it ends (``refresh``): a stamp of their folders (``stamps``, in a worker thread) says whether anything changed,
-and only then are the prompt files read and the skills rescanned; the editors are told (bounded) when the list
-changed. ``listing`` is what an editor is first told, once the first scan of the skills is done.
+The set (``set``) is the built-in commands (``builtins.BUILT_INS``), the session's prompt files, its skills
+(``skills``, found in the background when the session opens) and its MCP servers' prompts. They are looked at again
+when each prompt starts and when it ends (``refresh``): a stamp of their folders (``stamps``, in a worker thread) and
+the servers' ``prompts_version`` say whether anything changed, and only then are the prompt files read and the skills
+rescanned; the editors are told (bounded) when the list changed. ``follow_servers`` looks again each time the
+servers' prompts change between prompts (a server that became ready, or signed in). ``listing`` is what an editor is
+first told, once the first scan of the skills is done.
 
 ``run`` runs the command a prompt names, inside the session's prompt queue: a prompt file's text (its arguments in)
-or a skill's instructions come back as an ``Ask`` (a model turn the session runs); a built-in command runs in a
+or a skill's instructions come back as an ``Ask`` (a model turn the session runs); a built-in command or an MCP
+prompt (``mcp_prompts``: its text as an ``Ask``, or a ``Reply`` saying why not) runs in a
 command turn of its own (``turn_id``), and a ``Reply`` is stored like a turn the model never sees, in one write (the
 user's line, the answer through the sanitizer, what the command did that the log keeps, the turn's end). While the
 session works, ``/status`` is answered at once and ``/rewind`` / ``/undo`` are refused at once (``at_once``,
@@ -22,6 +25,7 @@ from collections.abc import Sequence
 
 import anyio
 import anyio.to_thread
+import structlog
 
 from hermes_acp.core import (
     DisplayBlock,
@@ -38,6 +42,7 @@ from hermes_acp.core.sanitize import clean_text
 
 from .builtins import BUILT_INS
 from .command_set import Ask, Command, CommandSet, Invocation, Outcome, Reply, parse_command
+from .mcp_prompts import run_prompt
 from .prompt_files import MAX_FILES, PromptFile, expand, load_prompt_files, prompt_folders
 from .skills import MAX_SKILLS, SKILL_FILE, SkillShelf, skill_text
 from .stamps import Stamp, stamp
@@ -47,6 +52,7 @@ from .view import CommandView
 __all__ = ["AT_ONCE", "BUSY_REWIND", "CommandRunner"]
 
 _HANDLERS = {built_in.command.name: built_in.run for built_in in BUILT_INS}
+_log = structlog.get_logger("hermes_acp.sessions")
 AT_ONCE = frozenset({"status", "rewind", "undo"})
 """Commands answered without waiting for the running turn (a rewind needs an idle session: refused at once)."""
 BUSY_REWIND = (
@@ -86,12 +92,13 @@ class CommandRunner:
     async def ensure(self) -> None:
         """Wait for the first scan of the skills (the system prompt lists them); the set takes them."""
         await self.skills.ensure()
-        self.set = self.set.with_files(self.set.files, self.skills.skills)
+        self.set = self.set.with_files(self.set.files, self.skills.skills, self._view.mcp.prompts())
 
     async def refresh(self) -> None:
-        """Read the prompt files and the skills again when a stamp of their folders changed; tell the editors
-        (bounded) when the list of commands changed."""
-        now = (self.skills.scanned, *await anyio.to_thread.run_sync(self._stamp_now))
+        """Read the prompt files and the skills again when a stamp of their folders changed, and take the MCP
+        servers' prompts when they did; tell the editors (bounded) when the list of commands changed."""
+        mcp = self._view.mcp
+        now = (self.skills.scanned, mcp.prompts_version, *await anyio.to_thread.run_sync(self._stamp_now))
         if now == self._stamp:
             return
         self._stamp = now
@@ -100,9 +107,24 @@ class CommandRunner:
         if self.skills.scanned:
             await self.skills.rescan()
         before = self.set.listing
-        self.set = self.set.with_files(files, self.skills.skills)
+        self.set = self.set.with_files(files, self.skills.skills, mcp.prompts())
         if self.set.listing != before:
             await self._view.audience.commands_changed(self.set.listing)
+
+    async def follow_servers(self) -> None:
+        """Until cancelled: look at the commands again each time the MCP servers' prompts changed (a server that
+        became ready or signed in; a list the servers said changed, taken at a turn's start)."""
+        mcp = self._view.mcp
+        seen = mcp.prompts_version
+        while True:
+            await mcp.changed()
+            if mcp.prompts_version == seen:
+                continue
+            seen = mcp.prompts_version
+            try:
+                await self.refresh()
+            except Exception:  # a folder that cannot be read: the next prompt's refresh says so
+                _log.warning("the commands could not be looked at again after the MCP prompts changed", exc_info=True)
 
     def _stamp_now(self) -> Stamp:
         workspace, home = self._view.workspace, self._view.services.settings.home
@@ -126,7 +148,11 @@ class CommandRunner:
             return Ask(expand(f"Use this skill for the request.\n\n{text}", invocation.argument))
         turn_id = self.turn_id = new_turn_id()
         try:
-            outcome = await _HANDLERS[invocation.command.name](self._view, invocation.argument)
+            if invocation.prompt is not None:
+                name = invocation.command.name
+                outcome = await run_prompt(self._view.mcp, name, invocation.prompt, invocation.argument)
+            else:
+                outcome = await _HANDLERS[invocation.command.name](self._view, invocation.argument)
             if isinstance(outcome, Reply):
                 await self._reply(display, outcome, turn_id, input_id, message_id)
                 if any(isinstance(event, Rewound) for event in outcome.events):

@@ -10,7 +10,7 @@ recorder, audience, turn wiring, commands, rewinds, queue); the tests meet it wi
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol
 
 from hermes_acp.config import Effort, Settings
 from hermes_acp.core import InputKind, ModeId
@@ -101,6 +101,10 @@ class CommandAudience(Protocol):
 
     def elicitor(self) -> Elicitor | None:
         """Questions to the user through the editor's forms, when an attached client can show them."""
+        ...
+
+    def can_elicit(self, mode: Literal["form", "url"]) -> bool:
+        """An attached client can ask a question of this kind (``url``: open an address for the user)."""
         ...
 
     async def commands_changed(self, commands: Sequence[Command]) -> None:

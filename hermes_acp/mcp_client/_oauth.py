@@ -22,7 +22,8 @@ through our ``TokenStorage`` and refreshes them when they have expired. What thi
 - ``sign_in``: the interactive flow, one bounded task: a loopback listener on ``127.0.0.1`` at the port the client
   was registered with (a dynamically registered client whose port is taken is registered again with a free one), a
   probe request that makes the server answer 401, the authorization page handed to the ``SignIn`` port, the
-  redirect awaited (``wait_s``), the tokens stored. The SDK's request clock pauses while the person acts; ours is
+  redirect awaited (``wait_s``) — on the listener, or as the address the user pastes where the browser runs on
+  another machine (``pasted``) —, the tokens stored. The SDK's request clock pauses while the person acts; ours is
   the one ``wait_s``.
 
 The SDK logs every failed flow with a traceback; the two failures that are expected here (``SignInRequired``,
@@ -38,7 +39,7 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import urlsplit
 
 import anyio
 import anyio.abc
@@ -51,7 +52,7 @@ from pydantic import ValidationError
 from hermes_acp.telemetry import register_secret
 
 from ._failures import SignInFailed, SignInRequired, TokensStale
-from .auth import REFRESH_MARGIN_S, OAuthClient, WireAuth
+from .auth import REFRESH_MARGIN_S, OAuthClient, WireAuth, redirect_query
 from .specs import HttpSpec
 
 __all__ = ["CLIENT_NAME", "HTTP_TIMEOUT_S", "FileStorage", "Gate", "connection_auth", "describe", "leaf", "sign_in"]
@@ -283,26 +284,22 @@ class _Loopback:
         parts = line.split(" ")
         if len(parts) != 3 or parts[0] != "GET":
             return None
-        target = urlsplit(parts[1])
-        if target.path != "/callback":
-            return None
-        query = parse_qs(target.query)
+        query = redirect_query(parts[1])
+        return self.accept(query) if query is not None else None
 
-        def one(key: str) -> str | None:
-            values = query.get(key)
-            return values[0] if values else None
-
+    def accept(self, query: dict[str, str]) -> str:
+        """Take the redirect's parameters (``auth.redirect_query``; the first ones count); what its page says."""
         if self.got.is_set():
             return "This sign-in was already answered."
-        code, error = one("code"), one("error")
+        error = query.get("error")
         if error is not None:
-            self.error = f"{error}: {one('error_description')}" if one("error_description") else error
+            described = query.get("error_description")
+            self.error = f"{error}: {described}" if described else error
             self.got.set()
             return "The sign-in was refused."
-        if code is None:
-            return None
+        code = query["code"]
         register_secret(code)
-        self.result = AuthorizationCodeResult(code=code, state=one("state"), iss=one("iss"))
+        self.result = AuthorizationCodeResult(code=code, state=query.get("state"), iss=query.get("iss"))
         self.got.set()
         return "Signed in."
 
@@ -329,7 +326,14 @@ async def _listen(auth: WireAuth) -> tuple[anyio.abc.Listener[anyio.abc.SocketSt
     return listener, int(listener.extra(anyio.abc.SocketAttribute.local_port))
 
 
-async def sign_in(spec: HttpSpec, auth: WireAuth, *, open_url: Callable[[str], Awaitable[bool]], wait_s: float) -> None:
+async def sign_in(
+    spec: HttpSpec,
+    auth: WireAuth,
+    *,
+    open_url: Callable[[str], Awaitable[bool]],
+    wait_s: float,
+    pasted: Callable[[], Awaitable[dict[str, str]]] | None = None,
+) -> None:
     """The interactive sign-in (``wire_port.SignInFlow``)."""
     listener, port = await _listen(auth)
     loopback = _Loopback(listener)
@@ -346,6 +350,12 @@ async def sign_in(spec: HttpSpec, auth: WireAuth, *, open_url: Callable[[str], A
     try:
         async with anyio.create_task_group() as group:
             group.start_soon(loopback.serve)
+            if pasted is not None:
+
+                async def paste() -> None:
+                    loopback.accept(await pasted())
+
+                group.start_soon(paste)
             try:
                 with anyio.fail_after(wait_s):
                     status = await _probe(spec, provider)

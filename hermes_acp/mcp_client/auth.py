@@ -17,6 +17,8 @@ the SDK's ``mcp.client.auth``, driven by ``_oauth``; this module holds:
 - ``SignIn``: the port through which the user's step goes (the session's editor: an ACP URL elicitation, or a
   notice with the address); phase 2 implements it over the audience.
 - ``WireAuth``: what one connection needs to sign in without the user (the file and the client settings).
+- ``redirect_query``: what the authorization server's redirect to the loopback listener says (the code, or why
+  not), read from the request the browser sends or from the address a user pastes (a browser on another machine).
 
 It does blocking file I/O only in worker threads, and knows nothing of ACP or sessions.
 """
@@ -29,6 +31,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
+from urllib.parse import parse_qs, urlsplit
 
 import anyio
 
@@ -46,6 +49,7 @@ __all__ = [
     "TokenFile",
     "WireAuth",
     "environment_secret",
+    "redirect_query",
 ]
 
 REFRESH_MARGIN_S = 60.0
@@ -188,3 +192,20 @@ def environment_secret(name: str | None) -> str | None:
     value = os.environ.get(name) or None
     register_secret(value)
     return value
+
+
+REDIRECT_PATH = "/callback"
+_REDIRECT_KEYS = ("code", "state", "iss", "error", "error_description")
+
+
+def redirect_query(target: str) -> dict[str, str] | None:
+    """The parameters of a redirect to the sign-in's listener (``/callback?code=…&state=…``, the path alone or the
+    whole address); None when ``target`` is not one (another path, neither a code nor an error)."""
+    parts = urlsplit(target.strip())
+    if parts.path != REDIRECT_PATH:
+        return None
+    query = parse_qs(parts.query)
+    found = {key: query[key][0] for key in _REDIRECT_KEYS if query.get(key)}
+    if "code" not in found and "error" not in found:
+        return None
+    return found

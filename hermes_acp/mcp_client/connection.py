@@ -279,8 +279,15 @@ class ServerConnection:
         except (NotConnected, ServerRejected, TransportDropped) as exc:
             _log.info("MCP roots change not sent", server=self.name, error=str(exc))
 
-    async def sign_in(self, flow: SignInFlow, open_url: Callable[[str], Awaitable[bool]], wait_s: float) -> None:
-        """Sign in interactively (``flow``), then connect again; ``SignInFailed`` / ``NotConnected`` say why not."""
+    async def sign_in(
+        self,
+        flow: SignInFlow,
+        open_url: Callable[[str], Awaitable[bool]],
+        wait_s: float,
+        pasted: Callable[[], Awaitable[dict[str, str]]] | None = None,
+    ) -> None:
+        """Sign in interactively (``flow``; ``pasted``: the redirect's address, as a user may paste it), then connect
+        again; ``SignInFailed`` / ``NotConnected`` say why not."""
         if self.auth is None:
             raise SignInFailed(f"MCP server {self.name!r} does not sign in (only HTTP and SSE servers do)")
         self.signing_in = True
@@ -288,7 +295,7 @@ class ServerConnection:
         self.link.changed()
         try:
             assert isinstance(self.spec, HttpSpec)
-            await flow(self.spec, self.auth, open_url=open_url, wait_s=wait_s)
+            await flow(self.spec, self.auth, open_url=open_url, wait_s=wait_s, pasted=pasted)
             await self.link.reconnect()
         except (SignInFailed, NotConnected) as exc:
             self.sign_in_error = str(exc)

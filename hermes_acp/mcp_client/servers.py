@@ -20,7 +20,8 @@ What the servers may ask of the session goes through two ports the session suppl
 an OAuth sign-in). An HTTP or SSE server behind OAuth signs in with the tokens stored in ``auth_dir`` without
 asking anyone; when that is not enough it waits in "needs sign-in" (the session goes on; its tools appear once it is
 ready), and the first time it does a sign-in starts by itself when a ``SignIn`` port is there; ``sign_in(name)``
-starts one (or joins the one running) at the user's request, ``sign_out(name)`` forgets the server's tokens. The
+starts one (or joins the one running) at the user's request, ``finish_sign_in(name, address)`` ends one with the
+address a browser on another machine ended on, ``sign_out(name)`` forgets the server's tokens. The
 servers see the session's directories as MCP roots (``set_roots`` tells them of a change). A server's list changes
 are taken at the next ``prepare_turn()``, never in the middle of a turn; ``prompts()`` and ``get_prompt()`` serve the
 ``/server:prompt`` commands. It knows nothing about modes, providers or ACP.
@@ -47,7 +48,7 @@ from hermes_acp.exec.environment import EnvPolicy
 from hermes_acp.tools.base import AnyTool
 
 from ._failures import NotConnected, SignInFailed
-from .auth import OAuthClient, SignIn, WireAuth, environment_secret
+from .auth import OAuthClient, SignIn, WireAuth, environment_secret, redirect_query
 from .connection import McpTimeouts, ServerConnection
 from .elicitation import Questions
 from .naming import ToolKey, assign_names
@@ -98,6 +99,14 @@ class _SignInRun:
     scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
     url: str | None = None
     error: str | None = None
+    redirect: dict[str, str] | None = None
+    """The redirect's parameters as the user pasted its address (a browser on another machine)."""
+    pasted: anyio.Event = field(default_factory=anyio.Event)
+
+    async def wait_pasted(self) -> dict[str, str]:
+        await self.pasted.wait()
+        assert self.redirect is not None
+        return self.redirect
 
 
 class McpServers:
@@ -215,16 +224,21 @@ class McpServers:
         if not stale:
             return
 
+        changed = False
+
         async def one(conn: ServerConnection) -> None:
+            nonlocal changed
             try:
                 with anyio.move_on_after(conn.timeouts.list_s):
-                    await conn.refresh()
+                    changed |= await conn.refresh()
             except ToolError as exc:
                 _log.info("MCP list refresh failed", server=conn.name, error=str(exc))
 
         async with anyio.create_task_group() as group:
             for conn in stale:
                 group.start_soon(one, conn)
+        if changed:
+            self._poke()  # whoever follows the prompts (the commands) looks again
 
     async def settled(self, wait_s: float | None = None) -> None:
         """Wait (bounded by ``wait_s``, default ``ready_wait_s``) until no server is still starting."""
@@ -317,6 +331,14 @@ class McpServers:
         statuses += [ServerStatus(spec.name, "-", "not started", spec.reason, ()) for spec in self.unusable]
         return statuses
 
+    async def changed(self) -> None:
+        """Until a server's state next changes (unbounded: bound it, or cancel it)."""
+        await self._changed.wait()
+
+    def waiting_for_sign_in(self) -> list[str]:
+        """The servers that wait for the user to sign in (a sign-in under way included), in the editor's order."""
+        return [c.name for c in self.connections if c.state == LinkState.SIGN_IN]
+
     async def reconnect(self, name: str) -> None:
         """Drop the named server's connection and connect again (bounded); ``KeyError`` for an unknown name,
         ``NotConnected`` (saying why) when the new connection could not be made."""
@@ -368,7 +390,7 @@ class McpServers:
 
         try:
             with run.scope:
-                await conn.sign_in(await load_sign_in(), open_url, self.timeouts.sign_in_s)
+                await conn.sign_in(await load_sign_in(), open_url, self.timeouts.sign_in_s, run.wait_pasted)
             if run.scope.cancelled_caught:
                 run.error = "the session ended first"
         except (SignInFailed, NotConnected) as exc:
@@ -385,6 +407,30 @@ class McpServers:
         if port is not None and not run.scope.cancelled_caught:  # a session that ended tells nobody
             with anyio.move_on_after(conn.timeouts.list_s):
                 await port.finished(conn.name, run.error)
+
+    async def finish_sign_in(self, name: str, address: str) -> bool:
+        """The address the user's browser ended on, for the sign-in under way (a browser on another machine cannot
+        reach our loopback listener: the user pastes it). True once signed in; False when that takes longer than a
+        list does (it goes on). ``KeyError``: no such server; ``SignInFailed``: no sign-in is under way, the address
+        is not the sign-in's redirect, or the sign-in failed with it."""
+        conn = self._named(name)
+        run = self._signing.get(conn.index)
+        if run is None or run.url is None:
+            raise SignInFailed(f"no sign-in of {name!r} is waiting for its address; /mcp login {name} starts one")
+        query = redirect_query(address)
+        if query is None:
+            raise SignInFailed(
+                "that is not the address a sign-in ends on (it starts with http://127.0.0.1:PORT/callback?code=)"
+            )
+        if run.pasted.is_set():
+            raise SignInFailed("this sign-in was given its address already")
+        run.redirect = query
+        run.pasted.set()
+        with anyio.move_on_after(self.timeouts.list_s):
+            await run.done.wait()
+        if run.done.is_set() and run.error is not None:
+            raise SignInFailed(run.error)
+        return run.done.is_set()
 
     async def sign_out(self, name: str) -> bool:
         """Forget the named server's tokens (the next request needs a sign-in); False when none were stored.

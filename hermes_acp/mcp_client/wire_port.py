@@ -99,9 +99,16 @@ class OpenWire(Protocol):
 
 class SignInFlow(Protocol):
     def __call__(
-        self, spec: HttpSpec, auth: WireAuth, *, open_url: Callable[[str], Awaitable[bool]], wait_s: float
+        self,
+        spec: HttpSpec,
+        auth: WireAuth,
+        *,
+        open_url: Callable[[str], Awaitable[bool]],
+        wait_s: float,
+        pasted: Callable[[], Awaitable[dict[str, str]]] | None = None,
     ) -> Awaitable[None]:
         """Sign in interactively: discovery, registration, the authorization page handed to ``open_url`` (False:
-        the user declined), the redirect awaited on a loopback listener for at most ``wait_s``, the tokens stored.
+        the user declined), the redirect awaited on a loopback listener for at most ``wait_s`` — or, from
+        ``pasted``, its parameters (``auth.redirect_query``) as the user pasted the address —, the tokens stored.
         Raises ``SignInFailed`` saying why it did not work."""
         ...

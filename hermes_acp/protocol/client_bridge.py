@@ -14,7 +14,8 @@ request's v2 shape, ``configId`` options and typed commands, no client file syst
 none). On v1, what the client advertised in ``initialize`` (``capabilities``) decides what is offered to it: its
 file system and terminals (not its terminals when it renders agent-owned ones), terminal cards for the commands the
 agent runs itself, ``notice`` updates instead of agent text, compaction updates instead of an agent message saying
-what was compacted, the ``ask_user`` tool; on v2 all of that is baseline but the client's file system and
+what was compacted, the ``ask_user`` tool, addresses to open (URL elicitation: an MCP server's sign-in page or its
+questions); on v2 all of that is baseline but the client's file system and
 terminals, which v2 does not have.
 
 Permission answers map to our four outcomes; an unknown option id counts as a refusal, and a client that answers
@@ -40,12 +41,12 @@ from hermes_acp.jsonrpc.boundary import ClientRequestError
 from hermes_acp.jsonrpc.dispatcher import Dispatcher
 from hermes_acp.sessions.options import SessionOptions
 from hermes_acp.sessions.switches import Switch
-from hermes_acp.sessions.views import Foreground
+from hermes_acp.sessions.views import EditorLinks, Foreground
 from hermes_acp.tools.context import EditorFiles, EditorTerminals, Elicitor
 from hermes_acp.turns.ports import LiveUpdate, PermissionAnswer, PermissionChoice, PermissionQuestion, UpdateSink
 
 from .convert import event_updates, live_update, notice_update, tool_content, tool_locations
-from .editor import AcpEditorFiles, AcpEditorTerminals, AcpElicitor
+from .editor import AcpEditorFiles, AcpEditorTerminals, AcpElicitor, AcpLinks
 from .handshake import Handshake
 from .reliable.epoch import Epoch
 from .reliable.meta import client_instance_id, operation_id, update_params
@@ -85,6 +86,7 @@ class AcpUpdateSink:
             plans=capabilities.plans,
             terminal_cards=capabilities.terminal_cards,
             subagents=capabilities.subagents,
+            terminal_delta=capabilities.terminal_delta,
         ):
             await self.send(update)
 
@@ -101,6 +103,7 @@ class AcpUpdateSink:
             compaction=capabilities.compaction,
             terminal_cards=capabilities.terminal_cards,
             subagents=capabilities.subagents,
+            terminal_delta=capabilities.terminal_delta,
         )
         if rendered is not None:
             await self.send(rendered)
@@ -335,6 +338,11 @@ class AcpClientBridge:
         """Questions to the user (``elicitation/create``, form mode) when the client advertised ``elicitation.form``."""
         return AcpElicitor(self.dispatcher, session_id) if self._forms else None
 
+    def links(self, session_id: str) -> EditorLinks | None:
+        """Addresses for the user to open (``elicitation/create``, URL mode, and ``elicitation/complete``) when the
+        client advertised ``elicitation.url``."""
+        return AcpLinks(self.dispatcher, session_id) if self._urls else None
+
     def request_elicitor(self, request_id: str | int | None) -> Elicitor | None:
         """Questions tied to one of the client's requests rather than a session (the setup in ``authenticate``)."""
         return AcpElicitor(self.dispatcher, request_id=request_id) if self._forms else None
@@ -344,6 +352,12 @@ class AcpClientBridge:
         if self.version >= 2:
             return v2.advertised(self._handshake.params).elicitation_form
         return self.capabilities.elicitation_form
+
+    @property
+    def _urls(self) -> bool:
+        if self.version >= 2:
+            return v2.advertised(self._handshake.params).elicitation_url
+        return self.capabilities.elicitation_url
 
     async def send(self, session_id: str, update: dict[str, Any]) -> None:
         """A session-level update outside any turn, rendered already (the context meter's)."""

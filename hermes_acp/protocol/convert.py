@@ -11,10 +11,12 @@
   that advertised ``plan`` (the 2.4.0 unstable schema), as today's whole ``plan`` to any other;
 - a terminal the agent owns (``AgentTerminalBlock``, its live output ``LiveTerminalOutput``) → for a client that
   advertised ``_meta.terminal_output`` (``terminal_cards``), a terminal card in Zed's ``_meta`` dialect
-  (``terminal_cards.py``), its title the command; for any other, the text the block carries as its fallback;
+  (``terminal_cards.py``; its output under ``terminal_output_delta`` for a client that advertised that name instead,
+  ``terminal_delta``), its title the command; for any other, the text the block carries as its fallback;
 - a subagent's events on its parent (``SubagentStarted``, ``SubagentEnded``) → ``subagent_update`` and the
   ``delegate`` card's link, for a client that advertised ``subagents`` only (nothing for any other); a parent's task
-  in its child's log → the child's incoming ``session_message``;
+  in its child's log → the child's incoming ``session_message`` (its participants) and one ``session_message_chunk``
+  per content block (the 2.4.0 unstable schema: a chunk carries only content);
 - transient live updates and notices → ``session/update`` payloads: a compaction still running (or stopped) and
   its summary chunks only for a client with ``session.compaction`` (None for the others), and the context meter
   (``usage_update``: tokens in the context now, the window, the session's cost when the models have prices, and
@@ -92,6 +94,7 @@ __all__ = [
     "plan_updates",
     "prompt_to_display",
     "session_message",
+    "session_message_chunks",
     "subagent_announced",
     "subagent_ended",
     "tool_content",
@@ -199,14 +202,16 @@ def event_updates(
     plans: bool = False,
     terminal_cards: bool = False,
     subagents: bool = False,
+    terminal_delta: bool = False,
 ) -> list[Update]:
     """``compaction``: the client advertised ``session.compaction`` (it renders compaction updates); ``plans``: it
     advertised ``plan`` (unstable: plans by id, ``plan_update`` / ``plan_removed``); ``terminal_cards``: it
     advertised ``_meta.terminal_output`` (it renders agent-owned terminals); ``subagents``: it advertised
-    ``subagents`` (it is told about child sessions; a client without it is told nothing of them)."""
+    ``subagents`` (it is told about child sessions; a client without it is told nothing of them);
+    ``terminal_delta``: it reads a terminal card's output from ``_meta.terminal_output_delta``."""
     match event:
         case UserPrompted() if event.sender_session_id is not None:  # a parent's task: no client showed it itself
-            return [session_message(event)]
+            return session_message_chunks(event)
         case UserPrompted():
             if live:
                 return []
@@ -249,7 +254,9 @@ def event_updates(
                         "rawInput": event.raw_input,
                         "locations": tool_locations(event.locations),
                         "content": tool_content(event.content, live=live, terminal_cards=terminal_cards) or None,
-                        "_meta": zed_meta(terminal_events(event.content)) if terminal_cards else None,
+                        "_meta": zed_meta(terminal_events(event.content), delta=terminal_delta)
+                        if terminal_cards
+                        else None,
                     }
                 )
             ]
@@ -262,7 +269,9 @@ def event_updates(
                         "status": event.status,
                         "content": tool_content(event.content, live=live, terminal_cards=terminal_cards),
                         "rawOutput": event.raw_output,
-                        "_meta": zed_meta(terminal_events(event.content, live=live)) if terminal_cards else None,
+                        "_meta": zed_meta(terminal_events(event.content, live=live), delta=terminal_delta)
+                        if terminal_cards
+                        else None,
                     }
                 )
             ]
@@ -314,8 +323,23 @@ def plan_updates(event: PlanUpdated, *, plans: bool) -> list[Update]:
     return [{"sessionUpdate": "plan_update", "plan": plan}]
 
 
+def session_message_chunks(event: UserPrompted) -> list[Update]:
+    """A task its parent sent a session, on v1: the child's incoming ``session_message`` naming the sender, then its
+    content as ``session_message_chunk``s, one per block."""
+    upsert: Update = {
+        "sessionUpdate": "session_message",
+        "messageId": event.message_id,
+        "senderSessionId": event.sender_session_id,
+    }
+    chunks = [
+        {"sessionUpdate": "session_message_chunk", "messageId": event.message_id, "content": content_block(b)}
+        for b in event.display
+    ]
+    return [upsert, *chunks]
+
+
 def session_message(event: UserPrompted) -> Update:
-    """A task its parent sent a session, as the child's incoming ``session_message``."""
+    """A task its parent sent a session, as the child's incoming ``session_message`` with its whole content (v2)."""
     return {
         "sessionUpdate": "session_message",
         "messageId": event.message_id,
@@ -413,7 +437,12 @@ def compaction_summary(event: ContextCompacted) -> str:
 
 
 def live_update(
-    update: LiveUpdate, *, compaction: bool = False, terminal_cards: bool = False, subagents: bool = False
+    update: LiveUpdate,
+    *,
+    compaction: bool = False,
+    terminal_cards: bool = False,
+    subagents: bool = False,
+    terminal_delta: bool = False,
 ) -> Update | None:
     """The ``session/update`` for ``update``; None when the client cannot show it (compaction updates to a client
     without ``session.compaction``, a child's state to one without ``subagents``). A terminal's output is
@@ -442,7 +471,7 @@ def live_update(
             return progress
         case LiveTerminalOutput():
             if terminal_cards:
-                meta = zed_meta(terminal_events(update))
+                meta = zed_meta(terminal_events(update), delta=terminal_delta)
                 if meta is None:
                     return None
                 return {"sessionUpdate": "tool_call_update", "toolCallId": update.tool_call_id, "_meta": meta}

@@ -1,6 +1,7 @@
 """The editor's file system, terminals and questions to the user over ACP: ``fs/read_text_file``,
 ``fs/write_text_file``, ``terminal/*`` and ``elicitation/create`` behind the tools' ``EditorFiles``,
-``EditorTerminals`` and ``Elicitor`` ports, for one session.
+``EditorTerminals`` and ``Elicitor`` ports, for one session; and ``elicitation/create`` in URL mode with
+``elicitation/complete`` behind the session layer's ``EditorLinks`` (an address the user opens).
 
 The bridge builds these only for what the client advertised; a client that offers just one of the two ``fs``
 methods gets the other done on the local disk (``hermes_acp.tools.DISK``). Every request is bounded; an error the
@@ -11,6 +12,7 @@ Nothing here decides which paths go to the editor or whether a call is allowed.
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -39,6 +41,7 @@ __all__ = [
     "AcpEditorFiles",
     "AcpEditorTerminals",
     "AcpElicitor",
+    "AcpLinks",
 ]
 
 FS_TIMEOUT_S = 30.0
@@ -220,3 +223,39 @@ class AcpElicitor:
         if response.action == "accept":
             return ElicitationAnswer(action="accept", content=response.content or {})
         return ElicitationAnswer(action="decline" if response.action == "decline" else "cancel")
+
+
+class AcpLinks:
+    """``EditorLinks`` (the client advertised ``elicitation.url``): an address for the user to open, tied to a session
+    and to the tool call that asks, and the notice that the interaction it stands for is over."""
+
+    def __init__(self, dispatcher: Dispatcher, session_id: str):
+        self._dispatcher = dispatcher
+        self._session_id = session_id
+
+    async def open(self, message: str, url: str, elicitation_id: str, *, tool_call_id: str | None) -> ElicitationAnswer:
+        params: dict[str, Any] = {
+            "sessionId": self._session_id,
+            "mode": "url",
+            "message": message,
+            "elicitationId": elicitation_id,
+            "url": url,
+        }
+        if tool_call_id is not None:
+            params["toolCallId"] = tool_call_id
+        response = await _call(
+            self._dispatcher,
+            "elicitation/create",
+            params,
+            "an address for the user",
+            ElicitationResult,
+            timeout_s=ELICITATION_TIMEOUT_S,
+        )
+        assert response is not None
+        if response.action == "accept":
+            return ElicitationAnswer(action="accept")
+        return ElicitationAnswer(action="decline" if response.action == "decline" else "cancel")
+
+    async def completed(self, elicitation_id: str) -> None:
+        with contextlib.suppress(ConnectionError):  # a client that left has nothing left to close
+            await self._dispatcher.notify("elicitation/complete", {"elicitationId": elicitation_id})

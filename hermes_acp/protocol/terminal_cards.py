@@ -14,7 +14,9 @@ Each dialect renders those events, and only those:
   carries ``_meta.terminal_info {terminal_id, cwd, command}`` (Zed makes a display-only terminal, labelled with the
   call's title, so the title is the command) and content ``{"type": "terminal", "terminalId"}``; updates carry
   ``_meta.terminal_output {terminal_id, data}`` (appended) and ``_meta.terminal_exit {terminal_id, exit_code,
-  signal}``. The terminal id is the tool call's, as claude-agent-acp and codex-acp name theirs.
+  signal}``. The terminal id is the tool call's, as claude-agent-acp and codex-acp name theirs. A client that
+  advertised ``_meta.terminal_output_delta`` instead (codex-acp's name for the same channel; no ACP schema has either)
+  gets the same card with its output under ``_meta.terminal_output_delta {terminal_id, data}``, appended (``delta``).
 - ``v2_updates``: ACP v2's agent-owned terminals (``terminal_update`` with the command, cwd and exit status;
   ``terminal_output_chunk`` with base64 bytes), the same events, for when the server speaks v2.
 
@@ -97,17 +99,19 @@ def card_title(blocks: list[DisplayBlock]) -> str | None:
     return None
 
 
-def zed_meta(events: list[TerminalEvent]) -> dict[str, Any] | None:
+def zed_meta(events: list[TerminalEvent], *, delta: bool = False) -> dict[str, Any] | None:
     """The ``_meta`` of one ``tool_call`` / ``tool_call_update`` carrying ``events`` (one terminal per call: the
-    latest of each kind), or None when there are none. Zed applies the output before the exit."""
+    latest of each kind), or None when there are none. Zed applies the output before the exit. ``delta``: the output
+    goes under ``terminal_output_delta`` (the same appended text)."""
+    output_key = "terminal_output_delta" if delta else "terminal_output"
     meta: dict[str, Any] = {}
     for event in events:
         match event:
             case Opened():
                 meta["terminal_info"] = {"terminal_id": event.terminal_id, "cwd": event.cwd, "command": event.command}
             case Output():
-                previous = meta.get("terminal_output", {}).get("data", "")
-                meta["terminal_output"] = {"terminal_id": event.terminal_id, "data": previous + event.data}
+                previous = meta.get(output_key, {}).get("data", "")
+                meta[output_key] = {"terminal_id": event.terminal_id, "data": previous + event.data}
             case Exited():
                 meta["terminal_exit"] = {
                     "terminal_id": event.terminal_id,

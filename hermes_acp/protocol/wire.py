@@ -184,6 +184,12 @@ class ClientCapabilities(WireModel):
         return self.elicitation.form is not None
 
     @property
+    def elicitation_url(self) -> bool:
+        """The client opens an address for the user (``elicitation/create`` in URL mode) and takes
+        ``elicitation/complete``."""
+        return self.elicitation.url is not None
+
+    @property
     def plans(self) -> bool:
         return self.plan is not None
 
@@ -194,9 +200,20 @@ class ClientCapabilities(WireModel):
 
     @property
     def terminal_cards(self) -> bool:
-        """Zed's extension ``_meta.terminal_output: true``: the client shows a terminal the agent owns from the
-        ``_meta.terminal_info`` / ``terminal_output`` / ``terminal_exit`` of a tool call (only ``true`` counts)."""
+        """Zed's extension ``_meta.terminal_output: true`` (or ``terminal_output_delta: true``): the client shows a
+        terminal the agent owns from the ``_meta.terminal_info`` / ``terminal_output`` / ``terminal_exit`` of a tool
+        call (only ``true`` counts)."""
+        return self.terminal_output or self.terminal_delta
+
+    @property
+    def terminal_output(self) -> bool:
         return self.meta is not None and self.meta.get("terminal_output") is True
+
+    @property
+    def terminal_delta(self) -> bool:
+        """``_meta.terminal_output_delta: true`` (codex-acp's name, not in any ACP schema): the same terminal card with
+        its output appended from ``_meta.terminal_output_delta``. Zed's ``terminal_output`` wins where both are."""
+        return not self.terminal_output and self.meta is not None and self.meta.get("terminal_output_delta") is True
 
 
 class InitializeParams(WireModel):

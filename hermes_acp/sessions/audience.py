@@ -9,12 +9,12 @@ audience is the session's ``UpdateSink`` and ``PermissionGate`` (the ports the t
   ``MEMBER_SEND_S``): a client that lets one wait out counts as stalled until the turn ends and gets nothing more
   live (``session/load`` replays it), while the others go on. This is the one stall check on an update's way (the
   recorder adds none). The prompt of a turn is shown live to the connections that did not send it.
-- **Questions** (permission requests, elicitation) go to every attached connection that can answer them; the first
-  answer wins and is final, and the requests to the others are withdrawn (their waits are cancelled, which tells
-  each client with ``$/cancel_request``). A connection that attaches while a question waits is asked too. With
-  nobody attached, a question waits for the next attach (``wait_for_attach``, bounded by ``unattended_wait_s``,
-  0 = as long as the turn lives); without ``wait_for_attach`` (inline mode: the one client is gone) it fails at
-  once as a closed connection.
+- **Questions** (permission requests, elicitation, an address to open) go to every attached connection that can
+  answer them; the first answer wins and is final, and the requests to the others are withdrawn (their waits are
+  cancelled, which tells each client with ``$/cancel_request``). A connection that attaches while a question waits
+  is asked too. With nobody attached, a question waits for the next attach (``wait_for_attach``, bounded by
+  ``unattended_wait_s``, 0 = as long as the turn lives); without ``wait_for_attach`` (inline mode: the one client is
+  gone) it fails at once as a closed connection.
 - **Where the foreground work stands** (``foreground``): running, waiting on the user while a question is open
   (``requires_action``, then running again once it is answered), idle with how the prompt ended; each connection
   is told as it can show it (``ClientBridge.state_changed``: ACP v2's ``state_update``), in turn with its updates.
@@ -39,7 +39,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, runtime_checkable
+from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeVar, runtime_checkable
 
 import anyio
 import structlog
@@ -256,7 +256,8 @@ class Audience:
         """Set (and replaced) whenever a connection finishes attaching."""
         self._shown_notices: dict[str, set[int]] = {}
         """A notice's text → the members that showed it live (the stored copy is not rendered to them again)."""
-        self._could_elicit = False
+        self._could: set[str] = set()
+        """The kinds of question (``form``, ``url``) the connections attached so far could answer."""
         self.origin: ClientBridge | None = None
         """The connection whose prompt the running turn serves (its files and terminals; its prompt it shows
         itself)."""
@@ -330,8 +331,7 @@ class Audience:
 
     def _join(self, member: _Member) -> None:
         self._members.append(member)
-        if member.client.elicitor(self._session_id) is not None:
-            self._could_elicit = True
+        self._could |= {mode for mode in ("form", "url") if _offers(member.client, self._session_id, mode)}
         for question in list(self._questions):
             question.put(member)
         self._joined.set()
@@ -496,11 +496,13 @@ class Audience:
         """Questions to the user, when an attached connection can ask them (or the last one could)."""
         if any(member.client.elicitor(self._session_id) is not None for member in self._members):
             return _AudienceElicitor(self)
-        if not self._members and self._could_elicit:
+        if not self._members and "form" in self._could:
             return _AudienceElicitor(self)
         return None
 
-    async def elicit(self, message: str, schema: dict[str, Any], *, tool_call_id: str | None) -> ElicitationAnswer:
+    async def ask_form(self, message: str, schema: dict[str, Any], *, tool_call_id: str | None) -> ElicitationAnswer:
+        """A form question put to every attached connection that can show one; the first answer. Raises as
+        ``open_link`` does (``elicit`` says it in the user's words)."""
         session_id = self._session_id
 
         async def call(client: ClientBridge) -> ElicitationAnswer:
@@ -508,8 +510,41 @@ class Audience:
             assert elicitor is not None
             return await elicitor.ask(message, schema, tool_call_id=tool_call_id)
 
+        return await self._first_answer(call, lambda client: client.elicitor(session_id) is not None)
+
+    def can_elicit(self, mode: Literal["form", "url"]) -> bool:
+        """A question of this kind can be put now: to an attached connection that offers it, or — nobody attached to
+        a shared session — to the next one to attach, when the last ones could answer it."""
+        if any(_offers(member.client, self._session_id, mode) for member in self._members):
+            return True
+        return not self._members and self._wait_for_attach and mode in self._could
+
+    async def open_link(
+        self, message: str, url: str, elicitation_id: str, *, tool_call_id: str | None
+    ) -> ElicitationAnswer:
+        """An address for the user to open, offered to every attached connection that can open one; the first
+        answer. ``ConnectionError`` with nobody to ask, ``TimeoutError`` when nobody attached in time, the editor's
+        ``ToolError``."""
+        session_id = self._session_id
+
+        async def call(client: ClientBridge) -> ElicitationAnswer:
+            links = client.links(session_id)
+            assert links is not None
+            return await links.open(message, url, elicitation_id, tool_call_id=tool_call_id)
+
+        return await self._first_answer(call, lambda client: client.links(session_id) is not None)
+
+    async def link_completed(self, elicitation_id: str) -> None:
+        """Tell every attached connection that opens addresses that ``elicitation_id`` is over (bounded each)."""
+        for member in list(self._members):
+            links = member.client.links(self._session_id)
+            if links is not None:
+                with anyio.move_on_after(MEMBER_SEND_S):
+                    await links.completed(elicitation_id)
+
+    async def elicit(self, message: str, schema: dict[str, Any], *, tool_call_id: str | None) -> ElicitationAnswer:
         try:
-            return await self._first_answer(call, lambda client: client.elicitor(session_id) is not None)
+            return await self.ask_form(message, schema, tool_call_id=tool_call_id)
         except ConnectionError as exc:
             raise ToolError("the editor connection closed before the user answered") from exc
         except TimeoutError as exc:
@@ -579,6 +614,12 @@ class Audience:
 
 def _event(item: SessionEvent | StoredEvent) -> SessionEvent:
     return item.event if isinstance(item, StoredEvent) else item
+
+
+def _offers(client: ClientBridge, session_id: str, mode: str) -> bool:
+    if mode == "form":
+        return client.elicitor(session_id) is not None
+    return client.links(session_id) is not None
 
 
 class _AudienceElicitor:

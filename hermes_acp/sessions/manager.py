@@ -15,7 +15,8 @@ hides it for good (its log stays, loadable by id). No ACP here.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Coroutine, Sequence
+import contextlib
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal
@@ -27,6 +28,7 @@ from anyio.abc import TaskGroup
 from hermes_acp.commands.instructions import load_instructions
 from hermes_acp.commands.prompt_files import load_prompt_files
 from hermes_acp.core import SessionEvent, TitleSet, TurnEnded
+from hermes_acp.core.notice import Notice
 from hermes_acp.errors import InvalidParamsError, SessionNotFoundError, SessionNotOpenError
 from hermes_acp.mcp_client import McpServers
 from hermes_acp.providers.catalog import CatalogModel
@@ -42,6 +44,7 @@ from hermes_acp.turns.timeline import effective, fork_point
 
 from ._runtime import SessionRuntime
 from .audience import Audience
+from .mcp_user import McpUser
 from .metadata import normalise_title, stored_system_prompt, with_system_prompt
 from .records import child_record, derived_record, directories, new_record, normalise_cwd
 from .services import SessionServices
@@ -423,12 +426,17 @@ class SessionManager:
         runtime, spawn = await self._start_runtime(record.id)
         try:
             settings = self.services.settings
+            extra = tuple(Path(p) for p in record.meta.get("additional_directories", []) if isinstance(p, str))
+            workspace = Workspace(cwd=Path(record.cwd), additional=extra)
             servers = McpServers(
                 mcp_servers,
                 cwd=Path(record.cwd),
                 stderr_dir=settings.logs_dir / "mcp",
                 pass_env=settings.sandbox.pass_env,
                 ready_wait_s=settings.mcp.ready_wait_s,
+                configured=settings.mcp.servers,
+                auth_dir=settings.mcp_auth_dir,
+                roots=workspace.roots,
             )
             if servers:
                 await runtime.enter(servers.running())  # starts them; does not wait for them
@@ -436,8 +444,6 @@ class SessionManager:
                 record.id, wait_for_attach=self._wait_for_attach, unattended_wait_s=self._unattended_wait_s
             )
             recorder = Recorder(record.id, self.services.store, audience, projection)
-            extra = tuple(Path(p) for p in record.meta.get("additional_directories", []) if isinstance(p, str))
-            workspace = Workspace(cwd=Path(record.cwd), additional=extra)
             session = Session(
                 record,
                 recorder,
@@ -452,6 +458,8 @@ class SessionManager:
                 prompt_files=await load_prompt_files(workspace.cwd, self.services.settings.home),
                 children=self,
             )
+            if servers:
+                await _serve_user(session, servers)
         except BaseException:
             with anyio.CancelScope(shield=True):  # the owner task would outlive a session that never opened
                 await runtime.aclose()
@@ -474,3 +482,30 @@ class SessionManager:
                 await providers.warm_up(model)
 
         session.runtime.submit(warm_up, "warm up")
+
+
+async def _serve_user(session: Session, servers: McpServers) -> None:
+    """The session's editors answer its MCP servers' questions and sign-ins (``mcp_user``); its commands follow the
+    servers' prompts (in the owner task, for the session's life)."""
+    runtime, notices = session.runtime, session.notices
+
+    def tell(notice: Notice) -> None:
+        async def told() -> None:
+            await notices.tell(notice)
+
+        runtime.submit(told, "MCP notice")
+
+    user = McpUser(session.audience, tell)
+    servers.use(questions=user, sign_in=user)
+    await runtime.enter(_for_life(session.commands.follow_servers))
+
+
+@contextlib.asynccontextmanager
+async def _for_life(work: Callable[[], Coroutine[Any, Any, None]]) -> AsyncIterator[None]:
+    """``work`` runs until the session closes (its owner task leaves this)."""
+    async with anyio.create_task_group() as group:
+        group.start_soon(work)
+        try:
+            yield
+        finally:
+            group.cancel_scope.cancel()

@@ -10,6 +10,10 @@ replay shows it too: ``Recorder.show`` is the one place that decides.
 - Once the session is open (``report_servers``): its MCP servers that could not start (or be used), told between
   turns once they settled (bounded), so a slow server holds up no command; as a turn of their own.
 - During a turn (``notify``: an image downgraded to text): in the running turn.
+- At any time (``tell``: an MCP server's sign-in page, a sign-in's end): live, else stored as a turn of its own between
+  turns (bounded: a turn that runs longer keeps it from being stored; the next turn's notices say what still waits).
+- For the model, at a model turn's start (``model_notes``): which MCP servers wait for the user to sign in, each time
+  that set changes (so the model knows why their tools are missing and can say so).
 
 It sees the session through ``NoticesView``; it knows neither the prompt queue's work nor ACP.
 """
@@ -77,6 +81,7 @@ class SessionNotices:
     def __init__(self, view: NoticesView):
         self._view = view
         self._told_once = False
+        self._waiting_told: tuple[str, ...] = ()
 
     async def at_turn(self) -> list[str]:
         """Before a model turn: the notices of its start shown live; the texts of the others, to store with it."""
@@ -107,6 +112,36 @@ class SessionNotices:
         """A warning that arises during a turn (an image downgraded to text): live, or stored in the turn."""
         if (turn_id := self._view.turn_id) is not None:
             await self._view.recorder.notice(notice, turn_id=turn_id)
+
+    async def tell(self, notice: Notice) -> None:
+        """A notice that arises outside the turns (an MCP sign-in): live, else stored as a turn of its own."""
+        view = self._view
+        if await view.recorder.show(notice):
+            return
+        async with view.queue.lock:  # between turns: never inside another turn's text
+            turn_id = new_turn_id()
+            added = NoticeAdded(turn_id=turn_id, message_id=new_message_id(), text=notice.as_text())
+            await view.recorder.record(added, TurnEnded(turn_id=turn_id, stop_reason="end_turn"))
+
+    def model_notes(self) -> list[str]:
+        """What the model is told with the prompt of a model turn: the MCP servers that wait for the user to sign in,
+        when they are not the ones it was told of last (a child's parent was told)."""
+        view = self._view
+        if view.lineage.link is not None:
+            return []
+        waiting = tuple(view.mcp.waiting_for_sign_in())
+        if waiting == self._waiting_told:
+            return []
+        self._waiting_told = waiting
+        if not waiting:
+            return []
+        names = ", ".join(f"'{name}'" for name in waiting)
+        login = " or ".join(f"/mcp login {name}" for name in waiting)
+        which = f"MCP servers {names} wait" if len(waiting) > 1 else f"MCP server {names} waits"
+        return [
+            f"[Note from hermes-acp: {which} for the user to sign in ({login}); the tools are offered once the user"
+            " has.]"
+        ]
 
     async def _show(self, notices: Sequence[Notice]) -> list[str]:
         recorder = self._view.recorder

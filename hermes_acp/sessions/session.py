@@ -258,6 +258,7 @@ class Session:
             wiring = self.wiring
             await wiring.prepare()
             texts = await self.notices.at_turn()
+            notes = self.notices.model_notes()
             turn_id = self._turn_id = new_turn_id()
             steering = self.steering.open(turn_id)
             message_id = message_id or new_message_id()
@@ -266,6 +267,7 @@ class Session:
                     display,
                     turn_id=turn_id,
                     notices=texts,
+                    notes=notes,
                     prompt=prompt,
                     input_id=input_id,
                     message_id=message_id,

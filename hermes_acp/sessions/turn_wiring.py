@@ -249,13 +249,21 @@ class TurnWiring:
         input_id: str | None = None,
         message_id: str | None = None,
         steering: SteeringInbox | None = None,
+        notes: Sequence[str] = (),
     ) -> TurnResult:
         deps = self.deps(steering)
         if self._session.lineage.link is None:  # a child's turns are part of its root's prompt
             self.budget.start_prompt()
         state = TurnState(turn_id=turn_id)
         return await run_turn(
-            state, deps, display, notices=notices, prompt=prompt, input_id=input_id, message_id=message_id
+            state,
+            deps,
+            display,
+            notices=notices,
+            notes=notes,
+            prompt=prompt,
+            input_id=input_id,
+            message_id=message_id,
         )
 
     def _environment(self) -> ToolEnvironment:

@@ -3,10 +3,10 @@ wiring may use of a session — so that no module but the manager, which builds 
 
 - ``ClientBridge`` is one connection as a session sees it: the services its environment gives (keys, settings, the
   environment commands inherit), whether it is still there, and per session its update sink, its permission gate,
-  and the editor's file system, terminals and questions to the user when the client advertised them; and how it
-  shows the session's commands and options when they change (each connection as its capabilities allow). A session
-  is attached to several at once (``sessions.audience``). ``hermes_acp.protocol`` implements it over ACP; tests use
-  doubles.
+  and the editor's file system, terminals, questions to the user and addresses for the user to open
+  (``EditorLinks``) when the client advertised them; and how it shows the session's commands and options when they
+  change (each connection as its capabilities allow). A session is attached to several at once
+  (``sessions.audience``). ``hermes_acp.protocol`` implements it over ACP; tests use doubles.
 - ``LiveSession`` is a live session as a connection's routes (and the host's status) use it: its prompts, steering,
   rewinds and cancel, its options and commands, who is attached, what waits.
 - ``WiringView`` is what the turn wiring builds a turn from (``sessions.turn_wiring``); it includes ``SurfaceView``,
@@ -30,7 +30,7 @@ from hermes_acp.errors import TurnFailure
 from hermes_acp.mcp_client import McpServers
 from hermes_acp.subagents.lineage import Lineage
 from hermes_acp.subagents.runner import SubagentRunner
-from hermes_acp.tools.context import EditorFiles, EditorTerminals, Elicitor, Workspace
+from hermes_acp.tools.context import EditorFiles, EditorTerminals, ElicitationAnswer, Elicitor, Workspace
 from hermes_acp.turns.ports import LiveUsage, PermissionGate, UpdateSink
 from hermes_acp.turns.recorder import Recorder
 
@@ -49,6 +49,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ClientBridge",
+    "EditorLinks",
     "Foreground",
     "ForegroundState",
     "LiveSession",
@@ -130,6 +131,20 @@ class QueuedInput:
         return "".join(b.text for b in self.display if isinstance(b, TextBlock))
 
 
+class EditorLinks(Protocol):
+    """Addresses the editor opens for the user (ACP ``elicitation/create`` in URL mode): an MCP server's sign-in
+    page, or a page a server's question sends the user to."""
+
+    async def open(self, message: str, url: str, elicitation_id: str, *, tool_call_id: str | None) -> ElicitationAnswer:
+        """Offer ``url`` with ``message``; ``accept`` once the user agreed to open it. Raises ``ToolError`` when the
+        editor could not be asked."""
+        ...
+
+    async def completed(self, elicitation_id: str) -> None:
+        """What the address stood for is over (``elicitation/complete``); the editor may close what it showed."""
+        ...
+
+
 class ClientBridge(Protocol):
     @property
     def connection_id(self) -> str:
@@ -163,6 +178,8 @@ class ClientBridge(Protocol):
     def terminals(self, session_id: str) -> EditorTerminals | None: ...
 
     def elicitor(self, session_id: str) -> Elicitor | None: ...
+
+    def links(self, session_id: str) -> EditorLinks | None: ...
 
     async def send(self, session_id: str, update: dict[str, Any]) -> None:
         """A session-level update the protocol layer rendered (mode, config options), passed on as it is."""

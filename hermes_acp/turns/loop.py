@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Final, Literal, assert_never
 
 import anyio
@@ -150,19 +150,22 @@ async def run_turn(
     display: list[DisplayBlock],
     *,
     notices: Sequence[str] = (),
+    notes: Sequence[str] = (),
     prompt: str | None = None,
     input_id: str | None = None,
     message_id: str | None = None,
 ) -> TurnResult:
     """Run one prompt turn to its end. Cancellation propagates after the turn was settled and stored.
 
-    ``notices`` are shown to the user with the prompt (e.g. an MCP server that failed to start). ``prompt``: what
+    ``notices`` are shown to the user with the prompt (e.g. an MCP server that failed to start); ``notes`` are for
+    the model, after the prompt's text (e.g. the MCP servers that wait for the user to sign in). ``prompt``: what
     the model gets instead of ``display`` (a slash command's expanded text; the transcript still shows
     ``display``). ``input_id``: the queued input the prompt waited as; ``message_id``: the id to store the prompt
     with (a fresh one when None)."""
     current: Phase | Ended = Converting(
         display=display,
         notices=tuple(notices),
+        notes=tuple(notes),
         prompt=prompt,
         input_id=input_id,
         message_id=message_id or new_message_id(),
@@ -220,6 +223,9 @@ async def _convert(phase: Converting, state: TurnState, deps: TurnDeps) -> Phase
         converted = ConvertedPrompt(UserMessage(parts=[TextPart(text=phase.prompt)]))
     else:
         converted = await _converted(phase.display, state, deps)
+    if phase.notes:
+        notes = [TextPart(text=note) for note in phase.notes]
+        converted = replace(converted, message=UserMessage(parts=[*converted.message.parts, *notes]))
     await deps.recorder.record(
         UserPrompted(
             turn_id=state.turn_id,

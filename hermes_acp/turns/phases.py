@@ -44,6 +44,8 @@ class Converting:
     """The prompt as the editor showed it."""
     notices: tuple[str, ...] = ()
     """Shown with the prompt (e.g. an MCP server that failed to start)."""
+    notes: tuple[str, ...] = ()
+    """For the model, after the prompt's text (e.g. the MCP servers that wait for a sign-in); never shown."""
     prompt: str | None = None
     """What the model gets instead of ``display`` (a slash command's text); ``display`` is still what is shown."""
     input_id: str | None = None

@@ -7,6 +7,7 @@ import contextlib
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 from hermes_acp.commands.command_set import Command, Reply
 from hermes_acp.commands.instructions import InstructionFile
@@ -71,6 +72,9 @@ class FakeAudience:
 
     def elicitor(self) -> Elicitor | None:
         return None
+
+    def can_elicit(self, mode: Literal["form", "url"]) -> bool:
+        return False
 
     async def commands_changed(self, commands: Sequence[Command]) -> None:
         self.announced.append([command.name for command in commands])

@@ -3,7 +3,9 @@
 It is typed against ``acp.interfaces.Client``. Permission answers come from ``answers`` (option ids, used in
 order; ``"cancelled"`` answers the cancelled outcome and ``"error"`` a JSON-RPC error) or from ``on_permission``
 (which may wait, e.g. on an event, to hold a request open for cancel tests). Questions (``elicitation/create``) are
-recorded and answered from ``elicitation_answers`` (``{"action": ..., "content": ...}``), by default cancelled.
+recorded and answered from ``on_elicitation`` (which may act first, e.g. open the address as a browser would) or
+``elicitation_answers`` (``{"action": ..., "content": ...}``), by default cancelled; ``elicitation/complete``
+notifications are recorded in ``completions``.
 ``cards`` and ``transcript`` fold the recorded frames into what an editor ends up showing.
 """
 
@@ -56,6 +58,9 @@ class RecordingClient(BareClient):
     """Every ``elicitation/create``: its message, the SDK's name for its mode (``kind``) and the mode's fields
     (session, tool call, requested schema)."""
     elicitation_answers: list[dict[str, Any]] = field(default_factory=list)
+    on_elicitation: Callable[[dict[str, Any]], Awaitable[dict[str, Any]]] | None = None
+    completions: list[str] = field(default_factory=list)
+    """The ids of every ``elicitation/complete``, in order."""
     arrived: anyio.Event = field(default_factory=anyio.Event)
     """Set by the next update or permission request (then replaced by a fresh event); ``wait_for`` waits on it."""
 
@@ -91,14 +96,22 @@ class RecordingClient(BareClient):
 
     async def create_elicitation(self, message: str, mode: Any, **kwargs: Any) -> Any:
         fields = mode.model_dump(mode="json", by_alias=True, exclude_none=True)
-        self.elicitations.append({"message": message, "kind": type(mode).__name__, **fields})
+        asked = {"message": message, "kind": type(mode).__name__, **fields}
+        self.elicitations.append(asked)
         self._arrived()
-        answer = self.elicitation_answers.pop(0) if self.elicitation_answers else {"action": "cancel"}
+        if self.on_elicitation is not None:
+            answer = await self.on_elicitation(asked)
+        else:
+            answer = self.elicitation_answers.pop(0) if self.elicitation_answers else {"action": "cancel"}
         if answer["action"] == "accept":
             return schema.AcceptElicitationResponse(action="accept", content=answer.get("content"))
         if answer["action"] == "decline":
             return schema.DeclineElicitationResponse(action="decline")
         return schema.CancelElicitationResponse(action="cancel")
+
+    async def complete_elicitation(self, elicitation_id: str, **kwargs: Any) -> None:
+        self.completions.append(elicitation_id)
+        self._arrived()
 
     def kinds(self, session_id: str | None = None) -> list[str]:
         return [u["sessionUpdate"] for s, u in self.updates if session_id is None or s == session_id]

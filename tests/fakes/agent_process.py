@@ -79,13 +79,17 @@ class AgentProcess:
     """Every frame both ways, as sent (also those the SDK's client cannot read, e.g. unstable updates)."""
     stdout_lines: list[bytes] = field(default_factory=list)
 
-    async def initialize(self, *, compaction: bool = False) -> Any:
-        """``compaction``: advertise ``session.compaction`` (the client renders compaction updates)."""
-        capabilities = acp.schema.ClientCapabilities(
-            session=acp.schema.ClientSessionCapabilities(compaction=acp.schema.CompactionCapabilities())
-        )
+    async def initialize(
+        self, *, compaction: bool = False, capabilities: acp.schema.ClientCapabilities | None = None
+    ) -> Any:
+        """``compaction``: advertise ``session.compaction`` (the client renders compaction updates);
+        ``capabilities``: advertise these instead."""
+        if compaction:
+            capabilities = acp.schema.ClientCapabilities(
+                session=acp.schema.ClientSessionCapabilities(compaction=acp.schema.CompactionCapabilities())
+            )
         with anyio.fail_after(START_TIMEOUT_S):
-            if compaction:
+            if capabilities is not None:
                 return await self.conn.initialize(protocol_version=1, client_capabilities=capabilities)
             return await self.conn.initialize(protocol_version=1)
 

@@ -7,9 +7,10 @@ what went over the pipe. It advertises what Zed does (``fs`` read/write, ``termi
 
 - a ``tool_call`` whose ``_meta.terminal_info`` names a terminal creates a display-only terminal for it (labelled
   with the call's title, in its ``cwd``; a replayed call creates it anew);
-- a ``tool_call_update``'s ``_meta.terminal_output.data`` is appended to that terminal and ``_meta.terminal_exit``
-  ends it; content items ``{"type": "terminal"}`` must name a terminal the thread knows (Zed rejects others: the
-  emulation records each as a ``problem``);
+- a ``tool_call_update``'s ``_meta.terminal_output.data`` (or ``_meta.terminal_output_delta.data``, for a client
+  that advertised that name instead, as codex-acp's clients do) is appended to that terminal and
+  ``_meta.terminal_exit`` ends it; content items ``{"type": "terminal"}`` must name a terminal the thread knows
+  (Zed rejects others: the emulation records each as a ``problem``);
 - the other fields of the card are merged in order, content replaced, as Zed's upsert does.
 
 Permission requests are answered from ``answers`` (option ids, then ``allow_once``); ``fs/*`` go to the disk;
@@ -208,7 +209,7 @@ class Zed:
         if kind == "tool_call" and info is not None:
             self.terminals[(session_id, info["terminal_id"])] = DisplayTerminal(update["title"], info.get("cwd"))
         self._upsert(session_id, update)
-        output = meta.get("terminal_output")
+        output = meta.get("terminal_output") or meta.get("terminal_output_delta")
         if output is not None:
             terminal = self._known(session_id, output["terminal_id"], "terminal_output")
             if terminal is not None:

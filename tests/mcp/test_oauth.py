@@ -11,6 +11,7 @@ from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 import anyio
+import httpx2
 import pytest
 
 from fixtures.mcp_auth import Authority, follow, serve_elsewhere, serve_protected
@@ -254,3 +255,43 @@ async def test_no_token_reaches_the_log_or_a_commands_environment(tmp_path: Path
     assert '"logger": "mcp.' in written, "the log was written (the SDK's records included)"
     assert not [t for t in issued if t in written], "a token reached the log"
     assert not [t for t in issued if t.encode() in environ], "a token reached a command's environment"
+
+
+class _Elsewhere:
+    """The user's browser on another machine: it is handed the page, but its redirect to our loopback listener lands
+    on that machine; the user copies the address it ended on."""
+
+    def __init__(self) -> None:
+        self.pages: list[str] = []
+        self.shown = anyio.Event()
+
+    async def open_url(self, server: str, url: str) -> bool:
+        self.pages.append(url)
+        self.shown.set()
+        return True
+
+    async def finished(self, server: str, error: str | None) -> None:
+        return None
+
+
+async def test_a_sign_in_finishes_with_the_address_a_browser_on_another_machine_ended_on(tmp_path: Path) -> None:
+    browser = _Elsewhere()
+    async with serve_protected() as protected:
+        async with session(tmp_path, [http_entry(protected.url)]) as servers:
+            await _state(servers, "remote", LinkState.SIGN_IN)
+            with pytest.raises(SignInFailed, match="no sign-in of 'remote' is waiting"):
+                await servers.finish_sign_in("remote", "http://127.0.0.1:1/callback?code=x&state=y")
+            servers.use(questions=None, sign_in=browser)
+            with anyio.fail_after(START_S):
+                await browser.shown.wait()
+            async with httpx2.AsyncClient(follow_redirects=False) as http:
+                page = await http.get(browser.pages[0])
+            ended_on = page.headers["location"]  # what the browser's address bar shows, a page that did not load
+            with pytest.raises(SignInFailed, match="not the address a sign-in ends on"):
+                await servers.finish_sign_in("remote", "https://example.com/elsewhere?code=x")
+            assert await servers.finish_sign_in("remote", f"  {ended_on}\n") is True
+            await _state(servers, "remote", LinkState.READY)
+            with pytest.raises(SignInFailed, match="no sign-in"):
+                await servers.finish_sign_in("remote", ended_on)
+    assert ended_on.startswith("http://127.0.0.1:") and "/callback?code=" in ended_on
+    assert protected.authority.log == ["register", "authorize", "code"]

@@ -22,7 +22,7 @@ from hermes_acp.providers.registry import ProviderRegistry
 from hermes_acp.providers.scripted import ScriptedProvider
 from hermes_acp.sessions import SessionManager, SessionServices, derive_tool_surface
 from hermes_acp.sessions.options import SessionOptions
-from hermes_acp.sessions.views import Foreground
+from hermes_acp.sessions.views import EditorLinks, Foreground
 from hermes_acp.storage import InMemorySessionStore
 from hermes_acp.tools.context import EditorFiles, EditorTerminals, Elicitor
 from hermes_acp.turns import LiveUpdate, PermissionAnswer, PermissionQuestion
@@ -95,6 +95,9 @@ class Bridge:
         return None
 
     def elicitor(self, session_id: str) -> Elicitor | None:
+        return None
+
+    def links(self, session_id: str) -> EditorLinks | None:
         return None
 
     async def commands_changed(self, session_id: str, commands: Sequence[Command]) -> None:

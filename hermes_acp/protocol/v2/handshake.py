@@ -49,6 +49,8 @@ class Advertised:
     """``capabilities.auth.terminal`` (an object in v2): it runs terminal auth methods."""
     elicitation_form: bool = False
     """``capabilities.elicitation.form``: it shows forms."""
+    elicitation_url: bool = False
+    """``capabilities.elicitation.url``: it opens addresses (an MCP server's sign-in page)."""
 
 
 def read_client(raw: Mapping[str, Any]) -> Advertised:
@@ -71,6 +73,7 @@ def read_client(raw: Mapping[str, Any]) -> Advertised:
     return Advertised(
         terminal_auth=isinstance(auth, dict) and isinstance(auth.get("terminal"), dict),
         elicitation_form=isinstance(elicitation, dict) and isinstance(elicitation.get("form"), dict),
+        elicitation_url=isinstance(elicitation, dict) and isinstance(elicitation.get("url"), dict),
     )
 
 
