@@ -6,3 +6,6 @@ process group, streaming and bounding its output). The terminal tool, the editor
 MCP servers' environment use them. It knows nothing about tools, sessions or ACP; the package ``__init__`` loads
 nothing, so importing one part does not load the others (the hard blocks' grammar is costly).
 """
+
+__all__: list[str] = []
+"""Nothing is re-exported here: import the module that has the name."""

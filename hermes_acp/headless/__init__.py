@@ -6,3 +6,6 @@ client is ours (``client``): no second path through the session code. ``options`
 ``outcome`` maps how the run ended to its exit code, and ``run`` puts them together. Nothing here is imported by
 the server; only ``cli`` imports ``run``.
 """
+
+__all__: list[str] = []
+"""Nothing is re-exported here: import the module that has the name."""

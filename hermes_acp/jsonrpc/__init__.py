@@ -4,3 +4,6 @@ the one exception → wire boundary. Deliberately not ACP-aware: no method, sess
 
 Import the modules directly; this ``__init__`` stays empty so that answering ``initialize`` loads only what it uses.
 """
+
+__all__: list[str] = []
+"""Nothing is re-exported here: import the module that has the name."""

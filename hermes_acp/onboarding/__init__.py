@@ -6,3 +6,6 @@ edited (``config_file``, with tomlkit: the user's comments and other keys stay).
 The package imports nothing heavy when it is imported (``initialize`` and ``session/new`` never load it); it knows
 config, the provider seam and the editor's ``Elicitor`` port, not ACP.
 """
+
+__all__: list[str] = []
+"""Nothing is re-exported here: import the module that has the name."""

@@ -18,3 +18,6 @@ each choosing its backend once per process. Nothing else in the package imports 
 Standard library only at import time (psutil and portalocker load inside the functions that need them), so the
 front door may use it. It sits in the bottom layer, beside ``core``, and imports nothing of the package above it.
 """
+
+__all__: list[str] = []
+"""Nothing is re-exported here: import the module that has the name."""

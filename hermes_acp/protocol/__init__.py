@@ -6,3 +6,6 @@ The server imports no acp SDK (``wire.py`` says why). Import the modules directl
 that importing ``hermes_acp.protocol.connection`` (what stdio needs to answer ``initialize`` before the rest of the
 server has loaded: docs/architecture.md §3) pulls in nothing else.
 """
+
+__all__: list[str] = []
+"""Nothing is re-exported here: import the module that has the name."""

@@ -5,3 +5,6 @@ models the configuration offers, ``registry`` one live provider per configured p
 ``anthropic`` the HTTP providers (imported lazily by the registry, with httpx), ``scripted`` the test double.
 The package imports none of them itself, so that opening a session does not load the provider seam.
 """
+
+__all__: list[str] = []
+"""Nothing is re-exported here: import the module that has the name."""

@@ -5,3 +5,6 @@ it was given, and none imports the app.
 The package's ``__init__`` loads nothing: the front door (``frontdoor``), host control (``control``) and ``paths``
 must start in milliseconds and import only the standard library, never the server.
 """
+
+__all__: list[str] = []
+"""Nothing is re-exported here: import the module that has the name."""

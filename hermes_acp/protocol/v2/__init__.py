@@ -13,3 +13,6 @@ connection, its routes and the client bridge choose by version:
 
 Cursors, epochs and operation ids serve both versions and live beside this package (``protocol/reliable``).
 """
+
+__all__: list[str] = []
+"""Nothing is re-exported here: import the module that has the name."""
