@@ -1,32 +1,30 @@
-"""Settings: ``$HERMES_ACP_HOME/config.toml`` plus the environment quick start, validated with pydantic.
+"""Settings: ``$HERMES_ACP_HOME/config.toml`` plus the environment (the quick start and the
+``HERMES_ACP_<SECTION>__<KEY>`` rule), validated with pydantic.
 
-Every key is optional; an unknown key or a bad value raises ``ConfigError`` naming the key and the file. The quick start
-(docs/architecture.md §1.1): ``HERMES_ACP_BASE_URL`` + ``HERMES_ACP_MODEL`` (+ ``HERMES_ACP_API_KEY``) define a provider
-``custom``; ``OPENAI_API_KEY`` / ``ANTHROPIC_API_KEY`` enable providers ``openai`` / ``anthropic``.
+Every key is optional; an unknown key or a bad value raises ``ConfigError`` naming the key and the file or variable
+that set it (``config_sources`` lays the sources together and keeps who set what; ``config_env`` reads the rule).
 This module reads files and the environment; it does not know HTTP, ACP or how a provider is called.
 """
 
 from __future__ import annotations
 
-import copy
 import os
 import re
-import shlex
 import tomllib
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
-from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from hermes_acp.config_env import EnvProblems, env_values
+from hermes_acp.config_host import door_url, host_name, origin
+from hermes_acp.config_sources import FILE, TABLE, describe, lay, leaves, origin_of, quick_start, where
 from hermes_acp.errors import ConfigError
 from hermes_acp.home import CONFIG_VARIABLE, default_home, named_config
 
 __all__ = [
     "DEFAULT_HOME_READ",
-    "FILE",
     "SEND_BACK_FIELDS",
     "AgentSettings",
     "BudgetSettings",
@@ -42,7 +40,6 @@ __all__ = [
     "SendBackField",
     "Settings",
     "load_settings",
-    "origin_of",
 ]
 
 EMBED_MIN_BYTES = 64 * 1024
@@ -51,10 +48,6 @@ MIN_BODY_BYTES = 64 * 1024
 MAX_BODY_BYTES = 1024 * 1024 * 1024
 """The largest ``[host] max_body_bytes``: what one connection may make the host hold for one message."""
 EMBED_MAX_BYTES = 4 * 1024 * 1024
-OPENAI_BASE_URL = "https://api.openai.com/v1"
-ANTHROPIC_BASE_URL = "https://api.anthropic.com"
-OPENAI_DEFAULT_MODELS = ("gpt-5.4", "gpt-5.4-mini", "gpt-4.1")
-ANTHROPIC_DEFAULT_MODELS = ("claude-sonnet-4-5", "claude-opus-4-1", "claude-haiku-4-5")
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 Effort = Literal["none", "minimal", "low", "medium", "high", "xhigh"]
@@ -362,50 +355,17 @@ class HostSettings(_Section):
     @field_validator("listen")
     @classmethod
     def _doors(cls, value: list[str]) -> list[str]:
-        for door in value:
-            parts = urlsplit(door)
-            if parts.scheme not in ("ws", "http") or not parts.hostname or parts.port is None:
-                raise ValueError(f"{door!r} must be ws://HOST:PORT or http://HOST:PORT")
-        return value
+        return [door_url(door) for door in value]
 
     @field_validator("allowed_origins")
     @classmethod
     def _origins(cls, value: list[str]) -> list[str]:
-        """Each an origin, ``scheme://host[:port]``, kept lowercase without a trailing slash (as browsers send it)."""
-        origins = []
-        for origin in value:
-            written = origin.strip().lower().removesuffix("/")
-            if not _url_parts(written, scheme=True):
-                raise ValueError(f"{origin!r} is not an origin: write scheme://host[:port], e.g. https://app.example")
-            origins.append(written)
-        return origins
+        return [origin(written) for written in value]
 
     @field_validator("allowed_hosts")
     @classmethod
     def _hosts(cls, value: list[str]) -> list[str]:
-        """Each a host name, optionally ``:port``, kept lowercase (an IPv6 address in brackets when with a port)."""
-        hosts = []
-        for host in value:
-            parts = _url_parts(f"//{host.strip().lower()}", scheme=False)
-            if not parts:
-                raise ValueError(f"{host!r} is not a host name: write NAME or NAME:PORT, e.g. acp.example.com")
-            name, port = parts
-            hosts.append(name if port is None else f"[{name}]:{port}" if ":" in name else f"{name}:{port}")
-        return hosts
-
-
-def _url_parts(text: str, *, scheme: bool) -> tuple[str, int | None] | None:
-    """The host and port of ``text`` when it is nothing but ``[scheme:]//host[:port]``; None otherwise."""
-    try:
-        parts = urlsplit(text)
-        name, port = parts.hostname, parts.port
-    except ValueError:  # a port that is not a number, a bracket left open
-        return None
-    if not name or bool(parts.scheme) != scheme or parts.username is not None:
-        return None
-    if parts.path or parts.query or parts.fragment:
-        return None
-    return name, port
+        return [host_name(written) for written in value]
 
 
 class McpServerSettings(_Section):
@@ -582,22 +542,22 @@ def load_settings(
             raise ConfigError(f"{config_file}: not valid TOML: {exc}") from exc
         except OSError as exc:
             raise ConfigError(f"{config_file}: cannot be read: {exc.strerror or exc}") from exc
-    origins: dict[tuple[str, ...], str] = dict.fromkeys(_leaves(raw), FILE)
-    merged = _quick_start(raw, env, origins)
+    origins: dict[tuple[str, ...], str] = dict.fromkeys((path for path, _ in leaves(raw)), FILE)
+    merged = quick_start(raw, env, origins)
     providers = merged.get("providers")
     try:
         found = env_values(env, _FileSettings, list(providers) if isinstance(providers, dict) else [])
     except EnvProblems as exc:
         raise ConfigError(str(exc)) from exc
     for value in found:
-        _lay(merged, value.path, value.value, value.variable, origins)
+        lay(merged, value.path, value.value, value.variable, origins)
     try:
         parsed = _FileSettings.model_validate(merged)
     except ValidationError as exc:
-        raise ConfigError(_describe(exc, config_file, origins)) from exc
+        raise ConfigError(describe(exc, config_file, origins)) from exc
     for key in ("compaction_model", "subagent_model"):
-        where = _where(("agent", key), origins, config_file)
-        _check_model_key(key, getattr(parsed.agent, key), parsed.providers, where)
+        place = where(("agent", key), origins, config_file)
+        _check_model_key(key, getattr(parsed.agent, key), parsed.providers, place)
     data = parsed.model_dump()
     data.update(
         home=home,
@@ -605,102 +565,6 @@ def load_settings(
         sources={".".join(path): origin for path, origin in origins.items() if path[0] != TABLE},
     )
     return Settings.model_validate(data)
-
-
-FILE = "file"
-"""``Settings.sources``' word for a key config.toml sets; a variable's name stands for the environment."""
-TABLE = "<table>"
-"""Marks, in the origins ``load_settings`` keeps, a table the environment made rather than a value it set."""
-
-
-def _quick_start(raw: dict[str, Any], env: Mapping[str, str], origins: dict[tuple[str, ...], str]) -> dict[str, Any]:
-    """``raw`` with the quick start laid over it: the environment's providers the file does not define, the default
-    model ``HERMES_ACP_MODEL`` names when the file names none, and ``HERMES_CUA_DRIVER_CMD``."""
-    merged = copy.deepcopy(raw)
-    in_file = raw.get("providers")
-    in_file = in_file if isinstance(in_file, dict) else {}
-    base_url = env.get("HERMES_ACP_BASE_URL", "").strip()
-    model = env.get("HERMES_ACP_MODEL", "").strip()
-    quick: dict[str, tuple[str, dict[str, Any]]] = {}
-    if base_url and model:
-        custom: dict[str, Any] = {"kind": "openai", "base_url": base_url, "models": [{"id": model}]}
-        if env.get("HERMES_ACP_API_KEY"):
-            custom["api_key_env"] = "HERMES_ACP_API_KEY"
-        quick["custom"] = ("HERMES_ACP_BASE_URL", custom)
-    if env.get("OPENAI_API_KEY"):
-        openai_models = [{"id": m, "vision": True} for m in OPENAI_DEFAULT_MODELS]
-        openai = {"kind": "openai", "base_url": OPENAI_BASE_URL, "api_key_env": "OPENAI_API_KEY"}
-        quick["openai"] = ("OPENAI_API_KEY", {**openai, "models": openai_models})
-    if env.get("ANTHROPIC_API_KEY"):
-        anthropic_models = [{"id": m, "vision": True, "context_window": 200_000} for m in ANTHROPIC_DEFAULT_MODELS]
-        anthropic = {"kind": "anthropic", "base_url": ANTHROPIC_BASE_URL, "api_key_env": "ANTHROPIC_API_KEY"}
-        quick["anthropic"] = ("ANTHROPIC_API_KEY", {**anthropic, "models": anthropic_models})
-    for provider_id, (variable, section) in quick.items():
-        if provider_id not in in_file:
-            _lay(merged, ("providers", provider_id), section, variable, origins)
-    file_model = raw.get("model")
-    if base_url and model and not (isinstance(file_model, dict) and file_model.get("default") is not None):
-        _lay(merged, ("model", "default"), f"custom:{model}", "HERMES_ACP_MODEL", origins)
-    override = env.get("HERMES_CUA_DRIVER_CMD", "").strip()
-    if override:
-        try:
-            argv = shlex.split(override)
-        except ValueError as exc:
-            raise ConfigError(f"HERMES_CUA_DRIVER_CMD: cannot be split into a command: {exc}") from exc
-        _lay(merged, ("computer_use", "driver_command"), argv, "HERMES_CUA_DRIVER_CMD", origins)
-    return merged
-
-
-def _lay(
-    merged: dict[str, Any], path: tuple[str, ...], value: object, origin: str, origins: dict[tuple[str, ...], str]
-) -> None:
-    """Set ``path`` of ``merged`` to ``value`` (making the tables on the way) and remember who set each value of it.
-    A table made on the way is remembered under ``(TABLE, *path)``: an error about a key it lacks (a provider's
-    ``kind``) names who made it, but its other keys keep their defaults."""
-    node = merged
-    for depth, part in enumerate(path[:-1], start=1):
-        child = node.get(part)
-        if not isinstance(child, dict):
-            child = node[part] = {}
-            origins.setdefault((TABLE, *path[:depth]), origin)
-        node = child
-    if isinstance(value, dict) and not isinstance(node.get(path[-1]), dict):
-        origins.setdefault((TABLE, *path), origin)
-    node[path[-1]] = value
-    for known in [p for p in origins if p[: len(path)] == path]:
-        del origins[known]  # a value laid over another replaces it whole (a list, the file's provider)
-    laid = _leaves(value, path) if isinstance(value, dict) and value else [path]
-    origins.update(dict.fromkeys(laid, origin))
-
-
-def _leaves(table: Mapping[str, Any], prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
-    """The path of every value in a TOML table (a list is one value)."""
-    paths: list[tuple[str, ...]] = []
-    for key, value in table.items():
-        if isinstance(value, dict) and value:
-            paths.extend(_leaves(value, (*prefix, key)))
-        else:
-            paths.append((*prefix, key))
-    return paths
-
-
-def origin_of(path: Sequence[str], sources: Mapping[str, str]) -> str | None:
-    """Who set the key at ``path`` (``Settings.sources``): ``FILE``, a variable's name, or None for its default. A
-    key inside a table someone set (a provider of the quick start) is theirs."""
-    for end in range(len(path), 0, -1):
-        origin = sources.get(".".join(path[:end]))
-        if origin is not None:
-            return origin
-    return None
-
-
-def _where(path: tuple[str, ...], origins: Mapping[tuple[str, ...], str], config_file: Path) -> str:
-    """What an error about ``path`` names: the variable that set it (or made the table it is in), else the file."""
-    for end in range(len(path), 0, -1):
-        origin = origins.get(path[:end]) or origins.get((TABLE, *path[:end]))
-        if origin is not None:
-            return origin if origin != FILE else str(config_file)
-    return str(config_file)
 
 
 def _check_model_key(key: str, model_id: str | None, providers: Mapping[str, ProviderSettings], where: str) -> None:
@@ -712,19 +576,3 @@ def _check_model_key(key: str, model_id: str | None, providers: Mapping[str, Pro
     if provider is None or provider.model_entry(model) is None:
         known = ", ".join(f"{p}:{m.id}" for p, settings in providers.items() for m in settings.models) or "none"
         raise ConfigError(f"{where}: agent.{key}: {model_id!r} is not a configured model (models: {known})")
-
-
-def _describe(exc: ValidationError, config_file: Path, origins: Mapping[tuple[str, ...], str]) -> str:
-    """One line per problem: ``<file or variable>: <dotted key>: <what is wrong>``, the file's wording for both."""
-    lines = []
-    for error in exc.errors():
-        path = tuple(str(part) for part in error["loc"] if part not in ("function-before", "function-after"))
-        key = ".".join(path)
-        where = _where(path, origins, config_file)
-        if error["type"] == "extra_forbidden":
-            lines.append(f"{where}: unknown key {key!r}")
-        else:
-            got = error.get("input")
-            shown = f" (got {got!r})" if not isinstance(got, dict | list) and repr(got) not in error["msg"] else ""
-            lines.append(f"{where}: {key}: {error['msg']}{shown}")
-    return "\n".join(lines)

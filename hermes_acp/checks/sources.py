@@ -1,19 +1,20 @@
 """Where each effective setting came from: its default, the config file, or the environment variable that set it.
 
 Every key of the effective ``Settings`` (a list is one key; each provider's keys under ``providers.<id>``) is paired
-with its origin from ``Settings.sources`` (``config.origin_of``: the file, the variable of ``config_env``'s rule, or
-a quick-start variable such as ``HERMES_ACP_BASE_URL``), else ``default``. The report shows the keys that are not
-at their default; ``--check --json`` has them all. This module reads settings; it changes nothing.
+with its origin from ``Settings.sources`` (``config_sources.origin_of``: the file, the variable of ``config_env``'s
+rule, or a quick-start variable such as ``HERMES_ACP_BASE_URL``), else ``default``. The report shows the keys that are
+not at their default; ``--check --json`` has them all. This module reads settings; it changes nothing.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from hermes_acp.config import FILE, Settings, origin_of
+from hermes_acp.config import Settings
+from hermes_acp.config_sources import FILE, leaves, origin_of
 
 __all__ = ["Origin", "report_sources", "setting_origins"]
 
@@ -45,7 +46,8 @@ def setting_origins(settings: Settings) -> list[Origin]:
     """Every effective key with its value and where it came from, in the settings' own order."""
     data = settings.model_dump(mode="json", exclude={"home", "config_file"})
     found: list[Origin] = []
-    for path, value in _leaves(data, ()):
+    for path, found_value in leaves(data):
+        value = _as_written(found_value)
         origin = origin_of(path, settings.sources)
         if origin is None:
             found.append(Origin(".".join(path), value, "default"))
@@ -71,16 +73,8 @@ def report_sources(settings: Settings, say: Callable[[str], None]) -> list[Origi
     return origins
 
 
-def _leaves(data: Mapping[str, Any], prefix: tuple[str, ...]) -> list[tuple[tuple[str, ...], Any]]:
-    leaves: list[tuple[tuple[str, ...], Any]] = []
-    for key, value in data.items():
-        if isinstance(value, dict) and value:
-            leaves.extend(_leaves(value, (*prefix, key)))
-        elif isinstance(value, list):  # a provider's models: each without its unset keys, as one would write it
-            shown = [
-                {k: v for k, v in item.items() if v is not None} if isinstance(item, dict) else item for item in value
-            ]
-            leaves.append(((*prefix, key), shown))
-        else:
-            leaves.append(((*prefix, key), value))
-    return leaves
+def _as_written(value: Any) -> Any:
+    """A list of tables (a provider's models) with each table's unset keys left out, as one would write it."""
+    if not isinstance(value, list):
+        return value
+    return [{k: v for k, v in item.items() if v is not None} if isinstance(item, dict) else item for item in value]

@@ -38,7 +38,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeVar, runtime_checkable
 
 import anyio
@@ -47,11 +47,8 @@ from anyio.abc import TaskGroup
 
 from hermes_acp.commands.command_set import Command
 from hermes_acp.core import (
-    AssistantMessageStored,
-    AssistantTextCheckpointed,
     NoticeAdded,
     SessionEvent,
-    ToolCallSettled,
     TurnEnded,
     UserPrompted,
 )
@@ -61,10 +58,6 @@ from hermes_acp.storage.base import StoredEvent
 from hermes_acp.subagents.view import Relay, Viewer
 from hermes_acp.tools.context import EditorFiles, EditorTerminals, ElicitationAnswer, Elicitor
 from hermes_acp.turns.ports import (
-    LiveTerminalOutput,
-    LiveTextChunk,
-    LiveThoughtChunk,
-    LiveToolProgress,
     LiveUpdate,
     PermissionAnswer,
     PermissionChoice,
@@ -73,6 +66,7 @@ from hermes_acp.turns.ports import (
 )
 from hermes_acp.turns.projection import transcript_events
 
+from .live_tail import LiveTail
 from .views import ClientBridge, Foreground
 
 if TYPE_CHECKING:
@@ -83,8 +77,6 @@ __all__ = ["MEMBER_SEND_S", "Audience", "Replayed"]
 T = TypeVar("T")
 MEMBER_SEND_S = 5.0
 """Longest wait for one connection to take one update; past it that connection is stalled until the turn ends."""
-TERMINAL_TAIL_CHARS = 32 * 1024
-"""How much of a running command's terminal a connection that catches up is shown (its end)."""
 _log = structlog.get_logger("hermes_acp.sessions")
 _Send = Callable[[UpdateSink], Awaitable[Any]]
 
@@ -178,60 +170,6 @@ class _Question(Generic[T]):
         self.changed = anyio.Event()
 
 
-@dataclass
-class _Tail:
-    """What was streamed live and is not yet in the log: text and reasoning since each message's last checkpoint,
-    each running call's latest live output, and what each running command's terminal showed so far (its end, past
-    ``TERMINAL_TAIL_CHARS``). A connection that catches up gets it after the history."""
-
-    chunks: list[LiveTextChunk | LiveThoughtChunk] = field(default_factory=list)
-    progress: dict[str, LiveToolProgress | LiveTerminalOutput] = field(default_factory=dict)
-
-    def live(self, update: LiveUpdate) -> None:
-        if isinstance(update, LiveTextChunk | LiveThoughtChunk):
-            self.chunks.append(update)
-        elif isinstance(update, LiveToolProgress):
-            self.progress[update.tool_call_id] = update
-        elif isinstance(update, LiveTerminalOutput):
-            before = self.progress.get(update.tool_call_id)
-            shown = before.data if isinstance(before, LiveTerminalOutput) else ""
-            self.progress[update.tool_call_id] = replace(update, data=_last(shown + update.data))
-
-    def stored(self, event: SessionEvent) -> None:
-        if isinstance(event, AssistantTextCheckpointed):
-            self._drop(event.message_id, LiveTextChunk, len(event.text))
-            self._drop(event.message_id, LiveThoughtChunk, len(event.thinking))
-        elif isinstance(event, AssistantMessageStored):
-            self.chunks = [c for c in self.chunks if c.message_id != event.message_id]
-        elif isinstance(event, ToolCallSettled):
-            self.progress.pop(event.tool_call_id, None)
-        elif isinstance(event, TurnEnded):
-            self.chunks.clear()
-            self.progress.clear()
-
-    def _drop(self, message_id: str, kind: type[LiveTextChunk | LiveThoughtChunk], chars: int) -> None:
-        """A checkpoint stores the oldest unsaved pieces of a message: the first ``chars`` characters of it."""
-        kept: list[LiveTextChunk | LiveThoughtChunk] = []
-        for chunk in self.chunks:
-            if chars > 0 and chunk.message_id == message_id and isinstance(chunk, kind):
-                chars -= len(chunk.text)
-                continue
-            kept.append(chunk)
-        self.chunks = kept
-
-    def snapshot(self) -> list[LiveUpdate]:
-        return [*self.chunks, *self.progress.values()]
-
-
-_EARLIER = "[… earlier output not shown …]\n"
-
-
-def _last(text: str) -> str:
-    if len(text) <= TERMINAL_TAIL_CHARS:
-        return text
-    return _EARLIER + text[len(text) - TERMINAL_TAIL_CHARS + len(_EARLIER) :]
-
-
 class Audience:
     """The connections attached to one session (see the module docstring)."""
 
@@ -251,7 +189,7 @@ class Audience:
         self._unattended_wait_s = unattended_wait_s
         self._members: list[_Member] = []
         self._questions: list[_Question[Any]] = []
-        self._tail = _Tail()
+        self._tail = LiveTail()
         self._joined = anyio.Event()
         """Set (and replaced) whenever a connection finishes attaching."""
         self._shown_notices: dict[str, set[int]] = {}
@@ -283,7 +221,7 @@ class Audience:
         return self._relay is not None and self._relay.has(client)
 
     def tail(self) -> list[LiveUpdate]:
-        """What was streamed live and is not in the log yet (see ``_Tail``)."""
+        """What was streamed live and is not in the log yet (see ``LiveTail``)."""
         return self._tail.snapshot()
 
     async def attach(
