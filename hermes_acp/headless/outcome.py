@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import signal
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, get_args
 
+from hermes_acp.errors import LIMIT_KINDS, FailureKind
 from hermes_acp.jsonrpc.boundary import ClientRequestError
 
 __all__ = ["EXIT_CODES", "PROVIDER_KINDS", "Outcome"]
@@ -41,19 +42,7 @@ EXIT_CODES: Final[dict[str, tuple[int, str]]] = {
     "cancelled": (130, "cancelled by SIGINT (143: SIGTERM; 129: SIGHUP); the turn was cancelled cleanly"),
 }
 """Outcome → (exit code, meaning): the table docs/ci.md shows."""
-PROVIDER_KINDS: Final = frozenset(
-    {
-        "unreachable",
-        "unauthorized",
-        "model_not_found",
-        "rate_limited",
-        "server_error",
-        "timeout",
-        "stream_cut",
-        "context_length",
-        "bad_request",
-    }
-)
+PROVIDER_KINDS: Final = frozenset(get_args(FailureKind)) - LIMIT_KINDS - {"config"}
 """``TurnFailure`` kinds that are the provider's (exit code 1); ``config`` is exit code 2."""
 _USAGE_CODES: Final = frozenset({-32602, -32002})
 """Invalid params (an unknown model or mode) and resource-not-found (no such session): the caller's mistake."""

@@ -97,7 +97,8 @@ def spawn_detached(argv: list[str], env: Mapping[str, str], stderr_path: str) ->
     at once, so it is re-parented (to init or a subreaper). Windows: ``spawn_options(detached=True)``. Raises
     ``OSError`` with the reason when it could not be started."""
     root = os.path.abspath(os.sep)
-    if sys.platform == "win32":
+
+    def start() -> None:
         with open(stderr_path, "ab") as stderr:
             subprocess.Popen(
                 argv,
@@ -108,6 +109,9 @@ def spawn_detached(argv: list[str], env: Mapping[str, str], stderr_path: str) ->
                 cwd=root,
                 **spawn_options(detached=True),
             )
+
+    if sys.platform == "win32":
+        start()
     else:
         read_end, write_end = os.pipe()
         pid = os.fork()
@@ -115,16 +119,7 @@ def spawn_detached(argv: list[str], env: Mapping[str, str], stderr_path: str) ->
             code = 0
             try:
                 os.close(read_end)
-                with open(stderr_path, "ab") as stderr:
-                    subprocess.Popen(
-                        argv,
-                        stdin=subprocess.DEVNULL,
-                        stdout=subprocess.DEVNULL,
-                        stderr=stderr,
-                        env=dict(env),
-                        cwd=root,
-                        **spawn_options(detached=True),
-                    )
+                start()
             except BaseException as exc:
                 code = 1
                 with contextlib.suppress(OSError):
