@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: all venv test lint typecheck workflows layers acp-schema pytest portable release-check demo bench bench-against clean
+.PHONY: all venv test quick lint typecheck workflows layers acp-schema pytest portable release-check demo bench bench-against clean
 
 all: test
 
@@ -24,7 +24,7 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff format --check .
 
 # The three systems the package runs on, each checked by its own `--platform` run (each keeps its own cache).
-# probes/typecheck.py runs them and fails on every error but those of the files issue 29 moves (listed there).
+# probes/typecheck.py runs them and fails on any error.
 typecheck: $(STAMP)
 	$(PY) -m probes.typecheck linux darwin win32
 
@@ -67,6 +67,14 @@ portable: $(STAMP)
 	HERMES_ACP_PORTABLE=tree,stdio $(PY) -m pytest -n $(PYTEST_WORKERS) $(PORTABLE_TESTS)
 
 test: lint typecheck workflows layers acp-schema pytest
+
+# A first look, in a minute or two (tests/README.md, "A first look"): ruff, mypy for Linux, the layers, and the tests
+# that start no process of their own (units, the turn loop, sessions, commands, ACP rendering, the public surface).
+# `make test` is what counts.
+QUICK_TESTS := tests/unit tests/core tests/turns tests/sessions tests/commands tests/protocol tests/test_public_api.py
+quick: lint layers
+	$(PY) -m probes.typecheck linux
+	$(PY) -m pytest -n $(PYTEST_WORKERS) -q $(QUICK_TESTS)
 
 demo: $(STAMP)
 	$(PY) -m probes.demo
