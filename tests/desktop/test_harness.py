@@ -9,7 +9,7 @@ import anyio
 import pytest
 
 from fixtures.desktop import ChildFailed, LaneTools, open_desktop
-from fixtures.desktop.processes import MARKER_VAR, marked_pids
+from fixtures.desktop.processes import MARKER_VAR, marked_pids, wait_marked
 
 pytestmark = [pytest.mark.desktop, pytest.mark.anyio]
 
@@ -28,12 +28,17 @@ async def test_closing_the_desktop_ends_every_process_it_started(lane_tools: Lan
         assert desktop.env["HOME"] == str(tmp_path / "home")
         assert desktop.env["DBUS_SESSION_BUS_ADDRESS"]
         # A process started by a test with the desktop's environment, as a driver is; left running on purpose.
-        stray = await anyio.open_process(
-            desktop.driver_command, env=desktop.env, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL
-        )
-        running = set(marked_pids(marker))
+        with (tmp_path / "stray.log").open("wb") as log:
+            stray = await anyio.open_process(
+                desktop.driver_command, env=desktop.env, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=log
+            )
+        expected = {desktop.app("calculator").pid, stray.pid}
+        running = await wait_marked(marker, expected, limit_s=10)
         names = {command_name(pid) for pid in running}
-        assert {desktop.app("calculator").pid, stray.pid} <= running
+        assert expected <= running, (
+            f"not seen: {expected - running}; the driver exited with {stray.returncode}: "
+            f"{(tmp_path / 'stray.log').read_text(errors='replace')[-2000:]}"
+        )
         assert {"Xvfb", "dbus-daemon", "openbox", "at-spi-bus-laun", "at-spi2-registr"} <= names
         assert set(desktop.timings) >= {"xvfb", "dbus", "atspi", "openbox", "startup_total", "app:calculator-0"}
 
