@@ -100,6 +100,7 @@ __all__ = [
     "tool_content",
     "tool_locations",
     "usage_json",
+    "usage_update",
 ]
 
 Update = dict[str, Any]
@@ -501,14 +502,20 @@ def live_update(
                 "content": _text(update.text),
             }
         case LiveUsage():
-            meter: Update = {"sessionUpdate": "usage_update", "used": update.used, "size": update.size}
-            if update.cost is not None:
-                meter["cost"] = {"amount": update.cost.amount, "currency": update.cost.currency}
-            if update.budget:
-                meter["_meta"] = {"hermes": {"budget": budget_json(update.budget)}}
-            return meter
+            return usage_update(update)
         case _:
             assert_never(update)
+
+
+def usage_update(update: LiveUsage) -> Update:
+    """The context meter (``usage_update``), the same on v1 and v2: tokens in the context, the window, the cost when
+    the models have prices, and ``[budget]``'s caps in ``_meta.hermes.budget``."""
+    meter: Update = {"sessionUpdate": "usage_update", "used": update.used, "size": update.size}
+    if update.cost is not None:
+        meter["cost"] = {"amount": update.cost.amount, "currency": update.cost.currency}
+    if update.budget:
+        meter["_meta"] = {"hermes": {"budget": budget_json(update.budget)}}
+    return meter
 
 
 def budget_json(caps: Sequence[CapStatus]) -> dict[str, Any]:

@@ -268,12 +268,16 @@ class RawPair:
 
 @contextlib.asynccontextmanager
 async def open_raw(
-    tmp_path: Path, *, provider: ScriptedProvider | None = None, tools: Sequence[AnyTool] = ()
+    tmp_path: Path,
+    *,
+    provider: ScriptedProvider | None = None,
+    tools: Sequence[AnyTool] = (),
+    config: str | None = None,
 ) -> AsyncIterator[RawPair]:
     async with (
         socket_streams() as (agent_reader, agent_writer, client_reader, client_writer),
         _running_server(
-            tmp_path, agent_reader, agent_writer, provider=provider, models=None, config=None, env={}, tools=tools
+            tmp_path, agent_reader, agent_writer, provider=provider, models=None, config=config, env={}, tools=tools
         ),
     ):
         raw = RawPair(client_reader, client_writer)

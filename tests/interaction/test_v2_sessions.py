@@ -14,7 +14,7 @@ from typing import Any
 import anyio
 import pytest
 
-from hermes_acp.core import TextPart
+from hermes_acp.core import TextPart, Usage
 from hermes_acp.errors import ProviderAuthError, ProviderUnavailableError
 from hermes_acp.providers.scripted import ScriptedProvider, ScriptedReply, text_reply, tool_reply
 from tests.fakes.server import open_raw
@@ -288,3 +288,22 @@ async def test_a_held_prompt_with_an_operation_id_is_withdrawn_and_a_resend_gets
     assert withdrawn["error"]["code"] == -32800
     assert resent["error"] == withdrawn["error"], "the first outcome, again"
     assert len(provider.requests) == 1, "the withdrawn prompt never ran"
+
+
+async def test_the_context_meter_carries_the_budget_on_v2_as_on_v1(tmp_path: Path) -> None:
+    """``usage_update`` is rendered by one function for both versions: the caps spent and left ride along on v2."""
+    provider = ScriptedProvider([text_reply("Answer.", usage=Usage(input_tokens=900, output_tokens=100))])
+    config = "[budget]\nsession_tokens = 5000\n"
+    async with open_raw(tmp_path, provider=provider, config=config) as raw, v2_peer(raw) as peer:
+        session_id = await _new(peer, tmp_path)
+        await peer.request("session/prompt", _prompt(session_id, "hello"))
+
+        def spent() -> list[dict[str, Any]]:
+            return [
+                u["_meta"]["hermes"]["budget"]["session_tokens"]
+                for u in peer.updates(session_id)
+                if u["sessionUpdate"] == "usage_update" and u.get("_meta")
+            ]
+
+        await peer.wait_for(lambda: any(cap["spent"] == 1000 for cap in spent()))
+    assert {"unit": "tokens", "limit": 5000, "spent": 1000, "left": 4000, "lifted": False} in spent()

@@ -80,6 +80,7 @@ from hermes_acp.protocol.convert import (
     subagent_ended,
     tool_locations,
     usage_json,
+    usage_update,
 )
 from hermes_acp.protocol.terminal_cards import terminal_events, v2_updates
 from hermes_acp.turns.ports import (
@@ -346,10 +347,7 @@ def live_update(update: LiveUpdate) -> Update | None:
                 "content": _text(update.text),
             }
         case LiveUsage():
-            meter: Update = {"sessionUpdate": "usage_update", "used": update.used, "size": update.size}
-            if update.cost is not None:
-                meter["cost"] = {"amount": update.cost.amount, "currency": update.cost.currency}
-            return meter
+            return usage_update(update)
         case LiveSubagentState():
             return {
                 "sessionUpdate": "subagent_update",
