@@ -22,8 +22,9 @@ from typing import Any
 import anyio
 
 from tests.fakes.lanes import lane_missing
+from tests.fakes.sandbox_pin import pin_sandbox
 
-__all__ = ["SCRIPTS", "TsSdk", "ts_sdk"]
+__all__ = ["SCRIPTS", "TsSdk", "agent_env", "ts_sdk"]
 
 REPO = Path(__file__).resolve().parent.parent.parent
 TOOLS = REPO / ".ci-tools"
@@ -78,3 +79,23 @@ def ts_sdk() -> TsSdk:
     if version != "2.4.0":
         lane_missing(f"TypeScript SDK lane has @agentclientprotocol/sdk {version}, not 2.4.0: run .ci/ts-sdk-setup.sh")
     return TsSdk(node=NODE, lane=LANE)
+
+
+def agent_env(tmp_path: Path, openai_base_url: str, *, pin: bool = True, **extra: str) -> dict[str, str]:
+    """A home whose config.toml names the model fixture at ``openai_base_url`` as provider ``fx`` (model ``m``; the
+    sandbox mode pinned unless ``pin`` is False), an empty ``workspace``, and the environment a client script starts
+    the agent with: ``TS_CLIENT_CWD`` the workspace, ``extra`` (``TS_CLIENT_PROMPT``...) added."""
+    home = tmp_path / "home"
+    home.mkdir()
+    config = f'[providers.fx]\nkind = "openai"\nbase_url = "{openai_base_url}"\nmodels = ["m"]\n'
+    (home / "config.toml").write_text(pin_sandbox(config) if pin else config)
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    return {
+        "PATH": os.environ.get("PATH", ""),
+        "HOME": str(tmp_path),
+        "HERMES_ACP_HOME": str(home),
+        "PYTHONPATH": str(REPO),
+        "TS_CLIENT_CWD": str(workspace),
+        **extra,
+    }

@@ -7,7 +7,6 @@ scripts of their own beside this one.
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
@@ -15,8 +14,7 @@ import pytest
 
 from fixtures.model_server import serve_model_server
 from tests.fakes.acp_schema import FrameLog
-from tests.fakes.sandbox_pin import pin_sandbox
-from tests.fakes.ts_sdk import REPO, ts_sdk
+from tests.fakes.ts_sdk import agent_env, ts_sdk
 
 pytestmark = pytest.mark.anyio
 
@@ -30,21 +28,7 @@ SCENARIO = {
 async def test_the_ts_sdk_client_streams_a_prompt_over_stdio(tmp_path: Path) -> None:
     sdk = ts_sdk()
     async with serve_model_server(SCENARIO) as server:
-        home = tmp_path / "home"
-        home.mkdir()
-        (home / "config.toml").write_text(
-            pin_sandbox(f'[providers.fx]\nkind = "openai"\nbase_url = "{server.openai_base_url}"\nmodels = ["m"]\n')
-        )
-        workspace = tmp_path / "workspace"
-        workspace.mkdir()
-        env = {
-            "PATH": os.environ.get("PATH", ""),
-            "HOME": str(tmp_path),
-            "HERMES_ACP_HOME": str(home),
-            "PYTHONPATH": str(REPO),
-            "TS_CLIENT_CWD": str(workspace),
-            "TS_CLIENT_PROMPT": "say hello",
-        }
+        env = agent_env(tmp_path, server.openai_base_url, TS_CLIENT_PROMPT="say hello")
         report = await sdk.run("stdio_client.mjs", [sys.executable, "-m", "hermes_acp"], env=env)
 
     assert report["initialize"]["protocolVersion"] == 1

@@ -6,7 +6,6 @@ next safe point of the same turn; with no turn running, ``promptRequired`` hands
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -15,8 +14,7 @@ import pytest
 
 from fixtures.model_server import serve_model_server
 from tests.fakes.acp_schema import FrameLog
-from tests.fakes.sandbox_pin import pin_sandbox
-from tests.fakes.ts_sdk import REPO, ts_sdk
+from tests.fakes.ts_sdk import agent_env, ts_sdk
 
 pytestmark = pytest.mark.anyio
 
@@ -57,20 +55,8 @@ def _last_user_text(body: dict[str, Any]) -> str:
 async def test_a_ts_sdk_client_steers_running_turns_with_the_peers_extension(tmp_path: Path) -> None:
     sdk = ts_sdk()
     async with serve_model_server(SCENARIO) as server:
-        home = tmp_path / "home"
-        home.mkdir()
-        (home / "config.toml").write_text(
-            pin_sandbox(f'[providers.fx]\nkind = "openai"\nbase_url = "{server.openai_base_url}"\nmodels = ["m"]\n')
-        )
-        workspace = tmp_path / "workspace"
-        workspace.mkdir()
-        env = {
-            "PATH": os.environ.get("PATH", ""),
-            "HOME": str(tmp_path),
-            "HERMES_ACP_HOME": str(home),
-            "PYTHONPATH": str(REPO),
-            "TS_CLIENT_CWD": str(workspace),
-        }
+        env = agent_env(tmp_path, server.openai_base_url)
+        workspace = Path(env["TS_CLIENT_CWD"])
         report = await sdk.run("steering_client.mjs", [sys.executable, "-m", "hermes_acp"], env=env, timeout_s=90)
         requests = [r for r in server.requests() if r.method == "POST"]
 
@@ -100,7 +86,7 @@ async def test_a_ts_sdk_client_steers_running_turns_with_the_peers_extension(tmp
     tool_request = next(body for body in asked if _last_user_text(body) == "STEER-TOOL then summarise")
     assert tool_request["messages"][-2]["role"] == "tool", "after the command's result, never between"
     assert "slept" in tool_request["messages"][-2]["content"]
-    assert (Path(workspace) / "perm.txt").read_text() == "kept short\n", "the permission was answered, then applied"
+    assert (workspace / "perm.txt").read_text() == "kept short\n", "the permission was answered, then applied"
 
     def shown(session_id: str) -> list[str]:
         return [

@@ -6,7 +6,6 @@ against the ACP 2.4.0 schema (the unstable one for the child shapes).
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -15,7 +14,7 @@ import pytest
 
 from fixtures.model_server import serve_model_server
 from tests.fakes.acp_schema import FrameLog
-from tests.fakes.ts_sdk import REPO, ts_sdk
+from tests.fakes.ts_sdk import agent_env, ts_sdk
 
 pytestmark = pytest.mark.anyio
 
@@ -63,22 +62,9 @@ SCENARIO: dict[str, Any] = {
 async def test_the_ts_sdk_client_with_subagents_sees_each_child_announced_then_its_traffic(tmp_path: Path) -> None:
     sdk = ts_sdk()
     async with serve_model_server(SCENARIO) as server:
-        home = tmp_path / "home"
-        home.mkdir()
-        (home / "config.toml").write_text(
-            f'[providers.fx]\nkind = "openai"\nbase_url = "{server.openai_base_url}"\nmodels = ["m"]\n'
-        )
-        workspace = tmp_path / "workspace"
-        workspace.mkdir()
+        env = agent_env(tmp_path, server.openai_base_url, pin=False, TS_CLIENT_PROMPT="please split the work")
+        workspace = Path(env["TS_CLIENT_CWD"])
         (workspace / "a.txt").write_text("alpha\n")
-        env = {
-            "PATH": os.environ.get("PATH", ""),
-            "HOME": str(tmp_path),
-            "HERMES_ACP_HOME": str(home),
-            "PYTHONPATH": str(REPO),
-            "TS_CLIENT_CWD": str(workspace),
-            "TS_CLIENT_PROMPT": "please split the work",
-        }
         report = await sdk.run("subagents_client.mjs", [sys.executable, "-m", "hermes_acp"], env=env)
 
     parent = report["sessionNew"]["sessionId"]

@@ -9,7 +9,6 @@ checked against the v2 schema and its closed lists, and every update the agent s
 
 from __future__ import annotations
 
-import os
 import socket
 import sys
 from pathlib import Path
@@ -20,8 +19,7 @@ import pytest
 from fixtures.model_server import serve_model_server
 from tests.fakes.acp_schema import FrameLog, negotiated_version
 from tests.fakes.host_process import shared_home
-from tests.fakes.sandbox_pin import pin_sandbox
-from tests.fakes.ts_sdk import REPO, ts_sdk
+from tests.fakes.ts_sdk import agent_env, ts_sdk
 
 pytestmark = pytest.mark.anyio
 
@@ -127,20 +125,7 @@ def _check_report(report: dict[str, Any]) -> None:
 async def test_the_ts_sdk_v2_client_runs_the_whole_flow_over_stdio(tmp_path: Path) -> None:
     sdk = ts_sdk()
     async with serve_model_server(SCENARIO) as server:
-        home = tmp_path / "home"
-        home.mkdir()
-        (home / "config.toml").write_text(
-            pin_sandbox(f'[providers.fx]\nkind = "openai"\nbase_url = "{server.openai_base_url}"\nmodels = ["m"]\n')
-        )
-        workspace = tmp_path / "workspace"
-        workspace.mkdir()
-        env = {
-            "PATH": os.environ.get("PATH", ""),
-            "HOME": str(tmp_path),
-            "HERMES_ACP_HOME": str(home),
-            "PYTHONPATH": str(REPO),
-            "TS_CLIENT_CWD": str(workspace),
-        }
+        env = agent_env(tmp_path, server.openai_base_url)
         report = await sdk.run("v2_client.mjs", ["stdio", sys.executable, "-m", "hermes_acp"], env=env, timeout_s=120)
     _check_report(report)
 
