@@ -39,7 +39,11 @@ EXIT_CODES: Final[dict[str, tuple[int, str]]] = {
     "refused": (4, "a permission the policy refused ended the turn (nothing of that call ran)"),
     "timeout": (5, "the `--timeout` was reached (the turn was cancelled)"),
     "model_refused": (6, "the model refused the task (stop reason `refusal`)"),
-    "cancelled": (130, "cancelled by SIGINT (143: SIGTERM; 129: SIGHUP); the turn was cancelled cleanly"),
+    "cancelled": (
+        130,
+        "cancelled by SIGINT (143: SIGTERM; 129: SIGHUP, or Windows closing the console, logging off or shutting"
+        " down); the turn was cancelled cleanly",
+    ),
 }
 """Outcome → (exit code, meaning): the table docs/ci.md shows."""
 PROVIDER_KINDS: Final = frozenset(get_args(FailureKind)) - LIMIT_KINDS - {"config"}
@@ -53,12 +57,13 @@ class Outcome:
     name: str
     stop_reason: str | None = None
     failure: dict[str, Any] | None = None
-    signum: int | None = None
+    stopped_by: str | None = None
+    """The shutdown that cut the run short, as ``platform.signals`` names it (``SIGINT``, ``CTRL_CLOSE_EVENT``...)."""
 
     @property
     def code(self) -> int:
-        if self.signum is not None:
-            return 128 + self.signum
+        if self.stopped_by is not None:
+            return 128 + _signal_number(self.stopped_by)
         return EXIT_CODES[self.name][0]
 
     @classmethod
@@ -101,9 +106,10 @@ class Outcome:
         return cls("timeout", stop, {"kind": "deadline", "message": message})
 
     @classmethod
-    def signalled(cls, signum: int, stop: str | None) -> Outcome:
-        name = signal.Signals(signum).name
-        return cls("cancelled", stop, {"kind": "cancelled", "message": f"{name}: the turn was cancelled"}, signum)
+    def signalled(cls, name: str, stop: str | None) -> Outcome:
+        """Cut short by the shutdown ``name``: a signal, or one of Windows' console events (no signal: counted as a
+        hang-up, the terminal gone)."""
+        return cls("cancelled", stop, {"kind": "cancelled", "message": f"{name}: the turn was cancelled"}, name)
 
     @classmethod
     def usage(cls, message: str) -> Outcome:
@@ -116,3 +122,13 @@ class Outcome:
             return ""
         said = self.failure.get("sentence") or self.failure.get("message") or self.name
         return str(said)
+
+
+HANGUP = 1
+"""SIGHUP's number on POSIX: the code a console's close, log-off or shutdown on Windows exits with (128 + 1), since
+the terminal is gone as with a hang-up (Windows has no SIGHUP to read it from)."""
+
+
+def _signal_number(name: str) -> int:
+    member = signal.Signals.__members__.get(name)
+    return member.value if member is not None else HANGUP

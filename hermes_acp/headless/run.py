@@ -24,7 +24,6 @@ import asyncio
 import contextlib
 import json
 import os
-import signal
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -36,6 +35,7 @@ from anyio.abc import TaskGroup
 
 from hermes_acp.jsonrpc.boundary import ClientRequestError
 from hermes_acp.jsonrpc.link import ClientGone
+from hermes_acp.platform import stdio
 from hermes_acp.platform.signals import install_shutdown
 from hermes_acp.protocol.connection import Connection, Serve
 from hermes_acp.transports.memory import MemoryEnd, memory_link
@@ -58,10 +58,9 @@ def main(argv: Sequence[str], load_server: Callable[[], Serve]) -> int:
     except UsageError as exc:
         sys.stderr.write(f"hermes-acp exec: {exc}\n")
         return Outcome.usage(str(exc)).code
-    out_fd = os.dup(sys.stdout.fileno())  # the answer's; fd 1 now leads to stderr for anything else
-    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
+    out_fd = stdio.claim_stdout()  # the answer's; fd 1 (and Windows' output handle) now lead to stderr
     sys.stdout = sys.stderr
-    out = Stdout(os.fdopen(out_fd, "w", encoding="utf-8", errors="replace"))
+    out = Stdout(os.fdopen(out_fd, "w", encoding="utf-8", errors="replace", newline="\n"))
     try:
         return anyio.run(run_exec, options, load_server(), out, sys.stderr)
     finally:
@@ -112,8 +111,8 @@ async def run_exec(options: ExecOptions, serve: Serve, out: Stdout, err: IO[str]
                 driving.cancel_scope.cancel()
         finally:
             client_end.close()  # the client leaves: the server settles and closes everything, then its task ends
-    if run.signum is not None and outcome.name != "config":
-        outcome = Outcome.signalled(run.signum, outcome.stop_reason)
+    if run.stopped_by is not None and outcome.name != "config":
+        outcome = Outcome.signalled(run.stopped_by, outcome.stop_reason)
     _Ending(options, run.client, transcript, started).write(outcome, answer, out, spinner)
     return outcome.code
 
@@ -135,7 +134,8 @@ class _Run:
     client: ExecClient
     end: MemoryEnd
     spinner: Spinner
-    signum: int | None = None
+    stopped_by: str | None = None
+    """The first shutdown's name (``platform.signals``): a signal's, or a Windows console event's."""
     deadline: bool = False
     prompting: bool = False
 
@@ -171,10 +171,10 @@ class _Run:
         undo = install_shutdown(asyncio.get_running_loop(), send.send_nowait)
         try:
             async for name in received:
-                if self.signum is not None:
+                if self.stopped_by is not None:
                     self.end.close()
                     continue
-                self.signum = signal.Signals[name].value
+                self.stopped_by = name
                 if self.prompting:
                     await self.client.cancel()
                     driving.start_soon(self._leave_after)
