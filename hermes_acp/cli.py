@@ -111,8 +111,13 @@ def main(argv: Sequence[str] | None = None) -> None:
             _front_door()
         _serve()
         return
-    if any(arg == "--connect" or arg.startswith("--connect=") for arg in argv):  # as fast as the local front door
-        from hermes_acp.transports.connect import run_connect
+    subcommand = argv[0] in (
+        "host",
+        "sandbox-profile",
+        "exec",
+    )  # their arguments are theirs (a prompt may say --connect)
+    if not subcommand and any(arg == "--connect" or arg.startswith("--connect=") for arg in argv):
+        from hermes_acp.transports.connect import run_connect  # as fast as the local front door
 
         sys.exit(run_connect(argv))
     if argv[0] == "host":

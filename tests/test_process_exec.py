@@ -40,11 +40,12 @@ async def test_a_finished_answer_is_on_stdout_and_exits_0(tmp_path: Path) -> Non
         from_stdin = await home.run("-f", "-", stdin=b"Say hello from stdin")
         (home.workspace / "task.md").write_text("Say hello from a file")
         from_file = await home.run("-f", "task.md")
+        words = await home.run("--", "what does", "--connect", "do")  # exec's words, not the relay's option
         prompts = [r.body["messages"][-1]["content"] for r in server.requests() if isinstance(r.body, dict)]
     assert (done.code, done.stdout) == (0, "Hello from exec.\n"), done.stderr
     assert "hermes-acp exec: session " in done.stderr
-    assert (from_stdin.code, from_file.code) == (0, 0)
-    assert prompts == ["Say hello", "Say hello from stdin", "Say hello from a file"]
+    assert (from_stdin.code, from_file.code, words.code) == (0, 0, 0), words.stderr
+    assert prompts == ["Say hello", "Say hello from stdin", "Say hello from a file", "what does --connect do"]
 
 
 FAILURES: dict[str, tuple[dict[str, Any] | None, int | None]] = {
