@@ -122,6 +122,9 @@ class _Question(Generic[T]):
 
     call: Callable[[ClientBridge], Awaitable[T]]
     can_answer: Callable[[ClientBridge], bool]
+    blocks: bool = True
+    """The foreground work waits on it (``requires_action`` while it is open); False for a background request, such
+    as an MCP server's sign-in page, which the turn does not wait for."""
     group: TaskGroup | None = None
     asking: dict[int, anyio.CancelScope] = field(default_factory=dict)
     """By member id: the scope of the request to that connection."""
@@ -470,14 +473,16 @@ class Audience:
             assert links is not None
             return await links.open(message, url, elicitation_id, tool_call_id=tool_call_id)
 
-        return await self._first_answer(call, lambda client: client.links(session_id) is not None)
+        # An address tied to a tool call holds that call; one without (a sign-in page) is a background request.
+        blocks = tool_call_id is not None
+        return await self._first_answer(call, lambda client: client.links(session_id) is not None, blocks=blocks)
 
     async def link_completed(self, elicitation_id: str) -> None:
         """Tell every attached connection that opens addresses that ``elicitation_id`` is over (bounded each)."""
         for member in list(self._members):
             links = member.client.links(self._session_id)
             if links is not None:
-                with anyio.move_on_after(MEMBER_SEND_S):
+                with anyio.move_on_after(self._send_timeout_s):
                     await links.completed(elicitation_id)
 
     async def elicit(self, message: str, schema: dict[str, Any], *, tool_call_id: str | None) -> ElicitationAnswer:
@@ -489,15 +494,20 @@ class Audience:
             raise ToolError(f"nobody attached to answer the question within {self._unattended_wait_s:g} s") from exc
 
     async def _first_answer(
-        self, call: Callable[[ClientBridge], Awaitable[T]], can_answer: Callable[[ClientBridge], bool]
+        self,
+        call: Callable[[ClientBridge], Awaitable[T]],
+        can_answer: Callable[[ClientBridge], bool],
+        *,
+        blocks: bool = True,
     ) -> T:
         """Put the question to every connection that can answer it, now and as they attach; the first answer (or
         error) is the result. ``ConnectionError`` when there is nobody to ask and no waiting for one;
-        ``TimeoutError`` when nobody attached within ``unattended_wait_s``."""
-        question: _Question[T] = _Question(call, can_answer)
+        ``TimeoutError`` when nobody attached within ``unattended_wait_s``. While a question that ``blocks`` is open
+        the foreground work ``requires_action``."""
+        question: _Question[T] = _Question(call, can_answer, blocks=blocks)
         self._questions.append(question)
         unanswered: ConnectionError | TimeoutError | None = None
-        if self.state.state == "running":
+        if blocks and self.state.state == "running":
             await self.foreground(Foreground("requires_action"))
         try:
             async with anyio.create_task_group() as group:
@@ -512,7 +522,7 @@ class Audience:
                 group.cancel_scope.cancel()  # the requests to the others are withdrawn
         finally:
             self._questions.remove(question)
-            if self.state.state == "requires_action" and not self._questions:
+            if self.state.state == "requires_action" and not any(q.blocks for q in self._questions):
                 with anyio.CancelScope(shield=True):
                     await self.foreground(Foreground("running"))
         if unanswered is not None:

@@ -1,6 +1,7 @@
 """The audience of one session against fake connections (no session): the first answer to a question wins and the
 others are withdrawn, a question nobody is attached to waits for the next connection (bounded), a connection that
-catches up gets the history, then what happened meanwhile, in order."""
+catches up gets the history, then what happened meanwhile, in order; a background request (an MCP server's sign-in
+page) never makes the foreground work wait on the user."""
 
 from __future__ import annotations
 
@@ -14,6 +15,8 @@ import pytest
 from hermes_acp.core import NoticeAdded, SessionEvent, TurnEnded
 from hermes_acp.errors import PermissionDeniedError
 from hermes_acp.sessions.audience import Audience
+from hermes_acp.sessions.views import Foreground
+from hermes_acp.tools.context import ElicitationAnswer
 from hermes_acp.turns.ports import PermissionAnswer, PermissionChoice, PermissionQuestion
 
 from .support import Bridge
@@ -55,6 +58,30 @@ class Client(Bridge):
 
     def gate(self, session_id: str) -> Gate:  # type: ignore[override]  # the test's own gate
         return self.answers
+
+
+@dataclass
+class Links:
+    """A connection that opens addresses: holds each until ``release`` is set."""
+
+    release: anyio.Event = field(default_factory=anyio.Event)
+    opened: anyio.Event = field(default_factory=anyio.Event)
+
+    async def open(self, message: str, url: str, elicitation_id: str, *, tool_call_id: str | None) -> ElicitationAnswer:
+        self.opened.set()
+        await self.release.wait()
+        return ElicitationAnswer(action="accept")
+
+    async def completed(self, elicitation_id: str) -> None:
+        return None
+
+
+@dataclass
+class LinkClient(Client):
+    addresses: Links = field(default_factory=Links)
+
+    def links(self, session_id: str) -> Links:
+        return self.addresses
 
 
 def event(n: int) -> NoticeAdded:
@@ -134,3 +161,42 @@ async def test_a_connection_that_catches_up_gets_the_history_then_what_happened_
     seen = [getattr(e, "message_id", "end") for e in second.sinks[SESSION].events]
     assert seen == ["msg_1", "msg_2", "msg_3", "end"], "history, then what came meanwhile, each once and in order"
     assert [getattr(e, "message_id", "end") for e in first.sinks[SESSION].events] == ["msg_3", "end"]
+
+
+async def test_a_sign_in_page_is_a_background_request_and_a_call_s_question_holds_the_foreground() -> None:
+    audience = Audience(SESSION, wait_for_attach=False)
+    client = LinkClient(connection_id="editor")
+    client.answers.release.set()
+    await audience.attach(client)
+    await audience.foreground(Foreground("running"))
+    with anyio.fail_after(5):
+        async with anyio.create_task_group() as group:
+            group.start_soon(
+                lambda: audience.open_link("Sign in to docs", "https://auth.example/", "e1", tool_call_id=None)
+            )
+            await client.addresses.opened.wait()
+            during_sign_in = audience.state.state
+            answered = await audience.ask(QUESTION)  # a permission question while the sign-in page is still open
+            after_question = audience.state.state
+            client.addresses.release.set()
+    told = [state.state for state in client.states[SESSION]]
+    assert answered == "allow_once"
+    assert (during_sign_in, after_question) == ("running", "running"), told
+    assert told == ["running", "requires_action", "running"], "only the permission question held the foreground"
+
+    tied = Audience(SESSION, wait_for_attach=False)
+    other = LinkClient(connection_id="editor")
+    await tied.attach(other)
+    await tied.foreground(Foreground("running"))
+    with anyio.fail_after(5):
+        async with anyio.create_task_group() as group:
+
+            async def page() -> None:
+                await tied.open_link("Open the page", "https://docs.example/", "e2", tool_call_id="c1")
+
+            group.start_soon(page)
+            await other.addresses.opened.wait()
+            held = tied.state.state
+            other.addresses.release.set()
+    assert held == "requires_action", "an address a tool call waits on holds the foreground"
+    assert tied.state.state == "running"
