@@ -7,8 +7,9 @@ audience is the session's ``UpdateSink`` and ``PermissionGate`` (the ports the t
 - **Updates** go to every attached connection, each through its own bridge, so each gets them shaped for its own
   capabilities (notices, compaction updates). Each send is bounded per connection (``send_timeout_s``, by default
   ``MEMBER_SEND_S``): a client that lets one wait out counts as stalled until the turn ends and gets nothing more
-  live (``session/load`` replays it), while the others go on. This is the one stall check on an update's way (the
-  recorder adds none). The prompt of a turn is shown live to the connections that did not send it.
+  live (``session/load`` replays it), while the others go on. From then on its updates keep the cursor of the last
+  stored event it was given, so a rejoin by cursor replays what it missed. This is the one stall check on an
+  update's way (the recorder adds none). The prompt of a turn is shown live to the connections that did not send it.
 - **Questions** (permission requests, elicitation, an address to open) go to every attached connection that can
   answer them; the first answer wins and is final, and the requests to the others are withdrawn (their waits are
   cancelled, which tells each client with ``$/cancel_request``). A connection that attaches while a question waits
@@ -97,6 +98,9 @@ class _Member:
     backlog: list[_Send] | None = None
     """While it catches up: what arrived live meanwhile, sent once the history is."""
     stalled: bool = False
+    held: _HeldCursor | None = None
+    """Once it stalled: the sink it is sent through from then on, which keeps its cursor at the last stored event
+    it was given (it missed the ones after: a rejoin by that cursor replays them)."""
     timeout_s: float = MEMBER_SEND_S
 
     async def deliver(self, send: _Send) -> None:
@@ -106,14 +110,54 @@ class _Member:
             await self._send(send)
 
     async def _send(self, send: _Send) -> None:
+        sink = self.held or _Tried(self.sink)
         with anyio.move_on_after(self.timeout_s) as sending:
-            await send(self.sink)
+            await send(sink)
         if sending.cancelled_caught:
             self.stalled = True
+            if self.held is None:  # seqs are contiguous: it was given every stored event before the one it stalled on
+                tried = sink.seq if isinstance(sink, _Tried) else None
+                self.held = _HeldCursor(self.sink, None if tried is None else tried - 1)
             _log.warning(
                 "a client stopped taking updates; the rest of this turn is not sent to it live",
                 connection=self.client.connection_id,
             )
+
+
+@dataclass(eq=False)
+class _Tried:
+    """A member's sink for one send; ``seq``: the stored event that send tried to pass (None: no stored event)."""
+
+    sink: UpdateSink
+    seq: int | None = None
+
+    async def emit_event(self, event: SessionEvent, *, live: bool, seq: int | None = None) -> None:
+        self.seq = seq if seq is not None else self.seq
+        await self.sink.emit_event(event, live=live, seq=seq)
+
+    async def emit_live(self, update: LiveUpdate) -> None:
+        await self.sink.emit_live(update)
+
+    async def notice(self, notice: Notice) -> bool:
+        return await self.sink.notice(notice)
+
+
+@dataclass(eq=False)
+class _HeldCursor:
+    """The sink of a member that missed stored events: each event it is still sent names ``given`` (the last one it
+    was given; None: leave the cursor as it was) instead of its own seq, so its cursor never claims the gap."""
+
+    sink: UpdateSink
+    given: int | None
+
+    async def emit_event(self, event: SessionEvent, *, live: bool, seq: int | None = None) -> None:
+        await self.sink.emit_event(event, live=live, seq=self.given if seq is not None else None)
+
+    async def emit_live(self, update: LiveUpdate) -> None:
+        await self.sink.emit_live(update)
+
+    async def notice(self, notice: Notice) -> bool:
+        return await self.sink.notice(notice)
 
 
 @dataclass(eq=False)
