@@ -6,9 +6,11 @@ audience is the session's ``UpdateSink`` and ``PermissionGate`` (the ports the t
 
 - **Updates** go to every attached connection, each through its own bridge, so each gets them shaped for its own
   capabilities (notices, compaction updates). Each send is bounded per connection (``send_timeout_s``, by default
-  ``MEMBER_SEND_S``): a client that lets one wait out counts as stalled until the turn ends and gets nothing more
-  live (``session/load`` replays it), while the others go on. This is the one stall check on an update's way (the
-  recorder adds none). The prompt of a turn is shown live to the connections that did not send it.
+  ``members.MEMBER_SEND_S``): a client that lets one wait out counts as stalled until the turn ends and gets
+  nothing more live (``session/load`` replays it), while the others go on. From then on its updates keep the cursor
+  of the last stored event it was given, so a rejoin by cursor replays what it missed (``members.py``). This is the
+  one stall check on an update's way (the recorder adds none). The prompt of a turn is shown live to the
+  connections that did not send it.
 - **Questions** (permission requests, elicitation, an address to open) go to every attached connection that can
   answer them; the first answer wins and is final, and the requests to the others are withdrawn (their waits are
   cancelled, which tells each client with ``$/cancel_request``). A connection that attaches while a question waits
@@ -42,7 +44,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeVar, runtime_checkable
 
 import anyio
-import structlog
 from anyio.abc import TaskGroup
 
 from hermes_acp.commands.command_set import Command
@@ -67,18 +68,15 @@ from hermes_acp.turns.ports import (
 from hermes_acp.turns.projection import transcript_events
 
 from .live_tail import LiveTail
+from .members import MEMBER_SEND_S, Member, Send
 from .views import ClientBridge, Foreground
 
 if TYPE_CHECKING:
     from .options import SessionOptions
 
-__all__ = ["MEMBER_SEND_S", "Audience", "Replayed"]
+__all__ = ["Audience", "Replayed"]
 
 T = TypeVar("T")
-MEMBER_SEND_S = 5.0
-"""Longest wait for one connection to take one update; past it that connection is stalled until the turn ends."""
-_log = structlog.get_logger("hermes_acp.sessions")
-_Send = Callable[[UpdateSink], Awaitable[Any]]
 
 
 @runtime_checkable
@@ -88,32 +86,6 @@ class Replayed(Protocol):
     async def replay(self, client: ClientBridge, sink: UpdateSink) -> None:
         """Render it to ``client`` (``sink``: the client's sink for this session)."""
         ...
-
-
-@dataclass(eq=False)
-class _Member:
-    client: ClientBridge
-    sink: UpdateSink
-    backlog: list[_Send] | None = None
-    """While it catches up: what arrived live meanwhile, sent once the history is."""
-    stalled: bool = False
-    timeout_s: float = MEMBER_SEND_S
-
-    async def deliver(self, send: _Send) -> None:
-        if self.backlog is not None:
-            self.backlog.append(send)
-        elif not self.stalled:
-            await self._send(send)
-
-    async def _send(self, send: _Send) -> None:
-        with anyio.move_on_after(self.timeout_s) as sending:
-            await send(self.sink)
-        if sending.cancelled_caught:
-            self.stalled = True
-            _log.warning(
-                "a client stopped taking updates; the rest of this turn is not sent to it live",
-                connection=self.client.connection_id,
-            )
 
 
 @dataclass(eq=False)
@@ -133,7 +105,7 @@ class _Question(Generic[T]):
     result: T | None = None
     error: Exception | None = None
 
-    def put(self, member: _Member) -> None:
+    def put(self, member: Member) -> None:
         if self.group is None or self.answered.is_set() or id(member) in self.asking:
             return
         if not self.can_answer(member.client):
@@ -142,13 +114,13 @@ class _Question(Generic[T]):
         self.asking[id(member)] = scope
         self.group.start_soon(self._ask, member, scope)
 
-    def withdraw(self, member: _Member) -> None:
+    def withdraw(self, member: Member) -> None:
         scope = self.asking.pop(id(member), None)
         if scope is not None:
             scope.cancel()
             self._wake()
 
-    async def _ask(self, member: _Member, scope: anyio.CancelScope) -> None:
+    async def _ask(self, member: Member, scope: anyio.CancelScope) -> None:
         with scope:
             try:
                 result = await self.call(member.client)
@@ -190,7 +162,7 @@ class Audience:
         self._relay = relay
         self._wait_for_attach = wait_for_attach
         self._unattended_wait_s = unattended_wait_s
-        self._members: list[_Member] = []
+        self._members: list[Member] = []
         self._questions: list[_Question[Any]] = []
         self._tail = LiveTail()
         self._joined = anyio.Event()
@@ -241,7 +213,7 @@ class Audience:
             if history is None:
                 return
             self.detach(client)
-        member = _Member(client, client.sink(self._session_id), timeout_s=self._send_timeout_s)
+        member = Member(client, client.sink(self._session_id), timeout_s=self._send_timeout_s)
         if history is None:
             self._join(member)
             return
@@ -270,7 +242,7 @@ class Audience:
         self._members.remove(member)
         self._join(member)
 
-    def _join(self, member: _Member) -> None:
+    def _join(self, member: Member) -> None:
         self._members.append(member)
         self._could |= {mode for mode in ("form", "url") if _offers(member.client, self._session_id, mode)}
         for question in list(self._questions):
@@ -288,7 +260,7 @@ class Audience:
             self.origin = None
         return True
 
-    def _drop(self, member: _Member) -> None:
+    def _drop(self, member: Member) -> None:
         if member in self._members:
             self._members.remove(member)
         for question in self._questions:
@@ -346,7 +318,7 @@ class Audience:
 
             await member.deliver(send)
 
-    async def deliver_each(self, send_to: Callable[[ClientBridge], _Send | None]) -> None:
+    async def deliver_each(self, send_to: Callable[[ClientBridge], Send | None]) -> None:
         """Send each attached connection what ``send_to`` makes for it (None: nothing), in turn with the rest of
         its updates (a connection still catching up gets it after its history)."""
         for member in list(self._members):

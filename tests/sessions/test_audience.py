@@ -1,7 +1,8 @@
 """The audience of one session against fake connections (no session): the first answer to a question wins and the
 others are withdrawn, a question nobody is attached to waits for the next connection (bounded), a connection that
 catches up gets the history, then what happened meanwhile, in order; a background request (an MCP server's sign-in
-page) never makes the foreground work wait on the user."""
+page) never makes the foreground work wait on the user; a connection that stalled is never given a cursor past
+what it missed."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from hermes_acp.sessions.views import Foreground
 from hermes_acp.tools.context import ElicitationAnswer
 from hermes_acp.turns.ports import PermissionAnswer, PermissionChoice, PermissionQuestion
 
-from .support import Bridge
+from .support import Bridge, RecordingSink
 
 pytestmark = pytest.mark.anyio
 
@@ -82,6 +83,24 @@ class LinkClient(Client):
 
     def links(self, session_id: str) -> Links:
         return self.addresses
+
+
+@dataclass
+class CursorSink(RecordingSink):
+    """A connection's sink that keeps its delivery cursor as the ACP bridge does (the seq last passed to it, named by
+    every update from then on) and takes nothing while ``stalls`` is set (the audience's send bound gives up on it).
+    ``taken``: for each event it took, its message id and the cursor its update carried."""
+
+    stalls: bool = False
+    cursor: int | None = None
+    taken: list[tuple[str, int | None]] = field(default_factory=list)
+
+    async def emit_event(self, event: SessionEvent, *, live: bool, seq: int | None = None) -> None:
+        if seq is not None:
+            self.cursor = seq
+        if self.stalls:
+            await anyio.Event().wait()  # never set: only the audience's bound ends this send
+        self.taken.append((getattr(event, "message_id", "end"), self.cursor))
 
 
 def event(n: int) -> NoticeAdded:
@@ -200,3 +219,31 @@ async def test_a_sign_in_page_is_a_background_request_and_a_call_s_question_hold
             other.addresses.release.set()
     assert held == "requires_action", "an address a tool call waits on holds the foreground"
     assert tied.state.state == "running"
+
+
+async def test_a_connection_that_stalled_keeps_the_cursor_of_what_it_was_given() -> None:
+    audience = Audience(SESSION, wait_for_attach=False, send_timeout_s=0.01)
+    slow, quick = Client(connection_id="slow"), Client(connection_id="quick")
+    slow_sink, quick_sink = CursorSink(), CursorSink()
+    slow.sinks[SESSION], quick.sinks[SESSION] = slow_sink, quick_sink
+    await audience.attach(slow)
+    await audience.attach(quick)
+    first_turn_ends = TurnEnded(turn_id="turn_1", stop_reason="end_turn")
+    with anyio.fail_after(5):
+        await audience.emit_event(event(1), live=True, seq=1)
+        slow_sink.stalls = True
+        await audience.emit_event(event(2), live=True, seq=2)  # waits out the bound: the slow one stalls
+        slow_sink.stalls = False
+        await audience.emit_event(event(3), live=True, seq=3)  # not sent to it live
+        await audience.emit_event(first_turn_ends, live=True, seq=4)  # nor this; the next turn tries it again
+        await audience.emit_event(event(5), live=True, seq=5)
+        await audience.emit_event(TurnEnded(turn_id="turn_2", stop_reason="end_turn"), live=True, seq=6)
+
+    seqs = {"msg_1": 1, "msg_2": 2, "msg_3": 3, "msg_5": 5}
+    assert [taken for taken, _ in slow_sink.taken] == ["msg_1", "msg_5", "end"], "the next turn is delivered"
+    got = {seqs[taken] for taken, _ in slow_sink.taken if taken in seqs}
+    for taken, cursor in slow_sink.taken:
+        assert cursor is not None
+        assert set(range(1, cursor + 1)) <= got, f"{taken} carried cursor {cursor}, past events it never got"
+    assert slow_sink.cursor == 1, "a rejoin by its cursor replays 2 to 4, which it missed"
+    assert quick_sink.taken[-1] == ("end", 6), "a connection that took everything has everything"
