@@ -4,7 +4,7 @@ A comma-separated list:
 
 - ``tree``: psutil's process tree instead of the POSIX process group (what Windows uses);
 - ``stdio``: the threaded stdio transport (a reader and a writer thread, what Windows uses), for the server's own
-  stdin/stdout and the shared front door's relay;
+  stdin/stdout and the front doors' relays (``--shared`` and ``--connect``);
 - ``refuse-shared``: shared mode refused as on Windows (``--shared`` and ``hermes-acp host``), so the refusal runs
   through the real process where shared mode works.
 

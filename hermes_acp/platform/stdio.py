@@ -9,6 +9,10 @@
   stray print (ours, a library's, a child's) cannot corrupt the channel. On Windows a child inherits the Win32
   standard handle, not the C runtime's descriptor 1, so the handle is pointed at stderr too (``SetStdHandle``),
   and both protocol descriptors are put in binary mode (no CRLF translation).
+- ``pump_stdin(sock)``: the front doors' threaded relay (where ``threaded()``): stdin's bytes copied into a socket
+  by a daemon thread, its end passed on as the socket's half-close. The shared front door pumps into the host's
+  socket; ``--connect`` into a socket pair whose other end its ``select`` watches (on Windows ``select`` takes
+  only sockets).
 
 Knows nothing about JSON-RPC or the event loop.
 """
@@ -17,11 +21,14 @@ from __future__ import annotations
 
 import contextlib
 import os
+import socket
 import sys
 
 from ._forced import forced
 
-__all__ = ["claim_stdout", "threaded"]
+__all__ = ["claim_stdout", "pump_stdin", "threaded"]
+
+_CHUNK = 1 << 16
 
 
 def threaded() -> bool:
@@ -50,3 +57,21 @@ def claim_stdout() -> int:
                 msvcrt.setmode(fd, os.O_BINARY)
         ctypes.windll.kernel32.SetStdHandle(std_output_handle, msvcrt.get_osfhandle(stdout_fd))
     return protocol_fd
+
+
+def pump_stdin(sock: socket.socket, fd: int = 0) -> None:
+    """Copy ``fd`` (stdin) into ``sock`` in a daemon thread until its end, a failed read or a failed send, then
+    half-close ``sock`` (the reader on its other side sees the end). The thread is never joined: a read blocked on
+    stdin cannot be interrupted on Windows, and a daemon thread does not hold the process's exit."""
+    import threading
+
+    def pump() -> None:
+        try:
+            while data := os.read(fd, _CHUNK):
+                sock.sendall(data)
+        except OSError:
+            pass
+        with contextlib.suppress(OSError):
+            sock.shutdown(socket.SHUT_WR)
+
+    threading.Thread(target=pump, name="hermes-acp stdin pump", daemon=True).start()

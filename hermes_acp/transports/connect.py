@@ -22,7 +22,12 @@ them again; its sessions are reattached without a replay. What the editor sends 
 A link that cannot be made says why on stderr (the token refused, the certificate, the host unreachable) and
 answers the editor's requests with an ACP error, then the process exits 1; it never waits without a bound. It starts
 as fast as the local front door: one thread, ``select`` over stdin and the link as the local front door does; the
-standard library only, and little of it (``ssl`` only for a TLS link), nothing of the server.
+standard library only, and little of it (``ssl`` only for a TLS link), nothing of the server. Where stdio is
+threaded (``platform.stdio.threaded``: Windows, whose ``select`` takes only sockets, and
+``HERMES_ACP_PORTABLE=stdio``) a daemon thread pumps stdin into a socket pair and ``select`` watches its other end
+(``platform.stdio.pump_stdin``, the shared front door's pump). Stdout is the server's: ``platform.stdio.
+claim_stdout`` (binary on Windows, descriptor 1 pointed at stderr). Once connected it says so on stderr, naming how
+it reads the editor (``select`` or ``threads``).
 """
 
 from __future__ import annotations
@@ -32,17 +37,19 @@ import itertools
 import json
 import os
 import select
+import socket
 import sys
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from hermes_acp.platform import stdio
+
+from .connect_options import USAGE, read_options, read_token
 from .wsclient import Link, LinkError, Target, open_link, parse_target
 
-__all__ = ["CONNECT_TIMEOUT_S", "RECONNECT_S", "TOKEN_VARIABLE", "Relay", "run_connect"]
+__all__ = ["CONNECT_TIMEOUT_S", "RECONNECT_S", "Relay", "run_connect"]
 
-TOKEN_VARIABLE = "HERMES_ACP_TOKEN"
-"""Where the token is read from without ``--token-file``."""
 CONNECT_TIMEOUT_S = 10.0
 """Bound on making the link (TCP, TLS, the upgrade)."""
 RECONNECT_S = 60.0
@@ -54,55 +61,20 @@ FIRST_REQUEST_S = 10.0
 MAX_WAITING = 10_000
 """Editor frames kept while the link is down (past it the relay gives up)."""
 _OPENING = ("session/new", "session/load", "session/resume", "session/fork")
-_USAGE = "usage: hermes-acp --connect URL [--token-file FILE] [--cacert FILE] [--verbose]"
 
 
 def run_connect(argv: Sequence[str], env: Mapping[str, str] | None = None) -> int:
     """The ``--connect`` command (``argv``: its options); the exit status."""
     env = os.environ if env is None else env
     try:
-        options = _options(argv)
+        options = read_options(argv)
         target = parse_target(options["connect"])
-        token = _token(options.get("token-file"), env)
+        token = read_token(options.get("token-file"), env)
     except ValueError as exc:
-        sys.stderr.write(f"hermes-acp: {exc}\n{_USAGE}\n")
+        sys.stderr.write(f"hermes-acp: {exc}\n{USAGE}\n")
         return 2
-    return Relay(target, token, cafile=options.get("cacert"), verbose="verbose" in options).run()
-
-
-def _options(argv: Sequence[str]) -> dict[str, str]:
-    """``--connect URL --token-file F --cacert F --verbose`` (``--name=value`` too), read without argparse."""
-    options: dict[str, str] = {}
-    args = list(argv)
-    while args:
-        arg = args.pop(0)
-        name, eq, value = arg.partition("=")
-        if name not in ("--connect", "--token-file", "--cacert", "--verbose"):
-            raise ValueError(f"unknown option {arg!r} with --connect")
-        if name == "--verbose":
-            options["verbose"] = "1"
-            continue
-        if not eq:
-            if not args:
-                raise ValueError(f"{name} needs a value")
-            value = args.pop(0)
-        options[name.removeprefix("--")] = value
-    if "connect" not in options:
-        raise ValueError("--connect needs the URL of the host's door")
-    return options
-
-
-def _token(path: str | None, env: Mapping[str, str]) -> str | None:
-    if path is None:
-        return env.get(TOKEN_VARIABLE) or None
-    try:
-        with open(os.path.expanduser(path), encoding="utf-8") as handle:
-            token = handle.read(4096).strip()
-    except OSError as exc:
-        raise ValueError(f"--token-file {path}: {exc.strerror or exc}") from None
-    if not token:
-        raise ValueError(f"--token-file {path}: the file is empty")
-    return token
+    out_fd = stdio.claim_stdout()
+    return Relay(target, token, cafile=options.get("cacert"), verbose="verbose" in options, out_fd=out_fd).run()
 
 
 class _Open:
@@ -165,6 +137,9 @@ class Relay:
         self._reconnect_s = reconnect_s
         self._in_fd = in_fd
         self._out_fd = out_fd
+        self._threaded = stdio.threaded()
+        self._in: int | socket.socket = in_fd
+        """What ``select`` watches for the editor: stdin, or (threaded) the socket pair's end ``pump_stdin`` feeds."""
         self._events: list[tuple[Any, ...]] = []
         """What the last ``select`` found, not yet handled."""
         self._rest = b""
@@ -181,10 +156,21 @@ class Relay:
     # -- running -------------------------------------------------------------------------------------------------
 
     def run(self) -> int:
+        if self._threaded:
+            self._in, upstream = socket.socketpair()
+            stdio.pump_stdin(upstream, self._in_fd)
+        try:
+            return self._run()
+        finally:
+            if isinstance(self._in, socket.socket):
+                self._in.close()
+
+    def _run(self) -> int:
         try:
             self._start(open_link(self._target, self._token, cafile=self._cafile, timeout_s=CONNECT_TIMEOUT_S))
         except LinkError as exc:
             return self._refuse(str(exc))
+        self._note(f"connected to {self._target.url} (the editor's stdio: {'threads' if self._threaded else 'select'})")
         try:
             while not self._eof:
                 event = self._next(PING_S)
@@ -223,7 +209,7 @@ class Relay:
 
     def _poll(self, timeout: float) -> None:
         link = self._link
-        watched: list[Any] = [self._in_fd] if self._editor_open else []
+        watched: list[Any] = [self._in] if self._editor_open else []
         if link is not None:
             watched.append(link)
             if link.buffered():
@@ -234,7 +220,7 @@ class Relay:
             readable = [link] if link is not None else []
         if not watched:
             time.sleep(timeout)
-        if self._in_fd in readable:
+        if self._in in readable:
             self._read_editor()
         if link is not None and (link in readable or link.buffered()):
             generation = self._generation
@@ -250,7 +236,8 @@ class Relay:
 
     def _read_editor(self) -> None:
         try:
-            chunk = os.read(self._in_fd, 1 << 16)
+            source = self._in
+            chunk = source.recv(1 << 16) if isinstance(source, socket.socket) else os.read(source, 1 << 16)
         except OSError:
             chunk = b""
         if not chunk:

@@ -206,19 +206,9 @@ def _relay_select(sock: socket.socket) -> None:
 
 
 def _relay_threads(sock: socket.socket) -> None:
-    """The editor's bytes go up in a daemon thread (a read of stdin cannot be interrupted); the host's come down in
-    this one, which returns when the host closes or the editor stops reading."""
-    import threading
-
-    def upstream() -> None:
-        try:
-            while data := os.read(0, _CHUNK):
-                sock.sendall(data)
-        except OSError:
-            pass
-        _half_close(sock)
-
-    threading.Thread(target=upstream, name="hermes-acp front door stdin", daemon=True).start()
+    """The editor's bytes go up in a daemon thread (``stdio.pump_stdin``: a read of stdin cannot be interrupted);
+    the host's come down in this one, which returns when the host closes or the editor stops reading."""
+    stdio.pump_stdin(sock)
     while True:
         try:
             data = sock.recv(_CHUNK)

@@ -8,7 +8,8 @@ turn once (no update twice, cursors never going back) and the prompt's answer wh
 host asked on the dropped link is withdrawn and asked again on the new one; TLS through a terminator with a
 self-signed certificate (refused without ``--cacert``, taken with it); a wrong token and a host that cannot be
 reached: a clear error on stderr and an ACP error to the editor, never a hang. Every frame is checked against the
-ACP schema."""
+ACP schema. The session, the drop and the unreachable host run with the relay reading the editor by ``select`` and
+by the threads Windows needs (``HERMES_ACP_PORTABLE=stdio``), and the relay says which it uses."""
 
 from __future__ import annotations
 
@@ -48,6 +49,14 @@ SCENARIO = {
         {"match": {"last_message_contains": "asked"}, "steps": [{"text": "Answered on the new link."}]},
     ],
 }
+
+
+RELAYS = {"select": "", "threads": "stdio"}
+"""How the relay reads the editor → ``HERMES_ACP_PORTABLE`` for the relay's process."""
+
+
+def _relay_env(relay: str) -> dict[str, str]:
+    return {"HERMES_ACP_PORTABLE": RELAYS[relay]}
 
 
 def _free_port() -> int:
@@ -90,9 +99,11 @@ async def _wait(client: RecordingClient, predicate: Any) -> None:
             await client.arrived.wait()
 
 
-async def test_a_session_runs_through_the_relay(tmp_path: Path) -> None:
+@pytest.mark.parametrize("relay", RELAYS)
+async def test_a_session_runs_through_the_relay(tmp_path: Path, relay: str) -> None:
     async with _host(tmp_path) as (home, port):
-        async with home.front_door(args=_connect(f"ws://127.0.0.1:{port}/acp", home)) as door:
+        url = f"ws://127.0.0.1:{port}/acp"
+        async with home.front_door(args=_connect(url, home), env=_relay_env(relay)) as door:
             session_id = (await door.conn.new_session(cwd=str(home.workspace), mcp_servers=[])).session_id
             answer = await door.prompt(session_id, "stream please")
             assert answer.stop_reason == "end_turn"
@@ -107,14 +118,20 @@ async def test_a_session_runs_through_the_relay(tmp_path: Path) -> None:
             assert len(receipts) == 2, "session/new and the prompt went with the relay's operation ids"
         seqs = _cursors(door)
         assert seqs and seqs == sorted(seqs), "every update carries where the editor's view stands"
+        stderr = (home.home / "front-door-stderr.log").read_text()
+        assert f"hermes-acp: connected to {url} (the editor's stdio: {relay})" in stderr
 
 
-async def test_a_link_killed_mid_turn_the_turn_goes_on_and_the_reconnect_delivers_the_rest_once(tmp_path: Path) -> None:
+@pytest.mark.parametrize("relay", RELAYS)
+async def test_a_link_killed_mid_turn_the_turn_goes_on_and_the_reconnect_delivers_the_rest_once(
+    tmp_path: Path, relay: str
+) -> None:
     async with _host(tmp_path) as (home, port), tcp_proxy(port) as proxy:
         (home.workspace / "gate").unlink(missing_ok=True)
         os.mkfifo(home.workspace / "gate")
         client = RecordingClient(answers=["allow_once"])
-        async with home.front_door(client, args=_connect(f"ws://127.0.0.1:{proxy.port}/acp", home)) as door:
+        args = _connect(f"ws://127.0.0.1:{proxy.port}/acp", home)
+        async with home.front_door(client, args=args, env=_relay_env(relay)) as door:
             session_id = (await door.conn.new_session(cwd=str(home.workspace), mcp_servers=[])).session_id
             async with anyio.create_task_group() as group:
                 answers: list[Any] = []
@@ -138,7 +155,8 @@ async def test_a_link_killed_mid_turn_the_turn_goes_on_and_the_reconnect_deliver
             seqs = _cursors(door)
             assert seqs == sorted(seqs), "nothing delivered twice: the cursors never go back"
             assert len(home.model.requests()) == 2, "the prompt ran once (one turn: the call, then the answer)"
-        assert "connecting again" in (home.home / "front-door-stderr.log").read_text()
+        stderr = (home.home / "front-door-stderr.log").read_text()
+        assert "connecting again" in stderr and f"(the editor's stdio: {relay})" in stderr
 
 
 async def test_a_question_asked_on_the_dropped_link_is_asked_again_on_the_new_one(tmp_path: Path) -> None:
@@ -194,9 +212,11 @@ async def test_a_wrong_token_is_refused_with_a_clear_error(tmp_path: Path) -> No
     assert "the token is not the host's" in refused["answer"]["error"]["message"]
 
 
-async def test_a_host_that_cannot_be_reached_is_a_clear_error_not_a_hang(tmp_path: Path) -> None:
+@pytest.mark.parametrize("relay", RELAYS)
+async def test_a_host_that_cannot_be_reached_is_a_clear_error_not_a_hang(tmp_path: Path, relay: str) -> None:
     async with shared_home(tmp_path, SCENARIO) as home:
         home.home.joinpath("host.token").write_text("some-token-some-token\n")
+        home.env.update(_relay_env(relay))
         refused = await _refused(home, _connect(f"ws://127.0.0.1:{_free_port()}/acp", home))
     assert "cannot reach 127.0.0.1" in refused["stderr"]
     assert refused["answer"]["error"]["code"] == -32603

@@ -139,14 +139,19 @@ def test_the_front_door_loads_none_of_the_server_and_no_event_loop() -> None:
 
 def test_the_remote_front_door_loads_none_of_the_server_and_no_event_loop() -> None:
     """``hermes-acp --connect`` relays frames over a WebSocket of its own: the standard library (no ``ssl`` for a
-    ``ws://`` door), nothing else of ours but the version."""
+    ``ws://`` door), nothing else of ours but the version and the platform seam's stdio (threaded or not, and the
+    protocol's stdout); its threads load only where stdio is threaded."""
     loaded = _loaded_after("import hermes_acp.cli, hermes_acp.transports.connect")
     ours = sorted(name for name in loaded if name.startswith("hermes_acp"))
     assert ours == [
         "hermes_acp",
         "hermes_acp.cli",
+        "hermes_acp.platform",
+        "hermes_acp.platform._forced",
+        "hermes_acp.platform.stdio",
         "hermes_acp.transports",
         "hermes_acp.transports.connect",
+        "hermes_acp.transports.connect_options",
         "hermes_acp.transports.wsclient",
         "hermes_acp.version",
     ]
