@@ -44,7 +44,7 @@ from hermes_acp.sessions.turn_imports import warm_up_turn_modules
 from hermes_acp.sessions.views import LiveSession
 
 from .client_bridge import AcpClientBridge
-from .convert import prompt_to_display, usage_json
+from .convert import cost_json, prompt_to_display, usage_json
 from .initialize import ENV_METHOD_ID, FORM_SETUP_METHOD_ID, SETUP_METHOD_ID, key_variables
 from .lifecycle_params import archive_filter, client_system_prompt
 from .provider_routes import ProviderRoutes
@@ -367,7 +367,7 @@ class HermesAgent:
         if result.failure is not None:  # a limit (a budget, max_turn_requests): which one
             hermes["limit"] = result.failure.to_json()
         if result.cost is not None:
-            hermes["cost"] = {"amount": result.cost.amount, "currency": result.cost.currency}
+            hermes["cost"] = cost_json(result.cost)
         if hermes:
             answer["_meta"] = {"hermes": hermes}
         if usage is None:  # no model was asked (a slash command the session answered, or cancelled while queued)

@@ -81,6 +81,7 @@ from .terminal_cards import card_title, terminal_events, zed_meta
 from .wire import AudioContent, ContentBlock, EmbeddedResourceContent, ImageContent, ResourceLinkContent, TextContent
 
 if TYPE_CHECKING:
+    from hermes_acp.providers.catalog import Cost
     from hermes_acp.turns.budget import CapStatus
 
 __all__ = [
@@ -88,6 +89,7 @@ __all__ = [
     "compaction_note",
     "compaction_summary",
     "content_block",
+    "cost_json",
     "event_updates",
     "live_update",
     "notice_update",
@@ -512,10 +514,15 @@ def usage_update(update: LiveUsage) -> Update:
     the models have prices, and ``[budget]``'s caps in ``_meta.hermes.budget``."""
     meter: Update = {"sessionUpdate": "usage_update", "used": update.used, "size": update.size}
     if update.cost is not None:
-        meter["cost"] = {"amount": update.cost.amount, "currency": update.cost.currency}
+        meter["cost"] = cost_json(update.cost)
     if update.budget:
         meter["_meta"] = {"hermes": {"budget": budget_json(update.budget)}}
     return meter
+
+
+def cost_json(cost: Cost) -> dict[str, Any]:
+    """A cost as ACP carries one (``usage_update.cost``; ``_meta.hermes.cost`` of a prompt's end)."""
+    return {"amount": cost.amount, "currency": cost.currency}
 
 
 def budget_json(caps: Sequence[CapStatus]) -> dict[str, Any]:

@@ -117,8 +117,10 @@ def _ended(ticket: Ticket) -> Foreground:
     outcome = ticket.outcome
     if outcome is None:
         return Foreground("idle", "cancelled" if ticket.error is None else None, failure=ticket.error)
-    failure = outcome.failure if outcome.failure is not None and outcome.failure.is_error else None
-    return Foreground("idle", outcome.stop_reason, outcome.usage, failure=failure)
+    ended_on = outcome.failure
+    failure = ended_on if ended_on is not None and ended_on.is_error else None
+    limit = ended_on if ended_on is not None and not ended_on.is_error else None
+    return Foreground("idle", outcome.stop_reason, outcome.usage, failure=failure, limit=limit, cost=outcome.cost)
 
 
 class PromptQueue:

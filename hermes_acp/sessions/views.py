@@ -26,7 +26,6 @@ from hermes_acp.commands.command_set import Command
 from hermes_acp.commands.runner import CommandRunner
 from hermes_acp.commands.skills import SkillShelf
 from hermes_acp.core import DisplayBlock, InputKind, Rewound, StopReason, TextBlock, Usage
-from hermes_acp.errors import TurnFailure
 from hermes_acp.mcp_client import McpServers
 from hermes_acp.subagents.lineage import Lineage
 from hermes_acp.subagents.runner import SubagentRunner
@@ -116,6 +115,11 @@ class Foreground:
     failure: Exception | TurnFailure | None = None
     """Why it failed after its prompt was inserted: the error it raised, or the failure the model request ended it
     on (idle only; a limit it reached is its stop reason, ``max_turn_requests``, not a failure)."""
+    limit: TurnFailure | None = None
+    """The budget or request limit it stopped at (idle only, with ``max_turn_requests``): what a v1 prompt's answer
+    names in ``_meta.hermes.limit``."""
+    cost: Cost | None = None
+    """What its model calls cost, its subagents' included (idle only; None when a model it used has no prices)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,6 +8,7 @@ closed lists."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -184,6 +185,7 @@ async def test_a_turn_that_fails_after_insertion_ends_idle_with_the_error(
     idle = peer.states()[-1]
     assert idle["stopReason"] == "error"
     assert idle["error"]["code"] == code and str(error) in idle["error"]["message"]
+    assert idle["error"]["data"]["provider"] == "scripted", "the error object a v1 answer carries, data included"
 
 
 async def test_the_foreground_requires_action_while_a_question_waits(tmp_path: Path) -> None:
@@ -307,3 +309,24 @@ async def test_the_context_meter_carries_the_budget_on_v2_as_on_v1(tmp_path: Pat
 
         await peer.wait_for(lambda: any(cap["spent"] == 1000 for cap in spent()))
     assert {"unit": "tokens", "limit": 5000, "spent": 1000, "left": 4000, "lifted": False} in spent()
+
+
+async def test_a_budget_stop_ends_idle_with_the_limit_and_the_cost_as_a_v1_answer_names_them(tmp_path: Path) -> None:
+    big = Usage(input_tokens=900, output_tokens=100)
+    provider = ScriptedProvider([text_reply(f"Answer {n}.", usage=big) for n in range(3)])
+    config = "[budget]\nsession_tokens = 1500\n"
+    async with open_raw(tmp_path, provider=provider, config=config) as raw, v2_peer(raw) as peer:
+        session_id = await _new(peer, tmp_path)
+
+        def ended(count: int) -> Callable[[], bool]:
+            return lambda: sum(state["state"] == "idle" for state in peer.states(session_id)) >= count
+
+        for n in range(3):
+            await peer.request("session/prompt", _prompt(session_id, f"prompt {n}"))
+            await peer.wait_for(ended(n + 1))
+    idles = [s for s in peer.states(session_id) if s["state"] == "idle"]
+    assert [s["stopReason"] for s in idles] == ["end_turn", "end_turn", "max_turn_requests"]
+    limit = idles[-1]["_meta"]["hermes"]["limit"]
+    assert (limit["kind"], limit["limit"]) == ("budget", "session_tokens")
+    assert "error" not in idles[-1], "a limit is a stop reason, never an error"
+    assert "_meta" not in idles[0], "a finished prompt without prices names no limit and no cost"

@@ -300,8 +300,8 @@ def test_the_turn_states() -> None:
         [
             state_update("running"),
             state_update("requires_action"),
-            state_update("idle", error=(-32000, "Authentication required")),
-            state_update("idle", stop_reason="max_turn_requests", usage=Usage()),
+            state_update("idle", error={"code": -32000, "message": "Authentication required", "data": {"kind": "x"}}),
+            state_update("idle", stop_reason="max_turn_requests", usage=Usage(), hermes={"limit": {"kind": "budget"}}),
         ]
     )
     assert updates == [
@@ -311,9 +311,14 @@ def test_the_turn_states() -> None:
             "sessionUpdate": "state_update",
             "state": "idle",
             "stopReason": "error",
-            "error": {"code": -32000, "message": "Authentication required"},
+            "error": {"code": -32000, "message": "Authentication required", "data": {"kind": "x"}},
         },
-        {"sessionUpdate": "state_update", "state": "idle", "stopReason": "max_turn_requests"},
+        {
+            "sessionUpdate": "state_update",
+            "state": "idle",
+            "stopReason": "max_turn_requests",
+            "_meta": {"hermes": {"limit": {"kind": "budget"}}},
+        },
     ]
 
 

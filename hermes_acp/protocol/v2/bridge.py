@@ -8,7 +8,8 @@
   the prompt was inserted). A notice is always shown: every v2 client takes them.
 - ``asking``: a permission question in v2's shape (prompt copy, the tool call as the subject).
 - ``state_update``: the session's ``Foreground`` as v2's ``state_update`` (a failure as ``stopReason: "error"`` with
-  the JSON-RPC error object ``failures.failure_error`` makes, the one the v1 answer of such a prompt carries too).
+  the JSON-RPC error object ``failures.failure_error`` makes, the one the v1 answer of such a prompt carries too;
+  a limit and the cost in ``_meta.hermes``, as in a v1 answer).
 - ``config_options``, ``commands_update``: the session's options and commands in v2's shapes.
 - ``advertised``: what the client said in its ``initialize`` (forms, terminal auth), read as the handshake read it.
 
@@ -78,12 +79,18 @@ def asking(session_id: str) -> Callable[[PermissionQuestion, Sequence[Permission
 
 
 def state_update(state: Foreground) -> dict[str, Any]:
-    """``state`` as v2's ``state_update``."""
-    error = None
-    if state.state == "idle" and state.failure is not None:
-        described = failure_error(state.failure)
-        error = (described["code"], described["message"])
-    return render.state_update(state.state, stop_reason=state.stop_reason, error=error, usage=state.usage)
+    """``state`` as v2's ``state_update``: a failure as the JSON-RPC error object a v1 prompt is answered with
+    (``data`` included), the limit it stopped at and its cost in ``_meta.hermes``, as a v1 answer carries them."""
+    idle = state.state == "idle"
+    error = failure_error(state.failure) if idle and state.failure is not None else None
+    hermes: dict[str, Any] = {}
+    if idle and state.limit is not None:
+        hermes["limit"] = state.limit.to_json()
+    if idle and state.cost is not None:
+        hermes["cost"] = {"amount": state.cost.amount, "currency": state.cost.currency}
+    return render.state_update(
+        state.state, stop_reason=state.stop_reason, error=error, usage=state.usage, hermes=hermes
+    )
 
 
 def config_options(options: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -283,24 +283,27 @@ def state_update(
     state: TurnState,
     *,
     stop_reason: str | None = None,
-    error: tuple[int, str] | None = None,
+    error: dict[str, Any] | None = None,
     usage: Usage | None = None,
+    hermes: dict[str, Any] | None = None,
 ) -> Update:
     """A ``state_update``: ``running`` when foreground work starts (and again after the user answered a question),
-    ``requires_action`` while the turn waits on the user, ``idle`` when it ends, with why (``error``: the code and
-    message of a turn that failed after its prompt was inserted, reported as ``stopReason: "error"``) and what it
-    used. The one snapshot after a resume's replay is one of these too."""
+    ``requires_action`` while the turn waits on the user, ``idle`` when it ends, with why (``error``: the JSON-RPC
+    error object of a turn that failed after its prompt was inserted, ``data`` included, reported as
+    ``stopReason: "error"``), what it used, and ``hermes`` in ``_meta.hermes`` (the limit it stopped at, its cost:
+    what a v1 prompt's answer carries). The one snapshot after a resume's replay is one of these too."""
     update: Update = {"sessionUpdate": "state_update", "state": state}
     if state != "idle":
         return update
     if error is not None:
-        code, message = error
         update["stopReason"] = "error"
-        update["error"] = {"code": code, "message": message}
+        update["error"] = error
     elif stop_reason is not None:
         update["stopReason"] = stop_reason
     if usage is not None and usage != Usage():
         update["usage"] = usage_json(usage)
+    if hermes:
+        update["_meta"] = {"hermes": hermes}
     return update
 
 
