@@ -77,6 +77,21 @@ async function untilStop(session) {
   }
 }
 
+// The updates up to the first of `kind` (the held prompt has streamed: a cancel now cuts a turn that showed text,
+// whatever the machine's speed), or up to the stop should the turn end first.
+async function untilUpdate(session, kind) {
+  const seen = [];
+  for (;;) {
+    const next = await session.nextUpdate();
+    if (next.kind === "stop") {
+      seen.push(`stop:${next.stopReason}`);
+      return { seen, stoppedFirst: true };
+    }
+    seen.push(next.update.sessionUpdate);
+    if (next.update.sessionUpdate === kind) return { seen, stoppedFirst: false };
+  }
+}
+
 async function failure(call) {
   try {
     await call();
@@ -111,8 +126,9 @@ const result = await app.connectWith(stream, async (ctx) => {
   const seenOnce = await untilStop(session);
   const cursor = lastCursor();
   const held = await session.prompt("hold please");
+  const streaming = await untilUpdate(session, "agent_message_chunk");
   await ctx.notify(methods.agent.session.cancel, { sessionId });
-  const stopped = await untilStop(session);
+  const stopped = streaming.stoppedFirst ? streaming.seen : [...streaming.seen, ...(await untilStop(session))];
   session.dispose();
   const list = await ctx.request(methods.agent.session.list, {});
   const resumeAt = frames.length;
