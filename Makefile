@@ -46,9 +46,11 @@ acp-schema:
 	@if command -v npm >/dev/null 2>&1; then bash .ci/acp-schema-setup.sh; \
 	else echo "acp-schema: npm not found, so frames are not checked against the ACP schema"; fi
 
-# The suite runs on every core (pytest-xdist; tests are independent: each has its own home, ports and processes).
+# The suite runs on every core, with two workers more than there are cores (pytest-xdist; tests are independent:
+# each has its own home, ports and processes). Many tests wait on a process they started or on a bounded timer, and
+# the two extra workers use the cores meanwhile: on 2 cores the suite took 405 s with 2 workers, 328 s with 4.
 # PYTEST_ARGS adds to it, e.g. `make pytest PYTEST_ARGS="-n 0 tests/unit"` to run one folder in this process.
-PYTEST_WORKERS ?= auto
+PYTEST_WORKERS ?= $(shell $(PYTHON) -c "import os; print(len(os.sched_getaffinity(0)) + 2 if hasattr(os, 'sched_getaffinity') else (os.cpu_count() or 1) + 2)")
 pytest: $(STAMP)
 	$(PY) -m pytest -n $(PYTEST_WORKERS) $(PYTEST_ARGS)
 
