@@ -12,6 +12,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
 from fixtures.model_server import serve_model_server
@@ -41,9 +42,9 @@ SCENARIO = {
 
 
 @contextlib.asynccontextmanager
-async def _v2_agent(tmp_path: Path, home: Path) -> AsyncIterator[V2Peer]:
+async def _v2_agent(tmp_path: Path, home: Path, scenario: dict[str, Any] = SCENARIO) -> AsyncIterator[V2Peer]:
     """``hermes-acp`` on ``home`` with a v2 client on its stdio (raw frames)."""
-    async with serve_model_server(SCENARIO) as model:
+    async with serve_model_server(scenario) as model:
         config = f'[providers.fx]\nkind = "openai"\nbase_url = "{model.openai_base_url}"\nmodels = ["m"]\n'
         (home / "config.toml").write_text(pin_sandbox(config))
         env = {"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path), "HERMES_ACP_HOME": str(home)}
@@ -135,3 +136,51 @@ async def test_a_session_made_on_v2_loads_on_v1_and_its_replay_folds_as_it_was_s
     assert user == "run it"
     assert v1.client.text(session_id) == "Running it.It printed hi."
     assert cards["call_echo"]["status"] == "completed"
+
+
+STOPPED = "echo before; echo started > ready.fifo; sleep 300"
+STOPPING = {
+    "name": "terminal-cancel",
+    "responses": [
+        {
+            "match": {"last_message_contains": "run it"},
+            "steps": [{"tool_call": {"id": "call_wait", "name": "terminal", "arguments": {"command": STOPPED}}}],
+        },
+        {"match": {"last_message_contains": "Stopped from the editor"}, "steps": [{"text": "You stopped it."}]},
+        {"repeat": True, "steps": [{"text": "Not what was expected."}]},
+    ],
+}
+
+
+async def test_terminal_cancel_stops_a_command_of_the_real_process_and_the_replay_shows_how_it_ended(
+    tmp_path: Path,
+) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    ready = workspace / "ready.fifo"
+    os.mkfifo(ready)
+    async with _v2_agent(tmp_path, home, STOPPING) as peer:
+        session_id = (await peer.request("session/new", {"cwd": str(workspace)}))["sessionId"]
+        mode = {"sessionId": session_id, "configId": "mode", "type": "id", "value": "dont_ask"}
+        await peer.request("session/set_config_option", mode)
+        await peer.request("session/prompt", {"sessionId": session_id, "prompt": [{"type": "text", "text": "run it"}]})
+        with anyio.fail_after(30):
+            assert await anyio.to_thread.run_sync(ready.read_text) == "started\n"
+        assert await peer.request("terminal/cancel", {"sessionId": session_id, "terminalId": "call_wait"}) == {}
+        await peer.wait_for(lambda: any(s.get("state") == "idle" for s in peer.states(session_id)), timeout=60)
+        live = peer.updates(session_id)
+        await peer.request("session/close", {"sessionId": session_id})
+        at = len(peer.messages)
+        resume = {"sessionId": session_id, "cwd": str(workspace), "replayFrom": {"type": "start"}}
+        await peer.request("session/resume", resume)
+        replayed = [m["params"]["update"] for m in peer.messages[at:] if m.get("method") == "session/update"]
+    folded = _fold(live)
+    assert folded == _fold(replayed), "live and replayed frames show the same"
+    assert folded["calls"]["call_wait"]["status"] == "failed"
+    assert "You stopped it." in folded["messages"].values(), "the model was told the user stopped the command"
+    assert peer.states(session_id)[-1]["stopReason"] == "end_turn"
+    for updates in (live, replayed):
+        [ended] = [u for u in updates if u["sessionUpdate"] == "terminal_update" and "exitStatus" in u]
+        assert ended["exitStatus"].get("signal") in {"SIGTERM", "SIGKILL"}, ended

@@ -16,6 +16,8 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import anyio
+
 from hermes_acp.core import ModeId
 
 from .explain import explain
@@ -47,9 +49,10 @@ async def run_contained(
     buffer: OutputBuffer,
     on_output: Callable[[OutputBuffer], Awaitable[None]],
     interval: float = 0.1,
+    stop: anyio.Event | None = None,
 ) -> Contained:
-    """Run ``argv`` (``command`` is how the model wrote it, for the notes) to its end, its time limit or its
-    process limit; ``on_output`` is called at most every ``interval`` seconds. Raises ``OSError`` when it cannot be
+    """Run ``argv`` (``command`` is how the model wrote it, for the notes) to its end, its time limit, its process
+    limit or ``stop``; ``on_output`` is called at most every ``interval`` seconds. Raises ``OSError`` when it cannot be
     started (its program is not there: the wrappers in front of it would otherwise start and report it as a failed
     command)."""
     if not os.access(argv[0], os.X_OK):
@@ -65,6 +68,7 @@ async def run_contained(
             interval=interval,
             own_pid_namespace=confined.sandboxed,
             limits=confined.limits,
+            stop=stop,
         )
         home = sandbox.environment().get("HOME")
         notes = explain(confined, command, result, cwd=str(cwd), limits=sandbox.limits, home=home)

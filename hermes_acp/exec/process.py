@@ -1,7 +1,8 @@
 """Running one shell command on this machine: output captured as it comes (head and tail kept, the middle dropped
 past a cap), streamed to a callback at most every ``interval`` seconds, a time limit, its process limit watched (a
-command that reaches it is ended at once, ``CommandResult.ended_by`` says why), and a process group that is always
-gone when the call returns, whether the command exited, timed out, was ended or the caller was cancelled.
+command that reaches it is ended at once, ``CommandResult.ended_by`` says why), a stop the caller may set at any time
+(``CommandResult.stopped``), and a process group that is always gone when the call returns, whether the command
+exited, timed out, was ended or stopped, or the caller was cancelled.
 
 The command starts as a process tree (``platform.processes``: its own process group on POSIX, psutil's tree on
 Windows); ending the call signals the whole tree (SIGTERM, then SIGKILL after a grace) and waits, bounded, until no
@@ -113,6 +114,8 @@ class CommandResult:
     timed_out: bool
     ended_by: str | None = None
     """Why the runner ended the command before it finished (it reached its process limit), if it did."""
+    stopped: bool = False
+    """The caller's ``stop`` ended it before it finished (a client stopped the command on its own)."""
 
 
 def members_alive(tree: processes.ProcessTree) -> bool:
@@ -208,6 +211,13 @@ async def watch_limits(
             return
 
 
+async def _stop_on(stop: anyio.Event, scope: anyio.CancelScope, stopped: list[bool]) -> None:
+    """Until cancelled: once ``stop`` is set, say so in ``stopped`` and cancel ``scope`` (the wait for the command)."""
+    await stop.wait()
+    stopped.append(True)
+    scope.cancel()
+
+
 async def run_command(
     argv: list[str],
     *,
@@ -220,10 +230,12 @@ async def run_command(
     own_pid_namespace: bool = False,
     limits: CommandLimits | None = None,
     scan_group: Callable[[processes.ProcessTree], bool] = members_alive,
+    stop: anyio.Event | None = None,
 ) -> CommandResult:
-    """Run ``argv`` to its end or to ``timeout_s``; output accumulates in ``buffer`` and goes to ``on_output``.
-    ``scan_group``: the blocking check for a live member of the command's tree (``members_alive``), run in a worker
-    thread, and only while the tree still exists."""
+    """Run ``argv`` to its end, to ``timeout_s`` or until ``stop`` is set (its tree is ended as at the time
+    limit); output accumulates in ``buffer`` and goes to ``on_output``. ``scan_group``: the blocking check for a
+    live member of the command's tree (``members_alive``), run in a worker thread, and only while the tree still
+    exists."""
     process = await anyio.open_process(
         argv,
         cwd=cwd,
@@ -236,6 +248,8 @@ async def run_command(
     tree = processes.tree_of(process.pid)
     timed_out = False
     ended_by: list[str] = []
+    stopped: list[bool] = []
+    ended_by_stop = False
     try:
         changed = Flag()
         eof = anyio.Event()
@@ -249,9 +263,12 @@ async def run_command(
                 if limits is not None:
                     pid = process.pid if own_pid_namespace or limits.counts_group else None
                     tg.start_soon(watch_limits, limits, pid, deadline, ended_by)
+                if stop is not None:
+                    tg.start_soon(_stop_on, stop, deadline, stopped)
                 await process.wait()
             if deadline.cancelled_caught:
-                timed_out = not ended_by
+                timed_out = not ended_by and not stopped
+                ended_by_stop = bool(stopped) and not ended_by
                 await _end_tree(tree, process, scan_group)
             # Output still in the pipe; a background job holding it open does not keep us waiting.
             with anyio.move_on_after(_EOF_GRACE_S):
@@ -269,4 +286,5 @@ async def run_command(
         signal=signal_name(-code) if code is not None and code < 0 else None,
         timed_out=timed_out,
         ended_by=ended_by[0] if ended_by else None,
+        stopped=ended_by_stop,
     )

@@ -346,6 +346,12 @@ class TurnWiring:
         """Stop one running call (``tool_call/cancel``): it settles failed as cancelled; False when none runs."""
         return self.cancels.cancel(tool_call_id)
 
+    def stop_terminal(self, terminal_id: str) -> bool:
+        """Stop the command of one agent-owned terminal (``terminal/cancel``; its id is its call's): killed if it
+        runs, never started if its call is still being cleared; the call settles with what it printed. False when
+        no call of the session has that terminal with a command that may still run."""
+        return self.cancels.stop(terminal_id)
+
     async def compact(self, instructions: str, *, turn_id: str) -> Reply:
         """``/compact [instructions]``: compact the whole history now, the summary focused by ``instructions``.
 

@@ -250,6 +250,11 @@ class _Metered(Protocol):
         """Stop the running tool call ``tool_call_id``: it settles failed as cancelled (False: no such call runs)."""
         ...
 
+    def stop_terminal(self, terminal_id: str) -> bool:
+        """Stop the command of the agent-owned terminal ``terminal_id``; its call settles with what it printed
+        (False: no command of the session with that terminal may still run)."""
+        ...
+
 
 class LiveSession(Protocol):
     """A live session as a connection's routes use it (the manager hands these out)."""

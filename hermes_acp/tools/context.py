@@ -20,6 +20,8 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 from hermes_acp.core import DisplayBlock, ModeId
 
 if TYPE_CHECKING:
+    import anyio
+
     from hermes_acp.exec.sandbox import Sandbox
     from hermes_acp.images.gate import ImageGate
 
@@ -181,3 +183,7 @@ class ToolContext:
     """The editor's file system, when its client offers one and was there when the call started."""
     terminals: EditorTerminals | None = None
     """The editor's terminals, likewise."""
+    stop: anyio.Event | None = None
+    """Set when a client stops the call's command on its own (ACP v2's ``terminal/cancel`` of its agent-owned
+    terminal): the command is ended, or not started, and the call settles with what it printed. None: the command
+    stops only with its call or its turn."""

@@ -11,10 +11,13 @@ card). On this machine the card is an agent-owned terminal (``AgentTerminalBlock
 with the command and its folder, streamed as the output comes, ended with the exit code or signal and the output it
 kept, which the log stores, so a replay shows the same terminal; a client that does not render such terminals sees
 a text view of the same. The result gives the model the exit code, the output (start and end kept past a cap) and
-what the sandbox or a limit stopped, if anything. A client terminal's card also keeps the end of the output as
-text, so the stored call still shows it when the terminal is gone. A time limit (default 120 s, at most 600 s)
-kills the command and keeps what it printed; reaching the process limit ends it at once; cancelling the turn kills
-it too. The two runners (``exec.contained`` locally, ``_client_terminal`` in the editor) own the processes.
+what the sandbox or a limit stopped, if anything. A client may stop the command of an agent-owned terminal on its own
+(``ToolContext.stop``, ACP v2's ``terminal/cancel``): it is killed, or never started, and the call settles with
+what it printed and why it ended, so the model knows the user stopped it. A client terminal's card also keeps the
+end of the output as text, so the stored call still shows it when the terminal is gone. A time limit (default
+120 s, at most 600 s) kills the command and keeps what it printed; reaching the process limit ends it at once;
+cancelling the turn kills it too. The two runners (``exec.contained`` locally, ``_client_terminal`` in the editor)
+own the processes.
 """
 
 from __future__ import annotations
@@ -117,6 +120,8 @@ def _shell(ctx: ToolContext) -> Shell:
 
 
 def _status(result: CommandResult, timeout_s: float) -> str:
+    if result.stopped:
+        return "Stopped from the editor: the command was killed. Output up to then:"
     if result.ended_by is not None:
         return "Ended: the command reached its process limit (everything it started was killed). Output up to then:"
     if result.timed_out:
@@ -240,6 +245,9 @@ class TerminalTool(TypedTool[_TerminalInput, dict[str, Any]]):
                 notes = explain(confined, parsed.command, result, cwd=str(cwd), limits=sandbox.limits, home=home)
             contained = Contained(result, confined.sandboxed, [*notes, *confined.aftermath])
             return _outcome(parsed, contained, TerminalBlock(terminal_id=terminal_id))
+        terminal = announced(ctx, parsed.command.strip(), cwd, [])
+        if ctx.stop is not None and ctx.stop.is_set():
+            return _not_started(terminal)
         stream = TerminalStream(ctx)
         buffer = OutputBuffer(OUTPUT_HEAD_BYTES, OUTPUT_TAIL_BYTES)
         try:
@@ -255,11 +263,24 @@ class TerminalTool(TypedTool[_TerminalInput, dict[str, Any]]):
                 buffer=buffer,
                 on_output=stream.update,
                 interval=0.0,  # every chunk to the stream, which keeps the beat
+                stop=ctx.stop,
             )
         except OSError as exc:
             raise ToolError(f"could not start the command: {exc.strerror or exc}") from exc
         await stream.finish(buffer)
-        return _outcome(parsed, contained, announced(ctx, parsed.command.strip(), cwd, []))
+        return _outcome(parsed, contained, terminal)
+
+
+def _not_started(terminal: AgentTerminalBlock) -> ToolOutcome[dict[str, Any]]:
+    """A command stopped from the editor before it started (while its call was being cleared): it never ran."""
+    text = "Stopped from the editor before it started: the command was not run."
+    return ToolOutcome(
+        parts=[TextPart(text=text)],
+        content=[ended(terminal, output="", exit_code=None, signal=None, note=text, fallback=[TextBlock(text=text)])],
+        raw_output={"exit_code": None, "signal": None, "timed_out": False, "stopped": True, "sandboxed": False},
+        failed=True,
+        error_code="not_run",
+    )
 
 
 def _outcome(
@@ -274,7 +295,8 @@ def _outcome(
         ending = result.output.rstrip("\n")[-STORED_TAIL_CHARS:]
         display = [terminal, TextBlock(text=status + ("\n" + fence(ending) if ending else ""))]
     else:
-        exited = result.exit_code is not None and not result.timed_out and result.ended_by is None
+        ran_out = result.timed_out or result.ended_by is not None or result.stopped
+        exited = result.exit_code is not None and not ran_out
         note = None if exited else status.removesuffix(" Output up to then:")
         shown = [TextBlock(text=status + ("\n" + fence(output) if output else ""))]
         display = [
@@ -303,6 +325,7 @@ def _outcome(
             "signal": result.signal,
             "timed_out": result.timed_out,
             "ended_by": result.ended_by,
+            "stopped": result.stopped,
             "truncated": result.truncated or capped,
             "sandboxed": contained.sandboxed,
         },

@@ -26,6 +26,7 @@ provider.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -36,6 +37,7 @@ import structlog
 from pydantic import BaseModel
 
 from hermes_acp.core import (
+    AgentTerminalBlock,
     AssistantMessageStored,
     Location,
     PlanUpdated,
@@ -131,10 +133,11 @@ async def run_calls(batch: Sequence[PreparedCall], deps: TurnDeps, state: TurnSt
     ``TurnCancelledByClient``; a cancellation leaves the calls that were running open for the loop to settle)."""
     if len(batch) == 1:
         item = batch[0]
-        ctx = _context(item.call, deps, state)
-        cleared = await _cleared(item, deps, state, ctx)
-        if isinstance(cleared, Approval):
-            cleared = await _perform(item, cleared, deps, state, ctx)
+        with _stoppable(item, deps) as stop:
+            ctx = _context(item.call, deps, state, stop=stop)
+            cleared = await _cleared(item, deps, state, ctx)
+            if isinstance(cleared, Approval):
+                cleared = await _perform(item, cleared, deps, state, ctx)
         await _settle(item, cleared, deps, state)
         return
     await _run_together(batch, deps, state)
@@ -308,7 +311,15 @@ def _prepare(
     return PreparedCall(call, parsed, presentation, None, reads_only=parsed.reads_only())
 
 
-def _context(call: ToolCallPart, deps: TurnDeps, state: TurnState) -> ToolContext:
+def _stoppable(item: PreparedCall, deps: TurnDeps) -> contextlib.AbstractContextManager[anyio.Event | None]:
+    """Where a client may stop the command of a call announced with an agent-owned terminal (its id is the call's),
+    from now until the call settles; a call without one has no stop."""
+    if deps.cancels is None or not any(isinstance(block, AgentTerminalBlock) for block in item.presentation.content):
+        return contextlib.nullcontext()
+    return deps.cancels.stoppable(item.call.id)
+
+
+def _context(call: ToolCallPart, deps: TurnDeps, state: TurnState, *, stop: anyio.Event | None = None) -> ToolContext:
     async def progress(content: list[Any]) -> None:
         await deps.recorder.live(LiveToolProgress(call.id, content))
 
@@ -328,6 +339,7 @@ def _context(call: ToolCallPart, deps: TurnDeps, state: TurnState) -> ToolContex
         terminal_output=terminal_output,
         files=env.editor_files if present else None,
         terminals=env.editor_terminals if present else None,
+        stop=stop,
     )
 
 

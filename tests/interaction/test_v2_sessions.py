@@ -8,6 +8,7 @@ closed lists."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -163,6 +164,64 @@ async def test_tool_call_cancel_settles_that_call_cancelled_and_the_turn_goes_on
     assert any(u["sessionUpdate"] == "agent_message" and u["content"][0]["text"] == "went on" for u in peer.updates())
     assert again["error"]["code"] == -32602, "a final call takes no more cancels"
     assert terminal["error"]["code"] == -32602
+
+
+def _terminal_updates(peer: V2Peer, terminal_id: str) -> list[dict[str, Any]]:
+    return [u for u in peer.updates() if u["sessionUpdate"] == "terminal_update" and u["terminalId"] == terminal_id]
+
+
+def _final_call(peer: V2Peer, call_id: str) -> dict[str, Any]:
+    calls = [u for u in peer.updates() if u["sessionUpdate"] == "tool_call_update" and u["toolCallId"] == call_id]
+    return calls[-1]
+
+
+async def test_terminal_cancel_stops_the_command_and_its_call_settles_with_the_output(tmp_path: Path) -> None:
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    ready = workspace / "ready.fifo"
+    os.mkfifo(ready)
+    command = "echo before; echo started > ready.fifo; sleep 300"
+    provider = ScriptedProvider([tool_reply(call("t1", "terminal", command=command)), text_reply("went on")])
+    async with open_raw(tmp_path, provider=provider) as raw, v2_peer(raw) as peer:
+        session_id = await _new(peer, tmp_path)
+        await peer.request("session/prompt", _prompt(session_id, "run it"))
+        await peer.wait_for(lambda: bool(peer.asks()))
+        await peer.reply(peer.asks()[0], {"outcome": {"outcome": "selected", "optionId": "allow_once"}})
+        with anyio.fail_after(15):
+            assert await anyio.to_thread.run_sync(ready.read_text) == "started\n"
+        opened = _terminal_updates(peer, "t1")[0]
+        assert opened["capabilities"] == {"cancel": {}} and opened["command"] == command
+        cancel = {"sessionId": session_id, "terminalId": "t1"}
+        assert await peer.request("terminal/cancel", cancel) == {}
+        await peer.wait_for(lambda: bool(peer.states()) and peer.states()[-1]["state"] == "idle")
+        again = await peer.answer(await peer.send("terminal/cancel", cancel))
+        unknown = await peer.answer(await peer.send("terminal/cancel", {**cancel, "terminalId": "never-was"}))
+    exited = _terminal_updates(peer, "t1")[-1]
+    assert exited["exitStatus"].get("signal") in {"SIGTERM", "SIGKILL"} and exited["capabilities"] is None
+    final = _final_call(peer, "t1")
+    assert final["status"] == "failed", "the call was not cancelled: it settled with the command's end"
+    assert peer.states()[-1]["stopReason"] == "end_turn", "the turn went on with the call's result"
+    told = provider.requests[-1].messages[-1]
+    assert "Stopped from the editor: the command was killed." in str(told) and "before" in str(told)
+    assert again["error"]["code"] == -32602 and "cannot be cancelled" in again["error"]["message"]
+    assert unknown["error"]["code"] == -32602
+
+
+async def test_terminal_cancel_while_its_call_waits_for_approval_keeps_the_command_from_running(
+    tmp_path: Path,
+) -> None:
+    provider = ScriptedProvider([tool_reply(call("t1", "terminal", command="touch ran.txt")), text_reply("ok")])
+    async with open_raw(tmp_path, provider=provider) as raw, v2_peer(raw) as peer:
+        session_id = await _new(peer, tmp_path)
+        await peer.request("session/prompt", _prompt(session_id, "run it"))
+        await peer.wait_for(lambda: bool(peer.asks()))
+        assert await peer.request("terminal/cancel", {"sessionId": session_id, "terminalId": "t1"}) == {}
+        await peer.reply(peer.asks()[0], {"outcome": {"outcome": "selected", "optionId": "allow_once"}})
+        await peer.wait_for(lambda: bool(peer.states()) and peer.states()[-1]["state"] == "idle")
+    assert not (tmp_path / "workspace" / "ran.txt").exists()
+    assert _terminal_updates(peer, "t1")[-1]["exitStatus"] == {}
+    assert _final_call(peer, "t1")["status"] == "failed"
+    assert "before it started: the command was not run" in str(provider.requests[-1].messages[-1])
 
 
 @pytest.mark.parametrize(

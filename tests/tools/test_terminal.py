@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import os
 import threading
+from dataclasses import replace
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -40,7 +42,8 @@ async def test_output_and_exit_code(tmp_path: Path) -> None:
     assert called.text == "Exit code 3.\nhello\noops"
     assert called.outcome.failed and called.outcome.error_code == "nonzero_exit"
     assert called.outcome.raw_output == {
-        "exit_code": 3, "signal": None, "timed_out": False, "ended_by": None, "truncated": False, "sandboxed": False
+        "exit_code": 3, "signal": None, "timed_out": False, "ended_by": None, "stopped": False, "truncated": False,
+        "sandboxed": False,
     }  # fmt: skip
     ok = await call(TerminalTool(), context(tmp_path), command="true")
     assert ok.text == "Exit code 0.\n(no output)" and not ok.outcome.failed
@@ -367,3 +370,61 @@ async def test_the_process_group_check_stays_off_the_event_loop(tmp_path: Path) 
     await run("sleep 300 > /dev/null 2>&1 & echo $! > bg.pid")
     assert not alive(int((tmp_path / "bg.pid").read_text()))
     assert scans and not any(scans), "every scan ran in a worker thread"
+
+
+async def test_a_stop_kills_the_command_and_its_jobs_keeps_its_output_and_says_so(tmp_path: Path) -> None:
+    """What ACP v2's ``terminal/cancel`` sets (``ToolContext.stop``): the command and what it started are ended as
+    at the time limit, and the call settles with its output and why it ended, not as timed out."""
+    ready = tmp_path / "ready.fifo"
+    os.mkfifo(ready)
+    stop = anyio.Event()
+    ctx = replace(context(tmp_path), stop=stop)
+    command = "echo before; sleep 300 > /dev/null 2>&1 & echo $! > bg.pid; echo started > ready.fifo; wait"
+    called: list[Any] = []
+
+    async def run() -> None:
+        called.append(await call(TerminalTool(), ctx, command=command))
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(run)
+        with anyio.fail_after(15):
+            assert await anyio.to_thread.run_sync(ready.read_text) == "started\n"
+        stop.set()
+    [stopped] = called
+    assert stopped.text.startswith("Stopped from the editor: the command was killed. Output up to then:\nbefore")
+    assert stopped.outcome.failed and stopped.output["stopped"] is True and stopped.output["timed_out"] is False
+    assert not alive(int((tmp_path / "bg.pid").read_text())), "the job it started was ended with it"
+    [terminal] = stopped.outcome.content
+    assert isinstance(terminal, AgentTerminalBlock) and terminal.ended
+    assert terminal.note == "Stopped from the editor: the command was killed." and "before" in terminal.output
+
+
+async def test_a_stop_before_the_command_starts_keeps_it_from_running(tmp_path: Path) -> None:
+    stop = anyio.Event()
+    stop.set()
+    stopped = await call(TerminalTool(), replace(context(tmp_path), stop=stop), command="touch ran.txt")
+    assert not (tmp_path / "ran.txt").exists()
+    assert stopped.text == "Stopped from the editor before it started: the command was not run."
+    assert stopped.outcome.failed and stopped.outcome.error_code == "not_run"
+    [terminal] = stopped.outcome.content
+    assert isinstance(terminal, AgentTerminalBlock) and terminal.ended and terminal.exit_code is None
+
+
+async def test_a_stop_after_the_command_exited_changes_nothing(tmp_path: Path) -> None:
+    stop = anyio.Event()
+
+    async def ignore(_buffer: _process.OutputBuffer) -> None:
+        return None
+
+    with anyio.fail_after(15):
+        result = await _process.run_command(
+            ["bash", "-c", "echo done"],
+            cwd=tmp_path,
+            env={"PATH": os.environ["PATH"]},
+            timeout_s=10,
+            buffer=_process.OutputBuffer(4096, 4096),
+            on_output=ignore,
+            stop=stop,
+        )
+    stop.set()
+    assert (result.exit_code, result.output, result.stopped, result.timed_out) == (0, "done\n", False, False)

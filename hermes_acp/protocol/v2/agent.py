@@ -18,9 +18,10 @@ v2 did:
   final updates and the cancelled idle state go out), then answers; an unknown session is closed already;
 - ``session/set_config_option`` takes the value's ``type`` (``id`` or ``boolean``);
 - ``session/status`` (unstable) says ``open`` with the session's state, or ``saved``;
-- ``tool_call/cancel`` stops one running tool call (it settles failed as ``cancelled``); ``terminal/cancel`` is
-  routed and refuses every terminal (-32602): stopping a command without failing its call is not wired to the
-  sandbox, so no terminal advertises ``cancel``.
+- ``tool_call/cancel`` stops one running tool call (it settles failed as ``cancelled``); ``terminal/cancel`` stops
+  only the command of an agent-owned terminal (killed, or never started while its call waits for approval): the
+  call is not cancelled, it settles with what the command printed and how it ended (-32602 for a terminal that is
+  unknown, has exited, or was cancelled already).
 
 The routes of a connection are chosen per (version, method) in ``protocol/routes.py``.
 """
@@ -164,14 +165,17 @@ class V2Agent(HermesAgent):
         return {}
 
     async def cancel_terminal(self, ctx: RequestContext, raw: Any) -> dict[str, Any]:
-        """``terminal/cancel``: no terminal of ours takes it (none advertises ``cancel``)."""
+        """``terminal/cancel``: the terminal's command is stopped (answered once accepted; its ``terminal_update``
+        with ``exitStatus`` confirms it); its call goes on and settles with what the command printed."""
         params = parse(wire.TerminalCancelParams, raw)
-        await self._session(params.session_id)
-        raise InvalidParamsError(
-            f"terminalId: terminal {params.terminal_id!r} cannot be cancelled on its own; cancel its tool call"
-            " (tool_call/cancel) or the turn",
-            field="terminalId",
-        )
+        session = await self._session(params.session_id)
+        if not session.wiring.stop_terminal(params.terminal_id):
+            raise InvalidParamsError(
+                f"terminalId: terminal {params.terminal_id!r} of this session cannot be cancelled (unknown, its"
+                " command has exited, or it was cancelled already)",
+                field="terminalId",
+            )
+        return {}
 
 
 def _cancelled(session_id: str, why: str) -> ClientRequestError:

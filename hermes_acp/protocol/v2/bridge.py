@@ -32,9 +32,8 @@ from .handshake import Advertised, read_client
 
 __all__ = ["FEATURES", "UpdateSink", "advertised", "asking", "commands_update", "config_options", "state_update"]
 
-FEATURES = render.Features(cancel_tool_calls=True, cancel_terminals=False)
-"""What the server routes on a v2 connection beyond the baseline: ``tool_call/cancel`` (``terminal/cancel`` is
-routed but refuses every terminal: stopping a command without failing its call is not wired to the sandbox)."""
+FEATURES = render.Features(cancel_tool_calls=True, cancel_terminals=True)
+"""What the server routes on a v2 connection beyond the baseline: ``tool_call/cancel`` and ``terminal/cancel``."""
 
 
 class _Send(Protocol):
