@@ -356,11 +356,16 @@ class TurnWiring:
         """``/compact [instructions]``: compact the whole history now, the summary focused by ``instructions``.
 
         The compaction comes back in the reply, to be stored with the command in one write. A cancel while the
-        summary is written leaves the history as it was (the editor is told it was cancelled)."""
+        summary is written leaves the history as it was (the editor is told it was cancelled). The summary request
+        is charged to the session's budget, and a spent cap refuses it (the reply says which)."""
         session = self._session
         started = time.perf_counter()
         await self.prepare()
         deps = self.deps()
+        if deps.budget is not None:
+            spent = deps.budget.check().stop  # its summary is a model request: a spent cap holds for it too
+            if spent is not None:
+                return Reply(f"Not compacted: {spent.message}")
         compaction_id = new_compaction_id()
         try:
             event = await compact(
@@ -380,5 +385,7 @@ class TurnWiring:
             raise
         if event is None:
             return Reply("Nothing to compact yet: the conversation is empty.")
+        if event.usage is not None and deps.budget is not None:  # as the log counts it when the session is loaded
+            deps.budget.charge(event.model_id or deps.model.id, event.usage)
         log_compaction(event, session_id=session.id, started=started)
         return Reply("", events=(event,))

@@ -109,3 +109,26 @@ async def test_a_model_without_prices_cannot_hold_a_usd_cap_and_is_told_once(tmp
     assert "- session (session_tokens): 3,000 tokens of 2,400 tokens spent, 0 tokens left" in shown
     assert "- session (session_usd): $0.00 of $0.01 spent, $0.01 left" in shown
     assert "cost" not in (responses[0].field_meta or {}).get("hermes", {})
+
+
+async def test_compact_s_summary_is_charged_and_a_spent_cap_refuses_it(tmp_path: Path) -> None:
+    """``/compact``'s summary request counts as the log counts it when the session is loaded (before, only a
+    reload saw it), and once a cap is spent it makes no request."""
+    provider = ScriptedProvider(
+        [text_reply("Answer one.", usage=BIG), text_reply("A summary of the conversation.", usage=BIG)]
+    )
+    config = "[budget]\nsession_tokens = 1500\n"
+    async with open_pair(tmp_path, provider=provider, config=config) as pair:
+        session_id = await pair.new_session()
+        first = await pair.prompt(session_id, "one")
+        compacted = await pair.prompt(session_id, "/compact")
+        stopped = await pair.prompt(session_id, "two")
+        before = len(provider.requests)
+        refused = await pair.prompt(session_id, "/compact")
+        text = pair.client.text(session_id)
+        meters = _meters(pair, session_id)
+    assert (first.stop_reason, compacted.stop_reason) == ("end_turn", "end_turn")
+    assert stopped.stop_reason == "max_turn_requests", "1,000 + the summary's 1,000 of 1,500 were spent"
+    assert refused.stop_reason == "end_turn" and len(provider.requests) == before == 2
+    assert "Not compacted: This session's budget of 1,500 tokens is spent (2,000 tokens)" in text
+    assert meters[-1]["_meta"]["hermes"]["budget"]["session_tokens"]["spent"] == 2000
