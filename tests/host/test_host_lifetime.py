@@ -207,6 +207,9 @@ async def test_the_socket_directory_is_private_and_another_user_is_refused(tmp_p
             outcome = await anyio.to_thread.run_sync(os.read, read_end, 256)
             await anyio.to_thread.run_sync(os.waitpid, pid, 0)
         os.close(read_end)
+        for path in (shared.runtime, Path(paths.directory).parent, Path(paths.directory)):
+            os.chmod(path, 0o700)  # private again, or `host stop` (which checks the folder) would not reach the host
+        os.chmod(paths.socket, 0o600)
         assert outcome == b"closed", "the host closed the connection of another user without a word"
         assert "refused a connection from another user" in (shared.home / "logs" / "hermes-acp.log").read_text()
 
