@@ -356,16 +356,21 @@ class TurnWiring:
         """``/compact [instructions]``: compact the whole history now, the summary focused by ``instructions``.
 
         The compaction comes back in the reply, to be stored with the command in one write. A cancel while the
-        summary is written leaves the history as it was (the editor is told it was cancelled). The summary request
-        is charged to the session's budget, and a spent cap refuses it (the reply says which)."""
+        summary is written leaves the history as it was (the editor is told it was cancelled). It is a prompt for
+        the budget: its summary request is charged, a spent cap refuses it (the reply says which), and a warning
+        due is shown with the reply."""
         session = self._session
         started = time.perf_counter()
         await self.prepare()
         deps = self.deps()
-        if deps.budget is not None:
-            spent = deps.budget.check().stop  # its summary is a model request: a spent cap holds for it too
-            if spent is not None:
-                return Reply(f"Not compacted: {spent.message}")
+        told: tuple[str, ...] = ()
+        if deps.budget is not None:  # its summary is a model request: the caps hold for it as for a prompt's
+            if self._session.lineage.link is None:
+                deps.budget.start_prompt()  # typed as a prompt is, it is one: the last prompt's cap is not its
+            check = deps.budget.check()
+            if check.stop is not None:
+                return Reply(f"Not compacted: {check.stop.message}")
+            told = check.notices  # a warning due now is shown with the reply (the check says each once)
         compaction_id = new_compaction_id()
         try:
             event = await compact(
@@ -384,8 +389,8 @@ class TurnWiring:
                 await session.recorder.live(LiveCompaction(compaction_id, status))
             raise
         if event is None:
-            return Reply("Nothing to compact yet: the conversation is empty.")
+            return Reply("\n".join([*told, "Nothing to compact yet: the conversation is empty."]))
         if event.usage is not None and deps.budget is not None:  # as the log counts it when the session is loaded
             deps.budget.charge(event.model_id or deps.model.id, event.usage)
         log_compaction(event, session_id=session.id, started=started)
-        return Reply("", events=(event,))
+        return Reply("\n".join(told), events=(event,))

@@ -132,3 +132,25 @@ async def test_compact_s_summary_is_charged_and_a_spent_cap_refuses_it(tmp_path:
     assert refused.stop_reason == "end_turn" and len(provider.requests) == before == 2
     assert "Not compacted: This session's budget of 1,500 tokens is spent (2,000 tokens)" in text
     assert meters[-1]["_meta"]["hermes"]["budget"]["session_tokens"]["spent"] == 2000
+
+
+async def test_compact_is_a_prompt_for_the_caps_and_shows_the_warning_its_check_says(tmp_path: Path) -> None:
+    """The last prompt's spent prompt cap is not ``/compact``'s (it is typed as a prompt, and is one), and a warning
+    due when it checks the caps is shown with its reply, once, not dropped."""
+    small = Usage(input_tokens=8, output_tokens=2)
+    provider = ScriptedProvider(
+        [text_reply("Answer one.", usage=BIG), text_reply("A summary.", usage=small), text_reply("Two.", usage=small)]
+    )
+    config = "[budget]\nprompt_tokens = 900\nsession_tokens = 1200\n"
+    async with open_pair(tmp_path, provider=provider, config=config) as pair:
+        session_id = await pair.new_session()
+        await pair.prompt(session_id, "one")
+        await pair.prompt(session_id, "/compact")
+        after_compact = pair.client.text(session_id)
+        second = await pair.prompt(session_id, "two")
+        text = pair.client.text(session_id)
+    assert len(provider.requests) == 3, "the summary was asked for: 1,000 tokens were the last prompt's, not its"
+    assert "Not compacted" not in text
+    warning = "⚠ This session has spent 83% of its budget of 1,200 tokens"
+    assert warning in after_compact.split("Answer one.")[1], "shown with /compact's reply"
+    assert text.count(warning) == 1 and second.stop_reason == "end_turn"
