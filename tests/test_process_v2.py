@@ -167,7 +167,7 @@ async def test_terminal_cancel_stops_a_command_of_the_real_process_and_the_repla
         await peer.request("session/set_config_option", mode)
         await peer.request("session/prompt", {"sessionId": session_id, "prompt": [{"type": "text", "text": "run it"}]})
         with anyio.fail_after(30):
-            assert await anyio.to_thread.run_sync(ready.read_text) == "started\n"
+            assert await anyio.to_thread.run_sync(ready.read_text, abandon_on_cancel=True) == "started\n"
         assert await peer.request("terminal/cancel", {"sessionId": session_id, "terminalId": "call_wait"}) == {}
         await peer.wait_for(lambda: any(s.get("state") == "idle" for s in peer.states(session_id)), timeout=60)
         live = peer.updates(session_id)

@@ -267,9 +267,13 @@ async def run_command(
                     tg.start_soon(_stop_on, stop, deadline, stopped)
                 await process.wait()
             if deadline.cancelled_caught:
-                timed_out = not ended_by and not stopped
-                ended_by_stop = bool(stopped) and not ended_by
+                limited = bool(ended_by)
                 await _end_tree(tree, process, scan_group)
+                # Ended by us unless it finished on its own in the same instant (a clean exit, which a signal never
+                # gives): then its exit is what it reports, not the time limit or the stop.
+                ours = process.returncode != 0 and not limited
+                timed_out = ours and not stopped
+                ended_by_stop = ours and bool(stopped)
             # Output still in the pipe; a background job holding it open does not keep us waiting.
             with anyio.move_on_after(_EOF_GRACE_S):
                 await eof.wait()

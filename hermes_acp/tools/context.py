@@ -17,11 +17,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
+import anyio
+
 from hermes_acp.core import DisplayBlock, ModeId
 
 if TYPE_CHECKING:
-    import anyio
-
     from hermes_acp.exec.sandbox import Sandbox
     from hermes_acp.images.gate import ImageGate
 
@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ApprovalRequest",
+    "CommandStop",
     "EditorFiles",
     "EditorTerminals",
     "ElicitationAnswer",
@@ -166,6 +167,27 @@ class ToolEnvironment:
     terminal instead (None: the client never goes away during the turn)."""
 
 
+class CommandStop:
+    """A client's stop of one call's command, from the call's announcement until the command can no longer be
+    stopped: ``request`` sets ``requested`` (the tool ends the command, or does not start it) while the stop is open;
+    the tool ``close``s it once the command has ended or runs where it cannot be stopped (the editor's terminal)."""
+
+    def __init__(self) -> None:
+        self.requested = anyio.Event()
+        self._open = True
+
+    def request(self) -> bool:
+        """Stop the command (again: the same answer); False once it can no longer be stopped."""
+        if not self._open:
+            return False
+        self.requested.set()
+        return True
+
+    def close(self) -> None:
+        """The command has ended, or runs where it cannot be stopped: later requests are refused."""
+        self._open = False
+
+
 @dataclass(slots=True)
 class ToolContext:
     """One tool call's own, with its turn's ``env``. Built by the turn loop for each call."""
@@ -183,7 +205,7 @@ class ToolContext:
     """The editor's file system, when its client offers one and was there when the call started."""
     terminals: EditorTerminals | None = None
     """The editor's terminals, likewise."""
-    stop: anyio.Event | None = None
-    """Set when a client stops the call's command on its own (ACP v2's ``terminal/cancel`` of its agent-owned
+    stop: CommandStop | None = None
+    """Where a client stops the call's command on its own (ACP v2's ``terminal/cancel`` of its agent-owned
     terminal): the command is ended, or not started, and the call settles with what it printed. None: the command
     stops only with its call or its turn."""

@@ -189,6 +189,8 @@ class TerminalTool(TypedTool[_TerminalInput, dict[str, Any]]):
         return sandbox, availability
 
     async def approval(self, parsed: _TerminalInput, ctx: ToolContext) -> Approval[dict[str, Any]]:
+        if ctx.stop is not None and ctx.stop.requested.is_set():
+            return Approval(ctx.tool_call_id)  # stopped while queued: it will not run, so nobody is asked
         check = await self._checked(parsed.command, _shell(ctx))
         sandbox, availability = await self._sandbox(ctx)
         cwd = await self._cwd(parsed, ctx)
@@ -225,7 +227,13 @@ class TerminalTool(TypedTool[_TerminalInput, dict[str, Any]]):
         cwd = await self._cwd(parsed, ctx)
         extra_env = {**_QUIET_ENV, **(parsed.env or {})}
         inner = shell.argv(parsed.command)
+        stop = ctx.stop
+        if stop is not None and stop.requested.is_set():
+            stop.close()
+            return _not_started(announced(ctx, parsed.command.strip(), cwd, []))
         if ctx.terminals is not None:
+            if stop is not None:
+                stop.close()  # announced as ours, it runs in the editor's terminal (back since): not stopped here
             terminals = ctx.terminals
             async with sandbox.contained(
                 inner, roots=ctx.env.workspace.roots, cwd=cwd, mode=ctx.mode, extra_env=extra_env, for_editor=True
@@ -246,8 +254,6 @@ class TerminalTool(TypedTool[_TerminalInput, dict[str, Any]]):
             contained = Contained(result, confined.sandboxed, [*notes, *confined.aftermath])
             return _outcome(parsed, contained, TerminalBlock(terminal_id=terminal_id))
         terminal = announced(ctx, parsed.command.strip(), cwd, [])
-        if ctx.stop is not None and ctx.stop.is_set():
-            return _not_started(terminal)
         stream = TerminalStream(ctx)
         buffer = OutputBuffer(OUTPUT_HEAD_BYTES, OUTPUT_TAIL_BYTES)
         try:
@@ -263,10 +269,13 @@ class TerminalTool(TypedTool[_TerminalInput, dict[str, Any]]):
                 buffer=buffer,
                 on_output=stream.update,
                 interval=0.0,  # every chunk to the stream, which keeps the beat
-                stop=ctx.stop,
+                stop=stop.requested if stop is not None else None,
             )
         except OSError as exc:
             raise ToolError(f"could not start the command: {exc.strerror or exc}") from exc
+        finally:
+            if stop is not None:
+                stop.close()  # ended: a stop asked for from now on is refused (its exit is on its way)
         await stream.finish(buffer)
         return _outcome(parsed, contained, terminal)
 

@@ -1,65 +1,89 @@
 """``CallCancels``: what a client may stop of a session's tool calls one at a time, by id: a whole call (ACP v2's
 ``tool_call/cancel``) or only the command it runs (``terminal/cancel``; an agent-owned terminal's id is its call's).
 
-A call is cancellable while the turn clears it (its approval, a permission question included) and while it runs:
-``tool_calls`` runs each of those steps inside ``scope``, and ``cancel`` cancels that scope. What the step was doing
-stops as a cancelled turn would stop it (a command's process is killed), and the call settles failed with the error
-code ``cancelled``; the turn goes on with the rest.
+Every call is registered when it is announced (``expect``: from then on a client sees it and may stop it) and let
+go when it settles (``release``; whatever a turn leaves, when the turn ends: ``release_all``). A call is cancelled
+in the step under way (its approval, a permission question included, or its run): ``tool_calls`` runs each step
+inside ``scope``, and ``cancel`` cancels that scope, so what the step was doing stops as a cancelled turn would stop
+it (a command's process is killed); a call still queued behind others is cancelled as its first step starts. It
+settles failed with the error code ``cancelled``; the turn goes on with the rest.
 
-A call with an agent-owned terminal is stoppable from the moment its terminal is announced until it settles
-(``stoppable``): ``stop`` sets the call's event, which ends the command if it runs and keeps it from starting if it
-has not (the call then settles with what the command printed and how it ended, not as cancelled). No ACP here.
+A call announced with an agent-owned terminal has a ``CommandStop``: ``stop`` requests it, which ends the command
+if it runs and keeps it from starting if it has not (the call is not cancelled: it settles with what the command
+printed and how it ended), until the tool closes it once the command has ended. No ACP here.
 """
 
 from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 import anyio
+
+from hermes_acp.tools.context import CommandStop
 
 __all__ = ["CallCancels"]
 
 
+@dataclass(slots=True)
+class _Announced:
+    stop: CommandStop | None
+    cancelled: bool = False
+    """``cancel`` came while no step of the call was under way: its next step is cancelled as it starts."""
+
+
 class CallCancels:
     def __init__(self) -> None:
-        self._scopes: dict[str, anyio.CancelScope] = {}
-        self._stops: dict[str, anyio.Event] = {}
+        self._calls: dict[str, _Announced] = {}
+        self._steps: dict[str, anyio.CancelScope] = {}
+
+    def expect(self, tool_call_id: str, *, terminal: bool) -> CommandStop | None:
+        """Register an announced call (before its announcement goes out); its command's stop when it has an
+        agent-owned ``terminal``."""
+        stop = CommandStop() if terminal else None
+        self._calls[tool_call_id] = _Announced(stop)
+        return stop
+
+    def release(self, tool_call_id: str) -> None:
+        """The call has settled: nothing of it can be stopped any more."""
+        announced = self._calls.pop(tool_call_id, None)
+        if announced is not None and announced.stop is not None:
+            announced.stop.close()
+
+    def release_all(self) -> None:
+        """The turn has ended: every call it announced is let go."""
+        for tool_call_id in list(self._calls):
+            self.release(tool_call_id)
 
     @contextlib.contextmanager
     def scope(self, tool_call_id: str) -> Iterator[anyio.CancelScope]:
         """A step of ``tool_call_id`` that ``cancel`` may stop (the scope says whether it did)."""
         with anyio.CancelScope() as scope:
-            self._scopes[tool_call_id] = scope
+            announced = self._calls.get(tool_call_id)
+            if announced is not None and announced.cancelled:
+                scope.cancel()
+            self._steps[tool_call_id] = scope
             try:
                 yield scope
             finally:
-                if self._scopes.get(tool_call_id) is scope:
-                    del self._scopes[tool_call_id]
+                if self._steps.get(tool_call_id) is scope:
+                    del self._steps[tool_call_id]
 
     def cancel(self, tool_call_id: str) -> bool:
-        """Stop the step of ``tool_call_id`` under way; False when none is."""
-        scope = self._scopes.get(tool_call_id)
-        if scope is None:
+        """Stop the call: the step under way, else its next one; False when no call of that id may be stopped."""
+        scope = self._steps.get(tool_call_id)
+        if scope is not None:
+            scope.cancel()
+            return True
+        announced = self._calls.get(tool_call_id)
+        if announced is None:
             return False
-        scope.cancel()
+        announced.cancelled = True
         return True
-
-    @contextlib.contextmanager
-    def stoppable(self, tool_call_id: str) -> Iterator[anyio.Event]:
-        """While ``tool_call_id``'s command may still run: the event ``stop`` sets."""
-        stop = anyio.Event()
-        self._stops[tool_call_id] = stop
-        try:
-            yield stop
-        finally:
-            if self._stops.get(tool_call_id) is stop:
-                del self._stops[tool_call_id]
 
     def stop(self, tool_call_id: str) -> bool:
-        """Stop the command of ``tool_call_id``; False when it has none that may still run, or was stopped already."""
-        stop = self._stops.get(tool_call_id)
-        if stop is None or stop.is_set():
-            return False
-        stop.set()
-        return True
+        """Stop the command of ``tool_call_id`` (again: the same answer); False when it has no agent-owned terminal
+        or its command can no longer be stopped."""
+        announced = self._calls.get(tool_call_id)
+        return announced is not None and announced.stop is not None and announced.stop.request()

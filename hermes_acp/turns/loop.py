@@ -181,6 +181,9 @@ async def run_turn(
         if ending.propagate:
             raise
         return result
+    finally:
+        if deps.cancels is not None:  # every call the turn announced has settled, or was settled by ``_finish``
+            deps.cancels.release_all()
     limit = current.limit
     said = limit.message.rstrip(".") if limit is not None else "The turn ended first"
     why = said[0].lower() + said[1:]

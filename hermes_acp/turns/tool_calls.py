@@ -26,7 +26,6 @@ provider.
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -56,7 +55,7 @@ from hermes_acp.errors import PermissionDeniedError, StorageError, ToolError, To
 from hermes_acp.providers.base import ResponseDone
 from hermes_acp.tools.approval import Approval
 from hermes_acp.tools.base import AnyTool, ParsedCall, Presentation, ToolOutcome, parse_call, record_output
-from hermes_acp.tools.context import ApprovalRequest, ToolContext
+from hermes_acp.tools.context import ApprovalRequest, CommandStop, ToolContext
 
 from .approvals import ApprovalFlow, TurnCancelledByClient
 from .ports import LiveTerminalOutput, LiveToolProgress
@@ -82,6 +81,8 @@ class PreparedCall:
     error: ToolError | None
     reads_only: bool = False
     """The call only reads: it may run together with the other such calls next to it."""
+    stop: CommandStop | None = None
+    """Where a client stops the command of a call announced with an agent-owned terminal (``CallCancels``)."""
 
 
 async def announce(
@@ -90,7 +91,9 @@ async def announce(
     """Store the response and announce its tool calls in one write; return the calls, checked."""
     by_name = {t.name: t for t in tools}
     truncated = done.stop_reason == "max_tokens"
-    prepared = tuple(_prepare(call, by_name, deps, state, truncated=truncated) for call in done.message.tool_calls)
+    prepared = tuple(
+        _expected(_prepare(call, by_name, deps, state, truncated=truncated), deps) for call in done.message.tool_calls
+    )
     await deps.recorder.record(
         AssistantMessageStored(
             turn_id=state.turn_id,
@@ -133,11 +136,10 @@ async def run_calls(batch: Sequence[PreparedCall], deps: TurnDeps, state: TurnSt
     ``TurnCancelledByClient``; a cancellation leaves the calls that were running open for the loop to settle)."""
     if len(batch) == 1:
         item = batch[0]
-        with _stoppable(item, deps) as stop:
-            ctx = _context(item.call, deps, state, stop=stop)
-            cleared = await _cleared(item, deps, state, ctx)
-            if isinstance(cleared, Approval):
-                cleared = await _perform(item, cleared, deps, state, ctx)
+        ctx = _context(item.call, deps, state, stop=item.stop)
+        cleared = await _cleared(item, deps, state, ctx)
+        if isinstance(cleared, Approval):
+            cleared = await _perform(item, cleared, deps, state, ctx)
         await _settle(item, cleared, deps, state)
         return
     await _run_together(batch, deps, state)
@@ -163,7 +165,7 @@ async def _run_together(batch: Sequence[PreparedCall], deps: TurnDeps, state: Tu
     async with anyio.create_task_group() as group:
         try:
             for item in batch:
-                ctx = _context(item.call, deps, state)
+                ctx = _context(item.call, deps, state, stop=item.stop)
                 cleared = await _cleared(item, deps, state, ctx)
                 if not isinstance(cleared, Approval):
                     await _settle(item, cleared, deps, state)
@@ -198,6 +200,8 @@ async def _settle(item: PreparedCall, outcome: ToolOutcome[Any], deps: TurnDeps,
             error_code=outcome.error_code,
         ),
     )
+    if deps.cancels is not None:
+        deps.cancels.release(item.call.id)
 
 
 async def ask_attachment(deps: TurnDeps, state: TurnState, path: Path, request: ApprovalRequest) -> None:
@@ -311,15 +315,16 @@ def _prepare(
     return PreparedCall(call, parsed, presentation, None, reads_only=parsed.reads_only())
 
 
-def _stoppable(item: PreparedCall, deps: TurnDeps) -> contextlib.AbstractContextManager[anyio.Event | None]:
-    """Where a client may stop the command of a call announced with an agent-owned terminal (its id is the call's),
-    from now until the call settles; a call without one has no stop."""
-    if deps.cancels is None or not any(isinstance(block, AgentTerminalBlock) for block in item.presentation.content):
-        return contextlib.nullcontext()
-    return deps.cancels.stoppable(item.call.id)
+def _expected(item: PreparedCall, deps: TurnDeps) -> PreparedCall:
+    """``item`` registered where a client may stop it (before its announcement goes out, until it settles), with
+    its command's stop when it is announced with an agent-owned terminal (whose id is the call's)."""
+    if deps.cancels is None:
+        return item
+    terminal = any(isinstance(block, AgentTerminalBlock) for block in item.presentation.content)
+    return replace(item, stop=deps.cancels.expect(item.call.id, terminal=terminal))
 
 
-def _context(call: ToolCallPart, deps: TurnDeps, state: TurnState, *, stop: anyio.Event | None = None) -> ToolContext:
+def _context(call: ToolCallPart, deps: TurnDeps, state: TurnState, *, stop: CommandStop | None = None) -> ToolContext:
     async def progress(content: list[Any]) -> None:
         await deps.recorder.live(LiveToolProgress(call.id, content))
 

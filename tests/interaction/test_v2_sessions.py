@@ -188,7 +188,7 @@ async def test_terminal_cancel_stops_the_command_and_its_call_settles_with_the_o
         await peer.wait_for(lambda: bool(peer.asks()))
         await peer.reply(peer.asks()[0], {"outcome": {"outcome": "selected", "optionId": "allow_once"}})
         with anyio.fail_after(15):
-            assert await anyio.to_thread.run_sync(ready.read_text) == "started\n"
+            assert await anyio.to_thread.run_sync(ready.read_text, abandon_on_cancel=True) == "started\n"
         opened = _terminal_updates(peer, "t1")[0]
         assert opened["capabilities"] == {"cancel": {}} and opened["command"] == command
         cancel = {"sessionId": session_id, "terminalId": "t1"}
@@ -205,6 +205,37 @@ async def test_terminal_cancel_stops_the_command_and_its_call_settles_with_the_o
     assert "Stopped from the editor: the command was killed." in str(told) and "before" in str(told)
     assert again["error"]["code"] == -32602 and "cannot be cancelled" in again["error"]["message"]
     assert unknown["error"]["code"] == -32602
+
+
+async def test_a_queued_terminal_and_a_queued_call_are_stopped_before_they_start(tmp_path: Path) -> None:
+    """Calls announced together each advertise their cancel at once: one queued behind a running call takes it
+    (its command never runs and nobody is asked about it; a whole call queued settles cancelled)."""
+    workspace = tmp_path / "workspace"
+    blocking = BlockingTool()
+    provider = ScriptedProvider(
+        [
+            tool_reply(
+                call("b1", "block", message="x"),
+                call("t2", "terminal", command="touch ran.txt"),
+                call("b3", "block", message="y"),
+            ),
+            text_reply("went on"),
+        ]
+    )
+    async with open_raw(tmp_path, provider=provider, tools=[blocking]) as raw, v2_peer(raw) as peer:
+        session_id = await _new(peer, tmp_path)
+        await peer.request("session/prompt", _prompt(session_id, "go"))
+        with anyio.fail_after(10):
+            await blocking.started.wait()
+        assert _terminal_updates(peer, "t2")[0]["capabilities"] == {"cancel": {}}
+        assert await peer.request("terminal/cancel", {"sessionId": session_id, "terminalId": "t2"}) == {}
+        assert await peer.request("tool_call/cancel", {"sessionId": session_id, "toolCallId": "b3"}) == {}
+        assert await peer.request("tool_call/cancel", {"sessionId": session_id, "toolCallId": "b1"}) == {}
+        await peer.wait_for(lambda: bool(peer.states()) and peer.states()[-1]["state"] == "idle")
+    assert not (workspace / "ran.txt").exists() and peer.asks() == [], "not run, and nobody asked about it"
+    assert _terminal_updates(peer, "t2")[-1]["exitStatus"] == {}
+    assert (_final_call(peer, "t2")["status"], _final_call(peer, "b3")["status"]) == ("failed", "cancelled")
+    assert peer.states()[-1]["stopReason"] == "end_turn"
 
 
 async def test_terminal_cancel_while_its_call_waits_for_approval_keeps_the_command_from_running(

@@ -18,7 +18,7 @@ from hermes_acp.errors import HardBlockedError, ToolError, ToolInputError
 from hermes_acp.exec import process as _process
 from hermes_acp.platform.processes import ProcessTree, uses_groups
 from hermes_acp.tools.approval import Approval
-from hermes_acp.tools.context import TerminalExit
+from hermes_acp.tools.context import CommandStop, TerminalExit
 from hermes_acp.tools.policy import decide
 from hermes_acp.tools.terminal import STORED_TAIL_CHARS, TerminalTool
 from tests.fakes.editor_client import EditorClient
@@ -373,11 +373,12 @@ async def test_the_process_group_check_stays_off_the_event_loop(tmp_path: Path) 
 
 
 async def test_a_stop_kills_the_command_and_its_jobs_keeps_its_output_and_says_so(tmp_path: Path) -> None:
-    """What ACP v2's ``terminal/cancel`` sets (``ToolContext.stop``): the command and what it started are ended as
-    at the time limit, and the call settles with its output and why it ended, not as timed out."""
+    """What ACP v2's ``terminal/cancel`` requests (``ToolContext.stop``): the command and what it started are ended
+    as at the time limit, and the call settles with its output and why it ended, not as timed out; once it has
+    ended, the stop is closed (a later request is refused)."""
     ready = tmp_path / "ready.fifo"
     os.mkfifo(ready)
-    stop = anyio.Event()
+    stop = CommandStop()
     ctx = replace(context(tmp_path), stop=stop)
     command = "echo before; sleep 300 > /dev/null 2>&1 & echo $! > bg.pid; echo started > ready.fifo; wait"
     called: list[Any] = []
@@ -388,8 +389,8 @@ async def test_a_stop_kills_the_command_and_its_jobs_keeps_its_output_and_says_s
     async with anyio.create_task_group() as tg:
         tg.start_soon(run)
         with anyio.fail_after(15):
-            assert await anyio.to_thread.run_sync(ready.read_text) == "started\n"
-        stop.set()
+            assert await anyio.to_thread.run_sync(ready.read_text, abandon_on_cancel=True) == "started\n"
+        assert stop.request() and stop.request(), "accepted, and again while it ends"
     [stopped] = called
     assert stopped.text.startswith("Stopped from the editor: the command was killed. Output up to then:\nbefore")
     assert stopped.outcome.failed and stopped.output["stopped"] is True and stopped.output["timed_out"] is False
@@ -397,34 +398,46 @@ async def test_a_stop_kills_the_command_and_its_jobs_keeps_its_output_and_says_s
     [terminal] = stopped.outcome.content
     assert isinstance(terminal, AgentTerminalBlock) and terminal.ended
     assert terminal.note == "Stopped from the editor: the command was killed." and "before" in terminal.output
+    assert not stop.request(), "the command has ended: nothing left to stop"
 
 
-async def test_a_stop_before_the_command_starts_keeps_it_from_running(tmp_path: Path) -> None:
-    stop = anyio.Event()
-    stop.set()
-    stopped = await call(TerminalTool(), replace(context(tmp_path), stop=stop), command="touch ran.txt")
+async def test_a_stop_before_the_command_starts_keeps_it_from_running_and_asks_nobody(tmp_path: Path) -> None:
+    stop = CommandStop()
+    assert stop.request()
+    tool, ctx = TerminalTool(), replace(context(tmp_path), stop=stop)
+    approval = await tool.approval(tool.validate({"command": "touch ran.txt"}), ctx)
+    assert approval.request is None, "a command that will not run needs nobody's approval"
+    stopped = await call(tool, ctx, command="touch ran.txt")
     assert not (tmp_path / "ran.txt").exists()
     assert stopped.text == "Stopped from the editor before it started: the command was not run."
     assert stopped.outcome.failed and stopped.outcome.error_code == "not_run"
     [terminal] = stopped.outcome.content
     assert isinstance(terminal, AgentTerminalBlock) and terminal.ended and terminal.exit_code is None
+    assert not stop.request()
 
 
-async def test_a_stop_after_the_command_exited_changes_nothing(tmp_path: Path) -> None:
-    stop = anyio.Event()
+async def test_a_command_that_exits_as_it_is_stopped_reports_its_own_exit(tmp_path: Path) -> None:
+    """The stop lands as the command finishes (set when its last output arrives): its clean exit is what it
+    reports, not a kill that did not happen."""
+    outcomes = []
+    for _ in range(5):
+        stop = anyio.Event()
 
-    async def ignore(_buffer: _process.OutputBuffer) -> None:
-        return None
+        async def stop_at_output(buffer: _process.OutputBuffer, stop: anyio.Event = stop) -> None:
+            if "done" in buffer.text():
+                stop.set()
 
-    with anyio.fail_after(15):
-        result = await _process.run_command(
-            ["bash", "-c", "echo done"],
-            cwd=tmp_path,
-            env={"PATH": os.environ["PATH"]},
-            timeout_s=10,
-            buffer=_process.OutputBuffer(4096, 4096),
-            on_output=ignore,
-            stop=stop,
-        )
-    stop.set()
-    assert (result.exit_code, result.output, result.stopped, result.timed_out) == (0, "done\n", False, False)
+        with anyio.fail_after(15):
+            result = await _process.run_command(
+                ["bash", "-c", "echo done"],
+                cwd=tmp_path,
+                env={"PATH": os.environ["PATH"]},
+                timeout_s=10,
+                buffer=_process.OutputBuffer(4096, 4096),
+                on_output=stop_at_output,
+                interval=0.0,
+                stop=stop,
+            )
+        assert stop.is_set(), "the stop came while the command ran or was exiting"
+        outcomes.append((result.exit_code, result.output, result.stopped, result.timed_out))
+    assert outcomes == [(0, "done\n", False, False)] * 5

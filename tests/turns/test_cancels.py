@@ -1,5 +1,6 @@
-"""``CallCancels``: a whole call (``tool_call/cancel``) or only its command (``terminal/cancel``), by id, each while
-it may still be stopped and once."""
+"""``CallCancels``: a whole call (``tool_call/cancel``) or only its command (``terminal/cancel``), by id, from its
+announcement until it settles: the step under way, or the next one of a call still queued; a command stopped while
+it may run, and never after."""
 
 from __future__ import annotations
 
@@ -11,25 +12,50 @@ from hermes_acp.turns.cancels import CallCancels
 pytestmark = pytest.mark.anyio
 
 
-async def test_a_command_is_stopped_once_while_its_call_may_run_it() -> None:
+async def test_a_command_is_stopped_from_its_call_s_announcement_until_it_settles() -> None:
     cancels = CallCancels()
     assert not cancels.stop("t1"), "unknown"
-    with cancels.stoppable("t1") as stop:
-        assert not cancels.stop("t2"), "another call's"
-        assert not stop.is_set()
-        assert cancels.stop("t1")
-        assert stop.is_set()
-        assert not cancels.stop("t1"), "stopped already"
-    assert not cancels.stop("t1"), "its call has settled"
+    stop = cancels.expect("t1", terminal=True)
+    assert stop is not None and cancels.expect("r1", terminal=False) is None
+    assert not cancels.stop("r1"), "a call without an agent-owned terminal has no command to stop"
+    assert cancels.stop("t1") and stop.requested.is_set(), "queued: it will not start"
+    assert cancels.stop("t1"), "the same answer again"
+    cancels.release("t1")
+    assert not cancels.stop("t1"), "settled"
+
+
+async def test_a_closed_stop_is_refused_and_release_all_lets_every_call_go() -> None:
+    cancels = CallCancels()
+    stop = cancels.expect("t1", terminal=True)
+    assert stop is not None
+    stop.close()  # the command ended
+    assert not cancels.stop("t1") and not stop.requested.is_set()
+    other = cancels.expect("t2", terminal=True)
+    cancels.expect("r1", terminal=False)
+    cancels.release_all()
+    assert not cancels.stop("t2") and not cancels.cancel("r1")
+    assert other is not None and not other.request(), "a released call's stop is closed"
+
+
+async def test_a_queued_call_is_cancelled_as_its_first_step_starts() -> None:
+    cancels = CallCancels()
+    assert not cancels.cancel("c1"), "unknown"
+    cancels.expect("c1", terminal=False)
+    assert cancels.cancel("c1")
+    with cancels.scope("c1") as step:
+        await anyio.lowlevel.checkpoint()
+    assert step.cancelled_caught
 
 
 async def test_stopping_a_command_does_not_cancel_its_call_and_cancelling_does_not_stop_it() -> None:
     cancels = CallCancels()
-    with cancels.stoppable("t1") as stop, cancels.scope("t1") as step:
+    stop = cancels.expect("t1", terminal=True)
+    with cancels.scope("t1") as step:
         assert cancels.stop("t1")
         await anyio.lowlevel.checkpoint()
-        assert not step.cancel_called, "the call goes on: it settles with what the command printed"
-    with cancels.stoppable("t2") as stop, cancels.scope("t2") as step:
+    assert not step.cancelled_caught, "the call goes on: it settles with what the command printed"
+    other = cancels.expect("t2", terminal=True)
+    with cancels.scope("t2") as step:
         assert cancels.cancel("t2")
         await anyio.lowlevel.checkpoint()
-    assert step.cancelled_caught and not stop.is_set()
+    assert step.cancelled_caught and stop is not None and other is not None and not other.requested.is_set()

@@ -18,10 +18,10 @@ v2 did:
   final updates and the cancelled idle state go out), then answers; an unknown session is closed already;
 - ``session/set_config_option`` takes the value's ``type`` (``id`` or ``boolean``);
 - ``session/status`` (unstable) says ``open`` with the session's state, or ``saved``;
-- ``tool_call/cancel`` stops one running tool call (it settles failed as ``cancelled``); ``terminal/cancel`` stops
-  only the command of an agent-owned terminal (killed, or never started while its call waits for approval): the
-  call is not cancelled, it settles with what the command printed and how it ended (-32602 for a terminal that is
-  unknown, has exited, or was cancelled already).
+- ``tool_call/cancel`` stops one announced tool call, running or queued (it settles failed as ``cancelled``);
+  ``terminal/cancel`` stops only the command of an agent-owned terminal (killed, or never started while its call
+  is queued or waits for approval): the call is not cancelled, it settles with what the command printed and how it
+  ended (-32602 for a terminal that is unknown or whose command has ended).
 
 The routes of a connection are chosen per (version, method) in ``protocol/routes.py``.
 """
@@ -158,8 +158,8 @@ class V2Agent(HermesAgent):
         session = await self._session(params.session_id)
         if not session.wiring.cancel_call(params.tool_call_id):
             raise InvalidParamsError(
-                f"toolCallId: no call {params.tool_call_id!r} of this session can be cancelled now (unknown,"
-                " finished, or between its approval and its run)",
+                f"toolCallId: no call {params.tool_call_id!r} of this session can be cancelled now (unknown or"
+                " settled)",
                 field="toolCallId",
             )
         return {}
@@ -171,8 +171,8 @@ class V2Agent(HermesAgent):
         session = await self._session(params.session_id)
         if not session.wiring.stop_terminal(params.terminal_id):
             raise InvalidParamsError(
-                f"terminalId: terminal {params.terminal_id!r} of this session cannot be cancelled (unknown, its"
-                " command has exited, or it was cancelled already)",
+                f"terminalId: terminal {params.terminal_id!r} of this session cannot be cancelled (unknown, or its"
+                " command has ended)",
                 field="terminalId",
             )
         return {}
