@@ -70,7 +70,8 @@ if (mode === "refused") {
   } catch (caught) {
     error = String(caught?.message ?? caught);
   }
-  process.stdout.write(JSON.stringify({ error, frames }) + "\n");
+  // Exit once written: to a pipe Node writes asynchronously, and exiting at once would cut what is past 64 KiB.
+  await new Promise((resolve) => process.stdout.write(JSON.stringify({ error, frames }) + "\n", resolve));
   process.exit(0);
 }
 
@@ -104,8 +105,11 @@ const two = await app(second).connectWith(open(), async (ctx) => {
   return { initialize, load };
 });
 
-process.stdout.write(
-  JSON.stringify({ one, two, first: first.updates, permissions: first.permissions, second: second.updates, frames }) +
-    "\n",
+await new Promise((resolve) =>
+  process.stdout.write(
+    JSON.stringify({ one, two, first: first.updates, permissions: first.permissions, second: second.updates, frames }) +
+      "\n",
+    resolve,
+  ),
 );
 process.exit(0);

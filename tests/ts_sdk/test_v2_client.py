@@ -2,7 +2,8 @@
 through the whole v2 flow (``v2_client.mjs``): initialize v2, a new session, a prompt that streams reasoning and
 text and runs a command behind a permission question, the same prompt sent twice under one operation id, a prompt
 held until ``session/cancel``, ``session/list``, ``session/resume`` with the history, a rejoin after a cursor,
-``session/status``, ``tool_call/cancel`` and ``session/resume`` refused, ``session/close``, ``auth/logout``; over
+``session/status``, ``terminal/cancel`` of a running command through the SDK's ``cancelTerminal``,
+``tool_call/cancel`` and ``session/resume`` refused, ``session/close``, ``auth/logout``; over
 stdio and through a session host's remote door (WebSocket and Streamable HTTP). Every frame in both directions is
 checked against the v2 schema and its closed lists, and every update the agent sent was handed over by the SDK
 (it drops one it cannot parse without a word)."""
@@ -38,6 +39,19 @@ SCENARIO = {
                 {"tool_call": {"id": "call_echo", "name": "terminal", "arguments": {"command": "echo hi"}}},
             ],
         },
+        {
+            "match": {"last_message_contains": "run the long one"},
+            "steps": [
+                {
+                    "tool_call": {
+                        "id": "call_long",
+                        "name": "terminal",
+                        "arguments": {"command": "echo started; sleep 300"},
+                    }
+                }
+            ],
+        },
+        {"match": {"last_message_contains": "Stopped from the editor"}, "steps": [{"text": "You stopped it."}]},
         {"match": {"last_message_contains": "hi"}, "steps": [{"text": "The command ran."}]},
         {"match": {"last_message_contains": "hold please"}, "hold_after_chunks": 1, "steps": [{"text": "Holding"}]},
     ],
@@ -75,9 +89,22 @@ def _check_report(report: dict[str, Any]) -> None:
     assert user["messageId"] == report["prompt"]["messageId"], "the prompt's answer names its user message"
     states = [u["update"] for u in report["updates"] if u["update"]["sessionUpdate"] == "state_update"]
     assert [s["state"] for s in states[:4]] == ["running", "requires_action", "running", "idle"]
-    [permission] = report["permissions"]
+    permission, long_permission = report["permissions"]
     assert permission["title"] == "Run this command?" and permission["subject"]["type"] == "tool_call"
     assert permission["subject"]["toolCall"]["toolCallId"] == "call_echo"
+    assert long_permission["subject"]["toolCall"]["toolCallId"] == "call_long"
+
+    assert report["couldCancel"] is True, "the SDK saw the running terminal advertise cancel"
+    assert report["terminalCancel"] == {} and report["canCancelAfter"] is False
+    assert report["cancelled"][-1] == "stop:end_turn", "the turn went on: the call settled with the command's end"
+    long_updates = [u["update"] for u in report["updates"] if u["update"].get("terminalId") == "call_long"]
+    assert long_updates[-1]["exitStatus"].get("signal") in {"SIGTERM", "SIGKILL"}, long_updates[-1]
+    long_call = [
+        u["update"]
+        for u in report["updates"]
+        if u["update"]["sessionUpdate"] == "tool_call_update" and u["update"]["toolCallId"] == "call_long"
+    ]
+    assert long_call[-1]["status"] == "failed"
 
     first, repeated = report["first"], report["repeated"]
     assert first["messageId"] == repeated["messageId"], "a prompt resent with its operation id is answered as the first"
@@ -92,7 +119,7 @@ def _check_report(report: dict[str, Any]) -> None:
     assert replayed_states == [replayed[-1]], "the history, then exactly one snapshot"
     assert replayed[-1]["state"] == "idle"
     kinds = [u["sessionUpdate"] for u in replayed]
-    assert kinds.count("user_message") == 3, "every prompt of the history (the resent one once)"
+    assert kinds.count("user_message") == 4, "every prompt of the history (the resent one once)"
     assert report["resume"]["_meta"]["hermes"]["recovery"] == "full"
 
     cursor = report["cursor"]

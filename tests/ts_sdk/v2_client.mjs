@@ -4,7 +4,8 @@
 // Env: TS_CLIENT_CWD (the session's folder).
 // Flow, on one connection: initialize v2 (with _meta.hermes.clientInstanceId); session/new; a prompt that streams,
 // runs a tool call (its permission answered allow_once) and ends; the same prompt sent twice with one operation id;
-// a prompt held until session/cancel; session/list; session/resume with replayFrom start (the history, then one
+// a long command stopped with the SDK's cancelTerminal once its terminal advertises cancel; a prompt held until
+// session/cancel; session/list; session/resume with replayFrom start (the history, then one
 // state_update, then the answer); session/resume after a cursor (only what came after it); session/status;
 // tool_call/cancel of an unknown call; session/resume of an unknown session; session/close; auth/logout.
 // Prints one JSON object at the end for the Python side to check; "frames" holds every JSON-RPC message as
@@ -124,6 +125,12 @@ const result = await app.connectWith(stream, async (ctx) => {
   const first = await ctx.request(methods.agent.session.prompt, once);
   const repeated = await ctx.request(methods.agent.session.prompt, once);
   const seenOnce = await untilStop(session);
+  await session.prompt("run the long one");
+  const long = await untilUpdate(session, "terminal_output_chunk");
+  const couldCancel = session.canCancelTerminal("call_long");
+  const terminalCancel = await session.cancelTerminal("call_long");
+  const cancelled = long.stoppedFirst ? long.seen : [...long.seen, ...(await untilStop(session))];
+  const canCancelAfter = session.canCancelTerminal("call_long");
   const cursor = lastCursor();
   const held = await session.prompt("hold please");
   const streaming = await untilUpdate(session, "agent_message_chunk");
@@ -147,13 +154,16 @@ const result = await app.connectWith(stream, async (ctx) => {
   const close = await ctx.request(methods.agent.session.close, { sessionId });
   const logout = await ctx.request(methods.agent.auth.logout, {});
   return {
-    initialize, sessionId, prompt, seen, first, repeated, seenOnce, cursor, held, stopped, list, resumeAt, resume,
-    rejoinAt, rejoin, status, toolCancel, resumeMissing, close, logout,
+    initialize, sessionId, prompt, seen, first, repeated, seenOnce, couldCancel, terminalCancel, cancelled,
+    canCancelAfter, cursor, held, stopped, list, resumeAt, resume, rejoinAt, rejoin, status, toolCancel,
+    resumeMissing, close, logout,
   };
 });
 if (agent !== null) {
   agent.stdin.end();
   await new Promise((resolve) => agent.once("exit", resolve));
 }
-process.stdout.write(JSON.stringify({ ...result, updates, permissions, frames }) + "\n");
+// Exit once the report is written: to a pipe Node writes asynchronously, and exiting at once would cut what is past
+// 64 KiB.
+await new Promise((resolve) => process.stdout.write(JSON.stringify({ ...result, updates, permissions, frames }) + "\n", resolve));
 process.exit(0);
