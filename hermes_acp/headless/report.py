@@ -39,7 +39,8 @@ class Spinner:
 
     def line(self, text: str) -> None:
         self._clear()
-        print(text, file=self._err, flush=True)
+        self._err.write(text + "\n")
+        self._err.flush()
 
     async def run(self) -> None:
         """Spin until cancelled (then the line is cleared)."""
