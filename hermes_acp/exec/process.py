@@ -211,10 +211,9 @@ async def watch_limits(
             return
 
 
-async def _stop_on(stop: anyio.Event, scope: anyio.CancelScope, stopped: list[bool]) -> None:
-    """Until cancelled: once ``stop`` is set, say so in ``stopped`` and cancel ``scope`` (the wait for the command)."""
+async def _stop_on(stop: anyio.Event, scope: anyio.CancelScope) -> None:
+    """Until cancelled: once ``stop`` is set, cancel ``scope`` (the wait for the command)."""
     await stop.wait()
-    stopped.append(True)
     scope.cancel()
 
 
@@ -248,7 +247,6 @@ async def run_command(
     tree = processes.tree_of(process.pid)
     timed_out = False
     ended_by: list[str] = []
-    stopped: list[bool] = []
     ended_by_stop = False
     try:
         changed = Flag()
@@ -264,16 +262,16 @@ async def run_command(
                     pid = process.pid if own_pid_namespace or limits.counts_group else None
                     tg.start_soon(watch_limits, limits, pid, deadline, ended_by)
                 if stop is not None:
-                    tg.start_soon(_stop_on, stop, deadline, stopped)
+                    tg.start_soon(_stop_on, stop, deadline)
                 await process.wait()
             if deadline.cancelled_caught:
-                limited = bool(ended_by)
+                limited, stopped = bool(ended_by), stop is not None and stop.is_set()
                 await _end_tree(tree, process, scan_group)
                 # Ended by us unless it finished on its own in the same instant (a clean exit, which a signal never
                 # gives): then its exit is what it reports, not the time limit or the stop.
                 ours = process.returncode != 0 and not limited
                 timed_out = ours and not stopped
-                ended_by_stop = ours and bool(stopped)
+                ended_by_stop = ours and stopped
             # Output still in the pipe; a background job holding it open does not keep us waiting.
             with anyio.move_on_after(_EOF_GRACE_S):
                 await eof.wait()

@@ -286,7 +286,15 @@ def _not_started(terminal: AgentTerminalBlock) -> ToolOutcome[dict[str, Any]]:
     return ToolOutcome(
         parts=[TextPart(text=text)],
         content=[ended(terminal, output="", exit_code=None, signal=None, note=text, fallback=[TextBlock(text=text)])],
-        raw_output={"exit_code": None, "signal": None, "timed_out": False, "stopped": True, "sandboxed": False},
+        raw_output={
+            "exit_code": None,
+            "signal": None,
+            "timed_out": False,
+            "ended_by": None,
+            "stopped": True,
+            "truncated": False,
+            "sandboxed": False,
+        },
         failed=True,
         error_code="not_run",
     )

@@ -411,14 +411,18 @@ async def test_a_stop_before_the_command_starts_keeps_it_from_running_and_asks_n
     assert not (tmp_path / "ran.txt").exists()
     assert stopped.text == "Stopped from the editor before it started: the command was not run."
     assert stopped.outcome.failed and stopped.outcome.error_code == "not_run"
+    assert stopped.output["stopped"] is True
+    ran = await call(TerminalTool(), context(tmp_path), command="true")
+    assert stopped.output.keys() == ran.output.keys(), "the same fields as a command that ran"
     [terminal] = stopped.outcome.content
     assert isinstance(terminal, AgentTerminalBlock) and terminal.ended and terminal.exit_code is None
     assert not stop.request()
 
 
 async def test_a_command_that_exits_as_it_is_stopped_reports_its_own_exit(tmp_path: Path) -> None:
-    """The stop lands as the command finishes (set when its last output arrives): its clean exit is what it
-    reports, not a kill that did not happen."""
+    """The stop lands as the command finishes (set when its last output arrives): it is reported stopped only
+    when it was killed, never with the clean exit it made on its own (which is what the stop usually meets; on a
+    busy machine the kill may come first, and then it was stopped)."""
     outcomes = []
     for _ in range(5):
         stop = anyio.Event()
@@ -438,6 +442,7 @@ async def test_a_command_that_exits_as_it_is_stopped_reports_its_own_exit(tmp_pa
                 interval=0.0,
                 stop=stop,
             )
-        assert stop.is_set(), "the stop came while the command ran or was exiting"
-        outcomes.append((result.exit_code, result.output, result.stopped, result.timed_out))
-    assert outcomes == [(0, "done\n", False, False)] * 5
+        outcomes.append((result.output, result.timed_out, result.stopped, result.exit_code is None))
+    for output, timed_out, stopped, killed in outcomes:
+        assert output == "done\n" and not timed_out
+        assert stopped == killed, outcomes
