@@ -73,6 +73,27 @@ async def _v2_agent(tmp_path: Path, home: Path, scenario: dict[str, Any] = SCENA
         raw.frames.check(version=2)
 
 
+async def _dont_ask_session(peer: V2Peer, workspace: Path) -> tuple[str, list[dict[str, Any]]]:
+    """A new session in ``dont_ask`` (commands run without a question): its id and its options."""
+    session_id: str = (await peer.request("session/new", {"cwd": str(workspace)}))["sessionId"]
+    mode = {"sessionId": session_id, "configId": "mode", "type": "id", "value": "dont_ask"}
+    return session_id, (await peer.request("session/set_config_option", mode))["configOptions"]
+
+
+async def _live_then_replayed(
+    peer: V2Peer, session_id: str, workspace: Path
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Once the prompt's turn is idle: what it showed live, then what a resume from the start replays after a
+    close."""
+    await peer.wait_for(lambda: any(s.get("state") == "idle" for s in peer.states(session_id)), timeout=60)
+    live = peer.updates(session_id)
+    await peer.request("session/close", {"sessionId": session_id})
+    at = len(peer.messages)
+    resume = {"sessionId": session_id, "cwd": str(workspace), "replayFrom": {"type": "start"}}
+    await peer.request("session/resume", resume)
+    return live, [m["params"]["update"] for m in peer.messages[at:] if m.get("method") == "session/update"]
+
+
 def _fold(updates: list[dict[str, Any]]) -> dict[str, Any]:
     """What a v2 client ends up showing: each message's content by id, each tool call's last status and content."""
     messages: dict[str, str] = {}
@@ -119,18 +140,10 @@ async def test_a_session_made_on_v2_loads_on_v1_and_its_replay_folds_as_it_was_s
     workspace = tmp_path / "workspace"
     workspace.mkdir()
     async with _v2_agent(tmp_path, home) as peer:
-        session_id = (await peer.request("session/new", {"cwd": str(workspace)}))["sessionId"]
-        mode = {"sessionId": session_id, "configId": "mode", "type": "id", "value": "dont_ask"}
-        options = (await peer.request("session/set_config_option", mode))["configOptions"]
+        session_id, options = await _dont_ask_session(peer, workspace)
         assert next(o for o in options if o["configId"] == "mode")["currentValue"] == "dont_ask"
         await peer.request("session/prompt", {"sessionId": session_id, "prompt": [{"type": "text", "text": "run it"}]})
-        await peer.wait_for(lambda: any(s.get("state") == "idle" for s in peer.states(session_id)), timeout=60)
-        live = peer.updates(session_id)
-        await peer.request("session/close", {"sessionId": session_id})
-        at = len(peer.messages)
-        resume = {"sessionId": session_id, "cwd": str(workspace), "replayFrom": {"type": "start"}}
-        await peer.request("session/resume", resume)
-        replayed = [m["params"]["update"] for m in peer.messages[at:] if m.get("method") == "session/update"]
+        live, replayed = await _live_then_replayed(peer, session_id, workspace)
     assert _fold(replayed) == _fold(live), "live and replayed frames show the same"
     async with spawn_agent(tmp_path / "v1", SCENARIO, home=home) as v1:
         await v1.conn.load_session(session_id=session_id, cwd=str(workspace), mcp_servers=[])
@@ -165,20 +178,12 @@ async def test_terminal_cancel_stops_a_command_of_the_real_process_and_the_repla
     ready = workspace / "ready.fifo"
     os.mkfifo(ready)
     async with _v2_agent(tmp_path, home, STOPPING) as peer:
-        session_id = (await peer.request("session/new", {"cwd": str(workspace)}))["sessionId"]
-        mode = {"sessionId": session_id, "configId": "mode", "type": "id", "value": "dont_ask"}
-        await peer.request("session/set_config_option", mode)
+        session_id, _ = await _dont_ask_session(peer, workspace)
         await peer.request("session/prompt", {"sessionId": session_id, "prompt": [{"type": "text", "text": "run it"}]})
         with anyio.fail_after(30):
             assert await anyio.to_thread.run_sync(ready.read_text, abandon_on_cancel=True) == "started\n"
         assert await peer.request("terminal/cancel", {"sessionId": session_id, "terminalId": "call_wait"}) == {}
-        await peer.wait_for(lambda: any(s.get("state") == "idle" for s in peer.states(session_id)), timeout=60)
-        live = peer.updates(session_id)
-        await peer.request("session/close", {"sessionId": session_id})
-        at = len(peer.messages)
-        resume = {"sessionId": session_id, "cwd": str(workspace), "replayFrom": {"type": "start"}}
-        await peer.request("session/resume", resume)
-        replayed = [m["params"]["update"] for m in peer.messages[at:] if m.get("method") == "session/update"]
+        live, replayed = await _live_then_replayed(peer, session_id, workspace)
     folded = _fold(live)
     assert folded == _fold(replayed), "live and replayed frames show the same"
     assert folded["calls"]["call_wait"]["status"] == "failed"

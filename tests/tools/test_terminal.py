@@ -32,6 +32,24 @@ def alive(pid: int) -> bool:
     return EditorClient.alive(pid)
 
 
+async def _ignore(_buffer: _process.OutputBuffer) -> None:
+    return None
+
+
+async def run_bash(cwd: Path, command: str, **options: Any) -> _process.CommandResult:
+    """``bash -c command`` through the runner itself, bounded: 10 s time limit, 4 KiB head and tail, the output
+    ignored unless ``options`` say otherwise."""
+    with anyio.fail_after(15):
+        return await _process.run_command(
+            ["bash", "-c", command],
+            cwd=cwd,
+            env={"PATH": os.environ["PATH"]},
+            timeout_s=10,
+            buffer=_process.OutputBuffer(4096, 4096),
+            **{"on_output": _ignore, **options},
+        )
+
+
 async def feed(fifo: Path) -> None:
     """Let a command blocked on ``read < fifo`` go on."""
     await anyio.to_thread.run_sync(lambda: fifo.write_text("go\n"))
@@ -174,19 +192,7 @@ async def test_the_group_is_gone_when_the_call_returns_whatever_the_caller_says_
     while the kernel may still be ending the rest of its PID namespace. Here there is no namespace at all, so a
     runner that trusted the flag would leave the background job running."""
 
-    async def ignore(_buffer: _process.OutputBuffer) -> None:
-        return None
-
-    with anyio.fail_after(15):
-        result = await _process.run_command(
-            ["bash", "-c", "sleep 300 > /dev/null 2>&1 & echo $! > bg.pid"],
-            cwd=tmp_path,
-            env={"PATH": os.environ["PATH"]},
-            timeout_s=10,
-            buffer=_process.OutputBuffer(4096, 4096),
-            on_output=ignore,
-            own_pid_namespace=True,
-        )
+    result = await run_bash(tmp_path, "sleep 300 > /dev/null 2>&1 & echo $! > bg.pid", own_pid_namespace=True)
     assert result.exit_code == 0
     assert not alive(int((tmp_path / "bg.pid").read_text()))
 
@@ -349,20 +355,8 @@ async def test_the_process_group_check_stays_off_the_event_loop(tmp_path: Path) 
         scans.append(threading.current_thread() is threading.main_thread())
         return _process.members_alive(tree)
 
-    async def ignore(_buffer: _process.OutputBuffer) -> None:
-        return None
-
     async def run(command: str) -> _process.CommandResult:
-        with anyio.fail_after(15):
-            return await _process.run_command(
-                ["bash", "-c", command],
-                cwd=tmp_path,
-                env={"PATH": os.environ["PATH"]},
-                timeout_s=10,
-                buffer=_process.OutputBuffer(4096, 4096),
-                on_output=ignore,
-                scan_group=recorded,
-            )
+        return await run_bash(tmp_path, command, scan_group=recorded)
 
     quick = await run("echo done")
     assert (quick.exit_code, quick.output) == (0, "done\n")
@@ -431,17 +425,7 @@ async def test_a_command_that_exits_as_it_is_stopped_reports_its_own_exit(tmp_pa
             if "done" in buffer.text():
                 stop.set()
 
-        with anyio.fail_after(15):
-            result = await _process.run_command(
-                ["bash", "-c", "echo done"],
-                cwd=tmp_path,
-                env={"PATH": os.environ["PATH"]},
-                timeout_s=10,
-                buffer=_process.OutputBuffer(4096, 4096),
-                on_output=stop_at_output,
-                interval=0.0,
-                stop=stop,
-            )
+        result = await run_bash(tmp_path, "echo done", on_output=stop_at_output, interval=0.0, stop=stop)
         outcomes.append((result.output, result.timed_out, result.stopped, result.exit_code is None))
     for output, timed_out, stopped, killed in outcomes:
         assert output == "done\n" and not timed_out
