@@ -184,7 +184,9 @@ async def spawn_agent(
         yield agent
     finally:
         agent.sample_rss()
-        await conn.close()
+        # An agent that was killed (or died) leaves a broken pipe: closing may fail to flush it.
+        with contextlib.suppress(ConnectionError):
+            await conn.close()
         await stop_agent(process, grace_s=5)
 
 

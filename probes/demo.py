@@ -194,11 +194,13 @@ async def _detach_and_rejoin(root: Path, base_url: str, driver: list[str]) -> tu
             with anyio.fail_after(60):
                 session_id = (await a.conn.new_session(cwd=str(workspace), mcp_servers=[])).session_id
                 await a.conn.set_session_mode(session_id=session_id, mode_id="dont_ask")
-            async with anyio.create_task_group() as group:
-                group.start_soon(_prompt_ignoring_the_end, a, session_id, "Run the long job while I am away.")
-                await _until(lambda: "away-step 1" in json.dumps([u.body for u in first.of(session_id)]), first)
-                a.process.kill()  # the editor's SSH link drops mid-command
-                group.cancel_scope.cancel()
+            # The prompt ends by itself when the connection reads EOF (bounded here); cancelling it would write
+            # a `$/cancel_request` into the dead pipe.
+            with anyio.fail_after(60):
+                async with anyio.create_task_group() as group:
+                    group.start_soon(_prompt_ignoring_the_end, a, session_id, "Run the long job while I am away.")
+                    await _until(lambda: "away-step 1" in json.dumps([u.body for u in first.of(session_id)]), first)
+                    a.process.kill()  # the editor's SSH link drops mid-command
         print(f"  detached mid-command after {len(first.of(session_id))} updates (front door killed)")
         second = ProbeClient()
         async with spawn_agent(command, env=env, stderr=root / "front-door.stderr", client=second, cwd=workspace) as b:
