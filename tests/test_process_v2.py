@@ -24,6 +24,8 @@ from tests.fakes.v2_peer import V2Peer, v2_peer
 
 pytestmark = pytest.mark.anyio
 
+START = {"type": "start"}
+"""``replayFrom``: the whole history."""
 SCENARIO = {
     "name": "both-versions",
     "responses": [
@@ -89,7 +91,7 @@ async def _live_then_replayed(
     live = peer.updates(session_id)
     await peer.request("session/close", {"sessionId": session_id})
     at = len(peer.messages)
-    resume = {"sessionId": session_id, "cwd": str(workspace), "replayFrom": {"type": "start"}}
+    resume = {"sessionId": session_id, "cwd": str(workspace), "replayFrom": START}
     await peer.request("session/resume", resume)
     return live, [m["params"]["update"] for m in peer.messages[at:] if m.get("method") == "session/update"]
 
@@ -171,6 +173,8 @@ STOPPING = {
 async def test_terminal_cancel_stops_a_command_of_the_real_process_and_the_replay_shows_how_it_ended(
     tmp_path: Path,
 ) -> None:
+    """The editor reloads the session while the command runs (a resume from the start): the replay offers the
+    cancels that still hold, and the cancel it then sends stops the command."""
     home = tmp_path / "home"
     home.mkdir()
     workspace = tmp_path / "workspace"
@@ -182,8 +186,19 @@ async def test_terminal_cancel_stops_a_command_of_the_real_process_and_the_repla
         await peer.request("session/prompt", {"sessionId": session_id, "prompt": [{"type": "text", "text": "run it"}]})
         with anyio.fail_after(30):
             assert await anyio.to_thread.run_sync(ready.read_text, abandon_on_cancel=True) == "started\n"
+        at = len(peer.messages)
+        await peer.request("session/resume", {"sessionId": session_id, "cwd": str(workspace), "replayFrom": START})
+        offered = [
+            u
+            for u in (m["params"]["update"] for m in peer.messages[at:] if m.get("method") == "session/update")
+            if "capabilities" in u
+        ]
         assert await peer.request("terminal/cancel", {"sessionId": session_id, "terminalId": "call_wait"}) == {}
         live, replayed = await _live_then_replayed(peer, session_id, workspace)
+    assert offered == [
+        {"sessionUpdate": "terminal_update", "terminalId": "call_wait", "capabilities": {"cancel": {}}},
+        {"sessionUpdate": "tool_call_update", "toolCallId": "call_wait", "capabilities": {"cancel": {}}},
+    ], "a resume mid-command offers the cancels that still hold"
     folded = _fold(live)
     assert folded == _fold(replayed), "live and replayed frames show the same"
     assert folded["calls"]["call_wait"]["status"] == "failed"

@@ -66,6 +66,7 @@ from hermes_acp.core import (
 )
 from hermes_acp.core.notice import Notice
 from hermes_acp.turns.ports import (
+    LiveCancelOpen,
     LiveCompaction,
     LiveCompactionChunk,
     LiveSubagentState,
@@ -505,6 +506,8 @@ def live_update(
             }
         case LiveUsage():
             return usage_update(update)
+        case LiveCancelOpen():
+            return None  # v1 has no per-call cancel
         case _:
             assert_never(update)
 

@@ -205,10 +205,13 @@ class Audience:
         *,
         history: Callable[[], Awaitable[Sequence[SessionEvent | StoredEvent | Replayed]]] | None = None,
         quiet: Callable[[], AbstractAsyncContextManager[None]] | None = None,
+        still_open: Callable[[Sequence[SessionEvent]], Sequence[LiveUpdate]] | None = None,
     ) -> None:
         """Attach ``client``; with ``history`` (``session/load``) it first gets the log so far (stored events carry
         their seq to the sink), then the streamed tail, then what happened meanwhile. ``quiet`` holds the
-        recorder's writes while the cursor is taken."""
+        recorder's writes while the cursor is taken. ``still_open``: what of the replayed events may still be
+        acted on now (the cancels of calls that still run), told once the catch-up is sent, before anything that
+        happened after it (a call that settles meanwhile is shown settled after its cancel was offered)."""
         if self.has(client):
             if history is None:
                 return
@@ -235,6 +238,11 @@ class Audience:
                 await member.sink.emit_live(update)
             while member.backlog:
                 await member.backlog.pop(0)(member.sink)
+            if still_open is not None:
+                for update in still_open([event for event in own if id(event) in shown]):
+                    await member.sink.emit_live(update)
+                while member.backlog:
+                    await member.backlog.pop(0)(member.sink)
         except BaseException:
             self._drop(member)
             raise

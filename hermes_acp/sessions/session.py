@@ -44,7 +44,7 @@ from hermes_acp.storage.base import SessionRecord, StoredEvent
 from hermes_acp.subagents.lineage import ChildOpener, Lineage, SubagentLink
 from hermes_acp.subagents.runner import SubagentRunner
 from hermes_acp.tools.context import Workspace
-from hermes_acp.turns.ports import Steer
+from hermes_acp.turns.ports import LiveUpdate, Steer
 from hermes_acp.turns.recorder import Recorder
 from hermes_acp.turns.settlements import dropped_input
 from hermes_acp.turns.timeline import effective
@@ -177,7 +177,12 @@ class Session:
                 items = stored if after is not None else effective(stored, _event)
             return await self.subagents.expand(items)
 
-        await self.audience.attach(client, history=history, quiet=self.subagents.held)
+        await self.audience.attach(client, history=history, quiet=self.subagents.held, still_open=self._open_cancels)
+
+    def _open_cancels(self, shown: Sequence[SessionEvent]) -> Sequence[LiveUpdate]:
+        """The cancels still open for the calls in ``shown``; none before a turn ran in this process (and nothing
+        imported to say so)."""
+        return self.wiring.open_cancels(shown) if "wiring" in self.__dict__ else ()
 
     async def detach(self, client: ClientBridge, *, cancel_turns: bool = False) -> bool:
         """Detach ``client`` (it left, or closed the session); with ``cancel_turns`` its prompts are cancelled

@@ -28,7 +28,7 @@ import structlog
 from hermes_acp.commands.command_set import Reply
 from hermes_acp.commands.plan_mode import PlanHandOff
 from hermes_acp.computer_use import ComputerUse
-from hermes_acp.core import DisplayBlock, ModeId, Usage
+from hermes_acp.core import DisplayBlock, ModeId, SessionEvent, ToolCallStarted, Usage
 from hermes_acp.core.ids import new_compaction_id
 from hermes_acp.errors import NoProviderError, ProviderError
 from hermes_acp.exec.sandbox import Sandbox
@@ -48,7 +48,7 @@ from hermes_acp.turns.cancels import CallCancels
 from hermes_acp.turns.compaction import compact, log_compaction
 from hermes_acp.turns.loop import TurnDeps, TurnResult, TurnState, run_turn
 from hermes_acp.turns.meter import Meter
-from hermes_acp.turns.ports import LiveCompaction, LiveUsage, SteeringInbox
+from hermes_acp.turns.ports import LiveCancelOpen, LiveCompaction, LiveUpdate, LiveUsage, SteeringInbox
 from hermes_acp.turns.recovery import STORE_FAILED_TEXT, recovery_events
 from hermes_acp.turns.state import MAX_PARALLEL_READS, CompactionPolicy
 from hermes_acp.turns.system_prompt import build_system_prompt
@@ -345,6 +345,16 @@ class TurnWiring:
     def cancel_call(self, tool_call_id: str) -> bool:
         """Stop one running call (``tool_call/cancel``): it settles failed as cancelled; False when none runs."""
         return self.cancels.cancel(tool_call_id)
+
+    def open_cancels(self, shown: Sequence[SessionEvent]) -> list[LiveUpdate]:
+        """The cancels a connection that was shown ``shown`` as a replay may still send: of each call announced in
+        it that has not settled, and of its command while that may still run (a replayed announcement offers none)."""
+        return [
+            LiveCancelOpen(event.tool_call_id, target)
+            for event in shown
+            if isinstance(event, ToolCallStarted)
+            for target in self.cancels.open_to(event.tool_call_id)
+        ]
 
     def stop_terminal(self, terminal_id: str) -> bool:
         """Stop the command of one agent-owned terminal (``terminal/cancel``; its id is its call's): killed if it

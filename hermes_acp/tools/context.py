@@ -187,6 +187,11 @@ class CommandStop:
         """The command has ended, or runs where it cannot be stopped: later requests are refused."""
         self._open = False
 
+    @property
+    def is_open(self) -> bool:
+        """A request would still be taken (the command may still run, or has not started)."""
+        return self._open
+
 
 @dataclass(slots=True)
 class ToolContext:

@@ -10,7 +10,8 @@ settles failed with the error code ``cancelled``; the turn goes on with the rest
 
 A call announced with an agent-owned terminal has a ``CommandStop``: ``stop`` requests it, which ends the command
 if it runs and keeps it from starting if it has not (the call is not cancelled: it settles with what the command
-printed and how it ended), until the tool closes it once the command has ended. No ACP here.
+printed and how it ended), until the tool closes it once the command has ended. ``open_to`` says what of a call a
+client may stop now, for a connection that was shown the call only as a replay. No ACP here.
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ from dataclasses import dataclass
 import anyio
 
 from hermes_acp.tools.context import CommandStop
+
+from .ports import CancelTarget
 
 __all__ = ["CallCancels"]
 
@@ -81,6 +84,16 @@ class CallCancels:
             return False
         announced.cancelled = True
         return True
+
+    def open_to(self, tool_call_id: str) -> tuple[CancelTarget, ...]:
+        """What a client may stop of ``tool_call_id`` now: the call until it settles, and its command while a stop
+        would still be taken; nothing once it has settled (or was never announced)."""
+        announced = self._calls.get(tool_call_id)
+        if announced is None:
+            return ()
+        if announced.stop is not None and announced.stop.is_open:
+            return ("terminal", "tool_call")
+        return ("tool_call",)
 
     def stop(self, tool_call_id: str) -> bool:
         """Stop the command of ``tool_call_id`` (again: the same answer); False when it has no agent-owned terminal

@@ -24,6 +24,8 @@ if TYPE_CHECKING:
     from .budget import CapStatus
 
 __all__ = [
+    "CancelTarget",
+    "LiveCancelOpen",
     "LiveCompaction",
     "LiveCompactionChunk",
     "LiveSubagentState",
@@ -115,6 +117,19 @@ class LiveSubagentState:
     state: Literal["running", "requires_action"]
 
 
+CancelTarget = Literal["tool_call", "terminal"]
+"""What of an announced call a client may stop: the whole call, or only the command of its agent-owned terminal."""
+
+
+@dataclass(frozen=True, slots=True)
+class LiveCancelOpen:
+    """A cancel a client may still send for a call it was shown only as a replay (a replayed announcement
+    advertises none): told to one connection after its catch-up, while the call (or its command) may still run."""
+
+    tool_call_id: str
+    target: CancelTarget
+
+
 LiveUpdate = (
     LiveTextChunk
     | LiveThoughtChunk
@@ -124,6 +139,7 @@ LiveUpdate = (
     | LiveCompactionChunk
     | LiveUsage
     | LiveSubagentState
+    | LiveCancelOpen
 )
 
 

@@ -186,6 +186,9 @@ async def _settle(item: PreparedCall, outcome: ToolOutcome[Any], deps: TurnDeps,
     plan = [PlanUpdated(turn_id=state.turn_id, entries=outcome.plan)] if outcome.plan is not None else []
     if outcome.proposal is not None:
         plan.append(PlanUpdated(turn_id=state.turn_id, entries=[], plan_id=PROPOSAL_PLAN_ID, markdown=outcome.proposal))
+    if deps.cancels is not None:
+        # Let go before the settlement goes out: whoever is told it settled finds nothing of it to stop.
+        deps.cancels.release(item.call.id)
     await deps.recorder.record(
         *plan,
         ToolCallSettled(
@@ -200,8 +203,6 @@ async def _settle(item: PreparedCall, outcome: ToolOutcome[Any], deps: TurnDeps,
             error_code=outcome.error_code,
         ),
     )
-    if deps.cancels is not None:
-        deps.cancels.release(item.call.id)
 
 
 async def ask_attachment(deps: TurnDeps, state: TurnState, path: Path, request: ApprovalRequest) -> None:

@@ -207,6 +207,53 @@ async def test_terminal_cancel_stops_the_command_and_its_call_settles_with_the_o
     assert unknown["error"]["code"] == -32602
 
 
+def _resumed_from_the_start(peer: V2Peer, at: int, request_id: int) -> list[dict[str, Any]]:
+    """The updates a resume sent before its answer (``at``: where the messages stood when it was sent)."""
+    answered = peer.index(lambda m: "method" not in m and m.get("id") == request_id)
+    return [m["params"]["update"] for m in peer.messages[at:answered] if m.get("method") == "session/update"]
+
+
+async def test_a_client_that_resumes_mid_command_is_offered_the_cancels_that_still_hold(tmp_path: Path) -> None:
+    """A replayed announcement offers no cancel (it may have ended); one that still runs is offered its cancels
+    after the catch-up, as patches, before the resume answers: the call's and its command's. Once it has settled,
+    a resume offers none."""
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    ready = workspace / "ready.fifo"
+    os.mkfifo(ready)
+    command = "echo before; echo started > ready.fifo; sleep 300"
+    provider = ScriptedProvider([tool_reply(call("t1", "terminal", command=command)), text_reply("went on")])
+    async with open_raw(tmp_path, provider=provider) as raw, v2_peer(raw) as peer:
+        session_id = await _new(peer, tmp_path)
+        await peer.request("session/prompt", _prompt(session_id, "run it"))
+        await peer.wait_for(lambda: bool(peer.asks()))
+        await peer.reply(peer.asks()[0], {"outcome": {"outcome": "selected", "optionId": "allow_once"}})
+        with anyio.fail_after(15):
+            assert await anyio.to_thread.run_sync(ready.read_text, abandon_on_cancel=True) == "started\n"
+        resume = {"sessionId": session_id, "cwd": str(workspace), "replayFrom": {"type": "start"}}
+        at = len(peer.messages)
+        await peer.answer(request_id := await peer.send("session/resume", resume))
+        running = _resumed_from_the_start(peer, at, request_id)
+        assert await peer.request("terminal/cancel", {"sessionId": session_id, "terminalId": "t1"}) == {}
+        await peer.wait_for(lambda: bool(peer.states()) and peer.states()[-1]["state"] == "idle")
+        at = len(peer.messages)
+        await peer.answer(request_id := await peer.send("session/resume", resume))
+        settled = _resumed_from_the_start(peer, at, request_id)
+    kinds = [(u["sessionUpdate"], u.get("toolCallId") or u.get("terminalId")) for u in running]
+    announced = kinds.index(("tool_call_update", "t1"))
+    assert "capabilities" not in running[announced], "the replayed announcement offers nothing itself"
+    offered = [u for u in running if "capabilities" in u]
+    assert offered == [
+        {"sessionUpdate": "terminal_update", "terminalId": "t1", "capabilities": {"cancel": {}}},
+        {"sessionUpdate": "tool_call_update", "toolCallId": "t1", "capabilities": {"cancel": {}}},
+    ]
+    assert running.index(offered[0]) > announced and running[-1]["sessionUpdate"] == "state_update"
+    assert running[-1]["state"] == "running"
+    assert _terminal_updates(peer, "t1")[-1]["exitStatus"].get("signal") in {"SIGTERM", "SIGKILL"}
+    assert all(u.get("capabilities") != {"cancel": {}} for u in settled), "nothing of a settled call is offered"
+    assert any(u.get("toolCallId") == "t1" and u["sessionUpdate"] == "tool_call_update" for u in settled)
+
+
 async def test_a_queued_terminal_and_a_queued_call_are_stopped_before_they_start(tmp_path: Path) -> None:
     """Calls announced together each advertise their cancel at once: one queued behind a running call takes it
     (its command never runs and nobody is asked about it; a whole call queued settles cancelled)."""

@@ -36,6 +36,7 @@ from hermes_acp.protocol.v2.render import (
 from hermes_acp.protocol.v2.replay import replay_updates, resume_state
 from hermes_acp.providers.catalog import Cost
 from hermes_acp.turns.ports import (
+    LiveCancelOpen,
     LiveCompaction,
     LiveCompactionChunk,
     LiveSubagentState,
@@ -217,6 +218,19 @@ def test_cancels_are_advertised_live_while_the_work_may_run_and_cleared_when_it_
     replayed = event_updates(EVENTS[8], live=False, features=CANCELS)
     assert all("capabilities" not in u for u in replayed), "a replayed call may have ended: it advertises nothing"
     assert all("capabilities" not in u for u in event_updates(EVENTS[8], live=True))
+
+
+def test_a_cancel_still_open_after_a_replay_is_a_capabilities_patch_where_the_connection_is_offered_it() -> None:
+    call, command = LiveCancelOpen("call_run", "tool_call"), LiveCancelOpen("call_run", "terminal")
+    rendered = [live_update(call, CANCELS), live_update(command, CANCELS)]
+    assert valid([update for update in rendered if update is not None]) == [
+        {"sessionUpdate": "tool_call_update", "toolCallId": "call_run", "capabilities": {"cancel": {}}},
+        {"sessionUpdate": "terminal_update", "terminalId": "call_run", "capabilities": {"cancel": {}}},
+    ]
+    assert live_update(call) is None and live_update(command) is None, "not offered on this connection"
+    only_calls = Features(cancel_tool_calls=True)
+    assert live_update(call, only_calls) is not None and live_update(command, only_calls) is None
+    assert convert.live_update(call) is None and convert.live_update(command) is None, "v1 has no per-call cancel"
 
 
 def test_a_v1_client_terminal_is_never_named_but_its_text_stays() -> None:

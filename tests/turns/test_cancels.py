@@ -59,3 +59,18 @@ async def test_stopping_a_command_does_not_cancel_its_call_and_cancelling_does_n
         assert cancels.cancel("t2")
         await anyio.lowlevel.checkpoint()
     assert step.cancelled_caught and stop is not None and other is not None and not other.requested.is_set()
+
+
+async def test_what_of_a_call_may_be_stopped_now_follows_its_announcement_its_command_and_its_settlement() -> None:
+    cancels = CallCancels()
+    assert cancels.open_to("t1") == (), "never announced"
+    stop = cancels.expect("t1", terminal=True)
+    cancels.expect("r1", terminal=False)
+    assert cancels.open_to("t1") == ("terminal", "tool_call") and cancels.open_to("r1") == ("tool_call",)
+    assert stop is not None and cancels.stop("t1")
+    assert cancels.open_to("t1") == ("terminal", "tool_call"), "stopping again gets the same answer"
+    stop.close()  # the command ended; the call has not settled yet
+    assert cancels.open_to("t1") == ("tool_call",)
+    cancels.release("t1")
+    cancels.release("r1")
+    assert cancels.open_to("t1") == () and cancels.open_to("r1") == ()

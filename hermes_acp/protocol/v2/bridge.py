@@ -56,7 +56,7 @@ class UpdateSink:
             await self._base.send(update)
 
     async def emit_live(self, update: LiveUpdate) -> None:
-        rendered = render.live_update(update)
+        rendered = render.live_update(update, FEATURES)
         if rendered is not None:
             await self._base.send(rendered)
 

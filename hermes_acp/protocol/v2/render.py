@@ -24,8 +24,9 @@ where the shape did not change (content blocks, plans, compaction summaries, sub
 ``live`` is False for a replay (``session/resume`` with ``replayFrom``, a rejoin by cursor). It changes only what the
 client cannot have from the live path: text checkpoints render as chunks on a replay (live, they streamed), an
 ended terminal's kept output is a replacement snapshot (live, it streamed), a replayed turn end renders nothing,
-and nothing replayed advertises a cancel (the entity it names is final). Everything else is byte for byte the
-same, so live and replayed frames agree by construction.
+and nothing replayed advertises a cancel (a call that still runs is offered its cancels after the catch-up, as
+``LiveCancelOpen`` patches: ``capabilities`` alone). Everything else is byte for byte the same, so live and replayed
+frames agree by construction.
 
 ``Features`` is the per-connection part: what the server routes on this connection (``tool_call/cancel``,
 ``terminal/cancel``), which decides the cancel capabilities entities advertise. Everything a v1 client had to
@@ -84,6 +85,7 @@ from hermes_acp.protocol.convert import (
 )
 from hermes_acp.protocol.terminal_cards import terminal_events, v2_updates
 from hermes_acp.turns.ports import (
+    LiveCancelOpen,
     LiveCompaction,
     LiveCompactionChunk,
     LiveSubagentState,
@@ -315,9 +317,26 @@ def session_status(state: Update | None) -> dict[str, Any]:
     return {"status": "open", "state": {key: value for key, value in state.items() if key != "sessionUpdate"}}
 
 
-def live_update(update: LiveUpdate) -> Update | None:
-    """The v2 update for a transient one; None only for terminal output with nothing in it."""
+def live_update(update: LiveUpdate, features: Features = BASELINE) -> Update | None:
+    """The v2 update for a transient one; None for terminal output with nothing in it, and for a cancel the
+    connection is not offered (``features``)."""
     match update:
+        case LiveCancelOpen(target="tool_call"):
+            if not features.cancel_tool_calls:
+                return None
+            return {
+                "sessionUpdate": "tool_call_update",
+                "toolCallId": update.tool_call_id,
+                "capabilities": {"cancel": {}},
+            }
+        case LiveCancelOpen():
+            if not features.cancel_terminals:
+                return None
+            return {
+                "sessionUpdate": "terminal_update",
+                "terminalId": update.tool_call_id,
+                "capabilities": {"cancel": {}},
+            }
         case LiveTextChunk():
             return _chunk("agent_message_chunk", update.message_id, update.text)
         case LiveThoughtChunk():
