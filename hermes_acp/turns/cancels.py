@@ -2,7 +2,8 @@
 ``tool_call/cancel``) or only the command it runs (``terminal/cancel``; an agent-owned terminal's id is its call's).
 
 Every call is registered when it is announced (``expect``: from then on a client sees it and may stop it) and let
-go when it settles (``release``; whatever a turn leaves, when the turn ends: ``release_all``). A call is cancelled
+go as it settles, before its settlement goes out (``release``; what an ending turn leaves, before the loop settles
+it: ``release_all``), so a client told a call settled is never offered its cancel (``open_to``). A call is cancelled
 in the step under way (its approval, a permission question included, or its run): ``tool_calls`` runs each step
 inside ``scope``, and ``cancel`` cancels that scope, so what the step was doing stops as a cancelled turn would stop
 it (a command's process is killed); a call still queued behind others is cancelled as its first step starts. It

@@ -182,7 +182,7 @@ async def run_turn(
             raise
         return result
     finally:
-        if deps.cancels is not None:  # every call the turn announced has settled, or was settled by ``_finish``
+        if deps.cancels is not None:  # every call the turn announced has settled (``settle`` let go of the rest)
             deps.cancels.release_all()
     limit = current.limit
     said = limit.message.rstrip(".") if limit is not None else "The turn ended first"
@@ -390,6 +390,8 @@ async def settle(
 
     ``store_failed`` stores nothing: the open calls are settled in the editor only, with the words the repair will
     store; the prompt and streamed text cannot be kept (checkpoints already stored are, by the repair)."""
+    if deps.cancels is not None:  # before anyone is told they settled: nothing of them can be stopped any more
+        deps.cancels.release_all()
     projection = deps.recorder.projection
     if reason == "store_failed":
         await deps.recorder.show_unstored(*failed_settlements(projection, STORE_FAILED))
