@@ -4,7 +4,8 @@ Such a tool already ran when its response arrives, so its card is announced and 
 response: ``ToolCallStarted`` then ``ToolCallSettled`` (completed, or failed when the provider reported an
 error), with what the provider returned as the card's text. The settlement carries no result for the model: the
 provider's own blocks in the assistant message are what the model reads. A card keeps the provider's id unless
-it is missing or already used in the session. Pure: no I/O.
+it is missing, already used in the session, or the id of a tool call of the same response (announced beside it:
+a hostile or broken provider must not make two cards of one id). Pure: no I/O.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ def server_tool_events(
     """A started and a settled event for each provider-side tool call in ``message``."""
     results = {p.tool_call_id: p for p in message.parts if isinstance(p, ServerToolResultPart)}
     events: list[ToolCallStarted | ToolCallSettled] = []
-    taken = set(used_ids)
+    taken = set(used_ids) | {call.id for call in message.tool_calls}  # the response's own calls keep theirs
     for call in message.server_tool_calls:
         result = results.get(call.id) if call.id else None
         card_id = call.id if call.id and call.id not in taken else new_tool_call_id()

@@ -9,6 +9,7 @@ from hermes_acp.core import (
     ServerToolResultPart,
     TextBlock,
     TextPart,
+    ToolCallPart,
     ToolCallSettled,
     ToolCallStarted,
 )
@@ -53,3 +54,17 @@ def test_each_provider_side_call_is_started_and_settled_with_its_result() -> Non
 
 def test_a_message_without_provider_side_tools_gives_no_cards() -> None:
     assert server_tool_events("t", AssistantMessage(parts=[TextPart(text="hi")]), set()) == []
+
+
+def test_a_card_never_takes_the_id_of_a_tool_call_of_the_same_response() -> None:
+    message = AssistantMessage(
+        parts=[
+            ServerToolCallPart(id="call_1", name="web_search", arguments='{"query": "x"}'),
+            ServerToolCallPart(id="srvtoolu_1", name="web_search", arguments='{"query": "y"}'),
+            ServerToolCallPart(id="srvtoolu_1", name="web_search", arguments='{"query": "z"}'),
+            ToolCallPart(id="call_1", name="read_file", arguments='{"path": "a"}'),
+        ]
+    )
+    started = [e.tool_call_id for e in server_tool_events("t", message, set()) if isinstance(e, ToolCallStarted)]
+    assert started[1] == "srvtoolu_1" and len(set(started)) == 3
+    assert "call_1" not in started, "the response's own call keeps its id; the card gets a fresh one"
