@@ -8,8 +8,9 @@ closed lists."""
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -175,13 +176,19 @@ def _final_call(peer: V2Peer, call_id: str) -> dict[str, Any]:
     return calls[-1]
 
 
-async def test_terminal_cancel_stops_the_command_and_its_call_settles_with_the_output(tmp_path: Path) -> None:
+RUNNING = "echo before; echo started > ready.fifo; sleep 300"
+"""The command of call ``t1`` in ``_running_command``: it says it started through a FIFO, then sleeps."""
+
+
+@contextlib.asynccontextmanager
+async def _running_command(tmp_path: Path) -> AsyncIterator[tuple[V2Peer, str, ScriptedProvider]]:
+    """A v2 peer whose session runs ``RUNNING`` as call ``t1`` (approved once), yielded once it has started: the
+    peer, the session's id, and the model (it answers "went on" after the call)."""
     workspace = tmp_path / "workspace"
     workspace.mkdir()
     ready = workspace / "ready.fifo"
     os.mkfifo(ready)
-    command = "echo before; echo started > ready.fifo; sleep 300"
-    provider = ScriptedProvider([tool_reply(call("t1", "terminal", command=command)), text_reply("went on")])
+    provider = ScriptedProvider([tool_reply(call("t1", "terminal", command=RUNNING)), text_reply("went on")])
     async with open_raw(tmp_path, provider=provider) as raw, v2_peer(raw) as peer:
         session_id = await _new(peer, tmp_path)
         await peer.request("session/prompt", _prompt(session_id, "run it"))
@@ -189,8 +196,13 @@ async def test_terminal_cancel_stops_the_command_and_its_call_settles_with_the_o
         await peer.reply(peer.asks()[0], {"outcome": {"outcome": "selected", "optionId": "allow_once"}})
         with anyio.fail_after(15):
             assert await anyio.to_thread.run_sync(ready.read_text, abandon_on_cancel=True) == "started\n"
+        yield peer, session_id, provider
+
+
+async def test_terminal_cancel_stops_the_command_and_its_call_settles_with_the_output(tmp_path: Path) -> None:
+    async with _running_command(tmp_path) as (peer, session_id, provider):
         opened = _terminal_updates(peer, "t1")[0]
-        assert opened["capabilities"] == {"cancel": {}} and opened["command"] == command
+        assert opened["capabilities"] == {"cancel": {}} and opened["command"] == RUNNING
         cancel = {"sessionId": session_id, "terminalId": "t1"}
         assert await peer.request("terminal/cancel", cancel) == {}
         await peer.wait_for(lambda: bool(peer.states()) and peer.states()[-1]["state"] == "idle")
@@ -217,20 +229,8 @@ async def test_a_client_that_resumes_mid_command_is_offered_the_cancels_that_sti
     """A replayed announcement offers no cancel (it may have ended); one that still runs is offered its cancels
     after the catch-up, as patches, before the resume answers: the call's and its command's. Once it has settled,
     a resume offers none."""
-    workspace = tmp_path / "workspace"
-    workspace.mkdir()
-    ready = workspace / "ready.fifo"
-    os.mkfifo(ready)
-    command = "echo before; echo started > ready.fifo; sleep 300"
-    provider = ScriptedProvider([tool_reply(call("t1", "terminal", command=command)), text_reply("went on")])
-    async with open_raw(tmp_path, provider=provider) as raw, v2_peer(raw) as peer:
-        session_id = await _new(peer, tmp_path)
-        await peer.request("session/prompt", _prompt(session_id, "run it"))
-        await peer.wait_for(lambda: bool(peer.asks()))
-        await peer.reply(peer.asks()[0], {"outcome": {"outcome": "selected", "optionId": "allow_once"}})
-        with anyio.fail_after(15):
-            assert await anyio.to_thread.run_sync(ready.read_text, abandon_on_cancel=True) == "started\n"
-        resume = {"sessionId": session_id, "cwd": str(workspace), "replayFrom": {"type": "start"}}
+    async with _running_command(tmp_path) as (peer, session_id, _):
+        resume = {"sessionId": session_id, "cwd": str(tmp_path / "workspace"), "replayFrom": {"type": "start"}}
         at = len(peer.messages)
         await peer.answer(request_id := await peer.send("session/resume", resume))
         running = _resumed_from_the_start(peer, at, request_id)

@@ -321,22 +321,12 @@ def live_update(update: LiveUpdate, features: Features = BASELINE) -> Update | N
     """The v2 update for a transient one; None for terminal output with nothing in it, and for a cancel the
     connection is not offered (``features``)."""
     match update:
-        case LiveCancelOpen(target="tool_call"):
-            if not features.cancel_tool_calls:
-                return None
-            return {
-                "sessionUpdate": "tool_call_update",
-                "toolCallId": update.tool_call_id,
-                "capabilities": {"cancel": {}},
-            }
         case LiveCancelOpen():
-            if not features.cancel_terminals:
+            call = update.target == "tool_call"
+            if not (features.cancel_tool_calls if call else features.cancel_terminals):
                 return None
-            return {
-                "sessionUpdate": "terminal_update",
-                "terminalId": update.tool_call_id,
-                "capabilities": {"cancel": {}},
-            }
+            kind, key = ("tool_call_update", "toolCallId") if call else ("terminal_update", "terminalId")
+            return {"sessionUpdate": kind, key: update.tool_call_id, "capabilities": {"cancel": {}}}
         case LiveTextChunk():
             return _chunk("agent_message_chunk", update.message_id, update.text)
         case LiveThoughtChunk():
