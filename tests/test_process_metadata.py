@@ -1,5 +1,6 @@
 """Session metadata through the real ``python -m hermes_acp`` process (docs/architecture.md §6.11): a title set by the
-client survives the turns after it and a restart; archiving a session that works cancels its turn and closes it;
+client survives the turns after it and a restart; a title the title model writes is charged to the budget, and a
+restart counts it; archiving a session that works cancels its turn and closes it;
 the archive filters; a client system prompt reaches the model's requests as it was given, and after a restart."""
 
 from __future__ import annotations
@@ -39,6 +40,37 @@ async def test_a_client_title_outlives_the_next_turns_and_a_restart(tmp_path: Pa
     assert titled == {"title": "Release notes"}
     assert [s["title"] for s in listed["sessions"] if s["sessionId"] == session_id] == ["Release notes"]
     assert agent.client.transcript(session_id)["titles"][-1] == "Release notes"
+
+
+TITLED: dict[str, Any] = {
+    "name": "titled",
+    "responses": [
+        {
+            "match": {"system_contains": "Write a title"},
+            "steps": [{"text": "Parser fixes"}],
+            "usage": {"input_tokens": 400, "output_tokens": 4},
+        },
+        {"repeat": True, "steps": [{"text": "Sure."}], "usage": {"input_tokens": 100, "output_tokens": 10}},
+    ],
+}
+
+
+async def test_a_model_written_title_is_charged_and_a_restart_counts_it(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    titled = '[agent]\ntitle_model = "fx:m2"\n'
+    async with spawn_agent(tmp_path, TITLED, home=home, config_extra=titled) as agent:
+        session_id = await agent.new_session()
+        await agent.prompt(session_id, "Fix the parser please")
+        await agent.client.wait_for(lambda: bool(agent.client.of_kind("session_info_update", session_id)))
+        title = agent.client.of_kind("session_info_update", session_id)[-1]["title"]
+    capped = titled + "[budget]\nsession_tokens = 100000\n"
+    async with spawn_agent(tmp_path / "second", TITLED, home=home, config_extra=capped) as agent:
+        with anyio.fail_after(30):
+            await agent.conn.load_session(cwd=str(agent.workspace), session_id=session_id, mcp_servers=[])
+        await agent.prompt(session_id, "and the tests")
+        meter = agent.client.of_kind("usage_update", session_id)[-1]
+    assert title == "Parser fixes"
+    assert meter["_meta"]["hermes"]["budget"]["session_tokens"]["spent"] == 110 + 404 + 110, "the title's 404 too"
 
 
 async def test_archiving_a_working_session_cancels_it_and_the_filters_follow(tmp_path: Path) -> None:

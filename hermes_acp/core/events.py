@@ -408,6 +408,12 @@ class TitleSet(_Event):
     title: str
     updated_at: str | None = None
     """When the title was set (ISO 8601); absent in logs written before it was recorded."""
+    model_id: str | None = None
+    """The model asked to write it (``agent.title_model``); None for a title derived from the prompt or set by a
+    client, and in logs written before the request was counted."""
+    usage: Usage | None = None
+    """What that request cost (counted in the session's spend, as a model turn's is), whether or not its answer
+    made the title."""
 
 
 SessionEvent = Annotated[

@@ -6,7 +6,9 @@ effort and the switches in ``meta``, ``providers.effort`` and ``sessions.switche
 them; each change is stored first, and the record kept is the store's answer. A child session follows its parent's
 mode (``Lineage``) and refuses a client's change; the model is not switched while a model turn runs (``busy``).
 Titles are set one at a time (a lock): an automatic one, written after the first turn (``write_title``: from the
-prompt, or by ``agent.title_model``), is dropped when the session got a title meanwhile.
+prompt, or by ``agent.title_model``), is dropped when the session got a title meanwhile. The title model's request
+is charged to the session's ``budget`` and stored with the title (``TitleSet.usage``), so a reload counts it too;
+a spent cap makes no request (the title is the prompt's).
 
 It does not know the prompt queue, the audience, the turn wiring or ACP: whoever changed an option tells the editors.
 """
@@ -14,11 +16,12 @@ It does not know the prompt queue, the audience, the turn wiring or ACP: whoever
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
 
 import anyio
 
 from hermes_acp.config import Effort
-from hermes_acp.core import ModeId, TitleSet, is_mode_id
+from hermes_acp.core import ModeId, TitleSet, Usage, is_mode_id
 from hermes_acp.core.modes import MODES
 from hermes_acp.errors import InvalidParamsError, SessionBusyError, UnknownModeError
 from hermes_acp.providers.catalog import CatalogModel, ModelCatalog
@@ -33,6 +36,9 @@ from .services import SessionServices
 from .switches import SWITCHES, Switch, switch_value
 from .titles import title_from_prompt, title_with_model
 
+if TYPE_CHECKING:
+    from hermes_acp.turns.budget import Budget
+
 __all__ = ["SessionOptions"]
 
 
@@ -46,6 +52,7 @@ class SessionOptions:
         *,
         busy: Callable[[], bool],
         jobs: Callable[[Callable[[], Awaitable[None]], str], None],
+        budget: Callable[[], Budget],
     ):
         self.record = record
         """The session's record as last stored."""
@@ -56,6 +63,7 @@ class SessionOptions:
         self._lineage = lineage
         self._busy = busy
         self._jobs = jobs
+        self._budget = budget
         self._title_lock = anyio.Lock()
 
     @property
@@ -141,11 +149,12 @@ class SessionOptions:
             )
         self.record = await self._services.store.update_session(self.record.id, model_id=model_id)
 
-    async def set_title(self, title: str, *, automatic: bool = False) -> str:
+    async def set_title(self, title: str, *, automatic: bool = False, spent: tuple[str, Usage] | None = None) -> str:
         """Set the title (``normalise_title``: the one rule for titles); the record first, then the event that
         tells the editors: once they have the update, ``session/list`` agrees. Returns the title as stored. An
         ``automatic`` one is dropped when the session got a title meanwhile (a client's, set while the model wrote
-        this one): titles are set one at a time, so the check and the write cannot be split."""
+        this one): titles are set one at a time, so the check and the write cannot be split. ``spent``: the model
+        and usage of the request that wrote it, stored with it (a dropped title's is not stored)."""
         title = normalise_title(title)
         async with self._title_lock:
             current = self._recorder.projection.title
@@ -154,7 +163,8 @@ class SessionOptions:
             updated = await self._services.store.update_session(self.record.id, title=title)
             self.record = updated
             stored = updated.title or title
-            await self._recorder.record(TitleSet(title=stored, updated_at=utc_now()))
+            model_id, usage = spent if spent is not None else (None, None)
+            await self._recorder.record(TitleSet(title=stored, updated_at=utc_now(), model_id=model_id, usage=usage))
         return stored
 
     def answered(self) -> None:
@@ -165,17 +175,24 @@ class SessionOptions:
             self._jobs(self.write_title, "title")
 
     async def write_title(self) -> None:
-        """After the first turn, off the prompt's path: from the prompt text, or by ``agent.title_model``."""
+        """After the first turn, off the prompt's path: from the prompt text, or by ``agent.title_model`` while no
+        cap of the session's budget is spent (its request is charged)."""
         projection = self._recorder.projection
         first = projection.first_prompt
         if projection.title is not None or not first:
             return
-        title = None
+        title: str | None = None
+        spent: tuple[str, Usage] | None = None
         services = self._services
         title_model = services.settings.agent.title_model
-        if title_model is not None:
+        if title_model is not None and not (budget := self._budget()).spent:
             model = services.catalog.get(title_model)
-            title = await title_with_model(services.providers.provider_for(model), model.model, first)
+            written = await title_with_model(services.providers.provider_for(model), model.model, first)
+            if written is not None:
+                title = written.title
+                if written.usage is not None:
+                    budget.charge(model.id, written.usage)
+                    spent = (model.id, written.usage)
         title = title or title_from_prompt(first)
         if title:
-            await self.set_title(title, automatic=True)
+            await self.set_title(title, automatic=True, spent=spent)

@@ -115,7 +115,13 @@ class Session:
         self._turn_id: str | None = None
         """The model turn (or rewind) running now."""
         self.options = SessionOptions(
-            record, services, recorder, self.lineage, busy=lambda: self._running, jobs=runtime.submit
+            record,
+            services,
+            recorder,
+            self.lineage,
+            busy=lambda: self._running,
+            jobs=runtime.submit,
+            budget=lambda: self.wiring.budget,
         )
         """Its mode, model, thinking effort, switches and title (and its stored record)."""
         self.queue = PromptQueue(self.id, recorder, audience, spawn, self.options.answered)

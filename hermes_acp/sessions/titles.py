@@ -1,23 +1,25 @@
 """Session titles: taken from the first prompt, or written by a configured model (``agent.title_model``).
 
 The derived title costs nothing; the model-written one is one small, bounded request made in the session's owner
-task after the prompt was answered, never on the prompt's path.
+task after the prompt was answered, never on the prompt's path. What that request cost comes back with its title
+(``ModelTitle``), for the budget and the log; the caller decides whether it may be made.
 """
 
 from __future__ import annotations
 
 from contextlib import aclosing
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import anyio
 
-from hermes_acp.core import TextPart, UserMessage
+from hermes_acp.core import TextPart, Usage, UserMessage
 from hermes_acp.errors import ProviderError
 
 if TYPE_CHECKING:
     from hermes_acp.providers.base import ModelProvider
 
-__all__ = ["MAX_TITLE_CHARS", "title_from_prompt", "title_with_model"]
+__all__ = ["MAX_TITLE_CHARS", "ModelTitle", "title_from_prompt", "title_with_model"]
 
 MAX_TITLE_CHARS = 60
 TITLE_TIMEOUT_S = 20.0
@@ -25,6 +27,15 @@ _TITLE_SYSTEM = (
     "Write a title of at most six words for the conversation that starts with the user's message."
     " Answer with the title only, no quotes."
 )
+
+
+@dataclass(frozen=True, slots=True)
+class ModelTitle:
+    """What the title model answered: its title (None when the answer held none) and what the request cost (None
+    when the provider did not say)."""
+
+    title: str | None
+    usage: Usage | None
 
 
 def title_from_prompt(prompt: str) -> str | None:
@@ -41,7 +52,9 @@ def title_from_prompt(prompt: str) -> str | None:
     return None
 
 
-async def title_with_model(provider: ModelProvider, model: str, prompt: str) -> str | None:
+async def title_with_model(provider: ModelProvider, model: str, prompt: str) -> ModelTitle | None:
+    """The title ``model`` writes for ``prompt``; None when it gave no answer in time or failed (nothing is known
+    of what that cost)."""
     from hermes_acp.providers.base import ProviderRequest, ResponseDone  # the provider seam loads with the first turn
 
     request = ProviderRequest(
@@ -55,7 +68,8 @@ async def title_with_model(provider: ModelProvider, model: str, prompt: str) -> 
             async with aclosing(provider.stream(request)) as events:
                 async for event in events:
                     if isinstance(event, ResponseDone):
-                        return title_from_prompt(event.message.text.strip().strip("\"'"))
+                        title = title_from_prompt(event.message.text.strip().strip("\"'"))
+                        return ModelTitle(title, event.usage)
         except ProviderError:
             return None
     return None

@@ -127,6 +127,12 @@ class Budget:
             found.append(CapStatus(key, scope, unit, limit, spent, lifted=scope == "session" and self.lifted()))
         return found
 
+    @property
+    def spent(self) -> bool:
+        """A cap that is not lifted is spent (what ``check`` would stop at), asked without using up a notice: for a
+        request of the session's own beside its turns (a title)."""
+        return any(cap.spent >= cap.limit and not cap.lifted for cap in self.status())
+
     def check(self) -> BudgetCheck:
         """Before a model request: the notices due, and the failure to stop with when a cap is spent."""
         notices: list[str] = []

@@ -237,6 +237,8 @@ class SessionProjection:
                 self.open_turns.discard(event.turn_id)
             case TitleSet():
                 self.title = event.title
+                if event.usage is not None and event.model_id is not None:
+                    self._add_usage(event.model_id, event.usage)
             case InputQueued():
                 self.pending_inputs[event.input_id] = PendingInput(event.input_kind, event.display, event.turn_id)
             case SteeringApplied():

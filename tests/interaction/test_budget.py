@@ -2,7 +2,8 @@
 how to go on and the stop reason ``max_turn_requests``; the boolean option that lifts it is offered only when a
 session cap is set, and once on, the next prompt runs; a USD cap follows the models' prices, and a model without
 prices is told once while its tokens still count; ``usage_update`` carries each cap spent and left, ``/status``
-lists them, and the prompt's answer carries its cost."""
+lists them, and the prompt's answer carries its cost; the title model's request is charged as a turn's is, and a
+spent cap makes none."""
 
 from __future__ import annotations
 
@@ -154,3 +155,46 @@ async def test_compact_is_a_prompt_for_the_caps_and_shows_the_warning_its_check_
     warning = "⚠ This session has spent 83% of its budget of 1,200 tokens"
     assert warning in after_compact.split("Answer one.")[1], "shown with /compact's reply"
     assert text.count(warning) == 1 and second.stop_reason == "end_turn"
+
+
+TITLED = '[agent]\ntitle_model = "scripted:model"\n'
+
+
+async def _title(pair: Any, session_id: str) -> str:
+    await pair.client.wait_for(lambda: bool(pair.client.of_kind("session_info_update", session_id)))
+    title: str = pair.client.of_kind("session_info_update", session_id)[-1]["title"]
+    return title
+
+
+async def test_the_title_model_s_request_is_charged_and_a_spent_cap_makes_none(tmp_path: Path) -> None:
+    provider = ScriptedProvider(
+        [
+            text_reply("Answer one.", usage=BIG),
+            text_reply("Parser fixes", usage=BIG),
+            text_reply("Answer two.", usage=BIG),
+            text_reply("Not asked for.", usage=BIG),
+        ]
+    )
+    config = TITLED + "[budget]\nsession_tokens = 2500\n"
+    async with open_pair(tmp_path, provider=provider, config=config) as pair:
+        session_id = await pair.new_session()
+        await pair.prompt(session_id, "one")
+        title = await _title(pair, session_id)
+        second = await pair.prompt(session_id, "two")
+        third = await pair.prompt(session_id, "three")
+        meters = _meters(pair, session_id)
+    assert title == "Parser fixes" and provider.requests[1].max_output_tokens == 32, "written by the title model"
+    assert second.stop_reason == "end_turn"
+    assert third.stop_reason == "max_turn_requests", "1,000 + the title's 1,000 + 1,000 of 2,500 were spent"
+    assert meters[-1]["_meta"]["hermes"]["budget"]["session_tokens"]["spent"] == 3000
+    assert len(provider.requests) == 3
+
+    spent = tmp_path / "spent"
+    spent.mkdir()
+    provider = ScriptedProvider([text_reply("Answer one.", usage=BIG), text_reply("Not asked for.")])
+    config = TITLED + "[budget]\nsession_tokens = 1000\n"
+    async with open_pair(spent, provider=provider, config=config) as pair:
+        session_id = await pair.new_session()
+        await pair.prompt(session_id, "Fix the parser")
+        title = await _title(pair, session_id)
+    assert title == "Fix the parser" and len(provider.requests) == 1, "a spent cap: the prompt's title, no request"

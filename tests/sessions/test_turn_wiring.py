@@ -111,7 +111,13 @@ async def open_view(tmp_path: Path) -> AsyncIterator[View]:
     lineage = Lineage(record, recorder, settings)
     jobs: list[str] = []
     options = SessionOptions(
-        record, services, recorder, lineage, busy=lambda: False, jobs=lambda job, name: jobs.append(name)
+        record,
+        services,
+        recorder,
+        lineage,
+        busy=lambda: False,
+        jobs=lambda job, name: jobs.append(name),
+        budget=lambda: view.wiring.budget,
     )
     view = View(
         id=SESSION,
