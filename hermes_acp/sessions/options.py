@@ -65,6 +65,8 @@ class SessionOptions:
         self._jobs = jobs
         self._budget = budget
         self._title_lock = anyio.Lock()
+        self._titling = False
+        """A title job is queued or running (a second prompt answered meanwhile starts no second one)."""
 
     @property
     def catalog(self) -> ModelCatalog:
@@ -171,12 +173,20 @@ class SessionOptions:
         """A prompt was answered: a session a client opened that has no title yet gets one written, off the
         prompt's path (a job of the session's owner task)."""
         projection = self._recorder.projection
-        if projection.title is None and self._lineage.link is None and projection.first_prompt:
+        if projection.title is None and self._lineage.link is None and projection.first_prompt and not self._titling:
+            self._titling = True
             self._jobs(self.write_title, "title")
 
     async def write_title(self) -> None:
         """After the first turn, off the prompt's path: from the prompt text, or by ``agent.title_model`` while no
-        cap of the session's budget is spent (its request is charged)."""
+        cap of the session's budget is spent (its request is charged to the session, no prompt's: later prompts
+        may run meanwhile)."""
+        try:
+            await self._write_title()
+        finally:
+            self._titling = False
+
+    async def _write_title(self) -> None:
         projection = self._recorder.projection
         first = projection.first_prompt
         if projection.title is not None or not first:
@@ -185,13 +195,13 @@ class SessionOptions:
         spent: tuple[str, Usage] | None = None
         services = self._services
         title_model = services.settings.agent.title_model
-        if title_model is not None and not (budget := self._budget()).spent:
+        if title_model is not None and not (budget := self._budget()).session_exhausted:
             model = services.catalog.get(title_model)
             written = await title_with_model(services.providers.provider_for(model), model.model, first)
             if written is not None:
                 title = written.title
                 if written.usage is not None:
-                    budget.charge(model.id, written.usage)
+                    budget.charge(model.id, written.usage, prompt=False)  # no prompt's: it runs beside them
                     spent = (model.id, written.usage)
         title = title or title_from_prompt(first)
         if title:

@@ -106,10 +106,12 @@ class Budget:
         self._prompt = _Tally()
         self._warned = {key for key in self._warned if not key.startswith("prompt_")}
 
-    def charge(self, model_id: str, usage: Usage) -> None:
-        """One model call's usage (a subagent's too), counted in the prompt and the session."""
+    def charge(self, model_id: str, usage: Usage, *, prompt: bool = True) -> None:
+        """One model call's usage (a subagent's too), counted in the session and, unless ``prompt`` is False (a
+        request of the session's own beside its prompts: a title), in the prompt."""
         tokens, usd = self._priced(model_id, usage)
-        self._prompt.add(tokens, usd)
+        if prompt:
+            self._prompt.add(tokens, usd)
         self._tally().add(tokens, usd)
 
     @property
@@ -128,10 +130,10 @@ class Budget:
         return found
 
     @property
-    def spent(self) -> bool:
-        """A cap that is not lifted is spent (what ``check`` would stop at), asked without using up a notice: for a
-        request of the session's own beside its turns (a title)."""
-        return any(cap.spent >= cap.limit and not cap.lifted for cap in self.status())
+    def session_exhausted(self) -> bool:
+        """A session cap that is not lifted is spent, asked without using up a notice: whether a request of the
+        session's own beside its prompts (a title, which no prompt's caps count) may be made."""
+        return any(c.scope == "session" and c.spent >= c.limit and not c.lifted for c in self.status())
 
     def check(self) -> BudgetCheck:
         """Before a model request: the notices due, and the failure to stop with when a cap is spent."""

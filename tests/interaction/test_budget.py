@@ -11,10 +11,12 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
 from hermes_acp.core import Usage
-from hermes_acp.providers.scripted import ScriptedProvider, text_reply
+from hermes_acp.providers.base import ProviderRequest
+from hermes_acp.providers.scripted import ScriptedProvider, ScriptedReply, text_reply
 from tests.fakes.server import open_pair, scripted_model
 
 from .test_first_use import BOOLEANS, set_switch
@@ -198,3 +200,45 @@ async def test_the_title_model_s_request_is_charged_and_a_spent_cap_makes_none(t
         await pair.prompt(session_id, "Fix the parser")
         title = await _title(pair, session_id)
     assert title == "Fix the parser" and len(provider.requests) == 1, "a spent cap: the prompt's title, no request"
+
+
+async def test_a_title_written_while_the_next_prompts_run_is_the_session_s_cost_and_is_asked_for_once(
+    tmp_path: Path,
+) -> None:
+    """The title job runs beside the prompts: later prompts may start and end before its answer comes. Its request
+    counts in the session's spend only (not in the prompt running when it ends), and a prompt answered meanwhile
+    starts no second title request."""
+    writing, answering = anyio.Event(), anyio.Event()
+    asked_title, asked_third = anyio.Event(), anyio.Event()
+
+    def reply(request: ProviderRequest) -> ScriptedReply:
+        if "Write a title" in request.system:
+            asked_title.set()
+            return text_reply("Parser fixes", usage=BIG, hold=writing)
+        if "three" in str(request.messages[-1]):
+            asked_third.set()
+            return text_reply("Answer.", usage=BIG, hold=answering)
+        return text_reply("Answer.", usage=BIG)
+
+    provider = ScriptedProvider([reply] * 5)
+    config = TITLED + "[budget]\nprompt_tokens = 100000\nsession_tokens = 100000\n"
+    async with open_pair(tmp_path, provider=provider, config=config) as pair:
+        session_id = await pair.new_session()
+        await pair.prompt(session_id, "one")
+        with anyio.fail_after(10):
+            await asked_title.wait()
+        await pair.prompt(session_id, "two")  # answered while the title is written
+        async with anyio.create_task_group() as group:
+            group.start_soon(pair.prompt, session_id, "three")
+            with anyio.fail_after(10):
+                await asked_third.wait()
+            writing.set()
+            title = await _title(pair, session_id)
+            answering.set()
+        third = _meters(pair, session_id)[-1]["_meta"]["hermes"]["budget"]
+        await pair.prompt(session_id, "four")
+        asked = [r.system for r in provider.requests]
+    assert title == "Parser fixes"
+    assert sum("Write a title" in system for system in asked) == 1, "one title request, though three prompts ended"
+    assert third["prompt_tokens"]["spent"] == 1000, "the third prompt's own request only"
+    assert third["session_tokens"]["spent"] == 4000, "three prompts' and the title's"
