@@ -7,8 +7,9 @@ them; each change is stored first, and the record kept is the store's answer. A 
 mode (``Lineage``) and refuses a client's change; the model is not switched while a model turn runs (``busy``).
 Titles are set one at a time (a lock): an automatic one, written after the first turn (``write_title``: from the
 prompt, or by ``agent.title_model``), is dropped when the session got a title meanwhile. The title model's request
-is charged to the session's ``budget`` and stored with the title (``TitleSet.usage``), so a reload counts it too;
-a spent cap makes no request (the title is the prompt's).
+is charged to the session's ``budget`` (no prompt's: it runs beside them) and stored with the title
+(``TitleSet.usage``), so a reload counts it too; a spent session cap makes no request (the title is the prompt's).
+One title job runs at a time.
 
 It does not know the prompt queue, the audience, the turn wiring or ACP: whoever changed an option tells the editors.
 """
@@ -179,8 +180,8 @@ class SessionOptions:
 
     async def write_title(self) -> None:
         """After the first turn, off the prompt's path: from the prompt text, or by ``agent.title_model`` while no
-        cap of the session's budget is spent (its request is charged to the session, no prompt's: later prompts
-        may run meanwhile)."""
+        session cap of the budget is spent (its request is charged to the session, no prompt's: later prompts may
+        run meanwhile)."""
         try:
             await self._write_title()
         finally:

@@ -183,12 +183,12 @@ class Session:
                 items = stored if after is not None else effective(stored, _event)
             return await self.subagents.expand(items)
 
-        await self.audience.attach(client, history=history, quiet=self.subagents.held, still_open=self._open_cancels)
+        def still_open(shown: Sequence[SessionEvent]) -> Sequence[LiveUpdate]:
+            """The cancels still open for the calls in ``shown``: none before a turn ran in this process (whose
+            wiring is not built, nor imported, to say so)."""
+            return self.wiring.open_cancels(shown) if "wiring" in self.__dict__ else ()
 
-    def _open_cancels(self, shown: Sequence[SessionEvent]) -> Sequence[LiveUpdate]:
-        """The cancels still open for the calls in ``shown``; none before a turn ran in this process (and nothing
-        imported to say so)."""
-        return self.wiring.open_cancels(shown) if "wiring" in self.__dict__ else ()
+        await self.audience.attach(client, history=history, quiet=self.subagents.held, still_open=still_open)
 
     async def detach(self, client: ClientBridge, *, cancel_turns: bool = False) -> bool:
         """Detach ``client`` (it left, or closed the session); with ``cancel_turns`` its prompts are cancelled

@@ -375,7 +375,7 @@ class TurnWiring:
         deps = self.deps()
         told: tuple[str, ...] = ()
         if deps.budget is not None:  # its summary is a model request: the caps hold for it as for a prompt's
-            if self._session.lineage.link is None:
+            if session.lineage.link is None:
                 deps.budget.start_prompt()  # typed as a prompt is, it is one: the last prompt's cap is not its
             check = deps.budget.check()
             if check.stop is not None:
