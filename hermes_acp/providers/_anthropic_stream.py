@@ -33,7 +33,7 @@ from typing import Any
 from hermes_acp.core import Usage
 
 from ._http_errors import ProviderIdentity, error_for_stream_event
-from ._stream_decoder import JsonStreamDecoder, as_int, capped
+from ._stream_decoder import JsonStreamDecoder, as_count, capped
 from .base import ModelStopReason, ProviderEvent, ResponseDone
 
 __all__ = ["MessagesStreamDecoder"]
@@ -171,7 +171,7 @@ class MessagesStreamDecoder(JsonStreamDecoder):
     def _merge_usage(self, usage: dict[str, Any]) -> None:
         for key in _USAGE_KEYS:
             if key in usage and usage[key] is not None:
-                self._usage[key] = as_int(usage[key])
+                self._usage[key] = as_count(usage[key])
 
     def _response_done(self) -> ResponseDone:
         message = self._assembler.build()

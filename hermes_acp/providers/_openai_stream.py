@@ -40,7 +40,7 @@ from hermes_acp.core.ids import new_tool_call_id
 
 from ._http_errors import ProviderIdentity, error_for_stream_event
 from ._sse import SseMessage
-from ._stream_decoder import JsonStreamDecoder, as_int, capped
+from ._stream_decoder import JsonStreamDecoder, as_count, as_int, capped
 from ._think_tags import ThinkTagSplitter
 from .base import ModelStopReason, ProviderEvent, ResponseDone
 
@@ -61,11 +61,12 @@ def usage_from_openai(raw: dict[str, Any]) -> Usage:
     completion_details = raw.get("completion_tokens_details")
     completion_details = completion_details if isinstance(completion_details, dict) else {}
     return Usage(
-        input_tokens=as_int(raw.get("prompt_tokens")),
-        output_tokens=as_int(raw.get("completion_tokens")),
-        cached_read_tokens=(as_int(prompt_details.get("cached_tokens")) or as_int(raw.get("prompt_cache_hit_tokens"))),
-        cache_write_tokens=as_int(prompt_details.get("cache_write_tokens")),
-        thought_tokens=as_int(completion_details.get("reasoning_tokens")),
+        input_tokens=as_count(raw.get("prompt_tokens")),
+        output_tokens=as_count(raw.get("completion_tokens")),
+        cached_read_tokens=as_count(prompt_details.get("cached_tokens"))
+        or as_count(raw.get("prompt_cache_hit_tokens")),
+        cache_write_tokens=as_count(prompt_details.get("cache_write_tokens")),
+        thought_tokens=as_count(completion_details.get("reasoning_tokens")),
     )
 
 

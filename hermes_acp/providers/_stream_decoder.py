@@ -28,8 +28,14 @@ SERVER_RESULT_CHARS = 4000
 
 
 def as_int(value: object) -> int:
-    """``value`` when it is an integer (not a bool), else 0: token counts and indexes as vendors send them."""
+    """``value`` when it is an integer (not a bool), else 0: indexes as vendors send them."""
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def as_count(value: object) -> int:
+    """A token count as vendors send it: ``value`` when it is an integer of at least 0 (not a bool), else 0 (a
+    negative count would take back what the budget was charged)."""
+    return max(0, as_int(value))
 
 
 def capped(text: str, limit: int = SERVER_RESULT_CHARS) -> str:

@@ -174,3 +174,23 @@ async def test_anthropic_stream_without_message_stop_is_incomplete() -> None:
     ) as provider:
         with pytest.raises(ProviderUnavailableError, match="before message_stop"):
             await collect(provider)
+
+
+async def test_a_negative_or_non_integer_token_count_counts_as_none() -> None:
+    """A count below zero would take back what the budget was charged: it reads as 0, as a missing one does."""
+    usage = {"prompt_tokens": -1_000_000, "completion_tokens": 3, "completion_tokens_details": {"reasoning_tokens": -2}}
+    openai = sse_body(chunk({"content": "ok"}), chunk(finish="stop", usage=usage), "[DONE]")
+    async with aclosing(provider_for("openai", openai)) as provider:
+        from_openai = done_of(await collect(provider)).usage
+    anthropic = sse_body(
+        {"type": "message_start", "message": {"usage": {"input_tokens": -7, "output_tokens": True}}},
+        {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": "Hi"}},
+        {"type": "content_block_stop", "index": 0},
+        {"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"cache_read_input_tokens": -3}},
+        {"type": "message_stop"},
+        named=True,
+    )
+    async with aclosing(provider_for("anthropic", anthropic)) as provider:
+        from_anthropic = done_of(await collect(provider)).usage
+    assert from_openai == Usage(input_tokens=0, output_tokens=3)
+    assert from_anthropic == Usage()
